@@ -1,0 +1,75 @@
+package gguf
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// sharedDir is ../shared beside the checkout (read-only in CI).
+func sharedDir(t testing.TB) string {
+	t.Helper()
+	d, err := filepath.Abs("../../shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(d); err != nil {
+		t.Fatalf("shared fixtures not found at %s: %v", d, err)
+	}
+	return d
+}
+
+func sharedGGUFs(t testing.TB) []string {
+	d := sharedDir(t)
+	files, _ := filepath.Glob(filepath.Join(d, "fixtures/ggml/*.gguf"))
+	models, _ := filepath.Glob(filepath.Join(d, "models/*/*.gguf"))
+	files = append(files, models...)
+	if len(files) < 28 {
+		t.Fatalf("found only %d shared GGUF files", len(files))
+	}
+	return files
+}
+
+// rewrite parses f and writes it again through Writer, streaming each tensor.
+func rewrite(t testing.TB, f *File, w io.Writer) {
+	t.Helper()
+	gw, err := NewWriter(w, f.KV, f.Specs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range f.Tensors {
+		if err := gw.CopyTensor(f.Tensors[i].Name, f.SectionReader(&f.Tensors[i])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := gw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRoundTripSharedFiles(t *testing.T) {
+	for _, path := range sharedGGUFs(t) {
+		t.Run(filepath.Base(filepath.Dir(path))+"/"+filepath.Base(path), func(t *testing.T) {
+			f, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			h := sha256.New()
+			rewrite(t, f, h)
+			orig, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer orig.Close()
+			h2 := sha256.New()
+			io.Copy(h2, orig)
+			if !bytes.Equal(h.Sum(nil), h2.Sum(nil)) {
+				t.Fatalf("read -> write does not reproduce %s", path)
+			}
+		})
+	}
+}
