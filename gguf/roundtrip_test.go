@@ -3,27 +3,15 @@ package gguf
 import (
 	"bytes"
 	"crypto/sha256"
+	"github.com/stratactl/stratactl/internal/testutil"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
 )
 
-// sharedDir is ../shared beside the checkout (read-only in CI).
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	d, err := filepath.Abs("../../shared")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(d); err != nil {
-		t.Fatalf("shared fixtures not found at %s: %v", d, err)
-	}
-	return d
-}
-
 func sharedGGUFs(t testing.TB) []string {
-	d := sharedDir(t)
+	d := testutil.Shared(t)
 	files, _ := filepath.Glob(filepath.Join(d, "fixtures/ggml/*.gguf"))
 	models, _ := filepath.Glob(filepath.Join(d, "models/*/*.gguf"))
 	files = append(files, models...)

@@ -1,0 +1,54 @@
+// Package testutil finds the read-only shared fixtures for tests. CI keeps
+// them beside the checkout as ../shared (relative to the module root).
+package testutil
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// ModuleRoot is the directory holding go.mod, found from the working
+// directory upwards.
+func ModuleRoot(t testing.TB) string {
+	t.Helper()
+	d, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			t.Fatal("go.mod not found above the working directory")
+		}
+		d = parent
+	}
+}
+
+// Shared is the shared fixtures folder (../shared beside the module root).
+// A missing folder fails the test: fixtures are part of the suite, never a
+// reason to skip.
+func Shared(t testing.TB) string {
+	t.Helper()
+	d := filepath.Join(filepath.Dir(ModuleRoot(t)), "shared")
+	if _, err := os.Stat(filepath.Join(d, "FORMATS.md")); err != nil {
+		t.Fatalf("shared fixtures not found at %s: %v", d, err)
+	}
+	return d
+}
+
+// Path joins elements under the shared folder.
+func Path(t testing.TB, elem ...string) string {
+	t.Helper()
+	return filepath.Join(append([]string{Shared(t)}, elem...)...)
+}
+
+// TinyModel is a file of the tiny qwen3moe fixture model, e.g.
+// TinyModel(t, "model-bf16.gguf") or TinyModel(t, "refs", "greedy.json").
+func TinyModel(t testing.TB, elem ...string) string {
+	t.Helper()
+	return Path(t, append([]string{"models", "tiny-qwen3moe"}, elem...)...)
+}
