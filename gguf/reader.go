@@ -330,6 +330,7 @@ func (f *File) parse() error {
 		return c.errf(8, "tensor count %d cannot fit in the %d bytes left", nTensors, c.remaining())
 	}
 	f.KV = make([]KV, 0, nKV)
+	f.offsets = make([]int64, 0, nKV)
 	seen := make(map[string]bool, nKV)
 	for i := uint64(0); i < nKV; i++ {
 		at := c.off
@@ -355,6 +356,7 @@ func (f *File) parse() error {
 			return err
 		}
 		f.KV = append(f.KV, KV{Key: key, Value: v})
+		f.offsets = append(f.offsets, at)
 	}
 	c.key = ""
 	f.Metadata.index()
@@ -363,10 +365,10 @@ func (f *File) parse() error {
 	if v, ok := f.Get("general.alignment"); ok {
 		a, isU32 := v.v.(uint32)
 		if !isU32 {
-			return &FormatError{File: f.Path, Key: "general.alignment", Msg: fmt.Sprintf("holds %s, want u32", v.TypeName())}
+			return &FormatError{File: f.Path, Offset: f.KeyOffset("general.alignment"), Key: "general.alignment", Msg: fmt.Sprintf("holds %s, want u32", v.TypeName())}
 		}
 		if a == 0 || a&(a-1) != 0 {
-			return &FormatError{File: f.Path, Key: "general.alignment", Msg: fmt.Sprintf("%d is not a power of two", a)}
+			return &FormatError{File: f.Path, Offset: f.KeyOffset("general.alignment"), Key: "general.alignment", Msg: fmt.Sprintf("%d is not a power of two", a)}
 		}
 		f.Alignment = int64(a)
 	}
