@@ -117,7 +117,7 @@ func q2BlockGGML(x []float32, out []byte) {
 	if d > 0 {
 		id = 1 / d
 	}
-	binary.LittleEndian.PutUint16(out, fp32ToFP16(d))
+	binary.LittleEndian.PutUint16(out, Float32ToFP16(d))
 	qs := out[2:18]
 	clear(qs)
 	for j, v := range x {
@@ -161,7 +161,7 @@ func q2BlockField(x []float32, out []byte) {
 			}
 		}
 	}
-	binary.LittleEndian.PutUint16(out, fp32ToFP16(bestD))
+	binary.LittleEndian.PutUint16(out, Float32ToFP16(bestD))
 	qs := out[2:18]
 	clear(qs)
 	var id float32
@@ -325,7 +325,7 @@ func (s *q2Searcher) block(src []float32, out []byte, base int) {
 		bestD, bestInv, bestScore = d, s.one[0], sc
 		sxl, sll = s.oneOut[0], s.oneOut[1]
 	}
-	binary.LittleEndian.PutUint16(out, fp32ToFP16(bestD))
+	binary.LittleEndian.PutUint16(out, Float32ToFP16(bestD))
 	s.k.Pack(x, bestInv, qs)
 }
 
@@ -396,3 +396,6 @@ func q2PackRef(x *[64]float32, inv float32, qs []byte) {
 		qs[i] = b
 	}
 }
+
+// roundFP16 is f as the fp16 field of a block will hold it.
+func roundFP16(f float32) float32 { return FP16ToFloat32(Float32ToFP16(f)) }
