@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"math"
-
 )
 
 // LayerTrace is what an Observer sees after each decoder layer for a batch of
