@@ -39,7 +39,8 @@ type TensorInfo struct {
 	Dims       []int64 // ne: Dims[0] is the row length
 	Offset     int64   // relative to the start of the data section
 	Size       int64   // bytes of data
-	InfoOffset int64   // where this tensor's info record starts in the file
+	InfoOffset int64   // where this tensor's info record starts in its file
+	Shard      int     // index into File.Shards for a split model, else 0
 }
 
 // Ne is dimension i, 1 beyond the tensor's rank.
@@ -75,7 +76,11 @@ type File struct {
 	Alignment  int64
 	HeaderEnd  int64 // end of the tensor infos, before padding
 	DataOffset int64 // start of the data section
-	Size       int64 // file size
+	Size       int64 // file size (all shards together for a split model)
+	// Shards lists the files of a split model opened with OpenModel; it is
+	// empty for a single file. Tensor offsets of a split model are positions
+	// in a virtual data space that starts at DataOffset = 0.
+	Shards []Shard
 
 	r      io.ReaderAt
 	closer io.Closer
@@ -122,6 +127,12 @@ func Open(path string) (*File, error) {
 // Close releases the file (and its mapping).
 func (f *File) Close() error {
 	var err error
+	for _, sh := range f.Shards {
+		if e := sh.file.Close(); err == nil {
+			err = e
+		}
+	}
+	f.Shards = nil
 	if f.mapped != nil && f.ownMap {
 		err = unmap(f.mapped)
 	}
@@ -319,6 +330,7 @@ func (f *File) parse() error {
 		return c.errf(8, "tensor count %d cannot fit in the %d bytes left", nTensors, c.remaining())
 	}
 	f.KV = make([]KV, 0, nKV)
+	f.offsets = make([]int64, 0, nKV)
 	seen := make(map[string]bool, nKV)
 	for i := uint64(0); i < nKV; i++ {
 		at := c.off
@@ -344,6 +356,7 @@ func (f *File) parse() error {
 			return err
 		}
 		f.KV = append(f.KV, KV{Key: key, Value: v})
+		f.offsets = append(f.offsets, at)
 	}
 	c.key = ""
 	f.Metadata.index()
@@ -352,10 +365,10 @@ func (f *File) parse() error {
 	if v, ok := f.Get("general.alignment"); ok {
 		a, isU32 := v.v.(uint32)
 		if !isU32 {
-			return &FormatError{File: f.Path, Key: "general.alignment", Msg: fmt.Sprintf("holds %s, want u32", v.TypeName())}
+			return &FormatError{File: f.Path, Offset: f.KeyOffset("general.alignment"), Key: "general.alignment", Msg: fmt.Sprintf("holds %s, want u32", v.TypeName())}
 		}
 		if a == 0 || a&(a-1) != 0 {
-			return &FormatError{File: f.Path, Key: "general.alignment", Msg: fmt.Sprintf("%d is not a power of two", a)}
+			return &FormatError{File: f.Path, Offset: f.KeyOffset("general.alignment"), Key: "general.alignment", Msg: fmt.Sprintf("%d is not a power of two", a)}
 		}
 		f.Alignment = int64(a)
 	}

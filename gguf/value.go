@@ -272,6 +272,22 @@ type Metadata struct {
 	File string // for error messages
 	KV   []KV
 	idx  map[string]int
+	// offsets[i] is where KV[i]'s record starts in the file it was read
+	// from, so that errors found after parsing can still point at bytes.
+	offsets []int64
+}
+
+// KeyOffset is the byte offset of key's record in the file it was read from,
+// or 0 when unknown (absent key, metadata built in memory or edited).
+func (m *Metadata) KeyOffset(key string) int64 {
+	if _, ok := m.Get(key); !ok || len(m.offsets) != len(m.KV) {
+		return 0
+	}
+	i := m.idx[key]
+	if m.KV[i].Key != key {
+		return 0
+	}
+	return m.offsets[i]
 }
 
 func (m *Metadata) index() {

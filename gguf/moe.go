@@ -1,0 +1,336 @@
+package gguf
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/stratactl/stratactl/quant"
+)
+
+// ErrNoMoE is returned (wrapped, with the file name) by File.MoE for a model
+// that has no per-expert tensors: a dense model is not a malformed file, so
+// callers that accept both test for it with errors.Is.
+var ErrNoMoE = errors.New("no mixture-of-experts tensors (blk.N.*_exps.*)")
+
+// MoELayer is the mixture of experts of one block. Gate, Up and Down are the
+// stacked expert matrices (ggml ne = [n_embd, n_ff_exp, n_expert] for gate
+// and up, [n_ff_exp, n_embd, n_expert] for down); Router is ffn_gate_inp
+// (ne = [n_embd, n_expert]). Gate is nil for architectures whose experts
+// have no gate (plain up/down FFN).
+type MoELayer struct {
+	Block            int
+	Gate, Up, Down   *TensorInfo
+	Router           *TensorInfo
+	Extra            []*TensorInfo // other per-expert tensors of the block (biases, scales): blk.N.*_exps.*
+	Experts          int           // n_expert of this layer
+	ExpertFF, Embd   int64
+	BytesPerExpert   int64 // one expert's slices of every per-expert tensor of the block
+	ExpertTensorSize int64 // all per-expert tensors of the block together
+}
+
+// ExpertTensors lists every per-expert tensor of the layer: gate (if any),
+// up, down, then the extras in file order.
+func (l *MoELayer) ExpertTensors() []*TensorInfo {
+	out := make([]*TensorInfo, 0, 3+len(l.Extra))
+	if l.Gate != nil {
+		out = append(out, l.Gate)
+	}
+	out = append(out, l.Up, l.Down)
+	return append(out, l.Extra...)
+}
+
+// MoE describes the mixture-of-experts structure of a model.
+type MoE struct {
+	Arch        string
+	Layers      []MoELayer // MoE blocks in block order; dense blocks are absent
+	Blocks      int        // {arch}.block_count, or 1 + the largest block index seen
+	Experts     int        // experts per layer (equal in every MoE layer)
+	ExpertsUsed int        // {arch}.expert_used_count; 0 when the key is absent
+	ExpertFF    int64      // n_ff_exp (equal in every MoE layer)
+	Embd        int64      // n_embd
+	// ExpertTypes are the distinct types of the per-expert tensors, in
+	// ascending type id order.
+	ExpertTypes []quant.Type
+	// BytesPerExpert is the size of one expert of one layer (its slices of
+	// every per-expert tensor). When layers use different types it is the
+	// largest; MoELayer.BytesPerExpert has each layer's figure.
+	BytesPerExpert int64
+	ExpertBytes    int64 // all per-expert tensors of the file
+	DenseBytes     int64 // every other tensor (attention, norms, routers, embeddings, shared experts)
+}
+
+// UniformExpertBytes reports whether every layer's expert has the same size.
+func (m *MoE) UniformExpertBytes() bool {
+	for i := range m.Layers {
+		if m.Layers[i].BytesPerExpert != m.BytesPerExpert {
+			return false
+		}
+	}
+	return true
+}
+
+// SplitBlockName splits "blk.N.rest" into N and rest; ok is false for names
+// outside a block (token_embd.weight) or with a malformed block number.
+func SplitBlockName(name string) (block int, rest string, ok bool) {
+	s, found := strings.CutPrefix(name, "blk.")
+	if !found {
+		return 0, "", false
+	}
+	num, rest, found := strings.Cut(s, ".")
+	if !found || num == "" || rest == "" || (len(num) > 1 && num[0] == '0') {
+		return 0, "", false
+	}
+	for _, c := range num {
+		if c < '0' || c > '9' {
+			return 0, "", false
+		}
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil {
+		return 0, "", false
+	}
+	return n, rest, true
+}
+
+// IsExpertTensor reports whether name is a per-expert tensor: blk.N.X.*
+// where X ends in "_exps" (ffn_gate_exps.weight, ffn_down_exps.bias, ...).
+// Such a tensor's last dimension is n_expert and expert e's data is the e-th
+// of n_expert equal contiguous slices. Shared experts (*_shexp) are dense.
+func IsExpertTensor(name string) bool {
+	_, rest, ok := SplitBlockName(name)
+	if !ok {
+		return false
+	}
+	part, _, _ := strings.Cut(rest, ".")
+	return strings.HasSuffix(part, "_exps") && len(part) > len("_exps")
+}
+
+// ExpertSlice is the byte range of expert e inside per-expert tensor t's
+// data: [off, off+size) relative to the tensor's start. It relies on the
+// last dimension being the expert index, which File.MoE checks.
+func ExpertSlice(t *TensorInfo, e int) (off, size int64, err error) {
+	if len(t.Dims) < 2 {
+		return 0, 0, fmt.Errorf("tensor %q (ne %v) has no expert dimension", t.Name, t.Dims)
+	}
+	n := t.Dims[len(t.Dims)-1]
+	if n <= 0 || t.Size%n != 0 {
+		return 0, 0, fmt.Errorf("tensor %q (ne %v, %d bytes) is not split evenly into experts", t.Name, t.Dims, t.Size)
+	}
+	if e < 0 || int64(e) >= n {
+		return 0, 0, fmt.Errorf("tensor %q: expert %d out of range [0, %d)", t.Name, e, n)
+	}
+	size = t.Size / n
+	return int64(e) * size, size, nil
+}
+
+// MoE finds and checks the model's mixture-of-experts tensors. A dense model
+// gives an error wrapping ErrNoMoE; inconsistent shapes give a *FormatError
+// naming the tensor and its info record's byte offset.
+func (f *File) MoE() (*MoE, error) {
+	m := &MoE{Arch: f.Architecture()}
+	bad := func(t *TensorInfo, format string, args ...any) error {
+		return &FormatError{File: f.Path, Offset: t.InfoOffset, Tensor: t.Name, Msg: fmt.Sprintf(format, args...)}
+	}
+	badKey := func(key, format string, args ...any) error {
+		return &FormatError{File: f.Path, Offset: f.KeyOffset(key), Key: key, Msg: fmt.Sprintf(format, args...)}
+	}
+
+	byBlock := map[int]*MoELayer{}
+	maxBlock := -1
+	for i := range f.Tensors {
+		t := &f.Tensors[i]
+		b, rest, ok := SplitBlockName(t.Name)
+		if !ok {
+			continue
+		}
+		maxBlock = max(maxBlock, b)
+		if !IsExpertTensor(t.Name) {
+			continue
+		}
+		l := byBlock[b]
+		if l == nil {
+			l = &MoELayer{Block: b}
+			byBlock[b] = l
+		}
+		switch rest {
+		case "ffn_gate_exps.weight":
+			l.Gate = t
+		case "ffn_up_exps.weight":
+			l.Up = t
+		case "ffn_down_exps.weight":
+			l.Down = t
+		default:
+			l.Extra = append(l.Extra, t)
+		}
+	}
+
+	countKey := f.ArchKey("expert_count")
+	declared, hasCount, err := optionalCount(f, countKey)
+	if err != nil {
+		return nil, err
+	}
+	if len(byBlock) == 0 {
+		if hasCount && declared > 0 {
+			return nil, badKey(countKey, "declares %d experts but the file has no blk.N.*_exps.* tensors (per-expert tensors stored separately are not supported)", declared)
+		}
+		return nil, fmt.Errorf("%s: %w", f.Path, ErrNoMoE)
+	}
+
+	blocks := make([]int, 0, len(byBlock))
+	for b := range byBlock {
+		blocks = append(blocks, b)
+	}
+	sort.Ints(blocks)
+
+	embdKey, ffKey := f.ArchKey("embedding_length"), f.ArchKey("expert_feed_forward_length")
+	embd, hasEmbd, err := optionalCount(f, embdKey)
+	if err != nil {
+		return nil, err
+	}
+	ffDeclared, hasFF, err := optionalCount(f, ffKey)
+	if err != nil {
+		return nil, err
+	}
+
+	types := map[quant.Type]bool{}
+	for k, b := range blocks {
+		l := byBlock[b]
+		if l.Up == nil || l.Down == nil {
+			some := l.ExpertTensorsPresent()[0]
+			missing := "ffn_up_exps.weight"
+			if l.Up != nil {
+				missing = "ffn_down_exps.weight"
+			}
+			return nil, bad(some, "block %d has per-expert tensors but no blk.%d.%s", b, b, missing)
+		}
+		up := l.Up
+		if len(up.Dims) != 3 {
+			return nil, bad(up, "ne %v: want 3 dimensions [n_embd, n_ff_exp, n_expert]", up.Dims)
+		}
+		l.Embd, l.ExpertFF, l.Experts = up.Dims[0], up.Dims[1], int(up.Dims[2])
+		if up.Dims[2] > 1<<20 {
+			return nil, bad(up, "ne %v: %d experts is implausible", up.Dims, up.Dims[2])
+		}
+		if k == 0 {
+			m.Embd, m.ExpertFF, m.Experts = l.Embd, l.ExpertFF, l.Experts
+			if hasEmbd && embd != uint64(m.Embd) {
+				return nil, bad(up, "ne[0] = %d but %s = %d", m.Embd, embdKey, embd)
+			}
+			if hasFF && ffDeclared != uint64(m.ExpertFF) {
+				return nil, bad(up, "ne[1] = %d but %s = %d", m.ExpertFF, ffKey, ffDeclared)
+			}
+			if hasCount && declared != uint64(m.Experts) {
+				return nil, bad(up, "ne[2] = %d experts but %s = %d", m.Experts, countKey, declared)
+			}
+		}
+		want := []int64{m.Embd, m.ExpertFF, int64(m.Experts)}
+		if l.Gate != nil && !equalDims(l.Gate.Dims, want) {
+			return nil, bad(l.Gate, "ne %v, want [n_embd, n_ff_exp, n_expert] = %v", l.Gate.Dims, want)
+		}
+		if !equalDims(up.Dims, want) {
+			return nil, bad(up, "ne %v, want [n_embd, n_ff_exp, n_expert] = %v like block %d", up.Dims, want, blocks[0])
+		}
+		if wantDown := []int64{m.ExpertFF, m.Embd, int64(m.Experts)}; !equalDims(l.Down.Dims, wantDown) {
+			return nil, bad(l.Down, "ne %v, want [n_ff_exp, n_embd, n_expert] = %v", l.Down.Dims, wantDown)
+		}
+		for _, x := range l.Extra {
+			if len(x.Dims) < 2 || x.Dims[len(x.Dims)-1] != int64(m.Experts) {
+				return nil, bad(x, "ne %v: a per-expert tensor's last dimension must be n_expert = %d", x.Dims, m.Experts)
+			}
+		}
+		router, ok := f.Tensor(fmt.Sprintf("blk.%d.ffn_gate_inp.weight", b))
+		if !ok {
+			return nil, bad(up, "block %d has experts but no router blk.%d.ffn_gate_inp.weight", b, b)
+		}
+		if wantR := []int64{m.Embd, int64(m.Experts)}; !equalDims(router.Dims, wantR) {
+			return nil, bad(router, "ne %v, want [n_embd, n_expert] = %v", router.Dims, wantR)
+		}
+		l.Router = router
+		for _, t := range l.ExpertTensors() {
+			_, size, err := ExpertSlice(t, 0)
+			if err != nil {
+				return nil, bad(t, "%v", err)
+			}
+			l.BytesPerExpert += size
+			l.ExpertTensorSize += t.Size
+			types[t.Type] = true
+		}
+		m.ExpertBytes += l.ExpertTensorSize
+		m.BytesPerExpert = max(m.BytesPerExpert, l.BytesPerExpert)
+		m.Layers = append(m.Layers, *l)
+	}
+
+	usedKey := f.ArchKey("expert_used_count")
+	used, hasUsed, err := optionalCount(f, usedKey)
+	if err != nil {
+		return nil, err
+	}
+	if hasUsed {
+		if used == 0 || used > uint64(m.Experts) {
+			return nil, badKey(usedKey, "%d experts used per token, want 1..%d (the expert count)", used, m.Experts)
+		}
+		m.ExpertsUsed = int(used)
+	}
+
+	m.Blocks = maxBlock + 1
+	blockKey := f.ArchKey("block_count")
+	if n, ok, err := optionalCount(f, blockKey); err != nil {
+		return nil, err
+	} else if ok {
+		if n < uint64(m.Blocks) {
+			return nil, badKey(blockKey, "%d blocks, but tensors name block %d", n, maxBlock)
+		}
+		m.Blocks = int(n)
+	}
+
+	for i := range f.Tensors {
+		if !IsExpertTensor(f.Tensors[i].Name) {
+			m.DenseBytes += f.Tensors[i].Size
+		}
+	}
+	for t := range types {
+		m.ExpertTypes = append(m.ExpertTypes, t)
+	}
+	sort.Slice(m.ExpertTypes, func(a, b int) bool { return m.ExpertTypes[a] < m.ExpertTypes[b] })
+	return m, nil
+}
+
+// ExpertTensorsPresent is the layer's per-expert tensors that are set, for
+// error reports on incomplete layers.
+func (l *MoELayer) ExpertTensorsPresent() []*TensorInfo {
+	var out []*TensorInfo
+	for _, t := range []*TensorInfo{l.Gate, l.Up, l.Down} {
+		if t != nil {
+			out = append(out, t)
+		}
+	}
+	return append(out, l.Extra...)
+}
+
+// optionalCount reads a non-negative integer key that may be absent.
+func optionalCount(f *File, key string) (uint64, bool, error) {
+	v, ok := f.Get(key)
+	if !ok {
+		return 0, false, nil
+	}
+	n, ok := v.AsUint64()
+	if !ok {
+		return 0, true, &FormatError{File: f.Path, Offset: f.KeyOffset(key), Key: key, Msg: fmt.Sprintf("holds %s, want a non-negative integer", describe(v))}
+	}
+	return n, true, nil
+}
+
+func equalDims(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
