@@ -18,6 +18,12 @@ func (b bytesReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // Bytes returns t's data in place when the file is mapped (OpenMapped or
 // FromBytes), and false otherwise.
 func (f *File) Bytes(t *TensorInfo) ([]byte, bool) {
+	if len(f.Shards) > 0 {
+		sh := &f.Shards[t.Shard]
+		local := *t
+		local.Offset -= sh.base
+		return sh.file.Bytes(&local)
+	}
 	if f.mapped == nil {
 		return nil, false
 	}

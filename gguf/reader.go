@@ -44,7 +44,8 @@ type TensorInfo struct {
 	Dims       []int64 // ne: Dims[0] is the row length
 	Offset     int64   // relative to the start of the data section
 	Size       int64   // bytes of data
-	InfoOffset int64   // where this tensor's info record starts in the file
+	InfoOffset int64   // where this tensor's info record starts in its file
+	Shard      int     // index into File.Shards for a split model, else 0
 }
 
 // Ne is dimension i, 1 beyond the tensor's rank.
@@ -80,7 +81,11 @@ type File struct {
 	Alignment  int64
 	HeaderEnd  int64 // end of the tensor infos, before padding
 	DataOffset int64 // start of the data section
-	Size       int64 // file size
+	Size       int64 // file size (all shards together for a split model)
+	// Shards lists the files of a split model opened with OpenModel; it is
+	// empty for a single file. Tensor offsets of a split model are positions
+	// in a virtual data space that starts at DataOffset = 0.
+	Shards []Shard
 
 	r      io.ReaderAt
 	closer io.Closer
@@ -127,6 +132,12 @@ func Open(path string) (*File, error) {
 // Close releases the file (and its mapping).
 func (f *File) Close() error {
 	var err error
+	for _, sh := range f.Shards {
+		if e := sh.file.Close(); err == nil {
+			err = e
+		}
+	}
+	f.Shards = nil
 	if f.mapped != nil && f.ownMap {
 		err = unmap(f.mapped)
 	}

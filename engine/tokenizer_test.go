@@ -1,0 +1,141 @@
+package engine
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/testutil"
+)
+
+var (
+	tinyTokOnce sync.Once
+	tinyTok     *Tokenizer
+	tinyTokErr  error
+)
+
+// tinyTokenizer loads the tokenizer of the tiny fixture model once.
+func tinyTokenizer(t testing.TB) *Tokenizer {
+	t.Helper()
+	path := testutil.TinyModel(t, "model-bf16.gguf")
+	tinyTokOnce.Do(func() {
+		f, err := gguf.Open(path)
+		if err != nil {
+			tinyTokErr = err
+			return
+		}
+		defer f.Close()
+		tinyTok, tinyTokErr = NewTokenizer(f)
+	})
+	if tinyTokErr != nil {
+		t.Fatal(tinyTokErr)
+	}
+	return tinyTok
+}
+
+func readInt32s(t testing.TB, path string) []int32 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b)%4 != 0 {
+		t.Fatalf("%s: %d bytes is not a whole number of int32", path, len(b))
+	}
+	out := make([]int32, len(b)/4)
+	for i := range out {
+		out[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+func firstDiff(a, b []int32) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
+}
+
+// The held-out text, tokenized as one string with no BOS, must give the
+// reference ids behind the perplexity windows and the eval sequences.
+func TestTokenizerHeldoutMatchesReference(t *testing.T) {
+	tok := tinyTokenizer(t)
+	text, err := os.ReadFile(testutil.TinyModel(t, "heldout_eval.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := tok.Encode(string(text), true, false)
+	if got := tok.Decode(ids); got != string(text) {
+		t.Fatalf("decode(encode(heldout)) differs from the text (%d vs %d bytes)", len(got), len(text))
+	}
+
+	ppl := readInt32s(t, testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"))
+	if len(ids) < len(ppl) {
+		t.Fatalf("heldout gives %d tokens, fewer than the %d reference ids", len(ids), len(ppl))
+	}
+	if d := firstDiff(ids[:len(ppl)], ppl); d >= 0 {
+		lo := max(0, d-3)
+		t.Fatalf("ppl_tokens differ at token %d: got %v want %v (decoded got %q want %q)",
+			d, ids[lo:d+4], ppl[lo:d+4], tok.Decode(ids[lo:d+4]), tok.Decode(ppl[lo:d+4]))
+	}
+
+	eval := readInt32s(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))
+	offsets := []int{20000, 29000, 38000, 47000}
+	const seqLen = 64
+	if len(eval) != len(offsets)*seqLen {
+		t.Fatalf("eval_tokens holds %d ids, want %d", len(eval), len(offsets)*seqLen)
+	}
+	for s, off := range offsets {
+		want := eval[s*seqLen : (s+1)*seqLen]
+		if off+seqLen > len(ids) {
+			t.Fatalf("heldout gives %d tokens, eval sequence %d needs %d", len(ids), s, off+seqLen)
+		}
+		if d := firstDiff(ids[off:off+seqLen], want); d >= 0 {
+			t.Errorf("eval sequence %d (offset %d) differs at %d: got %d want %d", s, off, d, ids[off+d], want[d])
+		}
+	}
+	t.Logf("heldout: %d bytes -> %d tokens", len(text), len(ids))
+}
+
+func TestTokenizerGreedyReference(t *testing.T) {
+	tok := tinyTokenizer(t)
+	b, err := os.ReadFile(testutil.TinyModel(t, "refs", "greedy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		Prompt        string  `json:"prompt"`
+		PromptIDs     []int32 `json:"prompt_ids"`
+		GeneratedIDs  []int32 `json:"generated_ids"`
+		GeneratedText string  `json:"generated_text"`
+		FullText      string  `json:"full_text"`
+	}
+	if err := json.Unmarshal(b, &ref); err != nil {
+		t.Fatal(err)
+	}
+	if got := tok.Encode(ref.Prompt, true, true); firstDiff(got, ref.PromptIDs) >= 0 {
+		t.Errorf("Encode(%q) = %v, want %v", ref.Prompt, got, ref.PromptIDs)
+	}
+	if got := tok.Decode(ref.GeneratedIDs); got != ref.GeneratedText {
+		t.Errorf("Decode(generated) = %q, want %q", got, ref.GeneratedText)
+	}
+	all := append(append([]int32(nil), ref.PromptIDs...), ref.GeneratedIDs...)
+	if got := tok.Decode(all); got != ref.FullText {
+		t.Errorf("Decode(prompt+generated) = %q, want %q", got, ref.FullText)
+	}
+	var streamed []byte
+	for _, id := range ref.GeneratedIDs {
+		streamed = append(streamed, tok.TokenBytes(id)...)
+	}
+	if string(streamed) != ref.GeneratedText {
+		t.Errorf("TokenBytes concatenated = %q, want %q", streamed, ref.GeneratedText)
+	}
+}

@@ -1,0 +1,54 @@
+package evalq
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+)
+
+// ReadIDs reads a file of little-endian int32 token ids.
+func ReadIDs(path string) ([]int32, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(b)%4 != 0 {
+		return nil, fmt.Errorf("%s: %d bytes is not a whole number of int32 token ids (byte %d starts a partial id)", path, len(b), len(b)/4*4)
+	}
+	ids := make([]int32, len(b)/4)
+	for i := range ids {
+		ids[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return ids, nil
+}
+
+// Windows cuts ids into consecutive windows of ctx tokens, at most max of them
+// (max <= 0: all). A tail shorter than ctx is dropped, as llama-perplexity
+// drops it. Each window is evaluated on its own from position 0.
+func Windows(ids []int32, ctx, max int) ([][]int32, error) {
+	if ctx < 2 {
+		return nil, fmt.Errorf("context of %d tokens: need at least 2 (one to predict from, one to predict)", ctx)
+	}
+	n := len(ids) / ctx
+	if max > 0 && max < n {
+		n = max
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%d tokens do not fill one window of %d", len(ids), ctx)
+	}
+	w := make([][]int32, n)
+	for i := range w {
+		w[i] = ids[i*ctx : (i+1)*ctx : (i+1)*ctx]
+	}
+	return w, nil
+}
+
+// CheckVocab fails on the first id outside [0, vocab), naming where it is.
+func CheckVocab(name string, ids []int32, vocab int) error {
+	for i, id := range ids {
+		if id < 0 || int(id) >= vocab {
+			return fmt.Errorf("%s: token id %d at index %d (byte %d) is outside the vocabulary of %d", name, id, i, 4*i, vocab)
+		}
+	}
+	return nil
+}

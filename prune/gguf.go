@@ -1,0 +1,282 @@
+package prune
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/quant"
+)
+
+// Keys the pruned GGUF gains.
+const (
+	KeySourceNExpert = "strata.source.n_expert"
+	KeyCriterion     = "stratactl.prune.criterion"
+)
+
+// Plan is what to keep: for each MoE layer (block index Blocks[l]) the
+// source expert ids Keep[l], strictly ascending, all layers keeping as many.
+type Plan struct {
+	Blocks  []int
+	NExpert int // experts per layer in the source
+	Keep    [][]int
+}
+
+// NKeep is the number of experts each layer keeps.
+func (p *Plan) NKeep() int {
+	if len(p.Keep) == 0 {
+		return 0
+	}
+	return len(p.Keep[0])
+}
+
+// Check validates the plan's shape and ids.
+func (p *Plan) Check() error {
+	if len(p.Blocks) == 0 {
+		return fmt.Errorf("keep map has no MoE layers")
+	}
+	if len(p.Keep) != len(p.Blocks) {
+		return fmt.Errorf("keep map: %d layers of keep ids for %d MoE layers", len(p.Keep), len(p.Blocks))
+	}
+	k := p.NKeep()
+	if k < 1 || k > p.NExpert {
+		return fmt.Errorf("keep map keeps %d of %d experts", k, p.NExpert)
+	}
+	for l, kept := range p.Keep {
+		if len(kept) != k {
+			return fmt.Errorf("keep map: layer %d keeps %d experts, layer %d keeps %d", p.Blocks[l], len(kept), p.Blocks[0], k)
+		}
+		for i, e := range kept {
+			if e < 0 || e >= p.NExpert || (i > 0 && e <= kept[i-1]) {
+				return fmt.Errorf("keep map: layer %d: ids %v are not strictly ascending within 0..%d", p.Blocks[l], kept, p.NExpert-1)
+			}
+		}
+	}
+	return nil
+}
+
+// MoELayers is the block index of each MoE layer of f, ascending, and its
+// experts per layer, as gguf's MoE() finds and checks them.
+func MoELayers(f *gguf.File) (blocks []int, nExpert int, err error) {
+	m, err := f.MoE()
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, l := range m.Layers {
+		blocks = append(blocks, l.Block)
+	}
+	return blocks, m.Experts, nil
+}
+
+// perExpert reports whether a tensor of a MoE block holds one slice per
+// expert along its last dimension: the expert matrices (and their biases or
+// scales), the router (one row per expert) and its bias, expert score biases
+// (DeepSeek-style exp_probs_b) and the Q8_0 router copy of a strata pack.
+// Shared-expert tensors (*_shexp) are dense and do not match.
+func perExpert(name string) bool {
+	base, _, _ := strings.Cut(name, ".")
+	switch base {
+	case "ffn_gate_inp", "ffn_gate_inp_q8", "exp_probs_b":
+		return true
+	}
+	return strings.HasSuffix(base, "_exps")
+}
+
+// Result describes a written pruned model.
+type Result struct {
+	Path          string `json:"path"`
+	Bytes         int64  `json:"bytes"`
+	SourceBytes   int64  `json:"source_bytes"`
+	NExpert       int    `json:"n_expert_source"`
+	NKeep         int    `json:"n_expert"`
+	SlicedTensors int    `json:"sliced_tensors"`
+	CopiedTensors int    `json:"copied_tensors"`
+}
+
+// Options tune Write.
+type Options struct {
+	// Criterion is recorded under stratactl.prune.criterion ("keep-map" when
+	// the plan came from an existing keep map).
+	Criterion string
+	// Progress is called with the bytes of tensor data written so far since
+	// the last call; nil for none.
+	Progress func(n int64)
+	// SliceBuffer bounds the bytes read at once (default 8 MiB).
+	SliceBuffer int
+}
+
+// Write streams src into a GGUF at out that holds only the experts of plan:
+// every per-expert tensor of a MoE layer is cut down to the kept slices (in
+// keep-map order), {arch}.expert_count becomes the kept count, the source
+// count and the criterion are recorded, and every other tensor and key is
+// copied unchanged. Nothing appears at out unless all of it was written.
+func Write(ctx context.Context, src *gguf.File, plan *Plan, out string, opt Options) (*Result, error) {
+	if err := plan.Check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", src.Path, err)
+	}
+	blocks, nExpert, err := MoELayers(src)
+	if err != nil {
+		return nil, err
+	}
+	if nExpert != plan.NExpert || !slices.Equal(blocks, plan.Blocks) {
+		return nil, fmt.Errorf("%s: the keep map is for MoE layers %v of %d experts; the model has layers %v of %d experts", src.Path, plan.Blocks, plan.NExpert, blocks, nExpert)
+	}
+	k := plan.NKeep()
+	if used, err := src.Uint32(src.ArchKey("expert_used_count")); err == nil && k < int(used) {
+		return nil, fmt.Errorf("%s: keeping %d experts per layer is fewer than the %d the router selects per token (%s)", src.Path, k, used, src.ArchKey("expert_used_count"))
+	}
+	if g, err := src.Uint32(src.ArchKey("expert_group_count")); err == nil && g > 1 {
+		return nil, fmt.Errorf("%s: %s = %d: grouped routing ties experts to fixed groups, which pruning would break", src.Path, src.ArchKey("expert_group_count"), g)
+	}
+	layerOf := map[int]int{}
+	for l, b := range blocks {
+		layerOf[b] = l
+	}
+
+	kv, err := prunedKV(src, k, nExpert, opt.Criterion)
+	if err != nil {
+		return nil, err
+	}
+	specs := src.Specs()
+	sliced := make([]int, len(specs)) // MoE layer index + 1 of a sliced tensor, 0 to copy
+	res := &Result{Path: out, SourceBytes: src.Size, NExpert: nExpert, NKeep: k}
+	for i := range specs {
+		t := &src.Tensors[i]
+		b, name, ok := gguf.SplitBlockName(t.Name)
+		l, moe := layerOf[b]
+		if !ok || !moe || !perExpert(name) {
+			res.CopiedTensors++
+			continue
+		}
+		last := len(t.Dims) - 1
+		if t.Dims[last] != int64(nExpert) {
+			return nil, fmt.Errorf("%s: tensor %q (info at byte %d): last dimension %d is not the %d experts", src.Path, t.Name, t.InfoOffset, t.Dims[last], nExpert)
+		}
+		if per, err := quant.RowBytes(t.Type, t.Elements()/int64(nExpert)); err != nil || per*int64(nExpert) != t.Size {
+			return nil, fmt.Errorf("%s: tensor %q (info at byte %d): %d bytes of %s do not split into %d whole experts", src.Path, t.Name, t.InfoOffset, t.Size, t.Type, nExpert)
+		}
+		specs[i].Dims[last] = int64(k)
+		sliced[i] = l + 1
+		res.SlicedTensors++
+	}
+
+	w, err := gguf.Create(out, kv, specs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", out, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			w.Abort()
+		}
+	}()
+	bufSize := opt.SliceBuffer
+	if bufSize <= 0 {
+		bufSize = 8 << 20
+	}
+	buf := make([]byte, bufSize)
+	progress := func(n int64) {
+		if opt.Progress != nil {
+			opt.Progress(n)
+		}
+	}
+	for i := range specs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		t := &src.Tensors[i]
+		if sliced[i] == 0 {
+			if err := copyRange(ctx, w, src, t, 0, t.Size, buf, progress); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		per := t.Size / int64(nExpert)
+		for _, e := range plan.Keep[sliced[i]-1] {
+			if err := copyRange(ctx, w, src, t, int64(e)*per, per, buf, progress); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := w.Commit(); err != nil {
+		return nil, err
+	}
+	ok = true
+	res.Bytes = w.Layout().FileSize
+	return res, nil
+}
+
+// copyRange streams n bytes of t starting at off into w through buf.
+func copyRange(ctx context.Context, w *gguf.FileWriter, src *gguf.File, t *gguf.TensorInfo, off, n int64, buf []byte, progress func(int64)) error {
+	for n > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		c := min(n, int64(len(buf)))
+		if err := src.ReadTensorAt(t, buf[:c], off); err != nil {
+			return err
+		}
+		if _, err := w.Write(buf[:c]); err != nil {
+			return fmt.Errorf("writing tensor %q: %w", t.Name, err)
+		}
+		progress(c)
+		off += c
+		n -= c
+	}
+	return nil
+}
+
+// prunedKV is src's metadata with the expert count set to k and the source
+// count and criterion recorded, in the source's key order (new keys last).
+func prunedKV(src *gguf.File, k, nExpert int, criterion string) ([]gguf.KV, error) {
+	countKey := src.ArchKey("expert_count")
+	kv := make([]gguf.KV, 0, len(src.KV)+2)
+	set := map[string]gguf.Value{
+		countKey:         gguf.Uint32(uint32(k)),
+		KeySourceNExpert: gguf.Uint32(uint32(nExpert)),
+	}
+	if criterion != "" {
+		set[KeyCriterion] = gguf.String(criterion)
+	}
+	done := map[string]bool{}
+	for _, p := range src.KV {
+		if v, ok := set[p.Key]; ok {
+			if p.Key == countKey {
+				// Keep the source's integer type so readers that insist on it
+				// (u32 in llama.cpp) see what they expect.
+				var err error
+				if v, err = sameIntType(p.Value, uint64(k)); err != nil {
+					return nil, fmt.Errorf("%s: key %q: %w", src.Path, p.Key, err)
+				}
+			}
+			kv = append(kv, gguf.KV{Key: p.Key, Value: v})
+			done[p.Key] = true
+			continue
+		}
+		kv = append(kv, p)
+	}
+	for _, key := range []string{countKey, KeySourceNExpert, KeyCriterion} {
+		if v, ok := set[key]; ok && !done[key] {
+			kv = append(kv, gguf.KV{Key: key, Value: v})
+		}
+	}
+	return kv, nil
+}
+
+func sameIntType(old gguf.Value, x uint64) (gguf.Value, error) {
+	switch old.Type {
+	case gguf.TypeUint32:
+		return gguf.Uint32(uint32(x)), nil
+	case gguf.TypeInt32:
+		return gguf.Int32(int32(x)), nil
+	case gguf.TypeUint64:
+		return gguf.Uint64(x), nil
+	case gguf.TypeInt64:
+		return gguf.Int64(int64(x)), nil
+	case gguf.TypeUint16:
+		return gguf.Uint16(uint16(x)), nil
+	}
+	return gguf.Value{}, fmt.Errorf("holds %s, want an integer", old.TypeName())
+}

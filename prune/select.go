@@ -1,0 +1,102 @@
+// Package prune removes experts from a Mixture-of-Experts GGUF: it chooses,
+// per MoE layer, the experts to keep from a profile (package profile) and
+// writes an ordinary GGUF holding only those, plus the keep map
+// (keep.strp) that records which source experts survived.
+package prune
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/stratactl/stratactl/profile"
+)
+
+// Criterion is how experts are scored; the highest scores are kept.
+type Criterion string
+
+const (
+	// REAP keeps the experts with the largest mean gate-weighted output norm
+	// over the tokens routed to them (Lasby et al., "REAP the Experts").
+	REAP Criterion = "reap"
+	// Frequency keeps the experts that the most tokens are routed to.
+	Frequency Criterion = "frequency"
+	// EAN keeps the experts with the largest total gate-weighted output norm
+	// (frequency and size of contribution together).
+	EAN Criterion = "ean"
+)
+
+// Criteria lists the accepted criteria.
+var Criteria = []Criterion{REAP, Frequency, EAN}
+
+// ParseCriterion accepts a criterion by name ("freq" and "count" mean
+// frequency).
+func ParseCriterion(s string) (Criterion, error) {
+	switch strings.ToLower(s) {
+	case "reap":
+		return REAP, nil
+	case "frequency", "freq", "count":
+		return Frequency, nil
+	case "ean":
+		return EAN, nil
+	}
+	return "", fmt.Errorf("unknown pruning criterion %q (want reap, frequency or ean)", s)
+}
+
+// Field is the profile statistic that c ranks by.
+func (c Criterion) Field() string {
+	switch c {
+	case Frequency:
+		return profile.FieldCount
+	case EAN:
+		return profile.FieldEAN
+	}
+	return profile.FieldREAP
+}
+
+// Order is layer l's experts best first under c; equal scores go to the
+// lower id, so the order is a pure function of the statistics.
+func Order(s *profile.Stats, c Criterion, l int) []int {
+	ids, err := s.Order(c.Field(), l)
+	if err != nil {
+		panic(err) // Field only names fields that exist
+	}
+	return ids
+}
+
+// Select keeps the k best experts of every layer; each layer's kept ids come
+// back ascending (the keep map's order).
+func Select(s *profile.Stats, c Criterion, k int) ([][]int, error) {
+	if k < 1 || k > s.NExpert {
+		return nil, fmt.Errorf("keep %d experts of %d: want 1..%d", k, s.NExpert, s.NExpert)
+	}
+	keep := make([][]int, len(s.Blocks))
+	for l := range keep {
+		kept := append([]int(nil), Order(s, c, l)[:k]...)
+		sort.Ints(kept)
+		keep[l] = kept
+	}
+	return keep, nil
+}
+
+// Hotness ranks the kept experts of each layer (positions 0..k-1 into
+// keep[l]) by routed-token count, hottest first, ties to the lower position:
+// the order in which an engine should fill its expert cache.
+func Hotness(s *profile.Stats, keep [][]int) [][]int {
+	rank := make([][]int, len(keep))
+	for l, kept := range keep {
+		r := make([]int, len(kept))
+		for i := range r {
+			r[i] = i
+		}
+		sort.SliceStable(r, func(a, b int) bool {
+			ca, cb := s.Count[l][kept[r[a]]], s.Count[l][kept[r[b]]]
+			if ca != cb {
+				return ca > cb
+			}
+			return r[a] < r[b]
+		})
+		rank[l] = r
+	}
+	return rank
+}

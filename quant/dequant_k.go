@@ -1,0 +1,169 @@
+package quant
+
+// The k-quants and IQ4_XS (256-element super-blocks with packed sub-block
+// scales).
+
+func init() {
+	dequantizers[Q2_K] = dequantQ2K
+	dequantizers[Q3_K] = dequantQ3K
+	dequantizers[Q4_K] = dequantQ4K
+	dequantizers[Q5_K] = dequantQ5K
+	dequantizers[Q6_K] = dequantQ6K
+	dequantizers[IQ4_XS] = dequantIQ4XS
+}
+
+func dequantQ2K(src []byte, dst []float32) {
+	for i := 0; i < len(dst)/256; i++ {
+		b := src[84*i : 84*i+84]
+		y := dst[256*i : 256*i+256]
+		scales, qs := b[0:16], b[16:80]
+		d, dmin := half(b[80:]), half(b[82:])
+		for h := 0; h < 2; h++ {
+			for s := 0; s < 4; s++ {
+				for t := 0; t < 2; t++ {
+					k := 8*h + 2*s + t
+					dl := d * float32(scales[k]&0xf)
+					ml := dmin * float32(scales[k]>>4)
+					q := qs[32*h+16*t : 32*h+16*t+16]
+					out := y[16*k : 16*k+16]
+					for l := range out {
+						out[l] = float32(dl*float32(q[l]>>(2*s)&3)) - ml
+					}
+				}
+			}
+		}
+	}
+}
+
+func dequantQ3K(src []byte, dst []float32) {
+	for i := 0; i < len(dst)/256; i++ {
+		b := src[110*i : 110*i+110]
+		y := dst[256*i : 256*i+256]
+		hmask, qs, scales := b[0:32], b[32:96], b[96:108]
+		d := half(b[108:])
+		for h := 0; h < 2; h++ {
+			for s := 0; s < 4; s++ {
+				for t := 0; t < 2; t++ {
+					k := 8*h + 2*s + t
+					var low4 byte
+					if k < 8 {
+						low4 = scales[k] & 0xf
+					} else {
+						low4 = scales[k-8] >> 4
+					}
+					high2 := scales[8+k%4] >> (2 * (k / 4)) & 3
+					dl := d * float32(int(low4|high2<<4)-32)
+					q := qs[32*h+16*t : 32*h+16*t+16]
+					hm := hmask[16*t : 16*t+16]
+					out := y[16*k : 16*k+16]
+					for l := range out {
+						v := int(q[l] >> (2 * s) & 3)
+						if hm[l]>>(4*h+s)&1 == 0 {
+							v -= 4
+						}
+						out[l] = dl * float32(v)
+					}
+				}
+			}
+		}
+	}
+}
+
+// scaleMinK4 unpacks sub-block j's 6-bit scale and min (Q4_K, Q5_K).
+func scaleMinK4(j int, b []byte) (sc, m byte) {
+	b = b[:12]
+	if j < 4 {
+		return b[j] & 63, b[j+4] & 63
+	}
+	return b[j+4]&0xf | b[j-4]>>6<<4, b[j+4]>>4 | b[j]>>6<<4
+}
+
+func dequantQ4K(src []byte, dst []float32) {
+	for i := 0; i < len(dst)/256; i++ {
+		b := src[144*i : 144*i+144]
+		y := dst[256*i : 256*i+256]
+		d, dmin := half(b), half(b[2:])
+		scales, qs := b[4:16], b[16:144]
+		for c := 0; c < 4; c++ {
+			sc1, m1 := scaleMinK4(2*c, scales)
+			sc2, m2 := scaleMinK4(2*c+1, scales)
+			d1, dm1 := d*float32(sc1), dmin*float32(m1)
+			d2, dm2 := d*float32(sc2), dmin*float32(m2)
+			q := qs[32*c : 32*c+32]
+			lo, hi := y[64*c:64*c+32], y[64*c+32:64*c+64]
+			for l := range q {
+				lo[l] = float32(d1*float32(q[l]&0xf)) - dm1
+				hi[l] = float32(d2*float32(q[l]>>4)) - dm2
+			}
+		}
+	}
+}
+
+func dequantQ5K(src []byte, dst []float32) {
+	for i := 0; i < len(dst)/256; i++ {
+		b := src[176*i : 176*i+176]
+		y := dst[256*i : 256*i+256]
+		d, dmin := half(b), half(b[2:])
+		scales, qh, qs := b[4:16], b[16:48], b[48:176]
+		for c := 0; c < 4; c++ {
+			sc1, m1 := scaleMinK4(2*c, scales)
+			sc2, m2 := scaleMinK4(2*c+1, scales)
+			d1, dm1 := d*float32(sc1), dmin*float32(m1)
+			d2, dm2 := d*float32(sc2), dmin*float32(m2)
+			q := qs[32*c : 32*c+32]
+			lo, hi := y[64*c:64*c+32], y[64*c+32:64*c+64]
+			for l := range q {
+				ql := q[l]&0xf | (qh[l]>>(2*c)&1)<<4
+				qu := q[l]>>4 | (qh[l]>>(2*c+1)&1)<<4
+				lo[l] = float32(d1*float32(ql)) - dm1
+				hi[l] = float32(d2*float32(qu)) - dm2
+			}
+		}
+	}
+}
+
+func dequantQ6K(src []byte, dst []float32) {
+	for i := 0; i < len(dst)/256; i++ {
+		b := src[210*i : 210*i+210]
+		y := dst[256*i : 256*i+256]
+		d := half(b[208:])
+		sc := b[192:208]
+		for h := 0; h < 2; h++ {
+			ql := b[64*h : 64*h+64]
+			qh := b[128+32*h : 128+32*h+32]
+			out := y[128*h : 128*h+128]
+			s := sc[8*h : 8*h+8]
+			for l := 0; l < 32; l++ {
+				is := l / 16
+				q1 := int(ql[l]&0xf|(qh[l]&3)<<4) - 32
+				q2 := int(ql[l+32]&0xf|(qh[l]>>2&3)<<4) - 32
+				q3 := int(ql[l]>>4|(qh[l]>>4&3)<<4) - 32
+				q4 := int(ql[l+32]>>4|(qh[l]>>6)<<4) - 32
+				out[l] = d * float32(int8(s[is])) * float32(q1)
+				out[l+32] = d * float32(int8(s[is+2])) * float32(q2)
+				out[l+64] = d * float32(int8(s[is+4])) * float32(q3)
+				out[l+96] = d * float32(int8(s[is+6])) * float32(q4)
+			}
+		}
+	}
+}
+
+func dequantIQ4XS(src []byte, dst []float32) {
+	for i := 0; i < len(dst)/256; i++ {
+		b := src[136*i : 136*i+136]
+		y := dst[256*i : 256*i+256]
+		d := half(b)
+		sh := le16(b[2:])
+		sl, qs := b[4:8], b[8:136]
+		for ib := 0; ib < 8; ib++ {
+			ls := int(sl[ib/2]>>(4*(ib%2))&0xf) | int(sh>>(2*ib)&3)<<4
+			dl := d * float32(ls-32)
+			q := qs[16*ib : 16*ib+16]
+			out := y[32*ib : 32*ib+32]
+			for j := 0; j < 16; j++ {
+				out[j] = dl * float32(KvaluesIQ4NL[q[j]&0xf])
+				out[j+16] = dl * float32(KvaluesIQ4NL[q[j]>>4])
+			}
+		}
+	}
+}
