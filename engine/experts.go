@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/kernels"
+)
+
+// Expert is one expert's three matrices.
+type Expert struct {
+	Gate, Up, Down kernels.Matrix
+}
+
+// ExpertStore hands out experts by (layer, expert id). Get may block on a
+// read; what it returns stays valid until the matching Release.
+type ExpertStore interface {
+	Get(layer, e int) (*Expert, error)
+	Release(layer, e int)
+	// Prefetch says experts ids of layer will probably be needed soon; a
+	// store that reads from disk starts reading those not resident.
+	Prefetch(layer int, ids []int)
+	// Resident reports whether Get(layer, e) would not wait for a read.
+	Resident(layer, e int) bool
+	Close() error
+}
+
+// mappedExperts serves experts straight from the mapped GGUF tensors.
+type mappedExperts struct {
+	experts [][]Expert
+}
+
+func newMappedExperts(f *gguf.File, c *Config) (*mappedExperts, error) {
+	l := tensorLoader{f}
+	s := &mappedExperts{experts: make([][]Expert, c.Layers)}
+	for i := 0; i < c.Layers; i++ {
+		s.experts[i] = make([]Expert, c.Experts)
+		for p, part := range expertParts {
+			name := fmt.Sprintf("blk.%d.%s.weight", i, part)
+			cols, rows := c.expertShape(p)
+			t, data, err := l.info(name, cols, rows, c.Experts)
+			if err != nil {
+				return nil, err
+			}
+			if err := partType(t.Type); err != nil {
+				return nil, fmt.Errorf("%s: tensor %s: %w", f.Path, name, err)
+			}
+			per := len(data) / c.Experts
+			for e := 0; e < c.Experts; e++ {
+				m, err := kernels.NewMatrix(t.Type, data[e*per:(e+1)*per], cols, rows)
+				if err != nil {
+					return nil, fmt.Errorf("%s: tensor %s expert %d: %w", f.Path, name, e, err)
+				}
+				ex := &s.experts[i][e]
+				switch p {
+				case 0:
+					ex.Gate = m
+				case 1:
+					ex.Up = m
+				case 2:
+					ex.Down = m
+				}
+			}
+		}
+	}
+	return s, nil
+}
+
+func (s *mappedExperts) Get(layer, e int) (*Expert, error) { return &s.experts[layer][e], nil }
+func (s *mappedExperts) Release(layer, e int)              {}
+func (s *mappedExperts) Prefetch(layer int, ids []int)     {}
+func (s *mappedExperts) Resident(layer, e int) bool        { return true }
+func (s *mappedExperts) Close() error                      { return nil }
+
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}

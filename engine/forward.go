@@ -1,0 +1,206 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+)
+
+// LayerTrace is what an Observer sees after each decoder layer for a batch of
+// Tokens consecutive positions starting at Pos0. Slices are valid only during
+// the call.
+type LayerTrace struct {
+	Layer  int
+	Pos0   int
+	Tokens int
+	// Probs is the router softmax over all experts, [Tokens][Experts].
+	Probs []float32
+	// IDs are the selected experts in descending router probability (ties
+	// to the lower id), [Tokens][ExpertsUsed]; Weights their gate weights
+	// (renormalised when the model says so), same layout.
+	IDs     []int32
+	Weights []float32
+	// ExpertOut is each selected expert's output vector before weighting,
+	// [Tokens][ExpertsUsed][Embd] (REAP: weight x L2 norm of it).
+	ExpertOut []float32
+	// Hidden is the residual stream after the layer, [Tokens][Embd].
+	Hidden []float32
+}
+
+// Observer is called by the forward pass after each layer.
+type Observer interface {
+	Layer(tr *LayerTrace)
+}
+
+// Routing tunes expert selection. The zero value is the model's own router.
+type Routing struct {
+	// CacheBonus, when > 0, is added to the router logits of resident
+	// experts for the picks after the first Exact ones, so that a cache can
+	// serve more of them; the weights stay the true renormalised
+	// probabilities of the experts picked.
+	CacheBonus float32
+	Exact      int
+}
+
+// Session is one sequence being decoded: positions so far and the KV cache.
+type Session struct {
+	m   *Model
+	Pos int
+	// kcache/vcache per layer: position-major [pos][HeadsKV*dim].
+	kcache, vcache [][]float32
+	Observer       Observer
+	Routing        Routing
+	// MaxBatch bounds the tokens run through the layers at once in prefill
+	// (memory); it changes no result.
+	MaxBatch int
+	// Stats counts routed experts and resident hits (cache-aware routing
+	// and stores report through it).
+	Stats SessionStats
+
+	trace *LayerTrace
+}
+
+// SessionStats are counters of one session.
+type SessionStats struct {
+	Tokens        int // tokens run through the layers
+	ExpertUses    int // (token, layer, expert) picks
+	DistinctLoads int // expert Gets (one per distinct expert per layer per batch)
+}
+
+// NewSession starts an empty sequence.
+func (m *Model) NewSession() *Session {
+	return &Session{
+		m:        m,
+		kcache:   make([][]float32, m.Config.Layers),
+		vcache:   make([][]float32, m.Config.Layers),
+		MaxBatch: 64,
+	}
+}
+
+// Model is the session's model.
+func (s *Session) Model() *Model { return s.m }
+
+// Reset forgets the sequence.
+func (s *Session) Reset() {
+	s.Pos = 0
+	for i := range s.kcache {
+		s.kcache[i] = s.kcache[i][:0]
+		s.vcache[i] = s.vcache[i][:0]
+	}
+}
+
+// Forward runs ids at the next positions and returns logits: for every
+// position ([len(ids)][Vocab]) when all is set, else for the last one.
+func (s *Session) Forward(ids []int32, all bool) ([]float32, error) {
+	c := &s.m.Config
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("no tokens to run")
+	}
+	if s.Pos+len(ids) > c.Context {
+		return nil, fmt.Errorf("sequence of %d tokens exceeds the context length %d", s.Pos+len(ids), c.Context)
+	}
+	for i, id := range ids {
+		if id < 0 || int(id) >= c.Vocab {
+			return nil, fmt.Errorf("token %d (at %d) is outside the vocabulary of %d", id, i, c.Vocab)
+		}
+	}
+	var out []float32
+	if all {
+		out = make([]float32, 0, len(ids)*c.Vocab)
+	}
+	mb := s.MaxBatch
+	if mb <= 0 {
+		mb = len(ids)
+	}
+	for lo := 0; lo < len(ids); lo += mb {
+		hi := min(lo+mb, len(ids))
+		last := hi == len(ids)
+		logits, err := s.batch(ids[lo:hi], all, last)
+		if err != nil {
+			return nil, err
+		}
+		if all {
+			out = append(out, logits...)
+		} else if last {
+			out = logits
+		}
+	}
+	return out, nil
+}
+
+// batch runs T tokens through every layer; it returns logits for every
+// token (all), for the last (last), or none.
+func (s *Session) batch(ids []int32, all, last bool) ([]float32, error) {
+	m := s.m
+	c := &m.Config
+	T, D := len(ids), c.Embd
+	x := make([]float32, T*D)
+	for t, id := range ids {
+		if err := m.Embd.DecodeRowTo(int(id), x[t*D:(t+1)*D]); err != nil {
+			return nil, fmt.Errorf("token_embd row %d: %w", id, err)
+		}
+	}
+	xn := make([]float32, T*D)
+	for l := range m.Layers {
+		L := &m.Layers[l]
+		rmsNormRows(xn, x, L.AttnNorm, D, c.Eps)
+		att := s.attention(l, L, xn, T)
+		o := make([]float32, T*D)
+		m.Pool.MatMul(&L.O, att, T, o)
+		for i := range x {
+			x[i] += o[i]
+		}
+		rmsNormRows(xn, x, L.FFNNorm, D, c.Eps)
+		moeOut, err := s.moe(l, L, xn, x, T)
+		if err != nil {
+			return nil, err
+		}
+		for i := range x {
+			x[i] += moeOut[i]
+		}
+		if s.Observer != nil {
+			s.traceHidden(x)
+		}
+	}
+	s.Pos += T
+	s.Stats.Tokens += T
+	if !all && !last {
+		return nil, nil
+	}
+	first := 0
+	if !all {
+		first = T - 1
+	}
+	n := T - first
+	rmsNormRows(xn[:n*D], x[first*D:], m.OutNorm, D, c.Eps)
+	logits := make([]float32, n*c.Vocab)
+	m.Pool.MatMul(&m.Output, xn[:n*D], n, logits)
+	return logits, nil
+}
+
+// pendingTrace carries the layer trace from moe (routing, expert outputs)
+// to the end of the layer (hidden state).
+func (s *Session) traceHidden(x []float32) {
+	if s.trace != nil {
+		s.trace.Hidden = x
+		s.Observer.Layer(s.trace)
+		s.trace = nil
+	}
+}
+
+// rmsNormRows: y = x / sqrt(mean(x^2) + eps) * w, row by row.
+func rmsNormRows(y, x, w []float32, n int, eps float32) {
+	for r := 0; r+n <= len(y) && r+n <= len(x); r += n {
+		rmsNorm(y[r:r+n], x[r:r+n], w, eps)
+	}
+}
+
+func rmsNorm(y, x, w []float32, eps float32) {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	scale := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
+	for i, v := range x {
+		y[i] = (v * scale) * w[i]
+	}
+}

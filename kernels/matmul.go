@@ -1,0 +1,149 @@
+package kernels
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/stratactl/stratactl/quant"
+)
+
+// Matrix is a weight matrix in its stored type, used in place: Rows rows of
+// Cols weights, row r at Data[r*RowBytes:].
+type Matrix struct {
+	Type     quant.Type
+	Data     []byte
+	Rows     int
+	Cols     int
+	RowBytes int
+}
+
+// NewMatrix checks that data holds rows x cols weights of type t and that
+// the type can be decoded.
+func NewMatrix(t quant.Type, data []byte, cols, rows int) (Matrix, error) {
+	if cols <= 0 || rows <= 0 {
+		return Matrix{}, fmt.Errorf("matrix of %d x %d", rows, cols)
+	}
+	rb, err := quant.RowBytes(t, int64(cols))
+	if err != nil {
+		return Matrix{}, err
+	}
+	if !CanDecode(t) {
+		return Matrix{}, fmt.Errorf("no kernel for type %s", t)
+	}
+	if int64(len(data)) < rb*int64(rows) {
+		return Matrix{}, fmt.Errorf("%d rows of %d %s weights need %d bytes, have %d", rows, cols, t, rb*int64(rows), len(data))
+	}
+	return Matrix{Type: t, Data: data[:rb*int64(rows)], Rows: rows, Cols: cols, RowBytes: int(rb)}, nil
+}
+
+// Row is the stored bytes of row r.
+func (m *Matrix) Row(r int) []byte { return m.Data[r*m.RowBytes : (r+1)*m.RowBytes] }
+
+// DecodeRowTo writes row r as float32 into dst (len Cols).
+func (m *Matrix) DecodeRowTo(r int, dst []float32) error {
+	return DecodeRow(m.Type, m.Row(r), dst[:m.Cols])
+}
+
+// Pool runs row ranges on up to Threads goroutines. Each output element is
+// computed whole by one goroutine with the kernel's fixed order, so results
+// never depend on the thread count.
+type Pool struct {
+	Threads int
+	scratch sync.Pool
+}
+
+// NewPool sizes a pool; threads <= 0 means GOMAXPROCS.
+func NewPool(threads int) *Pool {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	return &Pool{Threads: threads}
+}
+
+func (p *Pool) buf(n int) *[]float32 {
+	if b, ok := p.scratch.Get().(*[]float32); ok && cap(*b) >= n {
+		*b = (*b)[:n]
+		return b
+	}
+	b := make([]float32, n)
+	return &b
+}
+
+// minWork is the weights x tokens a goroutine should get at least: below it,
+// starting goroutines costs more than it saves.
+const minWork = 1 << 15
+
+// Parallel splits [0, n) into contiguous ranges, each run by one goroutine;
+// work is the cost of one index, for sizing the ranges.
+func (p *Pool) Parallel(n, work int, fn func(lo, hi int)) {
+	threads := p.Threads
+	if threads < 1 {
+		threads = 1
+	}
+	if work < 1 {
+		work = 1
+	}
+	maxBy := n * work / minWork
+	if maxBy < threads {
+		threads = maxBy
+	}
+	if threads <= 1 || n < 2 {
+		fn(0, n)
+		return
+	}
+	if threads > n {
+		threads = n
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < threads; i++ {
+		lo, hi := i*n/threads, (i+1)*n/threads
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(lo, hi)
+		}()
+	}
+	wg.Wait()
+}
+
+// MatVec sets out[r] = row r . x for every row (len(x) = Cols).
+func (p *Pool) MatVec(m *Matrix, x, out []float32) {
+	p.MatMul(m, x, 1, out)
+}
+
+// MatMul multiplies every row by each of ntok inputs, xs[t*Cols:(t+1)*Cols],
+// into out[t*Rows+r]. With several inputs each row is decoded once and
+// reused, which is what makes batched prefill cheaper than token by token;
+// the bits are the same either way (see dot.go).
+func (p *Pool) MatMul(m *Matrix, xs []float32, ntok int, out []float32) {
+	cols, rows := m.Cols, m.Rows
+	if len(xs) < ntok*cols || len(out) < ntok*rows {
+		panic(fmt.Sprintf("kernels: MatMul shapes: %d inputs of %d, %d rows, len(xs)=%d len(out)=%d", ntok, cols, rows, len(xs), len(out)))
+	}
+	fused := Fused(m.Type) && cols%32 == 0
+	p.Parallel(rows, cols*ntok, func(lo, hi int) {
+		bp := p.buf(cols)
+		buf := *bp
+		for r := lo; r < hi; r++ {
+			row := m.Row(r)
+			if ntok == 1 {
+				out[r] = Dot(m.Type, row, xs[:cols], buf)
+				continue
+			}
+			if fused && ntok <= 2 {
+				for t := 0; t < ntok; t++ {
+					out[t*rows+r] = Dot(m.Type, row, xs[t*cols:(t+1)*cols], buf)
+				}
+				continue
+			}
+			if err := DecodeRow(m.Type, row, buf); err != nil {
+				panic("kernels: MatMul on an unchecked matrix: " + err.Error())
+			}
+			for t := 0; t < ntok; t++ {
+				out[t*rows+r] = DotF32(buf, xs[t*cols:(t+1)*cols])
+			}
+		}
+		p.scratch.Put(bp)
+	})
+}

@@ -1,0 +1,64 @@
+package quant
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+func init() {
+	quantizers[F32] = quantizeF32
+	quantizers[F16] = quantizeF16
+	quantizers[BF16] = quantizeBF16
+	quantizers[Q8_0] = quantizeQ8_0
+}
+
+func quantizeF32(src []float32, dst []byte, _ *QuantizeOptions) {
+	for i, v := range src {
+		binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(v))
+	}
+}
+
+func quantizeF16(src []float32, dst []byte, _ *QuantizeOptions) {
+	for i, v := range src {
+		binary.LittleEndian.PutUint16(dst[2*i:], fp32ToFP16(v))
+	}
+}
+
+func quantizeBF16(src []float32, dst []byte, _ *QuantizeOptions) {
+	for i, v := range src {
+		binary.LittleEndian.PutUint16(dst[2*i:], fp32ToBF16(v))
+	}
+}
+
+// quantizeQ8_0 is ggml's reference: d = amax/127 stored as fp16, codes from
+// the unrounded d, halves away from zero. Importance is ignored, as in ggml.
+// A block holding NaN or Inf gets d = NaN/Inf as ggml would produce, with
+// codes 0 for the elements that do not convert (ggml's behaviour there is
+// undefined C).
+func quantizeQ8_0(src []float32, dst []byte, _ *QuantizeOptions) {
+	const qk = 32
+	for b := 0; b < len(src)/qk; b++ {
+		x := src[b*qk : b*qk+qk]
+		out := dst[b*34 : b*34+34]
+		var amax float32
+		for _, v := range x {
+			a := float32(math.Abs(float64(v)))
+			if a > amax || a != a {
+				amax = a
+			}
+		}
+		d := amax / 127
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		binary.LittleEndian.PutUint16(out, fp32ToFP16(d))
+		for j, v := range x {
+			q := math.Round(float64(v * id))
+			if q != q || q > 127 || q < -128 {
+				q = 0
+			}
+			out[2+j] = byte(int8(q))
+		}
+	}
+}
