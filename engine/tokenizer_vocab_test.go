@@ -56,8 +56,8 @@ func TestTokenizerAgreesWithHFTokenizerJSON(t *testing.T) {
 			UseRegex       bool   `json:"use_regex"`
 		} `json:"pre_tokenizer"`
 		Model struct {
-			Type   string           `json:"type"`
-			Vocab  map[string]int32 `json:"vocab"`
+			Type   string            `json:"type"`
+			Vocab  map[string]int32  `json:"vocab"`
 			Merges []json.RawMessage `json:"merges"`
 		} `json:"model"`
 	}
