@@ -1,0 +1,283 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// AVX2 + F16C dequantizers. Each computes exactly what quant's reference
+// does: the fp16 scale widened exactly (VCVTPH2PS), integer codes converted
+// to float32, then exact float32 products in the same roles, and signs
+// applied by multiplying with +-1.0. The results are therefore bit-identical
+// to the portable Go path, signed zeros and NaNs included.
+
+// Broadcast the fp16 at off(SI) into all lanes of Y0 as float32.
+#define LOADSCALE(off) \
+	MOVWLZX off(SI), AX; \
+	VMOVD   AX, X0; \
+	VCVTPH2PS X0, X0; \
+	VBROADCASTSS X0, Y0
+
+// Convert 8 int32 in Y to float32, scale by Y0 and store at off(DI).
+#define SCALESTORE(Y, off) \
+	VCVTDQ2PS Y, Y; \
+	VMULPS    Y0, Y, Y; \
+	VMOVUPS   Y, off(DI)
+
+// func dequantQ8_0AVX2(src *byte, dst *float32, blocks int)
+// Block: fp16 d, 32 x int8. y = float32(q) * d.
+TEXT ·dequantQ8_0AVX2(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	TESTQ CX, CX
+	JZ   q8done
+
+q8loop:
+	LOADSCALE(0)
+	VPMOVSXBD 2(SI), Y1
+	VPMOVSXBD 10(SI), Y2
+	VPMOVSXBD 18(SI), Y3
+	VPMOVSXBD 26(SI), Y4
+	SCALESTORE(Y1, 0)
+	SCALESTORE(Y2, 32)
+	SCALESTORE(Y3, 64)
+	SCALESTORE(Y4, 96)
+	ADDQ $34, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  q8loop
+	VZEROUPPER
+
+q8done:
+	RET
+
+DATA nibmask<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibmask<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL nibmask<>(SB), RODATA|NOPTR, $16
+
+// func dequantIQ4NLAVX2(src *byte, dst *float32, blocks int, table *int8)
+// Block: fp16 d, 16 bytes of nibbles (low nibble -> element j, high -> j+16).
+// y = d * float32(kvalues[nibble]); the codebook lookup is a byte shuffle.
+TEXT ·dequantIQ4NLAVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	MOVQ table+24(FP), DX
+	TESTQ CX, CX
+	JZ   nldone
+	VMOVDQU (DX), X8
+	VMOVDQU nibmask<>(SB), X9
+
+nlloop:
+	LOADSCALE(0)
+	VMOVDQU 2(SI), X1
+	VPSRLW  $4, X1, X2
+	VPAND   X9, X1, X1
+	VPAND   X9, X2, X2
+	VPSHUFB X1, X8, X1
+	VPSHUFB X2, X8, X2
+	VPMOVSXBD X1, Y3
+	VPSRLDQ $8, X1, X1
+	VPMOVSXBD X1, Y4
+	VPMOVSXBD X2, Y5
+	VPSRLDQ $8, X2, X2
+	VPMOVSXBD X2, Y6
+	SCALESTORE(Y3, 0)
+	SCALESTORE(Y4, 32)
+	SCALESTORE(Y5, 64)
+	SCALESTORE(Y6, 96)
+	ADDQ $18, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  nlloop
+	VZEROUPPER
+
+nldone:
+	RET
+
+// Q2_0 byte shuffles: group g (elements 8g..8g+7) takes byte 2g into the
+// four dwords of lane 0 and byte 2g+1 into those of lane 1.
+DATA q2mask<>+0(SB)/8, $0x8080800080808000
+DATA q2mask<>+8(SB)/8, $0x8080800080808000
+DATA q2mask<>+16(SB)/8, $0x8080800180808001
+DATA q2mask<>+24(SB)/8, $0x8080800180808001
+DATA q2mask<>+32(SB)/8, $0x8080800280808002
+DATA q2mask<>+40(SB)/8, $0x8080800280808002
+DATA q2mask<>+48(SB)/8, $0x8080800380808003
+DATA q2mask<>+56(SB)/8, $0x8080800380808003
+DATA q2mask<>+64(SB)/8, $0x8080800480808004
+DATA q2mask<>+72(SB)/8, $0x8080800480808004
+DATA q2mask<>+80(SB)/8, $0x8080800580808005
+DATA q2mask<>+88(SB)/8, $0x8080800580808005
+DATA q2mask<>+96(SB)/8, $0x8080800680808006
+DATA q2mask<>+104(SB)/8, $0x8080800680808006
+DATA q2mask<>+112(SB)/8, $0x8080800780808007
+DATA q2mask<>+120(SB)/8, $0x8080800780808007
+DATA q2mask<>+128(SB)/8, $0x8080800880808008
+DATA q2mask<>+136(SB)/8, $0x8080800880808008
+DATA q2mask<>+144(SB)/8, $0x8080800980808009
+DATA q2mask<>+152(SB)/8, $0x8080800980808009
+DATA q2mask<>+160(SB)/8, $0x8080800a8080800a
+DATA q2mask<>+168(SB)/8, $0x8080800a8080800a
+DATA q2mask<>+176(SB)/8, $0x8080800b8080800b
+DATA q2mask<>+184(SB)/8, $0x8080800b8080800b
+DATA q2mask<>+192(SB)/8, $0x8080800c8080800c
+DATA q2mask<>+200(SB)/8, $0x8080800c8080800c
+DATA q2mask<>+208(SB)/8, $0x8080800d8080800d
+DATA q2mask<>+216(SB)/8, $0x8080800d8080800d
+DATA q2mask<>+224(SB)/8, $0x8080800e8080800e
+DATA q2mask<>+232(SB)/8, $0x8080800e8080800e
+DATA q2mask<>+240(SB)/8, $0x8080800f8080800f
+DATA q2mask<>+248(SB)/8, $0x8080800f8080800f
+GLOBL q2mask<>(SB), RODATA|NOPTR, $256
+
+// Per-dword shifts that bring element 4j+k's code (bits 2k..2k+1) down.
+DATA q2shift<>+0(SB)/8, $0x0000000200000000
+DATA q2shift<>+8(SB)/8, $0x0000000600000004
+DATA q2shift<>+16(SB)/8, $0x0000000200000000
+DATA q2shift<>+24(SB)/8, $0x0000000600000004
+GLOBL q2shift<>(SB), RODATA|NOPTR, $32
+
+#define Q2GROUP(g) \
+	VPSHUFB   (g*32)(R8), Y1, Y2; \
+	VPSRLVD   Y10, Y2, Y2; \
+	VPAND     Y11, Y2, Y2; \
+	VCVTDQ2PS Y2, Y2; \
+	VSUBPS    Y12, Y2, Y2; \
+	VMULPS    Y0, Y2, Y2; \
+	VMOVUPS   Y2, (g*32)(DI)
+
+// func dequantQ2_0AVX2(src *byte, dst *float32, blocks int)
+// Block: fp16 d, 16 bytes of 2-bit codes, lowest bits first.
+// y = float32(code - 1) * d; code - 1 is formed in float32 (exact).
+TEXT ·dequantQ2_0AVX2(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	TESTQ CX, CX
+	JZ   q2done
+	LEAQ q2mask<>(SB), R8
+	VMOVDQU q2shift<>(SB), Y10
+	MOVL $3, AX
+	VMOVD AX, X11
+	VPBROADCASTD X11, Y11
+	MOVL $0x3f800000, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12
+
+q2loop:
+	LOADSCALE(0)
+	VBROADCASTI128 2(SI), Y1
+	Q2GROUP(0)
+	Q2GROUP(1)
+	Q2GROUP(2)
+	Q2GROUP(3)
+	Q2GROUP(4)
+	Q2GROUP(5)
+	Q2GROUP(6)
+	Q2GROUP(7)
+	ADDQ $18, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  q2loop
+	VZEROUPPER
+
+q2done:
+	RET
+
+// Per-lane left shifts that move sign bit i of a broadcast byte to bit 31.
+DATA signshift<>+0(SB)/8, $0x0000001e0000001f
+DATA signshift<>+8(SB)/8, $0x0000001c0000001d
+DATA signshift<>+16(SB)/8, $0x0000001a0000001b
+DATA signshift<>+24(SB)/8, $0x0000001800000019
+GLOBL signshift<>(SB), RODATA|NOPTR, $32
+
+// Two IQ3_S groups (elements 8p..8p+7 of a sub-block): grid indices from
+// qs (R10) plus one qh bit each (DX), two 4-byte grid entries, one sign byte
+// (R11). y = (db * grid) * (+-1), db in Y1.
+#define IQ3PAIR(p) \
+	MOVBLZX   (2*p)(R10), AX; \
+	MOVL      DX, BX; \
+	SHLL      $(8-2*p), BX; \
+	ANDL      $0x100, BX; \
+	ORL       BX, AX; \
+	MOVL      (R8)(AX*4), AX; \
+	MOVBLZX   (2*p+1)(R10), BX; \
+	MOVL      DX, R9; \
+	SHLL      $(7-2*p), R9; \
+	ANDL      $0x100, R9; \
+	ORL       R9, BX; \
+	MOVL      (R8)(BX*4), BX; \
+	SHLQ      $32, BX; \
+	ORQ       BX, AX; \
+	VMOVQ     AX, X2; \
+	VPMOVZXBD X2, Y2; \
+	VCVTDQ2PS Y2, Y2; \
+	VMULPS    Y1, Y2, Y2; \
+	MOVBLZX   p(R11), BX; \
+	VMOVD     BX, X3; \
+	VPBROADCASTD X3, Y3; \
+	VPSLLVD   Y13, Y3, Y3; \
+	VPAND     Y14, Y3, Y3; \
+	VPOR      Y15, Y3, Y3; \
+	VMULPS    Y3, Y2, Y2; \
+	VMOVUPS   Y2, (32*p)(DI)
+
+// One 32-element sub-block: db = d * float32(1 + 2*scale nibble), nibble at
+// bit `shift` of the scales byte (R13); then its 8 groups.
+#define IQ3SUB(shift) \
+	MOVBLZX   (R13), AX; \
+	SHRL      $shift, AX; \
+	ANDL      $15, AX; \
+	LEAL      1(AX)(AX*1), AX; \
+	VCVTSI2SSL AX, X1, X1; \
+	VMULSS    X0, X1, X1; \
+	VBROADCASTSS X1, Y1; \
+	MOVBLZX   (R12), DX; \
+	IQ3PAIR(0); \
+	IQ3PAIR(1); \
+	IQ3PAIR(2); \
+	IQ3PAIR(3); \
+	ADDQ      $8, R10; \
+	ADDQ      $4, R11; \
+	ADDQ      $1, R12; \
+	ADDQ      $128, DI
+
+// func dequantIQ3SAVX2(src *byte, dst *float32, blocks int, grid *uint32)
+// Block (110 bytes): fp16 d, qs[64], qh[8], signs[32], scales[4].
+TEXT ·dequantIQ3SAVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	MOVQ grid+24(FP), R8
+	TESTQ CX, CX
+	JZ   iq3done
+	VMOVDQU signshift<>(SB), Y13
+	MOVL $0x80000000, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x3f800000, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+
+iq3block:
+	MOVWLZX (SI), AX
+	VMOVD   AX, X0
+	VCVTPH2PS X0, X0
+	LEAQ 2(SI), R10
+	LEAQ 74(SI), R11
+	LEAQ 66(SI), R12
+	LEAQ 106(SI), R13
+
+iq3pair:
+	IQ3SUB(0)
+	IQ3SUB(4)
+	INCQ R13
+	LEAQ 110(SI), AX
+	CMPQ R13, AX
+	JB   iq3pair
+	ADDQ $110, SI
+	DECQ CX
+	JNZ  iq3block
+	VZEROUPPER
+
+iq3done:
+	RET
