@@ -70,3 +70,35 @@ func TestThreadCountInvariant(t *testing.T) {
 		}
 	}
 }
+
+func TestCacheAwareRoute(t *testing.T) {
+	m := &Model{Config: Config{NormTopK: true}}
+	s := &Session{m: m}
+	logits := []float32{2.0, 1.9, 1.8, 1.7, 1.6, 1.5, 0.1, 0.0}
+	probs := make([]float32, len(logits))
+	softmax(probs, logits)
+	ids := make([]int32, 4)
+	w := make([]float32, 4)
+	s.route(probs, logits, nil, ids, w)
+	if ids[0] != 0 || ids[1] != 1 || ids[2] != 2 || ids[3] != 3 {
+		t.Fatalf("plain routing picked %v", ids)
+	}
+	resident := func(e int) bool { return e >= 6 }
+	s.Routing = Routing{CacheAware: true, Bonus: 10, Exact: 2}
+	s.route(probs, logits, resident, ids, w)
+	if ids[0] != 0 || ids[1] != 1 || ids[2] != 6 || ids[3] != 7 {
+		t.Fatalf("cache-aware routing picked %v, want [0 1 6 7]", ids)
+	}
+	sum := probs[0] + probs[1] + probs[6] + probs[7]
+	for k, e := range ids {
+		if d := math.Abs(float64(w[k] - probs[e]/sum)); d > 1e-6 {
+			t.Fatalf("weight %d is %g, want the renormalised true probability %g", k, w[k], probs[e]/sum)
+		}
+	}
+	// Bonus 0 is the plain order.
+	s.Routing.Bonus = 0
+	s.route(probs, logits, resident, ids, w)
+	if ids[2] != 2 || ids[3] != 3 {
+		t.Fatalf("bonus 0 picked %v", ids)
+	}
+}
