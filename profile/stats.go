@@ -9,6 +9,7 @@ package profile
 import (
 	"fmt"
 	"math"
+	"sort"
 )
 
 // Field names of the statistics as stored in a keep.strp STAT block.
@@ -173,4 +174,30 @@ func (s *Stats) Observe(l int, experts []int32, gates []float32, outputs [][]flo
 		s.EAN[l][e] += g * math.Sqrt(ss)
 	}
 	return nil
+}
+
+// order is the expert ids by score, highest first, ties to the lower
+// id, so that the order is a pure function of the statistics.
+func (s *Stats) order(score func(e int) float64) []int {
+	ids := make([]int, s.NExpert)
+	for i := range ids {
+		ids[i] = i
+	}
+	sort.SliceStable(ids, func(a, b int) bool {
+		sa, sb := score(ids[a]), score(ids[b])
+		if sa != sb {
+			return sa > sb
+		}
+		return ids[a] < ids[b]
+	})
+	return ids
+}
+
+// Order is layer l's expert ids by the named statistic (a field of Fields),
+// best first, ties to the lower id.
+func (s *Stats) Order(field string, l int) ([]int, error) {
+	if _, err := s.Value(field, l, 0); err != nil {
+		return nil, err
+	}
+	return s.order(func(e int) float64 { v, _ := s.Value(field, l, e); return v }), nil
 }

@@ -43,32 +43,24 @@ func ParseCriterion(s string) (Criterion, error) {
 	return "", fmt.Errorf("unknown pruning criterion %q (want reap, frequency or ean)", s)
 }
 
-// Score is expert e's score in MoE layer l under c.
-func Score(s *profile.Stats, c Criterion, l, e int) float64 {
+// Field is the profile statistic that c ranks by.
+func (c Criterion) Field() string {
 	switch c {
 	case Frequency:
-		return float64(s.Count[l][e])
+		return profile.FieldCount
 	case EAN:
-		return s.EAN[l][e]
-	default:
-		return s.REAP(l, e)
+		return profile.FieldEAN
 	}
+	return profile.FieldREAP
 }
 
 // Order is layer l's experts best first under c; equal scores go to the
 // lower id, so the order is a pure function of the statistics.
 func Order(s *profile.Stats, c Criterion, l int) []int {
-	ids := make([]int, s.NExpert)
-	for i := range ids {
-		ids[i] = i
+	ids, err := s.Order(c.Field(), l)
+	if err != nil {
+		panic(err) // Field only names fields that exist
 	}
-	sort.SliceStable(ids, func(a, b int) bool {
-		sa, sb := Score(s, c, l, ids[a]), Score(s, c, l, ids[b])
-		if sa != sb {
-			return sa > sb
-		}
-		return ids[a] < ids[b]
-	})
 	return ids
 }
 

@@ -1,0 +1,79 @@
+package profile
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stratactl/stratactl/engine"
+)
+
+// collector turns the engine's per-layer traces into Stats. It stops at the
+// first inconsistency and keeps it for Run to return, since an Observer
+// cannot fail the forward pass itself.
+type collector struct {
+	stats   *Stats
+	layerOf map[int]int // decoder layer -> index into stats.Blocks
+	embd    int
+	err     error
+}
+
+func (c *collector) Layer(tr *engine.LayerTrace) {
+	if c.err != nil {
+		return
+	}
+	l, ok := c.layerOf[tr.Layer]
+	if !ok {
+		return // a dense layer
+	}
+	if tr.Tokens == 0 {
+		return
+	}
+	k := len(tr.IDs) / tr.Tokens
+	if k == 0 || len(tr.IDs) != k*tr.Tokens || len(tr.Weights) != len(tr.IDs) || len(tr.ExpertOut) != len(tr.IDs)*c.embd {
+		c.err = fmt.Errorf("layer %d: trace of %d tokens has %d ids, %d weights, %d output values (embedding %d)", tr.Layer, tr.Tokens, len(tr.IDs), len(tr.Weights), len(tr.ExpertOut), c.embd)
+		return
+	}
+	outs := make([][]float32, k)
+	for t := range tr.Tokens {
+		for j := range k {
+			o := (t*k + j) * c.embd
+			outs[j] = tr.ExpertOut[o : o+c.embd]
+		}
+		if err := c.stats.Observe(l, tr.IDs[t*k:(t+1)*k], tr.Weights[t*k:(t+1)*k], outs); err != nil {
+			c.err = err
+			return
+		}
+	}
+}
+
+// Run profiles m over windows, each evaluated on its own from position 0
+// (no BOS is added: the windows are used as given). blocks are the MoE
+// layers' block indices (decoder layer numbers). progress, when not nil, is
+// told how many tokens each window held once it is done.
+func Run(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32, progress func(tokens int)) (*Stats, error) {
+	c := &m.Config
+	stats := NewStats(blocks, c.Experts)
+	col := &collector{stats: stats, layerOf: map[int]int{}, embd: c.Embd}
+	for l, b := range blocks {
+		col.layerOf[b] = l
+	}
+	s := m.NewSession()
+	s.Observer = col
+	for i, w := range windows {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		s.Reset()
+		if _, err := s.Forward(w, false); err != nil {
+			return nil, fmt.Errorf("window %d: %w", i, err)
+		}
+		if col.err != nil {
+			return nil, fmt.Errorf("window %d: %w", i, col.err)
+		}
+		stats.Tokens += int64(len(w))
+		if progress != nil {
+			progress(len(w))
+		}
+	}
+	return stats, nil
+}

@@ -1,0 +1,94 @@
+package prune
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stratactl/stratactl/profile"
+	"github.com/stratactl/stratactl/strata"
+)
+
+func TestSelectCriteriaAndTies(t *testing.T) {
+	s := profile.NewStats([]int{5}, 6)
+	// count:  10 30 30  5 20  0
+	// ean:    50 30 60 40 20  0   -> reap: 5 1 2 8 1 0
+	counts := []int64{10, 30, 30, 5, 20, 0}
+	ean := []float64{50, 30, 60, 40, 20, 0}
+	for e := range counts {
+		s.Count[0][e] = counts[e]
+		s.EAN[0][e] = ean[e]
+	}
+	cases := []struct {
+		c    Criterion
+		k    int
+		want []int
+	}{
+		{Frequency, 3, []int{1, 2, 4}}, // 30, 30 (tie: lower id first), 20
+		{Frequency, 2, []int{1, 2}},
+		{REAP, 2, []int{0, 3}},       // 8, 5
+		{REAP, 4, []int{0, 1, 2, 3}}, // 8, 5, 2, then the tie 1 == 1 goes to expert 1
+		{EAN, 3, []int{0, 2, 3}},     // 60, 50, 40
+	}
+	for _, c := range cases {
+		got, err := Select(s, c.c, c.k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got[0], c.want) {
+			t.Errorf("%s keep %d: %v, want %v", c.c, c.k, got[0], c.want)
+		}
+	}
+	if _, err := Select(s, REAP, 0); err == nil {
+		t.Error("keep 0 accepted")
+	}
+	if _, err := Select(s, REAP, 7); err == nil {
+		t.Error("keep 7 of 6 accepted")
+	}
+	// Hotness ranks kept positions by count: keep {0,1,2,4} has counts
+	// 10 30 30 20 -> positions 1, 2, 3, 0.
+	r := Hotness(s, [][]int{{0, 1, 2, 4}})
+	if !slices.Equal(r[0], []int{1, 2, 3, 0}) {
+		t.Errorf("hotness %v", r[0])
+	}
+	for _, name := range []string{"reap", "REAP", "freq", "frequency", "count", "ean"} {
+		if _, err := ParseCriterion(name); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := ParseCriterion("random"); err == nil {
+		t.Error("unknown criterion accepted")
+	}
+}
+
+// TestKeepMapRoundTrip: a plan written as keep.strp reads back as the same
+// plan, with the hotness ranking and the profile's statistics.
+func TestKeepMapRoundTrip(t *testing.T) {
+	s := profile.NewStats([]int{0, 1}, 8)
+	for l := range 2 {
+		for e := range 8 {
+			s.Count[l][e] = int64((e*7 + l*3) % 8)
+			s.EAN[l][e] = float64(e + l)
+			s.GateSum[l][e] = float64(e) / 2
+		}
+	}
+	plan, err := PlanFromProfile(s, REAP, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := KeepMap(plan, s)
+	b, err := k.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := strata.ParseKeep(b, "keep.strp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := PlanFromKeep(parsed)
+	if !slices.Equal(back.Blocks, plan.Blocks) || back.NExpert != 8 || !slices.Equal(back.Keep[1], plan.Keep[1]) {
+		t.Errorf("plan %+v came back as %+v", plan, back)
+	}
+	if parsed.NRank() != 4 || parsed.Stats == nil || len(parsed.Stats.Values) != 2*8*4 {
+		t.Errorf("keep map ranks %d, stats %v", parsed.NRank(), parsed.Stats != nil)
+	}
+}
