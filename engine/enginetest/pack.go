@@ -155,4 +155,3 @@ func BuildPack(t testing.TB, src, dir string) {
 		t.Fatal(err)
 	}
 }
-
