@@ -171,3 +171,14 @@ func BenchmarkEncodeHeldout(b *testing.B) {
 	}
 	b.ReportMetric(float64(n), "tokens")
 }
+
+// BenchmarkNewTokenizer: building the tokenizer from the tiny model's
+// arrays (4096 tokens, 3837 merges).
+func BenchmarkNewTokenizer(b *testing.B) {
+	v := tinyVocab(b)
+	for b.Loop() {
+		if _, err := NewTokenizerFromVocab(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

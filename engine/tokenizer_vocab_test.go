@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/testutil"
@@ -370,5 +371,39 @@ func TestTokenizerRefusesBadVocabularies(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one mentioning %q", c.name, err, c.want)
 		}
+	}
+}
+
+func TestTextStream(t *testing.T) {
+	tok := tinyTokenizer(t)
+	texts := []string{
+		"日本語のテキスト😀👍🏽 ok", "def main(", "e\u0301\u00a0\u3000x",
+		"broken \xe2\x82 and \xff\xfe bytes \xf0\x9f", "\xed\xa0\x80 surrogate",
+	}
+	for _, text := range texts {
+		ids := tok.Encode(text, false, false)
+		s := tok.NewTextStream()
+		var all string
+		for _, id := range ids {
+			piece := s.Push(id)
+			if utf8.ValidString(text) && !utf8.ValidString(piece) {
+				t.Errorf("%q: streamed piece %q is not valid UTF-8", text, piece)
+			}
+			all += piece
+		}
+		all += s.Flush()
+		if all != text {
+			t.Errorf("stream of %q gave %q", text, all)
+		}
+	}
+	// The tiny vocabulary has no token for 😀's 4 bytes: it spans tokens,
+	// so the stream must really hold bytes back.
+	ids := tok.Encode("😀", false, false)
+	if len(ids) < 2 {
+		t.Fatalf("😀 is %d token(s); the test needs a character split over tokens", len(ids))
+	}
+	s := tok.NewTextStream()
+	if got := s.Push(ids[0]); got != "" {
+		t.Errorf("first part of 😀 streamed as %q, want it held back", got)
 	}
 }
