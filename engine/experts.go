@@ -18,11 +18,16 @@ type Expert struct {
 type ExpertStore interface {
 	Get(layer, e int) (*Expert, error)
 	Release(layer, e int)
-	// Prefetch says experts ids of layer will probably be needed soon; a
-	// store that reads from disk starts reading those not resident.
-	Prefetch(layer int, ids []int)
-	// Resident reports whether Get(layer, e) would not wait for a read.
+	// Need says the current batch needs experts ids of layer (each will be
+	// Get next); a store that reads from disk counts hits and misses and
+	// starts reading the misses together.
+	Need(layer int, ids []int)
+	// Guess says read-ahead expects experts ids of layer soon.
+	Guess(layer int, ids []int)
+	// Resident reports whether the expert is in memory or being read.
 	Resident(layer, e int) bool
+	// Streaming reports whether experts come from disk (read-ahead pays).
+	Streaming() bool
 	Close() error
 }
 
@@ -69,8 +74,10 @@ func newMappedExperts(f *gguf.File, c *Config) (*mappedExperts, error) {
 
 func (s *mappedExperts) Get(layer, e int) (*Expert, error) { return &s.experts[layer][e], nil }
 func (s *mappedExperts) Release(layer, e int)              {}
-func (s *mappedExperts) Prefetch(layer int, ids []int)     {}
+func (s *mappedExperts) Need(layer int, ids []int)         {}
+func (s *mappedExperts) Guess(layer int, ids []int)        {}
 func (s *mappedExperts) Resident(layer, e int) bool        { return true }
+func (s *mappedExperts) Streaming() bool                   { return false }
 func (s *mappedExperts) Close() error                      { return nil }
 
 func isDir(path string) bool {

@@ -33,11 +33,12 @@ type Observer interface {
 
 // Routing tunes expert selection. The zero value is the model's own router.
 type Routing struct {
-	// CacheBonus, when > 0, is added to the router logits of resident
-	// experts for the picks after the first Exact ones, so that a cache can
-	// serve more of them; the weights stay the true renormalised
-	// probabilities of the experts picked.
-	CacheBonus float32
+	// CacheAware makes the picks after the first Exact ones compare the
+	// router logits plus Bonus for experts resident in the store, so that
+	// the cache serves more of them. The weights stay the true
+	// renormalised probabilities of the experts picked.
+	CacheAware bool
+	Bonus      float32
 	Exact      int
 }
 
@@ -160,6 +161,9 @@ func (s *Session) batch(ids []int32, all, last bool) ([]float32, error) {
 		if s.Observer != nil {
 			s.traceHidden(x)
 		}
+		if l+1 < len(m.Layers) && m.Layers[l+1].RouterQ8 != nil && m.Experts.Streaming() {
+			s.readAhead(l+1, x, T)
+		}
 	}
 	s.Pos += T
 	s.Stats.Tokens += T
@@ -203,4 +207,38 @@ func rmsNorm(y, x, w []float32, eps float32) {
 	for i, v := range x {
 		y[i] = (v * scale) * w[i]
 	}
+}
+
+// readAhead guesses layer l's experts from the hidden state before its
+// attention (the next layer's ffn_norm and Q8_0 router copy applied to it)
+// and asks the store to start reading them.
+func (s *Session) readAhead(l int, x []float32, T int) {
+	m := s.m
+	c := &m.Config
+	L := &m.Layers[l]
+	D, E, K := c.Embd, c.Experts, c.ExpertsUsed
+	xn := make([]float32, T*D)
+	rmsNormRows(xn, x, L.FFNNorm, D, c.Eps)
+	scores := make([]float32, T*E)
+	m.Pool.MatMul(L.RouterQ8, xn, T, scores)
+	seen := make([]bool, E)
+	var guess []int
+	for t := 0; t < T; t++ {
+		row := scores[t*E : (t+1)*E]
+		taken := make([]bool, E)
+		for k := 0; k < K; k++ {
+			best := -1
+			for e, v := range row {
+				if !taken[e] && (best < 0 || v > row[best]) {
+					best = e
+				}
+			}
+			taken[best] = true
+			if !seen[best] {
+				seen[best] = true
+				guess = append(guess, best)
+			}
+		}
+	}
+	m.Experts.Guess(l, guess)
 }

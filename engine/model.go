@@ -272,11 +272,16 @@ func (m *Model) loadDense(f *gguf.File) error {
 type Options struct {
 	// Threads sizes the matmul pool; 0 means GOMAXPROCS.
 	Threads int
+	// Stream configures the expert store of a pack (ignored for a GGUF).
+	Stream StreamOptions
 }
 
 // Open loads a model: a GGUF file (experts used in place from the mapping)
 // or a pack folder (experts streamed through an arena).
 func Open(path string, opt Options) (*Model, error) {
+	if isDir(path) {
+		return openPack(path, opt)
+	}
 	f, err := gguf.OpenMapped(path)
 	if err != nil {
 		return nil, err
@@ -305,6 +310,12 @@ func newModel(f *gguf.File, opt Options) (*Model, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// Stream is the pack's expert store, or nil for a plain GGUF.
+func (m *Model) Stream() *PackStore {
+	ps, _ := m.Experts.(*PackStore)
+	return ps
 }
 
 // Close releases the mapping and the expert store.

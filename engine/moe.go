@@ -17,7 +17,7 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	ids := make([]int32, T*K)
 	weights := make([]float32, T*K)
 	var resident func(int) bool
-	if s.Routing.CacheBonus > 0 {
+	if s.Routing.CacheAware {
 		resident = func(e int) bool { return m.Experts.Resident(l, e) }
 	}
 	for t := 0; t < T; t++ {
@@ -34,7 +34,7 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 		users[e] = append(users[e], i)
 	}
 	s.Stats.ExpertUses += len(ids)
-	m.Experts.Prefetch(l, distinct)
+	m.Experts.Need(l, distinct)
 	ys := make([]float32, T*K*D)
 	n := 0
 	for _, u := range users {
@@ -108,7 +108,7 @@ func softmax(p, x []float32) {
 
 // route picks len(ids) experts: by router probability, ties to the lower id;
 // with cache-aware routing, picks after the first Exact ones compare the
-// logits plus CacheBonus for resident experts. Weights are the true
+// logits plus Bonus for resident experts. Weights are the true
 // probabilities of the picks, renormalised when the model says so.
 func (s *Session) route(probs, logits []float32, resident func(int) bool, ids []int32, weights []float32) {
 	K := len(ids)
@@ -128,7 +128,7 @@ func (s *Session) route(probs, logits []float32, resident func(int) bool, ids []
 			if k >= exact {
 				v = logits[e]
 				if resident(e) {
-					v += s.Routing.CacheBonus
+					v += s.Routing.Bonus
 				}
 			}
 			if best < 0 || v > bestV {

@@ -147,7 +147,7 @@ func spaceTail(s string, i int, withCRLF bool) int {
 	return lastStart
 }
 
-// contractionEnd matches 's|'t|'re|'ve|'m|'ll|'d at i (s[i] == '\”) and
+// contractionEnd matches 's|'t|'re|'ve|'m|'ll|'d at i (where s[i] is an apostrophe) and
 // returns the end of the match, or -1. foldCase applies the Unicode simple
 // case folding of the (?i:...) group.
 func contractionEnd(s string, i int, foldCase bool) int {

@@ -267,6 +267,8 @@ func TestQuantizedVariants(t *testing.T) {
 	tokens := readI32(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))
 	for _, v := range []struct{ file, refs string }{
 		{"model-iq4nl.gguf", "refs-iq4nl"},
+		{"model-iq3s.gguf", "refs-iq3s"},
+		{"model-mixed.gguf", "refs-mixed"},
 	} {
 		t.Run(v.refs, func(t *testing.T) {
 			m := openModel(t, v.file)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -87,6 +88,11 @@ func TestTokenizerHeldoutMatchesReference(t *testing.T) {
 			d, ids[lo:d+4], ppl[lo:d+4], tok.Decode(ids[lo:d+4]), tok.Decode(ppl[lo:d+4]))
 	}
 
+	// The reference ids decode to the text they came from.
+	if !strings.HasPrefix(string(text), tok.Decode(ppl)) {
+		t.Fatalf("Decode(ppl_tokens) is not a prefix of the held-out text")
+	}
+
 	eval := readInt32s(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))
 	offsets := []int{20000, 29000, 38000, 47000}
 	const seqLen = 64
@@ -100,6 +106,9 @@ func TestTokenizerHeldoutMatchesReference(t *testing.T) {
 		}
 		if d := firstDiff(ids[off:off+seqLen], want); d >= 0 {
 			t.Errorf("eval sequence %d (offset %d) differs at %d: got %d want %d", s, off, d, ids[off+d], want[d])
+		}
+		if got, at := tok.Decode(want), len(tok.Decode(ids[:off])); !strings.HasPrefix(string(text[at:]), got) {
+			t.Errorf("eval sequence %d decodes to %q, not the text at byte %d", s, got, at)
 		}
 	}
 	t.Logf("heldout: %d bytes -> %d tokens", len(text), len(ids))

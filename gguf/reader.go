@@ -29,6 +29,11 @@ const MaxDims = 4
 // MaxNameLen is one past the longest tensor name ggml accepts (GGML_MAX_NAME).
 const MaxNameLen = 64
 
+// nestedPrealloc caps how many elements an array of arrays reserves before
+// they are read: unlike the other counts, which are bounded by the bytes left
+// and so cost at most a few times the file, nested counts would multiply.
+const nestedPrealloc = 64
+
 // maxNesting bounds arrays of arrays, so a hostile file cannot recurse deeply.
 const maxNesting = 8
 
@@ -208,11 +213,29 @@ type cursor struct {
 	file string
 	key  string
 	ten  string
-	buf  [8]byte
+	// where and index name the record being read ("metadata pair 3",
+	// "tensor info 7") for errors that come before its key or name is known.
+	where   string
+	index   uint64
+	buf     [8]byte
+	scratch []byte
 }
 
 func (c *cursor) errf(at int64, format string, args ...any) error {
-	return &FormatError{File: c.file, Offset: at, Key: c.key, Tensor: c.ten, Msg: fmt.Sprintf(format, args...)}
+	msg := fmt.Sprintf(format, args...)
+	if c.key == "" && c.ten == "" && c.where != "" {
+		msg = fmt.Sprintf("%s %d: %s", c.where, c.index, msg)
+	}
+	return &FormatError{File: c.file, Offset: at, Key: c.key, Tensor: c.ten, Msg: msg}
+}
+
+// readErr reports a failed read: running out of bytes is a format error (the
+// file is shorter than the header says), anything else an I/O error.
+func (c *cursor) readErr(n uint64, err error) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return c.errf(c.off, "file ends while reading %d bytes", n)
+	}
+	return fmt.Errorf("%s: reading %d bytes at byte %d: %w", c.file, n, c.off, err)
 }
 
 func (c *cursor) remaining() int64 { return c.size - c.off }
@@ -223,7 +246,7 @@ func (c *cursor) read(n int) ([]byte, error) {
 	}
 	b := c.buf[:n]
 	if _, err := io.ReadFull(c.br, b); err != nil {
-		return nil, c.errf(c.off, "reading %d bytes: %v", n, err)
+		return nil, c.readErr(uint64(n), err)
 	}
 	c.off += int64(n)
 	return b, nil
@@ -268,7 +291,7 @@ func (c *cursor) bytes(n uint64) ([]byte, error) {
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(c.br, b); err != nil {
-		return nil, c.errf(c.off, "reading %d bytes: %v", n, err)
+		return nil, c.readErr(n, err)
 	}
 	c.off += int64(n)
 	return b, nil
@@ -283,15 +306,20 @@ func (c *cursor) str() (string, error) {
 	if n > uint64(c.remaining()) {
 		return "", c.errf(at, "string length %d exceeds the %d bytes left in the file", n, c.remaining())
 	}
-	b, err := c.bytes(n)
-	if err != nil {
-		return "", err
+	// Read through a reused buffer so that the string is the only copy.
+	if uint64(cap(c.scratch)) < n {
+		c.scratch = make([]byte, n)
 	}
+	b := c.scratch[:n]
+	if _, err := io.ReadFull(c.br, b); err != nil {
+		return "", c.readErr(n, err)
+	}
+	c.off += int64(n)
 	return string(b), nil
 }
 
 func (f *File) parse() error {
-	c := &cursor{br: bufio.NewReaderSize(io.NewSectionReader(f.r, 0, f.Size), 1<<16), size: f.Size, file: f.Path}
+	c := &cursor{br: bufio.NewReaderSize(io.NewSectionReader(f.r, 0, f.Size), int(min(1<<16, f.Size))), size: f.Size, file: f.Path}
 	magic, err := c.read(4)
 	if err != nil {
 		return c.errf(0, "too short to be a GGUF file (%d bytes)", f.Size)
@@ -307,7 +335,7 @@ func (f *File) parse() error {
 	case version == 1:
 		return c.errf(4, "GGUF version 1 is not supported (only 2 and 3); convert the file with a current llama.cpp")
 	case version == 2 || version == 3:
-	case version&0xFFFF == 0 && bits.ReverseBytes32(version) <= 3:
+	case version&0xFFFF == 0 && version != 0 && bits.ReverseBytes32(version) <= 3:
 		return c.errf(4, "big-endian GGUF (version field 0x%08x) is not supported", version)
 	default:
 		return c.errf(4, "unsupported GGUF version %d (want 2 or 3)", version)
@@ -329,24 +357,26 @@ func (f *File) parse() error {
 	if nTensors > uint64(c.remaining())/32 {
 		return c.errf(8, "tensor count %d cannot fit in the %d bytes left", nTensors, c.remaining())
 	}
+	// The counts are bounded by the bytes left, so reserving for them costs
+	// at most a few times the file even when they lie.
 	f.KV = make([]KV, 0, nKV)
 	f.offsets = make([]int64, 0, nKV)
-	seen := make(map[string]bool, nKV)
+	f.idx = make(map[string]int, nKV)
 	for i := uint64(0); i < nKV; i++ {
 		at := c.off
-		c.key, c.ten = "", ""
+		c.key, c.ten, c.where, c.index = "", "", "metadata pair", i
 		key, err := c.str()
 		if err != nil {
 			return err
 		}
 		if key == "" {
-			return c.errf(at, "metadata pair %d has an empty key", i)
+			return c.errf(at, "empty key")
 		}
 		c.key = key
-		if seen[key] {
+		if _, dup := f.idx[key]; dup {
 			return c.errf(at, "duplicate metadata key")
 		}
-		seen[key] = true
+		f.idx[key] = len(f.KV)
 		vt, err := c.u32()
 		if err != nil {
 			return err
@@ -358,8 +388,7 @@ func (f *File) parse() error {
 		f.KV = append(f.KV, KV{Key: key, Value: v})
 		f.offsets = append(f.offsets, at)
 	}
-	c.key = ""
-	f.Metadata.index()
+	c.key, c.where = "", ""
 
 	f.Alignment = DefaultAlignment
 	if v, ok := f.Get("general.alignment"); ok {
@@ -377,10 +406,13 @@ func (f *File) parse() error {
 	f.byName = make(map[string]int, nTensors)
 	for i := uint64(0); i < nTensors; i++ {
 		at := c.off
-		c.ten = ""
+		c.ten, c.where, c.index = "", "tensor info", i
 		name, err := c.str()
 		if err != nil {
 			return err
+		}
+		if name == "" {
+			return c.errf(at, "empty tensor name")
 		}
 		c.ten = name
 		if len(name) >= MaxNameLen {
@@ -427,6 +459,9 @@ func (f *File) parse() error {
 		if dims[0]%int64(ti.BlockElements) != 0 {
 			return c.errf(at, "row length ne[0] = %d is not a multiple of %s's block of %d", dims[0], typ, ti.BlockElements)
 		}
+		if elems/uint64(ti.BlockElements) > math.MaxInt64/uint64(ti.BlockBytes) {
+			return c.errf(at, "%d elements of %s overflow a 64-bit byte size", elems, typ)
+		}
 		size, err := quant.RowBytes(typ, int64(elems))
 		if err != nil {
 			return c.errf(at, "%v", err)
@@ -442,7 +477,7 @@ func (f *File) parse() error {
 		f.byName[name] = len(f.Tensors)
 		f.Tensors = append(f.Tensors, TensorInfo{Name: name, Type: typ, Dims: dims, Offset: int64(off), Size: size, InfoOffset: at})
 	}
-	c.ten = ""
+	c.ten, c.where = "", ""
 	f.HeaderEnd = c.off
 	f.DataOffset = alignUp(c.off, f.Alignment)
 	if f.DataOffset > f.Size && len(f.Tensors) > 0 {
@@ -573,19 +608,23 @@ func (c *cursor) array(depth int) (Value, error) {
 	}
 	switch et {
 	case TypeString:
-		out := make([]string, n)
-		for i := range out {
-			if out[i], err = c.str(); err != nil {
+		out := make([]string, 0, n)
+		for range n {
+			s, err := c.str()
+			if err != nil {
 				return Value{}, err
 			}
+			out = append(out, s)
 		}
 		v.v = out
 	case TypeArray:
-		out := make([]Value, n)
-		for i := range out {
-			if out[i], err = c.array(depth + 1); err != nil {
+		out := make([]Value, 0, min(n, nestedPrealloc))
+		for range n {
+			e, err := c.array(depth + 1)
+			if err != nil {
 				return Value{}, err
 			}
+			out = append(out, e)
 		}
 		v.v = out
 	}

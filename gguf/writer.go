@@ -13,6 +13,10 @@ import (
 	"github.com/stratactl/stratactl/quant"
 )
 
+// maxFileSize keeps layout arithmetic (sums, alignment) far from int64
+// overflow; no real file comes near it.
+const maxFileSize = 1 << 60
+
 // TensorSpec declares a tensor to write; its size follows from type and dims.
 type TensorSpec struct {
 	Name string
@@ -85,9 +89,15 @@ func Plan(kv []KV, tensors []TensorSpec) (*Layout, error) {
 		if t.Dims[0]%int64(ti.BlockElements) != 0 {
 			return nil, fmt.Errorf("gguf: tensor %q: ne[0] = %d is not a multiple of %s's block of %d", t.Name, t.Dims[0], t.Type, ti.BlockElements)
 		}
+		if elems/int64(ti.BlockElements) > math.MaxInt64/int64(ti.BlockBytes) {
+			return nil, fmt.Errorf("gguf: tensor %q: %d elements of %s overflow a 64-bit byte size", t.Name, elems, t.Type)
+		}
 		size, err := quant.RowBytes(t.Type, elems)
 		if err != nil {
 			return nil, fmt.Errorf("gguf: tensor %q: %w", t.Name, err)
+		}
+		if size > maxFileSize || off > maxFileSize-size {
+			return nil, fmt.Errorf("gguf: tensor %q: data would end past %d bytes", t.Name, int64(maxFileSize))
 		}
 		hdr += 8 + int64(len(t.Name)) + 4 + 8*int64(len(t.Dims)) + 4 + 8
 		l.Offsets = append(l.Offsets, off)
@@ -145,7 +155,7 @@ func NewWriter(w io.Writer, kv []KV, tensors []TensorSpec) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	gw := &Writer{w: bufio.NewWriterSize(w, 1<<20), layout: l, tensors: tensors}
+	gw := &Writer{w: bufio.NewWriterSize(w, int(min(max(l.FileSize, 4096), 1<<20))), layout: l, tensors: tensors}
 	gw.header(kv)
 	gw.pad(l.DataOffset)
 	if gw.err != nil {

@@ -6,14 +6,17 @@ import (
 	"github.com/stratactl/stratactl/quant"
 )
 
-// benchWeights is the output size of one benchmark call: 16 Mi weights
-// (64 MiB of float32), as in ggml's timing anchors, so the figures include
-// the cost of writing to memory rather than to cache.
-const benchWeights = 16 << 20
+// Two output sizes per call: 16 Mi weights (64 MiB of float32, as in ggml's
+// timing anchors, so memory bandwidth is included) and 64 Ki weights
+// (256 KiB, which stays in cache and shows the decoding cost alone).
+var benchSizes = []struct {
+	name    string
+	weights int
+}{{"mem", 16 << 20}, {"cache", 64 << 10}}
 
-func benchDequant(b *testing.B, t quant.Type, vector bool) {
+func benchDequant(b *testing.B, t quant.Type, weights int, vector bool) {
 	ti, _ := quant.Info(t)
-	n := benchWeights / ti.BlockElements * ti.BlockElements
+	n := weights / ti.BlockElements * ti.BlockElements
 	src, err := SampleBlocks(t, n/ti.BlockElements, 7)
 	if err != nil {
 		b.Fatal(err)
@@ -38,7 +41,9 @@ func benchDequant(b *testing.B, t quant.Type, vector bool) {
 
 func BenchmarkDequantize(b *testing.B) {
 	for _, t := range []quant.Type{quant.Q8_0, quant.IQ4_NL, quant.IQ3_S, quant.Q2_0} {
-		b.Run(t.String()+"/generic", func(b *testing.B) { benchDequant(b, t, false) })
-		b.Run(t.String()+"/avx2", func(b *testing.B) { benchDequant(b, t, true) })
+		for _, size := range benchSizes {
+			b.Run(t.String()+"/"+size.name+"/generic", func(b *testing.B) { benchDequant(b, t, size.weights, false) })
+			b.Run(t.String()+"/"+size.name+"/avx2", func(b *testing.B) { benchDequant(b, t, size.weights, true) })
+		}
 	}
 }

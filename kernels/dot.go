@@ -110,9 +110,9 @@ var halfTable = func() *[1 << 16]float32 {
 }()
 
 // DecodeRow writes the n = len(dst) weights of one row of type t, stored in
-// src, to dst as float32, exactly as ggml's to_float. The common inference
-// types are decoded here; any other type quant can read goes through
-// quant.Dequantize.
+// src, to dst as float32, exactly as ggml's to_float: through the vector
+// dequantizers where this CPU has one, else the portable decoders here or
+// quant's.
 func DecodeRow(t quant.Type, src []byte, dst []float32) error {
 	n := len(dst)
 	want, err := quant.RowBytes(t, int64(n))
@@ -123,6 +123,9 @@ func DecodeRow(t quant.Type, src []byte, dst []float32) error {
 		return fmt.Errorf("row of %d %s weights needs %d bytes, have %d", n, t, want, len(src))
 	}
 	src = src[:want]
+	if t != quant.F32 && HasVectorDequantize(t) {
+		return Dequantize(t, src, dst)
+	}
 	switch t {
 	case quant.F32:
 		for i := range dst {
@@ -167,7 +170,7 @@ func DecodeRow(t quant.Type, src []byte, dst []float32) error {
 			}
 		}
 	default:
-		return quant.Dequantize(t, src, dst)
+		return Dequantize(t, src, dst)
 	}
 	return nil
 }

@@ -117,7 +117,7 @@ func q2BlockGGML(x []float32, out []byte) {
 	if d > 0 {
 		id = 1 / d
 	}
-	binary.LittleEndian.PutUint16(out, fp32ToFP16(d))
+	binary.LittleEndian.PutUint16(out, Float32ToFP16(d))
 	qs := out[2:18]
 	clear(qs)
 	for j, v := range x {
@@ -161,7 +161,7 @@ func q2BlockField(x []float32, out []byte) {
 			}
 		}
 	}
-	binary.LittleEndian.PutUint16(out, fp32ToFP16(bestD))
+	binary.LittleEndian.PutUint16(out, Float32ToFP16(bestD))
 	qs := out[2:18]
 	clear(qs)
 	var id float32
@@ -272,16 +272,18 @@ func (s *q2Searcher) block(src []float32, out []byte, base int) {
 
 	// Candidates: both signs, each d rounded to the fp16 the file will hold;
 	// scales that round to zero cannot be stored and are skipped.
+	// fp16 rounding is symmetric, so the negative candidates are the
+	// positive ones negated.
 	s.inv, s.scales = s.inv[:0], s.scales[:0]
-	for _, sign := range [2]float32{1, -1} {
-		for _, r := range s.ratios {
-			d := roundFP16(sign * min(amax*r, q2ScaleMax))
-			if d == 0 {
-				continue
-			}
+	for _, r := range s.ratios {
+		if d := roundFP16(min(amax*r, q2ScaleMax)); d != 0 {
 			s.scales = append(s.scales, d)
 			s.inv = append(s.inv, 1/d)
 		}
+	}
+	for i, n := 0, len(s.scales); i < n; i++ {
+		s.scales = append(s.scales, -s.scales[i])
+		s.inv = append(s.inv, -s.inv[i])
 	}
 	qs := out[2:Q2BlockBytes]
 	if len(s.inv) == 0 {
@@ -325,7 +327,7 @@ func (s *q2Searcher) block(src []float32, out []byte, base int) {
 		bestD, bestInv, bestScore = d, s.one[0], sc
 		sxl, sll = s.oneOut[0], s.oneOut[1]
 	}
-	binary.LittleEndian.PutUint16(out, fp32ToFP16(bestD))
+	binary.LittleEndian.PutUint16(out, Float32ToFP16(bestD))
 	s.k.Pack(x, bestInv, qs)
 }
 
@@ -395,4 +397,19 @@ func q2PackRef(x *[64]float32, inv float32, qs []byte) {
 		}
 		qs[i] = b
 	}
+}
+
+// roundFP16 is f as the fp16 field of a block will hold it. In fp16's
+// normal range that is f with its significand rounded to 11 bits (ties to
+// even), done here on the float32 bits; elsewhere the full conversion.
+func roundFP16(f float32) float32 {
+	b := math.Float32bits(f)
+	if e := b >> 23 & 0xff; e >= 127-14 && e < 127+15 {
+		b += 0xfff + (b>>13)&1
+		b &^= 0x1fff
+		if b&0x7fffffff < 0x477ff000 { // 65520 and above round to inf in fp16
+			return math.Float32frombits(b)
+		}
+	}
+	return FP16ToFloat32(Float32ToFP16(f))
 }

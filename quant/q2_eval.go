@@ -22,7 +22,7 @@ func Q2Error(x []float32, q []byte, w []float32, rowLen int) (errSum, energy flo
 	}
 	for b := 0; b < len(x)/Q2BlockElements; b++ {
 		blk := q[b*Q2BlockBytes:]
-		d := fp16ToFP32(binary.LittleEndian.Uint16(blk))
+		d := FP16ToFloat32(binary.LittleEndian.Uint16(blk))
 		for j := range Q2BlockElements {
 			i := b*Q2BlockElements + j
 			code := blk[2+j/4] >> (2 * (j % 4)) & 3

@@ -20,13 +20,13 @@ func quantizeF32(src []float32, dst []byte, _ *QuantizeOptions) {
 
 func quantizeF16(src []float32, dst []byte, _ *QuantizeOptions) {
 	for i, v := range src {
-		binary.LittleEndian.PutUint16(dst[2*i:], fp32ToFP16(v))
+		binary.LittleEndian.PutUint16(dst[2*i:], Float32ToFP16(v))
 	}
 }
 
 func quantizeBF16(src []float32, dst []byte, _ *QuantizeOptions) {
 	for i, v := range src {
-		binary.LittleEndian.PutUint16(dst[2*i:], fp32ToBF16(v))
+		binary.LittleEndian.PutUint16(dst[2*i:], Float32ToBF16(v))
 	}
 }
 
@@ -52,7 +52,7 @@ func quantizeQ8_0(src []float32, dst []byte, _ *QuantizeOptions) {
 		if d != 0 {
 			id = 1 / d
 		}
-		binary.LittleEndian.PutUint16(out, fp32ToFP16(d))
+		binary.LittleEndian.PutUint16(out, Float32ToFP16(d))
 		for j, v := range x {
 			q := math.Round(float64(v * id))
 			if q != q || q > 127 || q < -128 {

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/stratactl/stratactl/convert"
+	"github.com/stratactl/stratactl/internal/cli"
+	"github.com/stratactl/stratactl/quant"
+)
+
+func init() { register(newQuantizeCmd) }
+
+func newQuantizeCmd(env *cli.Env) *cobra.Command {
+	var (
+		out, typ, tensors, q2mode, imatrix string
+		q2cand, jobs                       int
+	)
+	cmd := &cobra.Command{
+		Use:   "quantize IN.gguf -o OUT.gguf --type TYPE",
+		Short: "Convert selected tensors (default: the MoE experts) to another type, copying the rest byte for byte",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return fmt.Errorf("-o OUT.gguf is required")
+			}
+			t, err := quant.ParseType(typ)
+			if err != nil {
+				return err
+			}
+			mode, err := convert.ParseQ2Mode(q2mode)
+			if err != nil {
+				return err
+			}
+			if q2cand < 0 {
+				return fmt.Errorf("--q2-candidates must be positive")
+			}
+			prog := env.NewProgress(0, "quantize", true)
+			cfg := convert.QuantizeConfig{In: args[0], Out: out, Type: t, Tensors: tensors, Q2: convert.Q2Params{Mode: mode, Candidates: q2cand},
+				Imatrix: imatrix, Jobs: jobs, Version: cli.Version}
+			if st, err := inputSize(args[0]); err == nil {
+				prog = env.NewProgress(st, "quantize", true)
+			}
+			cfg.Progress = prog
+			res, err := convert.Quantize(cmd.Context(), cfg)
+			prog.Done()
+			if err != nil {
+				return err
+			}
+			if env.JSON {
+				return env.PrintJSON(res)
+			}
+			tw := tabwriter.NewWriter(env.Out, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "tensor\tfrom\tto\taction\trel. MSE")
+			for _, r := range res.Tensors {
+				if r.Action == "kept" && !env.Verbose {
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.4g\n", r.Name, r.From, r.To, r.Action, r.RelMSE)
+			}
+			tw.Flush()
+			fmt.Fprintf(env.Out, "%d tensors converted to %s, %d kept; %d -> %d bytes; general.file_type %s\nwrote %s\n",
+				res.Converted, res.Type, len(res.Tensors)-res.Converted, res.InBytes, res.OutBytes, res.FileType, res.Out)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&out, "output", "o", "", "output GGUF file")
+	f.StringVar(&typ, "type", "", "target type (q2_0, q8_0, bf16, f16, f32)")
+	f.StringVar(&tensors, "tensors", convert.DefaultTensors, "regular expression selecting the tensors to convert")
+	f.StringVar(&q2mode, "q2-mode", "search", "Q2_0 scale rule: search or ggml")
+	f.IntVar(&q2cand, "q2-candidates", 0, "Q2_0 search: candidate scales per sign (0: the default)")
+	f.StringVar(&imatrix, "imatrix", "", "importance matrix (llama.cpp GGUF imatrix)")
+	f.IntVarP(&jobs, "jobs", "j", 0, "worker threads (0: all cores)")
+	cmd.MarkFlagRequired("type")
+	return cmd
+}

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+
+	"github.com/spf13/cobra"
+	"github.com/stratactl/stratactl/engine"
+	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/cli"
+	"github.com/stratactl/stratactl/kernels"
+)
+
+func init() { register(newRunCmd) }
+
+type runFlags struct {
+	prompt  string
+	idsFile string
+	n       int
+	temp    float64
+	topP    float64
+	seed    uint64
+	logits  string
+	threads int
+
+	arenaMB     float64
+	readers     int
+	noReadAhead bool
+	buffered    bool
+	cacheBonus  float64
+	exactPicks  int
+}
+
+func newRunCmd(env *cli.Env) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run MODEL",
+		Short: "Generate text from a GGUF model or a pack, streaming it, then report prompt and decode speed",
+		Long: `run loads MODEL (a qwen3moe GGUF, or a pack folder whose experts are streamed
+from disk through an arena of --arena-mb) and generates -n tokens after the prompt.
+The prompt is --prompt TEXT (tokenized with the model's tokenizer) or --ids FILE
+(little-endian int32 token ids). --temp 0 (the default) is greedy; otherwise
+temperature and top-p sampling from --seed. --logits OUT writes the logits of
+every prompt position and of every decode step as little-endian float32 rows
+of the vocabulary size.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runModel(cmd, env, args[0], &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.prompt, "prompt", "", "prompt text")
+	fl.StringVar(&f.idsFile, "ids", "", "prompt as a file of little-endian int32 token ids")
+	fl.IntVarP(&f.n, "tokens", "n", 32, "tokens to generate")
+	fl.Float64Var(&f.temp, "temp", 0, "sampling temperature; 0 is greedy")
+	fl.Float64Var(&f.topP, "top-p", 1, "nucleus sampling: keep the smallest set of tokens with this much probability")
+	fl.Uint64Var(&f.seed, "seed", 1, "sampling seed")
+	fl.StringVar(&f.logits, "logits", "", "write every prompt position's and decode step's logits (float32 LE rows) to this file")
+	fl.IntVarP(&f.threads, "threads", "j", 0, "matmul threads (0: GOMAXPROCS); results do not depend on it")
+	fl.Float64Var(&f.arenaMB, "arena-mb", 0, "pack: memory for resident experts in MiB (0: every expert)")
+	fl.IntVar(&f.readers, "readers", 4, "pack: goroutines reading expert slots")
+	fl.BoolVar(&f.noReadAhead, "no-readahead", false, "pack: do not guess and read the next layer's experts early")
+	fl.BoolVar(&f.buffered, "buffered", false, "pack: read through the page cache instead of O_DIRECT")
+	fl.Float64Var(&f.cacheBonus, "cache-bonus", math.NaN(), "pack: cache-aware routing, adding this to the router logits of resident experts after the first --exact-picks picks (off unless given)")
+	fl.IntVar(&f.exactPicks, "exact-picks", 3, "pack: with --cache-bonus, picks made by the true router first")
+	return cmd
+}
+
+// runReport is run's --json document.
+type runReport struct {
+	Model             string               `json:"model"`
+	Kernels           string               `json:"kernels"`
+	Threads           int                  `json:"threads"`
+	PromptIDs         []int32              `json:"prompt_ids"`
+	GeneratedIDs      []int32              `json:"generated_ids"`
+	Text              string               `json:"text"`
+	StopReason        string               `json:"stop_reason"`
+	PromptTokens      int                  `json:"prompt_tokens"`
+	DecodeSteps       int                  `json:"decode_steps"`
+	PrefillSeconds    float64              `json:"prefill_seconds"`
+	DecodeSeconds     float64              `json:"decode_seconds"`
+	PrefillTokensPerS float64              `json:"prefill_tokens_per_s"`
+	DecodeTokensPerS  float64              `json:"decode_tokens_per_s"`
+	Temp              float64              `json:"temp"`
+	TopP              float64              `json:"top_p"`
+	Seed              uint64               `json:"seed"`
+	LogitsFile        string               `json:"logits_file,omitempty"`
+	LogitsRows        int                  `json:"logits_rows,omitempty"`
+	Vocab             int                  `json:"vocab"`
+	CacheBonus        *float64             `json:"cache_bonus,omitempty"`
+	Stream            *engine.StreamReport `json:"stream,omitempty"`
+}
+
+func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error {
+	if (f.prompt == "") == (f.idsFile == "") {
+		return fmt.Errorf("give exactly one of --prompt and --ids")
+	}
+	if f.n < 1 {
+		return fmt.Errorf("-n must be at least 1, have %d", f.n)
+	}
+	if math.IsNaN(f.temp) || f.temp < 0 || math.IsNaN(f.topP) || f.topP <= 0 || f.topP > 1 {
+		return fmt.Errorf("--temp must be >= 0 and --top-p in (0, 1]")
+	}
+	if f.arenaMB < 0 || math.IsNaN(f.arenaMB) {
+		return fmt.Errorf("--arena-mb must be >= 0")
+	}
+	if f.exactPicks < 0 {
+		return fmt.Errorf("--exact-picks must be >= 0")
+	}
+	cacheAware := !math.IsNaN(f.cacheBonus)
+	if cacheAware && math.IsInf(f.cacheBonus, 0) {
+		return fmt.Errorf("--cache-bonus must be finite")
+	}
+	m, err := engine.Open(path, engine.Options{Threads: f.threads, Stream: engine.StreamOptions{
+		ArenaMB: f.arenaMB, Readers: f.readers, NoReadAhead: f.noReadAhead, Buffered: f.buffered,
+	}})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	ps := m.Stream()
+	if cacheAware && ps == nil {
+		return fmt.Errorf("--cache-bonus needs a pack (MODEL is a GGUF: every expert is resident)")
+	}
+	tok, err := engine.NewTokenizer(m.File)
+	if err != nil {
+		return err
+	}
+	var prompt []int32
+	if f.idsFile != "" {
+		if prompt, err = readIDs(f.idsFile, m.Config.Vocab); err != nil {
+			return err
+		}
+	} else {
+		prompt = tok.Encode(f.prompt, true, true)
+		if len(prompt) == 0 {
+			return fmt.Errorf("the prompt tokenizes to no tokens")
+		}
+	}
+	if len(prompt)+f.n-1 > m.Config.Context {
+		return fmt.Errorf("prompt of %d tokens + %d generated exceed the context length %d", len(prompt), f.n, m.Config.Context)
+	}
+
+	var logitsOut *gguf.AtomicFile
+	var logitsBuf *bufio.Writer
+	rows := 0
+	opt := engine.GenerateOptions{
+		MaxTokens: f.n,
+		Sampler:   engine.NewSampler(f.temp, f.topP, f.seed),
+		Stop:      tok.IsEOG,
+	}
+	if f.logits != "" {
+		if logitsOut, err = gguf.CreateAtomic(f.logits); err != nil {
+			return err
+		}
+		defer logitsOut.Abort()
+		logitsBuf = bufio.NewWriterSize(logitsOut, 1<<20)
+		row := make([]byte, 4*m.Config.Vocab)
+		opt.OnLogits = func(l []float32) error {
+			for i, v := range l {
+				binary.LittleEndian.PutUint32(row[4*i:], math.Float32bits(v))
+			}
+			rows++
+			_, err := logitsBuf.Write(row)
+			return err
+		}
+	}
+	out := bufio.NewWriter(env.Out)
+	if !env.JSON {
+		opt.OnToken = func(id int32) error {
+			if tok.IsControl(id) {
+				return nil
+			}
+			out.Write(tok.TokenBytes(id))
+			return out.Flush()
+		}
+	}
+	s := m.NewSession()
+	if cacheAware {
+		s.Routing = engine.Routing{CacheAware: true, Bonus: float32(f.cacheBonus), Exact: f.exactPicks}
+	}
+	var before engine.StreamCounters
+	if ps != nil {
+		opt.AfterPrefill = func() { before = ps.Counters() }
+	}
+	res, err := s.Generate(cmd.Context(), prompt, opt)
+	if err != nil {
+		return err
+	}
+	if logitsOut != nil {
+		if err := logitsBuf.Flush(); err != nil {
+			return fmt.Errorf("%s: %w", f.logits, err)
+		}
+		if err := logitsOut.Commit(); err != nil {
+			return err
+		}
+	}
+	rep := runReport{
+		Model:             path,
+		Kernels:           kernels.Describe(),
+		Threads:           m.Pool.Threads,
+		PromptIDs:         res.PromptIDs,
+		GeneratedIDs:      res.GeneratedIDs,
+		Text:              tok.Decode(res.GeneratedIDs),
+		StopReason:        res.StopReason,
+		PromptTokens:      len(res.PromptIDs),
+		DecodeSteps:       res.DecodeSteps,
+		PrefillSeconds:    res.PrefillSeconds,
+		DecodeSeconds:     res.DecodeSeconds,
+		PrefillTokensPerS: res.PrefillTokensPerSecond(),
+		DecodeTokensPerS:  res.DecodeTokensPerSecond(),
+		Temp:              f.temp,
+		TopP:              f.topP,
+		Seed:              f.seed,
+		Vocab:             m.Config.Vocab,
+	}
+	if ps != nil {
+		// Figures of the decode phase: the tokens that went through the
+		// layers one at a time.
+		rep.Stream = ps.Report(before, ps.Counters(), res.DecodeSteps)
+	}
+	if cacheAware {
+		rep.CacheBonus = &f.cacheBonus
+	}
+	if f.logits != "" {
+		rep.LogitsFile, rep.LogitsRows = f.logits, rows
+	}
+	if env.JSON {
+		return env.PrintJSON(rep)
+	}
+	fmt.Fprintln(env.Out)
+	fmt.Fprintf(env.Err, "prompt: %d tokens in %.3f s (%.1f tokens/s)\n", rep.PromptTokens, rep.PrefillSeconds, rep.PrefillTokensPerS)
+	fmt.Fprintf(env.Err, "decode: %d steps in %.3f s (%.1f tokens/s), stop: %s\n", rep.DecodeSteps, rep.DecodeSeconds, rep.DecodeTokensPerS, rep.StopReason)
+	fmt.Fprintf(env.Err, "threads: %d (of %d CPUs), kernels: %s\n", rep.Threads, runtime.NumCPU(), rep.Kernels)
+	if st := rep.Stream; st != nil {
+		io := "O_DIRECT"
+		if !st.DirectIO {
+			io = "buffered: " + st.DirectIONote
+		}
+		fmt.Fprintf(env.Err, "experts (decode, per token): hit rate %.3f, misses %.2f, read %.3f MB, read-ahead hits %.2f (of %.2f reads), waiting %.3f ms\n",
+			st.HitRate, st.MissesPerToken, st.ReadMBPerToken, st.ReadAheadHitsPerToken, st.GuessesPerToken, st.WaitMsPerToken)
+		fmt.Fprintf(env.Err, "arena: %d of %d slots (%.1f MiB, %d bytes each), filled %d in %.3f s, reads: %s\n",
+			st.ArenaSlots, st.TotalSlots, st.ArenaMB, st.SlotBytes, st.FillSlots, st.FillSeconds, io)
+	}
+	if rep.LogitsFile != "" {
+		fmt.Fprintf(env.Err, "logits: %d rows of %d to %s\n", rep.LogitsRows, rep.Vocab, rep.LogitsFile)
+	}
+	return nil
+}
+
+// readIDs reads a prompt of little-endian int32 token ids.
+func readIDs(path string, vocab int) ([]int32, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 || len(b)%4 != 0 {
+		return nil, fmt.Errorf("%s: %d bytes is not a whole, non-empty number of int32 ids", path, len(b))
+	}
+	ids := make([]int32, len(b)/4)
+	for i := range ids {
+		ids[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+		if ids[i] < 0 || int(ids[i]) >= vocab {
+			return nil, fmt.Errorf("%s: id %d at byte offset %d is outside the vocabulary of %d", path, ids[i], 4*i, vocab)
+		}
+	}
+	return ids, nil
+}

@@ -1,0 +1,354 @@
+package convert
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+
+	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/quant"
+)
+
+// DefaultTensors selects the MoE expert tensors.
+const DefaultTensors = `_exps\.`
+
+// chunkElems is the target size of one unit of work: big enough to keep
+// per-unit overhead low, small enough that a window of 2×jobs units stays
+// in the tens of megabytes.
+const chunkElems = 1 << 20
+
+// copyChunk is the unit for tensors copied byte for byte.
+const copyChunk = 8 << 20
+
+// Q2Params are the Q2_0 quantizer's settings as recorded in outputs.
+type Q2Params struct {
+	Mode       quant.Q2Mode
+	Candidates int // 0: the quantizer's default
+}
+
+func (q Q2Params) effectiveCandidates() int {
+	if q.Candidates > 0 {
+		return q.Candidates
+	}
+	return quant.DefaultQ2Candidates
+}
+
+// Q2ModeName is the flag spelling of a Q2 mode.
+func Q2ModeName(m quant.Q2Mode) string {
+	switch m {
+	case quant.Q2GGML:
+		return "ggml"
+	case quant.Q2Field:
+		return "field"
+	default:
+		return "search"
+	}
+}
+
+// ParseQ2Mode accepts "search", "ggml" or "field".
+func ParseQ2Mode(s string) (quant.Q2Mode, error) {
+	switch s {
+	case "search", "":
+		return quant.Q2Search, nil
+	case "ggml":
+		return quant.Q2GGML, nil
+	case "field":
+		return quant.Q2Field, nil
+	}
+	return 0, fmt.Errorf("unknown --q2-mode %q (want search, ggml or field)", s)
+}
+
+// QuantizeConfig is what `stratactl quantize` does.
+type QuantizeConfig struct {
+	In, Out  string
+	Type     quant.Type
+	Tensors  string // regular expression over tensor names; "" means DefaultTensors
+	Q2       Q2Params
+	Imatrix  string // importance matrix file, or ""
+	Jobs     int
+	Version  string // tool version, recorded in the output
+	Progress Progress
+}
+
+// TensorReport is one tensor's fate.
+type TensorReport struct {
+	Name     string  `json:"name"`
+	From     string  `json:"from"`
+	To       string  `json:"to"`
+	Elements int64   `json:"elements"`
+	InBytes  int64   `json:"in_bytes"`
+	OutBytes int64   `json:"out_bytes"`
+	Action   string  `json:"action"` // "quantized", "copied" (type already right), "kept" (not selected)
+	RelMSE   float64 `json:"rel_mse"`
+	Note     string  `json:"note,omitempty"`
+}
+
+// QuantizeResult summarizes a quantize run.
+type QuantizeResult struct {
+	In, Out    string
+	Type       string
+	Tensors    []TensorReport
+	Converted  int
+	FileType   string // what happened to general.file_type
+	InBytes    int64
+	OutBytes   int64
+	Importance bool
+}
+
+// llamaFtype maps a tensor type to the llama.cpp file type (llama.h,
+// LLAMA_FTYPE_*) whose main type it is, where exactly one fits.
+var llamaFtype = map[quant.Type]uint32{
+	quant.F32: 0, quant.F16: 1, quant.Q4_0: 2, quant.Q4_1: 3, quant.Q8_0: 7, quant.Q5_0: 8, quant.Q5_1: 9,
+	quant.Q6_K: 18, quant.IQ2_XXS: 19, quant.IQ2_XS: 20, quant.IQ3_XXS: 23, quant.IQ1_S: 24, quant.IQ4_NL: 25,
+	quant.IQ3_S: 26, quant.IQ2_S: 28, quant.IQ4_XS: 30, quant.IQ1_M: 31, quant.BF16: 32, quant.TQ1_0: 36, quant.TQ2_0: 37,
+}
+
+// unit is one piece of work in a GGUF-to-GGUF stream.
+type unit struct {
+	tensor  int
+	off     int64 // byte offset in the source tensor
+	size    int64 // source bytes
+	elems   int   // elements (when converting)
+	matrix  int   // ne0×ne1 matrix index (the expert for 3-D tensors)
+	convert bool
+	outSize int64
+}
+
+type unitResult struct {
+	data []byte
+	st   errStats
+}
+
+// Quantize converts the selected tensors of cfg.In to cfg.Type and writes
+// cfg.Out atomically.
+func Quantize(ctx context.Context, cfg QuantizeConfig) (*QuantizeResult, error) {
+	pattern := cfg.Tensors
+	if pattern == "" {
+		pattern = DefaultTensors
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("--tensors: %w", err)
+	}
+	if !quant.CanQuantize(cfg.Type) {
+		return nil, fmt.Errorf("cannot quantize to %s (this build quantizes to %s)", cfg.Type, quantizableTypes())
+	}
+	f, err := gguf.Open(cfg.In)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var imp *Importance
+	if cfg.Imatrix != "" {
+		if imp, err = LoadImportance(cfg.Imatrix); err != nil {
+			return nil, err
+		}
+	}
+	res := &QuantizeResult{In: cfg.In, Out: cfg.Out, Type: cfg.Type.String(), Importance: imp != nil}
+
+	specs := f.Specs()
+	var units []unit
+	var convElems, allElems int64
+	for i := range f.Tensors {
+		t := &f.Tensors[i]
+		rep := TensorReport{Name: t.Name, From: t.Type.String(), To: t.Type.String(), Elements: t.Elements(), InBytes: t.Size, Action: "kept"}
+		if len(t.Dims) >= 2 {
+			allElems += t.Elements()
+		}
+		selected := re.MatchString(t.Name)
+		switch {
+		case selected && len(t.Dims) < 2:
+			rep.Note = "1-D tensor left as is"
+		case selected && t.Type == cfg.Type:
+			rep.Action, rep.Note = "copied", "already "+cfg.Type.String()
+		case selected:
+			if !quant.CanDequantize(t.Type) {
+				return nil, &gguf.FormatError{File: f.Path, Offset: t.InfoOffset, Tensor: t.Name, Msg: fmt.Sprintf("cannot decode type %s", t.Type)}
+			}
+			ti, _ := quant.Info(cfg.Type)
+			if t.Dims[0]%int64(ti.BlockElements) != 0 {
+				return nil, fmt.Errorf("%s: tensor %q: row length %d is not a multiple of %s's block of %d", f.Path, t.Name, t.Dims[0], cfg.Type, ti.BlockElements)
+			}
+			rep.Action, rep.To = "quantized", cfg.Type.String()
+			specs[i].Type = cfg.Type
+			convElems += t.Elements()
+		}
+		if rep.Action == "quantized" {
+			us, err := convertUnits(f, i, cfg.Type, imp)
+			if err != nil {
+				return nil, err
+			}
+			units = append(units, us...)
+		} else {
+			for off := int64(0); off < t.Size; off += copyChunk {
+				n := min(copyChunk, t.Size-off)
+				units = append(units, unit{tensor: i, off: off, size: n, outSize: n})
+			}
+		}
+		res.Tensors = append(res.Tensors, rep)
+	}
+	for _, r := range res.Tensors {
+		if r.Action == "quantized" {
+			res.Converted++
+		}
+	}
+
+	kv := f.KV
+	kv, res.FileType = quantizeKeys(f, kv, cfg, pattern, res.Converted, imp, 2*convElems > allElems)
+	out, err := gguf.Create(cfg.Out, kv, specs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Out, err)
+	}
+	prog := progressOr(cfg.Progress)
+	stats := make([]errStats, len(f.Tensors))
+	scratches := make(chan *scratch, jobsOr(cfg.Jobs))
+	for range cap(scratches) {
+		scratches <- &scratch{}
+	}
+	err = ordered(ctx, len(units), cfg.Jobs, func(ctx context.Context, k int) (unitResult, error) {
+		u := units[k]
+		t := &f.Tensors[u.tensor]
+		src := make([]byte, u.size)
+		if err := f.ReadTensorAt(t, src, u.off); err != nil {
+			return unitResult{}, err
+		}
+		if !u.convert {
+			return unitResult{data: src}, nil
+		}
+		s := <-scratches
+		defer func() { scratches <- s }()
+		dst := make([]byte, u.outSize)
+		var opt *quant.QuantizeOptions
+		if o, err := quantOptions(cfg.Type, cfg.Q2, imp, t, u.matrix); err != nil {
+			return unitResult{}, err
+		} else {
+			opt = o
+		}
+		first := u.off / t.RowBytes() * t.Dims[0]
+		expert := -1
+		if gguf.IsExpertTensor(t.Name) && len(t.Dims) == 3 {
+			expert = u.matrix
+		}
+		st, err := convertSpan(t.Type, cfg.Type, src, dst, u.elems, s, opt, span{file: f.Path, tensor: t.Name, expert: expert, firstElem: first, fileOff: f.DataStart(t) + u.off})
+		return unitResult{data: dst, st: st}, err
+	}, func(k int, r unitResult) error {
+		if _, err := out.Write(r.data); err != nil {
+			return fmt.Errorf("%s: %w", cfg.Out, err)
+		}
+		stats[units[k].tensor].add(r.st)
+		prog.Add(units[k].size)
+		return nil
+	})
+	if err != nil {
+		out.Abort()
+		return nil, interrupted(err, "quantize")
+	}
+	if err := out.Commit(); err != nil {
+		return nil, err
+	}
+	for i := range res.Tensors {
+		res.Tensors[i].RelMSE = stats[i].RelMSE()
+		res.Tensors[i].OutBytes = out.Layout().Sizes[i]
+		res.InBytes += res.Tensors[i].InBytes
+	}
+	res.OutBytes = out.Layout().FileSize
+	return res, nil
+}
+
+// convertUnits splits tensor i into units of whole rows that never cross a
+// matrix (ne0×ne1) boundary, so each unit has one importance vector.
+func convertUnits(f *gguf.File, i int, to quant.Type, imp *Importance) ([]unit, error) {
+	t := &f.Tensors[i]
+	ne0 := t.Dims[0]
+	ne1 := t.Ne(1)
+	rows := t.Rows()
+	rb := t.RowBytes()
+	outRow, err := quant.RowBytes(to, ne0)
+	if err != nil {
+		return nil, err
+	}
+	per := max(1, chunkElems/ne0)
+	var us []unit
+	for r := int64(0); r < rows; {
+		m := r / ne1
+		end := min(r+per, (m+1)*ne1)
+		us = append(us, unit{tensor: i, off: r * rb, size: (end - r) * rb, elems: int((end - r) * ne0), matrix: int(m), convert: true, outSize: (end - r) * outRow})
+		r = end
+	}
+	return us, nil
+}
+
+func quantOptions(to quant.Type, q2 Q2Params, imp *Importance, t *gguf.TensorInfo, matrix int) (*quant.QuantizeOptions, error) {
+	opt := &quant.QuantizeOptions{Q2Mode: q2.Mode, Q2Candidates: q2.Candidates}
+	if imp != nil {
+		w, err := imp.For(t.Name, t.Dims[0], matrix)
+		if err != nil {
+			return nil, err
+		}
+		if w != nil {
+			opt.Importance, opt.RowLen = w, int(t.Dims[0])
+		}
+	}
+	return opt, nil
+}
+
+func quantizableTypes() string {
+	s := ""
+	for t := range quant.NumTypes {
+		if quant.CanQuantize(quant.Type(t)) {
+			if s != "" {
+				s += ", "
+			}
+			s += quant.Type(t).String()
+		}
+	}
+	return s
+}
+
+// setKV replaces key's value in place, or appends it.
+func setKV(kv []gguf.KV, key string, v gguf.Value) []gguf.KV {
+	for i := range kv {
+		if kv[i].Key == key {
+			kv[i].Value = v
+			return kv
+		}
+	}
+	return append(kv, gguf.KV{Key: key, Value: v})
+}
+
+func quantizeKeys(f *gguf.File, src []gguf.KV, cfg QuantizeConfig, pattern string, converted int, imp *Importance, majority bool) ([]gguf.KV, string) {
+	kv := append([]gguf.KV(nil), src...)
+	note := ""
+	old, hasOld := f.Get("general.file_type")
+	ft, known := llamaFtype[cfg.Type]
+	switch {
+	case converted == 0:
+		note = "unchanged: no tensor was converted"
+	case !known:
+		note = fmt.Sprintf("unchanged: llama.cpp has no file type for %s", cfg.Type)
+	case !majority:
+		note = fmt.Sprintf("unchanged: the %s tensors hold under half of the weights", cfg.Type)
+	default:
+		kv = setKV(kv, "general.file_type", gguf.Uint32(ft))
+		note = fmt.Sprintf("set to %d (llama.cpp's file type for %s)", ft, cfg.Type)
+	}
+	if hasOld {
+		if n, ok := old.AsUint64(); ok {
+			kv = setKV(kv, "stratactl.quantize.source_file_type", gguf.Uint32(uint32(n)))
+		}
+	}
+	kv = setKV(kv, "stratactl.version", gguf.String(cfg.Version))
+	kv = setKV(kv, "stratactl.quantize.type", gguf.String(cfg.Type.String()))
+	kv = setKV(kv, "stratactl.quantize.tensors", gguf.String(pattern))
+	kv = setKV(kv, "stratactl.quantize.converted", gguf.Uint32(uint32(converted)))
+	kv = setKV(kv, "stratactl.quantize.file_type", gguf.String(note))
+	if cfg.Type == quant.Q2_0 {
+		kv = setKV(kv, "stratactl.quantize.q2_mode", gguf.String(Q2ModeName(cfg.Q2.Mode)))
+		kv = setKV(kv, "stratactl.quantize.q2_candidates", gguf.Uint32(uint32(cfg.Q2.effectiveCandidates())))
+	}
+	if imp != nil {
+		kv = setKV(kv, "stratactl.quantize.imatrix", gguf.String(filepath.Base(cfg.Imatrix)))
+	}
+	return kv, note
+}

@@ -1,0 +1,16 @@
+//go:build !linux
+
+package engine
+
+import "os"
+
+// openForRead opens path for buffered reads: O_DIRECT is Linux's.
+func openForRead(path string, direct bool) (*os.File, bool, string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false, err.Error()
+	}
+	return f, false, "buffered reads (no O_DIRECT on this platform)"
+}
+
+func isInvalid(err error) bool { return false }

@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/testutil"
+)
+
+// rewrite copies the tiny model with its metadata passed through editKV and
+// the tensor named drop left out.
+func rewrite(t *testing.T, editKV func([]gguf.KV) []gguf.KV, drop string) string {
+	t.Helper()
+	src, err := gguf.OpenMapped(testutil.TinyModel(t, "model-iq3s.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	kv := editKV(append([]gguf.KV(nil), src.KV...))
+	var specs []gguf.TensorSpec
+	for _, s := range src.Specs() {
+		if s.Name != drop {
+			specs = append(specs, s)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	w, err := gguf.Create(path, kv, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range specs {
+		ti, _ := src.Tensor(s.Name)
+		b, _ := src.Bytes(ti)
+		if err := w.WriteTensor(s.Name, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestRefusesMissingTensor(t *testing.T) {
+	for _, name := range []string{"blk.2.attn_k_norm.weight", "blk.3.ffn_down_exps.weight", "output.weight"} {
+		path := rewrite(t, func(kv []gguf.KV) []gguf.KV { return kv }, name)
+		_, err := Open(path, Options{})
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Fatalf("dropping %s: error %v, want one naming it", name, err)
+		}
+	}
+}
+
+func TestRefusesUnknownArchitecture(t *testing.T) {
+	path := rewrite(t, func(kv []gguf.KV) []gguf.KV {
+		for i := range kv {
+			if kv[i].Key == "general.architecture" {
+				kv[i].Value = gguf.String("mamba")
+			}
+		}
+		return kv
+	}, "")
+	_, err := Open(path, Options{})
+	if err == nil || !strings.Contains(err.Error(), "mamba") {
+		t.Fatalf("error %v, want one naming the architecture", err)
+	}
+	path = rewrite(t, func(kv []gguf.KV) []gguf.KV {
+		var out []gguf.KV
+		for _, x := range kv {
+			if x.Key != "qwen3moe.expert_used_count" {
+				out = append(out, x)
+			}
+		}
+		return out
+	}, "")
+	_, err = Open(path, Options{})
+	if err == nil || !strings.Contains(err.Error(), "expert_used_count") {
+		t.Fatalf("error %v, want one naming the key", err)
+	}
+}
+
+func TestForwardRejectsBadTokens(t *testing.T) {
+	m := openModel(t, "model-iq4nl.gguf")
+	if _, err := m.NewSession().Forward([]int32{1, 5000}, false); err == nil {
+		t.Fatal("token outside the vocabulary accepted")
+	}
+	if _, err := m.NewSession().Forward(nil, false); err == nil {
+		t.Fatal("empty input accepted")
+	}
+}

@@ -1,0 +1,578 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/kernels"
+	"github.com/stratactl/stratactl/strata"
+)
+
+// StreamOptions configure the expert store of a pack.
+type StreamOptions struct {
+	// ArenaMB is the memory for resident experts; 0 holds every expert.
+	ArenaMB float64
+	// Readers is the number of goroutines reading slots; 0 means 4.
+	Readers int
+	// NoReadAhead turns off guessing the next layer's experts.
+	NoReadAhead bool
+	// Buffered never tries O_DIRECT.
+	Buffered bool
+}
+
+// StreamCounters are cumulative counts of a pack's expert store.
+type StreamCounters struct {
+	Demands       int64 // distinct (layer, expert) needed per batch
+	Hits          int64 // of those, resident (or already being read) when needed
+	Misses        int64 // not resident when needed: a read on the critical path
+	ReadAheadHits int64 // hits on slots that read-ahead brought in
+	Guesses       int64 // read-ahead reads started
+	Reads         int64 // slot reads, any cause
+	BytesRead     int64
+	WaitNanos     int64 // time the forward pass waited for reads
+}
+
+func (c StreamCounters) sub(o StreamCounters) StreamCounters {
+	return StreamCounters{c.Demands - o.Demands, c.Hits - o.Hits, c.Misses - o.Misses,
+		c.ReadAheadHits - o.ReadAheadHits, c.Guesses - o.Guesses, c.Reads - o.Reads,
+		c.BytesRead - o.BytesRead, c.WaitNanos - o.WaitNanos}
+}
+
+// StreamReport is the summary run prints for a pack.
+type StreamReport struct {
+	Tokens                int     `json:"tokens"`
+	HitRate               float64 `json:"hit_rate"`
+	MissesPerToken        float64 `json:"misses_per_token"`
+	ReadMBPerToken        float64 `json:"read_mb_per_token"`
+	ReadAheadHitsPerToken float64 `json:"readahead_hits_per_token"`
+	GuessesPerToken       float64 `json:"readahead_reads_per_token"`
+	WaitMsPerToken        float64 `json:"wait_ms_per_token"`
+	ArenaSlots            int     `json:"arena_slots"`
+	ArenaMB               float64 `json:"arena_mb"`
+	TotalSlots            int     `json:"total_slots"`
+	SlotBytes             int64   `json:"slot_bytes"`
+	DirectIO              bool    `json:"direct_io"`
+	DirectIONote          string  `json:"direct_io_note,omitempty"`
+	FillSlots             int     `json:"fill_slots"`
+	FillSeconds           float64 `json:"fill_seconds"`
+	Counters              StreamCounters
+}
+
+const (
+	slotEmpty = iota
+	slotLoading
+	slotReady
+	slotFailed
+)
+
+type arenaSlot struct {
+	key     int // layer*E + expert, or -1
+	state   int
+	pins    int
+	lastUse int64
+	guess   bool // brought in by read-ahead and not used since
+	err     error
+	ex      Expert
+}
+
+// PackStore keeps experts of a pack in an arena of fixed slots with LRU
+// eviction; misses read whole slots (O_DIRECT where the filesystem allows),
+// checked against their CRC-32C.
+type PackStore struct {
+	cfg       *Config
+	x         *strata.Experts
+	path      string
+	slotBytes int
+
+	ioMu       sync.Mutex
+	fd         *os.File
+	oldFDs     []*os.File
+	direct     bool
+	directNote string
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	arena    []byte
+	slots    []arenaSlot
+	where    []int // key -> slot, -1 when absent
+	tick     int64
+	jobs     chan int
+	wg       sync.WaitGroup
+	closed   bool
+	counters StreamCounters
+
+	fillSlots   int
+	fillSeconds float64
+	readAhead   bool
+}
+
+func openPack(dir string, opt Options) (*Model, error) {
+	gpath := filepath.Join(dir, "model.gguf")
+	f, err := gguf.OpenMapped(gpath)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newModel(f, opt)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	store, err := newPackStore(dir, f, &m.Config, opt.Stream)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	m.Experts = store
+	return m, nil
+}
+
+func newPackStore(dir string, f *gguf.File, c *Config, opt StreamOptions) (*PackStore, error) {
+	name, err := f.String("strata.experts.file")
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a pack's model.gguf: %w", f.Path, err)
+	}
+	if filepath.Base(name) != name {
+		return nil, fmt.Errorf("%s: strata.experts.file %q must be a file name beside it", f.Path, name)
+	}
+	xpath := filepath.Join(dir, name)
+	x, err := strata.OpenExperts(xpath)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*PackStore, error) { x.Close(); return nil, err }
+	if sb, err := f.Uint64("strata.experts.slot_bytes"); err == nil && sb != x.SlotBytes {
+		return fail(fmt.Errorf("%s: strata.experts.slot_bytes %d, %s has %d", f.Path, sb, xpath, x.SlotBytes))
+	}
+	if int(x.NExpert) != c.Experts {
+		return fail(fmt.Errorf("%s: %d experts per layer, %s has %d", f.Path, c.Experts, xpath, x.NExpert))
+	}
+	if len(x.Layers) != c.Layers {
+		return fail(fmt.Errorf("%s: %d MoE layers, the model has %d (every qwen3moe layer is MoE)", xpath, len(x.Layers), c.Layers))
+	}
+	for i, b := range x.Layers {
+		if int(b) != i {
+			return fail(fmt.Errorf("%s: stored layer %d is block %d, want %d", xpath, i, b, i))
+		}
+	}
+	for p := range x.Parts {
+		cols, rows := c.expertShape(p)
+		pt := x.Parts[p]
+		if int(pt.Ne0) != cols || int(pt.Ne1) != rows {
+			return fail(fmt.Errorf("%s: part %s is %d x %d, the model needs %d x %d", xpath, strata.PartNames[p], pt.Ne0, pt.Ne1, cols, rows))
+		}
+		if err := partType(pt.Type); err != nil {
+			return fail(fmt.Errorf("%s: part %s: %w", xpath, strata.PartNames[p], err))
+		}
+	}
+	var rank [][]uint32
+	kpath := filepath.Join(dir, "keep.strp")
+	if k, err := strata.ReadKeep(kpath); err == nil {
+		if k.NKeep() != c.Experts || len(k.Layers) != c.Layers {
+			return fail(fmt.Errorf("%s: keeps %d experts in %d layers, the model has %d in %d", kpath, k.NKeep(), len(k.Layers), c.Experts, c.Layers))
+		}
+		rank = k.Rank
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fail(err)
+	}
+
+	total := x.NSlot()
+	nslots := total
+	if opt.ArenaMB > 0 {
+		nslots = int(opt.ArenaMB * (1 << 20) / float64(x.SlotBytes))
+		if nslots > total {
+			nslots = total
+		}
+	}
+	if nslots < c.ExpertsUsed+1 {
+		return fail(fmt.Errorf("arena of %.1f MB holds %d slots of %d bytes; the model needs at least %d (experts per token + 1)", opt.ArenaMB, nslots, x.SlotBytes, c.ExpertsUsed+1))
+	}
+	s := &PackStore{cfg: c, x: x, path: xpath, slotBytes: int(x.SlotBytes), readAhead: !opt.NoReadAhead}
+	s.cond = sync.NewCond(&s.mu)
+	s.fd, s.direct, s.directNote = openForRead(xpath, !opt.Buffered)
+	if s.fd == nil {
+		return fail(fmt.Errorf("%s: %s", xpath, s.directNote))
+	}
+	s.arena = alignedBytes(nslots*s.slotBytes, strata.SlotAlign)
+	s.slots = make([]arenaSlot, nslots)
+	for i := range s.slots {
+		s.slots[i].key = -1
+	}
+	s.where = make([]int, total)
+	for i := range s.where {
+		s.where[i] = -1
+	}
+	readers := opt.Readers
+	if readers <= 0 {
+		readers = 4
+	}
+	s.jobs = make(chan int, nslots)
+	for i := 0; i < readers; i++ {
+		s.wg.Add(1)
+		go s.reader()
+	}
+	if err := s.fill(rank); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// alignedBytes is n bytes starting at a multiple of align (O_DIRECT needs
+// aligned buffers).
+func alignedBytes(n, align int) []byte {
+	b := make([]byte, n+align)
+	off := int(uintptr(unsafe.Pointer(&b[0])) % uintptr(align))
+	if off != 0 {
+		off = align - off
+	}
+	return b[off : off+n : off+n]
+}
+
+// fill loads the arena at start-up in the pack's ranking order, layer by
+// layer within each rank, then experts in id order for the rest.
+func (s *PackStore) fill(rank [][]uint32) error {
+	t0 := time.Now()
+	E := s.cfg.Experts
+	var order []int
+	seen := make([]bool, len(s.where))
+	nrank := 0
+	if len(rank) > 0 {
+		nrank = len(rank[0])
+	}
+	for r := 0; r < nrank; r++ {
+		for l := range rank {
+			k := l*E + int(rank[l][r])
+			if !seen[k] {
+				seen[k] = true
+				order = append(order, k)
+			}
+		}
+	}
+	for e := 0; e < E; e++ {
+		for l := 0; l < s.cfg.Layers; l++ {
+			if k := l*E + e; !seen[k] {
+				order = append(order, k)
+			}
+		}
+	}
+	order = order[:min(len(order), len(s.slots))]
+	s.mu.Lock()
+	for i, k := range order {
+		sl := &s.slots[i]
+		sl.key, sl.state, sl.lastUse = k, slotLoading, s.tick
+		s.where[k] = i
+		s.jobs <- i
+	}
+	for _, k := range order {
+		sl := &s.slots[s.where[k]]
+		for sl.state == slotLoading {
+			s.cond.Wait()
+		}
+		if sl.state == slotFailed {
+			err := sl.err
+			s.mu.Unlock()
+			return err
+		}
+	}
+	s.fillSlots = len(order)
+	s.fillSeconds = time.Since(t0).Seconds()
+	s.counters.Reads, s.counters.BytesRead = 0, 0
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *PackStore) reader() {
+	defer s.wg.Done()
+	for i := range s.jobs {
+		s.mu.Lock()
+		key := s.slots[i].key
+		s.mu.Unlock()
+		ex, err := s.read(i, key)
+		s.mu.Lock()
+		sl := &s.slots[i]
+		sl.ex, sl.err = ex, err
+		if err != nil {
+			sl.state = slotFailed
+		} else {
+			sl.state = slotReady
+		}
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}
+}
+
+// read loads slot key (layer*E+expert) into arena slot i and checks it.
+func (s *PackStore) read(i, key int) (Expert, error) {
+	E := s.cfg.Experts
+	layer, e := key/E, key%E
+	buf := s.arena[i*s.slotBytes : (i+1)*s.slotBytes]
+	off := int64(s.x.Table[key].Offset)
+	if err := s.readAt(buf, off); err != nil {
+		return Expert{}, fmt.Errorf("%s: reading layer %d expert %d at byte %d: %w", s.path, layer, e, off, err)
+	}
+	s.mu.Lock()
+	s.counters.Reads++
+	s.counters.BytesRead += int64(len(buf))
+	s.mu.Unlock()
+	pay := buf[:s.x.PayloadBytes()]
+	if got, want := strata.CRC32C(pay), s.x.Table[key].CRC; got != want {
+		return Expert{}, fmt.Errorf("%s: layer %d expert %d: slot payload at byte %d has CRC-32C %#08x, its table entry (byte %d) says %#08x",
+			s.path, layer, e, off, got, s.x.TableEntryOffset(key)+8, want)
+	}
+	var ex Expert
+	for p, dst := range []*kernels.Matrix{&ex.Gate, &ex.Up, &ex.Down} {
+		pt := s.x.Parts[p]
+		m, err := kernels.NewMatrix(pt.Type, s.x.PartBytes(pay, p), int(pt.Ne0), int(pt.Ne1))
+		if err != nil {
+			return Expert{}, fmt.Errorf("%s: layer %d expert %d part %s: %w", s.path, layer, e, strata.PartNames[p], err)
+		}
+		*dst = m
+	}
+	return ex, nil
+}
+
+// readAt reads a whole slot; when the filesystem refuses a direct read it
+// falls back to buffered reads for good and says so in the report.
+func (s *PackStore) readAt(buf []byte, off int64) error {
+	s.ioMu.Lock()
+	fd, direct := s.fd, s.direct
+	s.ioMu.Unlock()
+	_, err := fd.ReadAt(buf, off)
+	if err == nil || !direct || !isInvalid(err) {
+		return err
+	}
+	s.ioMu.Lock()
+	if s.direct {
+		bfd, berr := os.Open(s.path)
+		if berr != nil {
+			s.ioMu.Unlock()
+			return berr
+		}
+		s.direct = false
+		s.directNote = "the filesystem refused an O_DIRECT read (" + err.Error() + "); buffered reads"
+		old := s.fd
+		s.fd = bfd
+		// The old descriptor may be in use by another reader; it is
+		// closed with the store.
+		s.oldFDs = append(s.oldFDs, old)
+	}
+	fd = s.fd
+	s.ioMu.Unlock()
+	_, err = fd.ReadAt(buf, off)
+	return err
+}
+
+// claim takes a slot for key: a free one, else the least recently used one
+// that is ready and not pinned. It returns -1 when every slot is busy.
+// Called with s.mu held.
+func (s *PackStore) claim(key int) int {
+	best := -1
+	for i := range s.slots {
+		sl := &s.slots[i]
+		if sl.key < 0 || sl.state == slotFailed {
+			best = i
+			break
+		}
+		if sl.state == slotReady && sl.pins == 0 && (best < 0 || sl.lastUse < s.slots[best].lastUse) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return -1
+	}
+	sl := &s.slots[best]
+	if sl.key >= 0 {
+		s.where[sl.key] = -1
+	}
+	s.tick++
+	*sl = arenaSlot{key: key, state: slotLoading, lastUse: s.tick}
+	s.where[key] = best
+	return best
+}
+
+// Need counts the experts a batch needs in layer and starts reading the
+// ones not resident, in parallel, before the forward pass asks for them.
+func (s *PackStore) Need(layer int, ids []int) {
+	E := s.cfg.Experts
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	started := 0
+	for _, e := range ids {
+		key := layer*E + e
+		s.counters.Demands++
+		if i := s.where[key]; i >= 0 && s.slots[i].state != slotFailed {
+			s.counters.Hits++
+			sl := &s.slots[i]
+			if sl.guess {
+				s.counters.ReadAheadHits++
+				sl.guess = false
+			}
+			s.tick++
+			sl.lastUse = s.tick
+			continue
+		}
+		s.counters.Misses++
+		// Leave a slot free for Get, so a batch needing more experts than
+		// the arena holds never evicts the ones it is still waiting for.
+		if started >= len(s.slots)-1 {
+			continue
+		}
+		if i := s.claim(key); i >= 0 {
+			started++
+			s.jobs <- i
+		}
+	}
+}
+
+// Guess starts reading experts of layer that read-ahead expects, up to
+// half the arena, never evicting a slot in use.
+func (s *PackStore) Guess(layer int, ids []int) {
+	E := s.cfg.Experts
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	budget := len(s.slots) / 2
+	for _, e := range ids {
+		key := layer*E + e
+		if s.where[key] >= 0 || budget == 0 {
+			continue
+		}
+		if i := s.claim(key); i >= 0 {
+			budget--
+			s.slots[i].guess = true
+			s.counters.Guesses++
+			s.jobs <- i
+		}
+	}
+}
+
+// Get returns the expert, waiting for its read (or reading it here when
+// nothing started one), pinned until Release.
+func (s *PackStore) Get(layer, e int) (*Expert, error) {
+	key := layer*s.cfg.Experts + e
+	t0 := time.Now()
+	s.mu.Lock()
+	defer func() {
+		s.counters.WaitNanos += time.Since(t0).Nanoseconds()
+		s.mu.Unlock()
+	}()
+	for {
+		if s.closed {
+			return nil, errors.New("expert store closed")
+		}
+		i := s.where[key]
+		if i < 0 {
+			if i = s.claim(key); i < 0 {
+				s.cond.Wait() // every slot is busy: wait for a read or release
+				continue
+			}
+			s.jobs <- i
+		}
+		sl := &s.slots[i]
+		for sl.key == key && sl.state == slotLoading {
+			s.cond.Wait()
+		}
+		if sl.key != key {
+			continue // evicted while we waited; look again
+		}
+		if sl.state == slotFailed {
+			err := sl.err
+			s.where[key] = -1
+			sl.key = -1
+			return nil, err
+		}
+		sl.pins++
+		s.tick++
+		sl.lastUse = s.tick
+		return &sl.ex, nil
+	}
+}
+
+// Release unpins an expert.
+func (s *PackStore) Release(layer, e int) {
+	s.mu.Lock()
+	if i := s.where[layer*s.cfg.Experts+e]; i >= 0 && s.slots[i].pins > 0 {
+		s.slots[i].pins--
+		if s.slots[i].pins == 0 {
+			s.cond.Broadcast()
+		}
+	}
+	s.mu.Unlock()
+}
+
+// Resident reports whether the expert is in the arena (or on its way).
+func (s *PackStore) Resident(layer, e int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := s.where[layer*s.cfg.Experts+e]
+	return i >= 0 && s.slots[i].state != slotFailed
+}
+
+// Streaming is true unless read-ahead was turned off.
+func (s *PackStore) Streaming() bool { return s.readAhead }
+
+// Counters is a snapshot of the cumulative counts.
+func (s *PackStore) Counters() StreamCounters {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counters
+}
+
+// Report summarises the counts between two snapshots over tokens tokens.
+func (s *PackStore) Report(from, to StreamCounters, tokens int) *StreamReport {
+	d := to.sub(from)
+	r := &StreamReport{
+		Tokens:      tokens,
+		ArenaSlots:  len(s.slots),
+		ArenaMB:     float64(len(s.slots)*s.slotBytes) / (1 << 20),
+		TotalSlots:  len(s.where),
+		SlotBytes:   int64(s.slotBytes),
+		FillSlots:   s.fillSlots,
+		FillSeconds: s.fillSeconds,
+		Counters:    d,
+	}
+	s.ioMu.Lock()
+	r.DirectIO, r.DirectIONote = s.direct, s.directNote
+	s.ioMu.Unlock()
+	if d.Demands > 0 {
+		r.HitRate = float64(d.Hits) / float64(d.Demands)
+	}
+	if tokens > 0 {
+		n := float64(tokens)
+		r.MissesPerToken = float64(d.Misses) / n
+		r.ReadMBPerToken = float64(d.BytesRead) / (1 << 20) / n
+		r.ReadAheadHitsPerToken = float64(d.ReadAheadHits) / n
+		r.GuessesPerToken = float64(d.Guesses) / n
+		r.WaitMsPerToken = float64(d.WaitNanos) / 1e6 / n
+	}
+	return r
+}
+
+// Close stops the readers and closes the files.
+func (s *PackStore) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	close(s.jobs)
+	s.wg.Wait()
+	var errs []error
+	s.ioMu.Lock()
+	for _, f := range append(s.oldFDs, s.fd) {
+		if f != nil {
+			errs = append(errs, f.Close())
+		}
+	}
+	s.ioMu.Unlock()
+	errs = append(errs, s.x.Close())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,26 @@
+package kernels
+
+import "github.com/stratactl/stratactl/quant"
+
+// QuantizeQ2_0 is quant.Quantize(quant.Q2_0, src, dst, opt) with Q2Search's
+// hot loops on the fastest path this CPU has. It writes exactly the bytes
+// of the reference in package quant, on every path.
+func QuantizeQ2_0(src []float32, dst []byte, opt *quant.QuantizeOptions) error {
+	return quant.QuantizeQ2_0With(src, dst, opt, q2Kernels())
+}
+
+// Quantize is quant.Quantize with the vector paths for the types that have
+// them (Q2_0); other types go to the reference.
+func Quantize(t quant.Type, src []float32, dst []byte, opt *quant.QuantizeOptions) error {
+	if t == quant.Q2_0 {
+		return QuantizeQ2_0(src, dst, opt)
+	}
+	return quant.Quantize(t, src, dst, opt)
+}
+
+func q2Kernels() *quant.Q2SearchKernels {
+	if Features.AVX2 && !Features.NoAsm && q2HaveAVX2 {
+		return &q2AVX2
+	}
+	return &quant.Q2SearchRef
+}

@@ -1,0 +1,170 @@
+#include "textflag.h"
+
+// -1.0, 2.0 as float32; 1 as int32
+DATA q2consts<>+0(SB)/4, $0xbf800000
+DATA q2consts<>+4(SB)/4, $0x40000000
+DATA q2consts<>+8(SB)/4, $1
+GLOBL q2consts<>(SB), RODATA|NOPTR, $12
+
+// bit position of each lane's code within its byte: 2*(j%4)
+DATA q2shifts<>+0(SB)/4, $0
+DATA q2shifts<>+4(SB)/4, $2
+DATA q2shifts<>+8(SB)/4, $4
+DATA q2shifts<>+12(SB)/4, $6
+DATA q2shifts<>+16(SB)/4, $0
+DATA q2shifts<>+20(SB)/4, $2
+DATA q2shifts<>+24(SB)/4, $4
+DATA q2shifts<>+28(SB)/4, $6
+GLOBL q2shifts<>(SB), RODATA|NOPTR, $32
+
+// LEVEL: Y13 = RoundToEven(clamp(Y14 * Y10, -1, 2)); Y8 = -1, Y9 = 2.
+#define LEVEL \
+	VMULPS    Y10, Y14, Y13 \
+	VMAXPS    Y8, Y13, Y13  \
+	VMINPS    Y9, Y13, Y13  \
+	VROUNDPS  $0, Y13, Y13
+
+// STEP adds x*l to Y11 and l*l to Y12 for the 8 elements at off.
+#define STEP(off) \
+	VMOVUPS off(SI), Y14 \
+	LEVEL                \
+	VMULPS  Y13, Y14, Y14 \
+	VADDPS  Y14, Y11, Y11 \
+	VMULPS  Y13, Y13, Y13 \
+	VADDPS  Y13, Y12, Y12
+
+// WSTEP adds (w*x)*l to Y11 and (w*l)*l to Y12.
+#define WSTEP(off) \
+	VMOVUPS off(SI), Y14  \
+	LEVEL                 \
+	VMULPS  off(BX), Y14, Y14 \
+	VMULPS  Y13, Y14, Y14 \
+	VADDPS  Y14, Y11, Y11 \
+	VMULPS  off(BX), Y13, Y15 \
+	VMULPS  Y13, Y15, Y15 \
+	VADDPS  Y15, Y12, Y12
+
+// REDUCE(acc) leaves ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)) in the low lane.
+#define REDUCE(Y, X) \
+	VEXTRACTF128 $1, Y, X15 \
+	VADDPS       X15, X, X  \
+	VMOVHLPS     X, X, X15  \
+	VADDPS       X15, X, X  \
+	VMOVSHDUP    X, X15     \
+	VADDSS       X15, X, X
+
+// func q2ScoreAVX2(x *float32, inv *float32, n int, out *float32)
+TEXT ·q2ScoreAVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ inv+8(FP), DX
+	MOVQ n+16(FP), CX
+	MOVQ out+24(FP), DI
+	VBROADCASTSS q2consts<>+0(SB), Y8
+	VBROADCASTSS q2consts<>+4(SB), Y9
+
+scoreloop:
+	TESTQ CX, CX
+	JZ    scoredone
+	VBROADCASTSS (DX), Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	STEP(0)
+	STEP(32)
+	STEP(64)
+	STEP(96)
+	STEP(128)
+	STEP(160)
+	STEP(192)
+	STEP(224)
+	REDUCE(Y11, X11)
+	REDUCE(Y12, X12)
+	VMOVSS X11, (DI)
+	VMOVSS X12, 4(DI)
+	ADDQ $4, DX
+	ADDQ $8, DI
+	DECQ CX
+	JMP  scoreloop
+
+scoredone:
+	VZEROUPPER
+	RET
+
+// func q2ScoreWeightedAVX2(x, w *float32, inv *float32, n int, out *float32)
+TEXT ·q2ScoreWeightedAVX2(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), SI
+	MOVQ w+8(FP), BX
+	MOVQ inv+16(FP), DX
+	MOVQ n+24(FP), CX
+	MOVQ out+32(FP), DI
+	VBROADCASTSS q2consts<>+0(SB), Y8
+	VBROADCASTSS q2consts<>+4(SB), Y9
+
+wscoreloop:
+	TESTQ CX, CX
+	JZ    wscoredone
+	VBROADCASTSS (DX), Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	WSTEP(0)
+	WSTEP(32)
+	WSTEP(64)
+	WSTEP(96)
+	WSTEP(128)
+	WSTEP(160)
+	WSTEP(192)
+	WSTEP(224)
+	REDUCE(Y11, X11)
+	REDUCE(Y12, X12)
+	VMOVSS X11, (DI)
+	VMOVSS X12, 4(DI)
+	ADDQ $4, DX
+	ADDQ $8, DI
+	DECQ CX
+	JMP  wscoreloop
+
+wscoredone:
+	VZEROUPPER
+	RET
+
+// CODES(off, Y): Y = (level + 1) << 2*(j%4) as int32 lanes.
+#define CODES(off, Y) \
+	VMOVUPS   off(SI), Y14  \
+	LEVEL                   \
+	VCVTPS2DQ Y13, Y        \
+	VPADDD    Y12, Y, Y     \
+	VPSLLVD   Y11, Y, Y
+
+// func q2PackAVX2(x *float32, inv float32, qs *byte)
+TEXT ·q2PackAVX2(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ qs+16(FP), DI
+	VBROADCASTSS inv+8(FP), Y10
+	VBROADCASTSS q2consts<>+0(SB), Y8
+	VBROADCASTSS q2consts<>+4(SB), Y9
+	VPBROADCASTD q2consts<>+8(SB), Y12
+	VMOVDQU      q2shifts<>(SB), Y11
+	CODES(0, Y0)
+	CODES(32, Y1)
+	CODES(64, Y2)
+	CODES(96, Y3)
+	CODES(128, Y4)
+	CODES(160, Y5)
+	CODES(192, Y6)
+	CODES(224, Y7)
+	// Codes in a byte occupy disjoint bits, so adding neighbours is OR-ing
+	// them. Two horizontal adds gather each group of four lanes: the low
+	// 128-bit half then holds bytes 0,2,4,6 and the high half 1,3,5,7.
+	VPHADDD Y1, Y0, Y0
+	VPHADDD Y3, Y2, Y2
+	VPHADDD Y2, Y0, Y0
+	VPHADDD Y5, Y4, Y4
+	VPHADDD Y7, Y6, Y6
+	VPHADDD Y6, Y4, Y4
+	// words: low half bytes 0,2,...,14, high half bytes 1,3,...,15
+	VPACKUSDW    Y4, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPSLLW       $8, X1, X1
+	VPOR         X1, X0, X0
+	VMOVDQU      X0, (DI)
+	VZEROUPPER
+	RET

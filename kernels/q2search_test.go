@@ -1,0 +1,206 @@
+package kernels
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stratactl/stratactl/quant"
+)
+
+// withPath runs f with the vector paths on (asm) or forced off.
+func withPath(asm bool, f func()) {
+	saved := Features
+	defer func() { Features = saved }()
+	Features.NoAsm = !asm
+	f()
+}
+
+// q2Inputs are random and adversarial blocks: gaussian of many scales,
+// values on the rounding boundaries of the candidate grids, one-hot blocks,
+// ties, signed zeros, subnormals, huge and non-finite values.
+func q2Inputs() map[string][]float32 {
+	r := rand.New(rand.NewPCG(42, 7))
+	in := map[string][]float32{}
+	g := func(n int, scale float64) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * scale)
+		}
+		return x
+	}
+	for _, s := range []float64{1e-9, 1e-6, 0.02, 1, 300, 6e4, 1e30} {
+		in[fmt.Sprintf("gauss%g", s)] = g(64*256, s)
+	}
+	// Heavy tails and skew: cubes of gaussians, shifted blocks.
+	cube := g(64*256, 1)
+	for i := range cube {
+		cube[i] = cube[i] * cube[i] * cube[i]
+	}
+	in["cubes"] = cube
+	skew := g(64*256, 0.3)
+	for i := range skew {
+		skew[i] -= 1
+	}
+	in["skew"] = skew
+	// Small integers and halves: many values land exactly on x*inv = k+0.5.
+	ints := make([]float32, 64*256)
+	for i := range ints {
+		ints[i] = float32(r.IntN(9)-4) * 0.5
+	}
+	in["halves"] = ints
+	// Few distinct values, one-hot and constant blocks, signed zeros.
+	special := make([]float32, 0, 64*64)
+	for b := 0; b < 64; b++ {
+		blk := make([]float32, 64)
+		switch b % 8 {
+		case 0:
+			blk[b%64] = float32(b + 1)
+		case 1:
+			for j := range blk {
+				blk[j] = float32(math.Copysign(0, -1))
+			}
+		case 2:
+			for j := range blk {
+				blk[j] = 0.75
+			}
+		case 3:
+			for j := range blk {
+				blk[j] = math.Float32frombits(uint32(r.IntN(1 << 23))) // subnormals
+			}
+		case 4:
+			for j := range blk {
+				blk[j] = float32(j%4) - 1
+			}
+		case 5:
+			blk[3], blk[9] = float32(math.Inf(1)), float32(math.NaN())
+			blk[10] = 1
+		case 6:
+			blk[0], blk[1], blk[2] = math.MaxFloat32, -math.MaxFloat32, 7
+		case 7:
+			for j := range blk {
+				blk[j] = float32(r.NormFloat64()) * float32(math.Pow(2, float64(r.IntN(40)-20)))
+			}
+		}
+		special = append(special, blk...)
+	}
+	in["special"] = special
+	return in
+}
+
+func TestQ2SearchPathsIdentical(t *testing.T) {
+	if !Features.AVX2 {
+		t.Log("no AVX2 on this CPU: only the portable path is compared with the reference")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	imp := make([]float32, 256)
+	for i := range imp {
+		v := float32(r.NormFloat64())
+		imp[i] = v * v * v * v
+	}
+	imp[5], imp[6] = 0, float32(math.NaN())
+	for name, x := range q2Inputs() {
+		for _, opt := range []*quant.QuantizeOptions{
+			nil,
+			{Q2Candidates: 1},
+			{Q2Candidates: 5},
+			{Q2Candidates: 33},
+			{Importance: imp, RowLen: 256},
+			{Importance: imp, RowLen: 256, Q2Candidates: 3},
+		} {
+			want := make([]byte, len(x)/64*18)
+			if err := quant.Quantize(quant.Q2_0, x, want, opt); err != nil {
+				t.Fatal(err)
+			}
+			for _, asm := range []bool{false, true} {
+				got := make([]byte, len(want))
+				withPath(asm, func() {
+					if err := QuantizeQ2_0(x, got, opt); err != nil {
+						t.Fatal(err)
+					}
+				})
+				if !bytes.Equal(got, want) {
+					i := 0
+					for got[i] == want[i] {
+						i++
+					}
+					t.Fatalf("%s opt %+v asm=%v: first difference at byte %d (block %d): got %x want %x",
+						name, opt, asm, i, i/18, got[i/18*18:i/18*18+18], want[i/18*18:i/18*18+18])
+				}
+			}
+		}
+	}
+}
+
+func TestQ2KernelsMatchReference(t *testing.T) {
+	// The kernels themselves, on single blocks at many inverse scales,
+	// including ones that put elements exactly on rounding boundaries.
+	r := rand.New(rand.NewPCG(9, 9))
+	var x, w [64]float32
+	inv := make([]float32, 40)
+	for trial := 0; trial < 2000; trial++ {
+		for j := range x {
+			x[j] = float32(r.NormFloat64())
+			if trial%3 == 0 {
+				x[j] = float32(r.IntN(13)-6) / 4
+			}
+			w[j] = float32(r.ExpFloat64())
+		}
+		for k := range inv {
+			inv[k] = float32(r.NormFloat64() * 2)
+			if k%4 == 0 {
+				inv[k] = float32(r.IntN(8)+1) * 0.5
+			}
+		}
+		for _, wp := range []*[64]float32{nil, &w} {
+			want, got := make([]float32, 80), make([]float32, 80)
+			quant.Q2SearchRef.Score(&x, wp, inv, want)
+			q2AVX2.Score(&x, wp, inv, got)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("trial %d weighted=%v: sum %d = %g, reference %g", trial, wp != nil, i, got[i], want[i])
+				}
+			}
+		}
+		for _, iv := range inv {
+			var want, got [16]byte
+			quant.Q2SearchRef.Pack(&x, iv, want[:])
+			q2AVX2.Pack(&x, iv, got[:])
+			if want != got {
+				t.Fatalf("trial %d inv %g: packed %x, reference %x", trial, iv, got, want)
+			}
+		}
+	}
+}
+
+func benchQ2(b *testing.B, asm bool, opt *quant.QuantizeOptions) {
+	r := rand.New(rand.NewPCG(1, 1))
+	x := make([]float32, 1<<20)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * 0.02)
+	}
+	q := make([]byte, len(x)/64*18)
+	withPath(asm, func() {
+		b.SetBytes(int64(len(x) * 4))
+		b.ResetTimer()
+		for range b.N {
+			if err := QuantizeQ2_0(x, q, opt); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(x))*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mweights/s")
+	})
+}
+
+func BenchmarkQ2SearchAVX2(b *testing.B)    { benchQ2(b, true, nil) }
+func BenchmarkQ2SearchGeneric(b *testing.B) { benchQ2(b, false, nil) }
+func BenchmarkQ2SearchImatrixAVX2(b *testing.B) {
+	imp := make([]float32, 4096)
+	for i := range imp {
+		imp[i] = float32(i%7) + 0.5
+	}
+	benchQ2(b, true, &quant.QuantizeOptions{Importance: imp, RowLen: 4096})
+}
+func BenchmarkQ2GGML(b *testing.B) { benchQ2(b, true, &quant.QuantizeOptions{Q2Mode: quant.Q2GGML}) }
