@@ -37,7 +37,7 @@ func tinyTokenizer(t testing.TB) *Tokenizer {
 	return tinyTok
 }
 
-func readInt32s(t testing.TB, path string) []int32 {
+func readRefIDs(t testing.TB, path string) []int32 {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -53,7 +53,7 @@ func readInt32s(t testing.TB, path string) []int32 {
 	return out
 }
 
-func firstDiff(a, b []int32) int {
+func firstIDDiff(a, b []int32) int {
 	for i := range min(len(a), len(b)) {
 		if a[i] != b[i] {
 			return i
@@ -78,11 +78,11 @@ func TestTokenizerHeldoutMatchesReference(t *testing.T) {
 		t.Fatalf("decode(encode(heldout)) differs from the text (%d vs %d bytes)", len(got), len(text))
 	}
 
-	ppl := readInt32s(t, testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"))
+	ppl := readRefIDs(t, testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"))
 	if len(ids) < len(ppl) {
 		t.Fatalf("heldout gives %d tokens, fewer than the %d reference ids", len(ids), len(ppl))
 	}
-	if d := firstDiff(ids[:len(ppl)], ppl); d >= 0 {
+	if d := firstIDDiff(ids[:len(ppl)], ppl); d >= 0 {
 		lo := max(0, d-3)
 		t.Fatalf("ppl_tokens differ at token %d: got %v want %v (decoded got %q want %q)",
 			d, ids[lo:d+4], ppl[lo:d+4], tok.Decode(ids[lo:d+4]), tok.Decode(ppl[lo:d+4]))
@@ -93,7 +93,7 @@ func TestTokenizerHeldoutMatchesReference(t *testing.T) {
 		t.Fatalf("Decode(ppl_tokens) is not a prefix of the held-out text")
 	}
 
-	eval := readInt32s(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))
+	eval := readRefIDs(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))
 	offsets := []int{20000, 29000, 38000, 47000}
 	const seqLen = 64
 	if len(eval) != len(offsets)*seqLen {
@@ -104,7 +104,7 @@ func TestTokenizerHeldoutMatchesReference(t *testing.T) {
 		if off+seqLen > len(ids) {
 			t.Fatalf("heldout gives %d tokens, eval sequence %d needs %d", len(ids), s, off+seqLen)
 		}
-		if d := firstDiff(ids[off:off+seqLen], want); d >= 0 {
+		if d := firstIDDiff(ids[off:off+seqLen], want); d >= 0 {
 			t.Errorf("eval sequence %d (offset %d) differs at %d: got %d want %d", s, off, d, ids[off+d], want[d])
 		}
 		if got, at := tok.Decode(want), len(tok.Decode(ids[:off])); !strings.HasPrefix(string(text[at:]), got) {
@@ -130,7 +130,7 @@ func TestTokenizerGreedyReference(t *testing.T) {
 	if err := json.Unmarshal(b, &ref); err != nil {
 		t.Fatal(err)
 	}
-	if got := tok.Encode(ref.Prompt, true, true); firstDiff(got, ref.PromptIDs) >= 0 {
+	if got := tok.Encode(ref.Prompt, true, true); firstIDDiff(got, ref.PromptIDs) >= 0 {
 		t.Errorf("Encode(%q) = %v, want %v", ref.Prompt, got, ref.PromptIDs)
 	}
 	if got := tok.Decode(ref.GeneratedIDs); got != ref.GeneratedText {
