@@ -1,10 +1,11 @@
 package convert
 
-import "github.com/stratactl/stratactl/quant"
+import "github.com/stratactl/stratactl/kernels"
 
-// dequantize and quantize are the codecs the pipelines use: the reference
-// implementations in package quant.
+// dequantize and quantize are the codecs the pipelines use: package
+// kernels' vector paths, which give the same bits as package quant's
+// reference on every CPU.
 var (
-	dequantize = quant.Dequantize
-	quantize   = quant.Quantize
+	dequantize = kernels.Dequantize
+	quantize   = kernels.Quantize
 )

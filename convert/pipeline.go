@@ -18,17 +18,24 @@ import (
 )
 
 // Progress receives the number of source bytes done; cli.Progress fits.
-type Progress interface{ Add(n int64) }
+type Progress interface {
+	Add(n int64)
+	Done()
+}
+
+// ProgressFunc starts a progress display for total bytes; nil shows none.
+type ProgressFunc func(total int64, desc string) Progress
 
 type noProgress struct{}
 
 func (noProgress) Add(int64) {}
+func (noProgress) Done()     {}
 
-func progressOr(p Progress) Progress {
-	if p == nil {
+func (pf ProgressFunc) start(total int64, desc string) Progress {
+	if pf == nil {
 		return noProgress{}
 	}
-	return p
+	return pf(total, desc)
 }
 
 func jobsOr(j int) int {
@@ -122,7 +129,15 @@ func (e *NonFiniteError) Error() string {
 }
 
 // scratch is one worker's float buffers, reused across units.
-type scratch struct{ x, y []float32 }
+type scratch struct{ x, y, z []float32 }
+
+// extra is a third buffer, for a decode that must not disturb x and y.
+func (s *scratch) extra(n int) []float32 {
+	if cap(s.z) < n {
+		s.z = make([]float32, n)
+	}
+	return s.z[:n]
+}
 
 func (s *scratch) floats(n int) (x, y []float32) {
 	if cap(s.x) < n {

@@ -68,7 +68,7 @@ type QuantizeConfig struct {
 	Imatrix  string // importance matrix file, or ""
 	Jobs     int
 	Version  string // tool version, recorded in the output
-	Progress Progress
+	Progress ProgressFunc
 }
 
 // TensorReport is one tensor's fate.
@@ -200,7 +200,12 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) (*QuantizeResult, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Out, err)
 	}
-	prog := progressOr(cfg.Progress)
+	var total int64
+	for _, u := range units {
+		total += u.size
+	}
+	prog := cfg.Progress.start(total, "quantize")
+	defer prog.Done()
 	stats := make([]errStats, len(f.Tensors))
 	scratches := make(chan *scratch, jobsOr(cfg.Jobs))
 	for range cap(scratches) {

@@ -46,7 +46,7 @@ const (
 	classSpace
 )
 
-var asciiClass = func() (t [utf8.RuneSelf]charClass) {
+var preASCIIClass = func() (t [utf8.RuneSelf]charClass) {
 	for c := 0; c < utf8.RuneSelf; c++ {
 		r := rune(c)
 		switch {
@@ -61,12 +61,12 @@ var asciiClass = func() (t [utf8.RuneSelf]charClass) {
 	return t
 }()
 
-// charAt decodes the character at s[i]: its rune (utf8.RuneError for an
+// preCharAt decodes the character at s[i]: its rune (utf8.RuneError for an
 // invalid byte), its width in bytes and its class.
-func charAt(s string, i int) (rune, int, charClass) {
+func preCharAt(s string, i int) (rune, int, charClass) {
 	c := s[i]
 	if c < utf8.RuneSelf {
-		return rune(c), 1, asciiClass[c]
+		return rune(c), 1, preASCIIClass[c]
 	}
 	r, w := utf8.DecodeRuneInString(s[i:])
 	if r == utf8.RuneError && w == 1 {
@@ -83,19 +83,19 @@ func charAt(s string, i int) (rune, int, charClass) {
 	return r, w, classOther
 }
 
-// classAt is charAt without the rune; at the end of s it reports ok false.
-func classAt(s string, i int) (cls charClass, ok bool) {
+// preClassAt is preCharAt without the rune; at the end of s it reports ok false.
+func preClassAt(s string, i int) (cls charClass, ok bool) {
 	if i >= len(s) {
 		return 0, false
 	}
-	_, _, cls = charAt(s, i)
+	_, _, cls = preCharAt(s, i)
 	return cls, true
 }
 
-// runOf returns the end of the run of characters of class cls starting at i.
-func runOf(s string, i int, cls charClass) int {
+// preRunOf returns the end of the run of characters of class cls starting at i.
+func preRunOf(s string, i int, cls charClass) int {
 	for i < len(s) {
-		_, w, c := charAt(s, i)
+		_, w, c := preCharAt(s, i)
 		if c != cls {
 			break
 		}
@@ -104,31 +104,31 @@ func runOf(s string, i int, cls charClass) int {
 	return i
 }
 
-func isCRLF(r rune) bool { return r == '\r' || r == '\n' }
+func preIsCRLF(r rune) bool { return r == '\r' || r == '\n' }
 
-// crlfRun returns the end of the run of \r and \n starting at i.
-func crlfRun(s string, i int) int {
+// preCRLFRun returns the end of the run of \r and \n starting at i.
+func preCRLFRun(s string, i int) int {
 	for i < len(s) && (s[i] == '\r' || s[i] == '\n') {
 		i++
 	}
 	return i
 }
 
-// spaceTail matches the whitespace alternatives at i, where a whitespace
+// preSpaceTail matches the whitespace alternatives at i, where a whitespace
 // character starts: `\s*[\r\n]+` (when withCRLF), then `\s+(?!\S)`, then
 // `\s+`.
-func spaceTail(s string, i int, withCRLF bool) int {
+func preSpaceTail(s string, i int, withCRLF bool) int {
 	// Scan the whole whitespace run, noting where its last character and its
 	// last \r or \n start.
 	end, lastStart, lastCRLFEnd := i, i, -1
 	for end < len(s) {
-		r, w, c := charAt(s, end)
+		r, w, c := preCharAt(s, end)
 		if c != classSpace {
 			break
 		}
 		lastStart = end
 		end += w
-		if isCRLF(r) {
+		if preIsCRLF(r) {
 			lastCRLFEnd = end
 		}
 	}
@@ -147,10 +147,10 @@ func spaceTail(s string, i int, withCRLF bool) int {
 	return lastStart
 }
 
-// contractionEnd matches 's|'t|'re|'ve|'m|'ll|'d at i (where s[i] is an apostrophe) and
+// preContractionEnd matches 's|'t|'re|'ve|'m|'ll|'d at i (where s[i] is an apostrophe) and
 // returns the end of the match, or -1. foldCase applies the Unicode simple
 // case folding of the (?i:...) group.
-func contractionEnd(s string, i int, foldCase bool) int {
+func preContractionEnd(s string, i int, foldCase bool) int {
 	j := i + 1
 	if j >= len(s) {
 		return -1
@@ -160,7 +160,7 @@ func contractionEnd(s string, i int, foldCase bool) int {
 		if r == want {
 			return true
 		}
-		return foldCase && foldsTo(r, want)
+		return foldCase && preFoldsTo(r, want)
 	}
 	for _, one := range []rune{'s', 't'} {
 		if eq(r1, one) {
@@ -187,9 +187,9 @@ func contractionEnd(s string, i int, foldCase bool) int {
 	return -1
 }
 
-// foldsTo reports whether r is in the simple case-folding orbit of want
+// preFoldsTo reports whether r is in the simple case-folding orbit of want
 // (for 's' that is 'S' and U+017F LATIN SMALL LETTER LONG S).
-func foldsTo(r, want rune) bool {
+func preFoldsTo(r, want rune) bool {
 	if r == utf8.RuneError {
 		return false
 	}
@@ -215,46 +215,46 @@ func (p preStyle) nextWord(s string, i int) int {
 }
 
 func nextWordGPT2(s string, i int) int {
-	r, w, cls := charAt(s, i)
+	r, w, cls := preCharAt(s, i)
 	if r == '\'' {
-		if e := contractionEnd(s, i, false); e > 0 {
+		if e := preContractionEnd(s, i, false); e > 0 {
 			return e
 		}
 	}
 	if r == ' ' {
 		// " ?X+" for X in letters, numbers, other: the optional space
 		// belongs to the run that follows it.
-		if next, ok := classAt(s, i+1); ok && next != classSpace {
-			return runOf(s, i+1, next)
+		if next, ok := preClassAt(s, i+1); ok && next != classSpace {
+			return preRunOf(s, i+1, next)
 		}
 	}
 	if cls != classSpace {
-		return runOf(s, i+w, cls)
+		return preRunOf(s, i+w, cls)
 	}
-	return spaceTail(s, i, false)
+	return preSpaceTail(s, i, false)
 }
 
 func nextWordQwen2(s string, i, digits int) int {
-	r, w, cls := charAt(s, i)
+	r, w, cls := preCharAt(s, i)
 	if r == '\'' {
-		if e := contractionEnd(s, i, true); e > 0 {
+		if e := preContractionEnd(s, i, true); e > 0 {
 			return e
 		}
 	}
 	// [^\r\n\p{L}\p{N}]?\p{L}+
 	if cls == classLetter {
-		return runOf(s, i+w, classLetter)
+		return preRunOf(s, i+w, classLetter)
 	}
-	if cls != classNumber && !isCRLF(r) {
-		if next, ok := classAt(s, i+w); ok && next == classLetter {
-			return runOf(s, i+w, classLetter)
+	if cls != classNumber && !preIsCRLF(r) {
+		if next, ok := preClassAt(s, i+w); ok && next == classLetter {
+			return preRunOf(s, i+w, classLetter)
 		}
 	}
 	// \p{N}{1,digits}
 	if cls == classNumber {
 		end := i + w
 		for n := 1; n < digits && end < len(s); n++ {
-			_, w2, c2 := charAt(s, end)
+			_, w2, c2 := preCharAt(s, end)
 			if c2 != classNumber {
 				break
 			}
@@ -264,14 +264,14 @@ func nextWordQwen2(s string, i, digits int) int {
 	}
 	// ` ?[^\s\p{L}\p{N}]+[\r\n]*`
 	if cls == classOther {
-		return crlfRun(s, runOf(s, i+w, classOther))
+		return preCRLFRun(s, preRunOf(s, i+w, classOther))
 	}
 	if r == ' ' {
-		if next, ok := classAt(s, i+1); ok && next == classOther {
-			return crlfRun(s, runOf(s, i+1, classOther))
+		if next, ok := preClassAt(s, i+1); ok && next == classOther {
+			return preCRLFRun(s, preRunOf(s, i+1, classOther))
 		}
 	}
-	return spaceTail(s, i, true)
+	return preSpaceTail(s, i, true)
 }
 
 // splitWords returns the pre-tokens of s in order; they concatenate to s.

@@ -25,17 +25,17 @@ const (
 
 // GGUF keys the tokenizer reads.
 const (
-	keyTokenizerModel = "tokenizer.ggml.model"
-	keyTokenizerPre   = "tokenizer.ggml.pre"
-	keyTokens         = "tokenizer.ggml.tokens"
-	keyTokenTypes     = "tokenizer.ggml.token_type"
-	keyMerges         = "tokenizer.ggml.merges"
-	keyBOS            = "tokenizer.ggml.bos_token_id"
-	keyEOS            = "tokenizer.ggml.eos_token_id"
-	keyEOT            = "tokenizer.ggml.eot_token_id"
-	keyEOM            = "tokenizer.ggml.eom_token_id"
-	keyAddBOS         = "tokenizer.ggml.add_bos_token"
-	keyAddEOS         = "tokenizer.ggml.add_eos_token"
+	tokKeyModel  = "tokenizer.ggml.model"
+	tokKeyPre    = "tokenizer.ggml.pre"
+	tokKeyTokens = "tokenizer.ggml.tokens"
+	tokKeyTypes  = "tokenizer.ggml.token_type"
+	tokKeyMerges = "tokenizer.ggml.merges"
+	tokKeyBOS    = "tokenizer.ggml.bos_token_id"
+	tokKeyEOS    = "tokenizer.ggml.eos_token_id"
+	tokKeyEOT    = "tokenizer.ggml.eot_token_id"
+	tokKeyEOM    = "tokenizer.ggml.eom_token_id"
+	tokKeyAddBOS = "tokenizer.ggml.add_bos_token"
+	tokKeyAddEOS = "tokenizer.ggml.add_eos_token"
 )
 
 // preTokenizers maps tokenizer.ggml.pre values to the expression they stand
@@ -126,32 +126,32 @@ func NewTokenizer(f *gguf.File) (*Tokenizer, error) {
 // not one this package implements, is refused with an error naming the key
 // and its value.
 func NewTokenizerFromMetadata(md *gguf.Metadata) (*Tokenizer, error) {
-	model, err := md.String(keyTokenizerModel)
+	model, err := md.String(tokKeyModel)
 	if err != nil {
 		return nil, err
 	}
 	if model != "gpt2" {
-		return nil, fmt.Errorf("%s: %s = %q is not supported: only byte-level BPE (\"gpt2\") is implemented", md.File, keyTokenizerModel, model)
+		return nil, fmt.Errorf("%s: %s = %q is not supported: only byte-level BPE (\"gpt2\") is implemented", md.File, tokKeyModel, model)
 	}
 	v := Vocab{Name: md.File, BOS: -1, EOS: -1, EOT: -1, EOM: -1}
-	if v.Pre, err = md.String(keyTokenizerPre); err != nil {
+	if v.Pre, err = md.String(tokKeyPre); err != nil {
 		return nil, err
 	}
-	if v.Tokens, err = md.Strings(keyTokens); err != nil {
+	if v.Tokens, err = md.Strings(tokKeyTokens); err != nil {
 		return nil, err
 	}
-	if md.Has(keyTokenTypes) {
-		if v.Types, err = md.Int32s(keyTokenTypes); err != nil {
+	if md.Has(tokKeyTypes) {
+		if v.Types, err = md.Int32s(tokKeyTypes); err != nil {
 			return nil, err
 		}
 	}
-	if v.Merges, err = md.Strings(keyMerges); err != nil {
+	if v.Merges, err = md.Strings(tokKeyMerges); err != nil {
 		return nil, err
 	}
 	for _, id := range []struct {
 		key string
 		dst *int32
-	}{{keyBOS, &v.BOS}, {keyEOS, &v.EOS}, {keyEOT, &v.EOT}, {keyEOM, &v.EOM}} {
+	}{{tokKeyBOS, &v.BOS}, {tokKeyEOS, &v.EOS}, {tokKeyEOT, &v.EOT}, {tokKeyEOM, &v.EOM}} {
 		if !md.Has(id.key) {
 			continue
 		}
@@ -170,7 +170,7 @@ func NewTokenizerFromMetadata(md *gguf.Metadata) (*Tokenizer, error) {
 	for _, b := range []struct {
 		key string
 		dst *bool
-	}{{keyAddBOS, &v.AddBOS}, {keyAddEOS, &v.AddEOS}} {
+	}{{tokKeyAddBOS, &v.AddBOS}, {tokKeyAddEOS, &v.AddEOS}} {
 		if !md.Has(b.key) {
 			continue
 		}
@@ -190,19 +190,19 @@ func NewTokenizerFromVocab(v Vocab) (*Tokenizer, error) {
 	pre, ok := preTokenizers[v.Pre]
 	if !ok {
 		return nil, fmt.Errorf("%s: %s = %q is not a supported pre-tokenizer (supported: %s)",
-			name, keyTokenizerPre, v.Pre, strings.Join(SupportedPreTokenizers(), ", "))
+			name, tokKeyPre, v.Pre, strings.Join(SupportedPreTokenizers(), ", "))
 	}
 	n := len(v.Tokens)
 	if n == 0 || n > 1<<30 {
-		return nil, fmt.Errorf("%s: %s holds %d tokens", name, keyTokens, n)
+		return nil, fmt.Errorf("%s: %s holds %d tokens", name, tokKeyTokens, n)
 	}
 	if v.Types != nil && len(v.Types) != n {
-		return nil, fmt.Errorf("%s: %s has %d entries for %d tokens", name, keyTokenTypes, len(v.Types), n)
+		return nil, fmt.Errorf("%s: %s has %d entries for %d tokens", name, tokKeyTypes, len(v.Types), n)
 	}
 	for _, id := range []struct {
 		key string
 		v   int32
-	}{{keyBOS, v.BOS}, {keyEOS, v.EOS}, {keyEOT, v.EOT}, {keyEOM, v.EOM}} {
+	}{{tokKeyBOS, v.BOS}, {tokKeyEOS, v.EOS}, {tokKeyEOT, v.EOT}, {tokKeyEOM, v.EOM}} {
 		if id.v < -1 || id.v >= int32(n) {
 			return nil, fmt.Errorf("%s: %s = %d is outside the vocabulary of %d tokens", name, id.key, id.v, n)
 		}
@@ -221,20 +221,20 @@ func NewTokenizerFromVocab(v Vocab) (*Tokenizer, error) {
 	textToID := make(map[string]int32, n)
 	for i, text := range v.Tokens {
 		if prev, dup := textToID[text]; dup {
-			return nil, fmt.Errorf("%s: %s[%d] = %q repeats token %d", name, keyTokens, i, text, prev)
+			return nil, fmt.Errorf("%s: %s[%d] = %q repeats token %d", name, tokKeyTokens, i, text, prev)
 		}
 		textToID[text] = int32(i)
 		typ := TokenNormal
 		if v.Types != nil {
 			typ = TokenType(v.Types[i])
 			if typ < TokenUndefined || typ > TokenByte {
-				return nil, fmt.Errorf("%s: %s[%d] = %d is not a token type (0..6)", name, keyTokenTypes, i, typ)
+				return nil, fmt.Errorf("%s: %s[%d] = %d is not a token type (0..6)", name, tokKeyTypes, i, typ)
 			}
 		}
 		t.types[i] = typ
 		t.pieces = appendPiece(t.pieces, text, typ)
 		if len(t.pieces) > 1<<32-1 {
-			return nil, fmt.Errorf("%s: %s too large", name, keyTokens)
+			return nil, fmt.Errorf("%s: %s too large", name, tokKeyTokens)
 		}
 		t.pieceOff[i+1] = uint32(len(t.pieces))
 		if text != "" && (typ == TokenControl || typ == TokenUnknown || typ == TokenUserDefined) {
@@ -263,7 +263,7 @@ func NewTokenizerFromVocab(v Vocab) (*Tokenizer, error) {
 		id, ok := textToID[string(byteRune[b])]
 		if !ok {
 			return nil, fmt.Errorf("%s: %s lacks the token of byte 0x%02x (%q), which byte-level BPE needs to encode every text",
-				name, keyTokens, b, string(byteRune[b]))
+				name, tokKeyTokens, b, string(byteRune[b]))
 		}
 		t.byteToken[b] = id
 	}
@@ -277,14 +277,14 @@ func NewTokenizerFromVocab(v Vocab) (*Tokenizer, error) {
 			}
 		}
 		if sp < 0 {
-			return nil, fmt.Errorf("%s: %s[%d] = %q is not \"left right\"", name, keyMerges, rank, m)
+			return nil, fmt.Errorf("%s: %s[%d] = %q is not \"left right\"", name, tokKeyMerges, rank, m)
 		}
 		left, right := m[:sp], m[sp+1:]
 		l, okL := textToID[left]
 		r, okR := textToID[right]
 		res, okRes := textToID[left+right]
 		if !okL || !okR || !okRes {
-			return nil, fmt.Errorf("%s: %s[%d] = %q names a token missing from %s", name, keyMerges, rank, m, keyTokens)
+			return nil, fmt.Errorf("%s: %s[%d] = %q names a token missing from %s", name, tokKeyMerges, rank, m, tokKeyTokens)
 		}
 		key := uint64(uint32(l))<<32 | uint64(uint32(r))
 		if _, dup := t.merges[key]; dup {
@@ -394,7 +394,7 @@ func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
 	if addSpecial && t.addBOS {
 		out = append(out, t.bos)
 	}
-	e := encoder{t: t}
+	e := bpeEncoder{t: t}
 	if parseSpecial || t.anyUserDefined {
 		start := 0
 		for i := 0; i < len(text); {

@@ -1,9 +1,9 @@
 package engine
 
-// encoder holds the scratch state of one Encode call: the per-word cache
+// bpeEncoder holds the scratch state of one Encode call: the per-word cache
 // (source text repeats its words a lot, so most words are merged once) and
 // the buffers of the merge loop.
-type encoder struct {
+type bpeEncoder struct {
 	t     *Tokenizer
 	cache map[string][]int32
 	ids   []int32 // current symbol of each initial byte position; -1 once merged away
@@ -19,7 +19,7 @@ const maxCachedWord = 64
 
 // encodeText pre-tokenizes a piece of text without special tokens and
 // appends the BPE ids of every word.
-func (e *encoder) encodeText(out []int32, s string) []int32 {
+func (e *bpeEncoder) encodeText(out []int32, s string) []int32 {
 	for i := 0; i < len(s); {
 		end := e.t.pre.nextWord(s, i)
 		out = e.encodeWord(out, s[i:end])
@@ -28,7 +28,7 @@ func (e *encoder) encodeText(out []int32, s string) []int32 {
 	return out
 }
 
-func (e *encoder) encodeWord(out []int32, w string) []int32 {
+func (e *bpeEncoder) encodeWord(out []int32, w string) []int32 {
 	if len(w) == 1 {
 		return append(out, e.t.byteToken[w[0]])
 	}
@@ -68,7 +68,7 @@ func (a mergeCandidate) before(b mergeCandidate) bool {
 // list over the byte positions (a merged symbol lives at the position of its
 // first byte), and candidate pairs sit in a binary heap, so a word of n
 // bytes costs O(n log n).
-func (e *encoder) merge(out []int32, w string) []int32 {
+func (e *bpeEncoder) merge(out []int32, w string) []int32 {
 	t := e.t
 	if t.ignoreMerges {
 		// llama3-style vocabularies take a word that is itself a token as is.
@@ -81,9 +81,9 @@ func (e *encoder) merge(out []int32, w string) []int32 {
 		}
 	}
 	n := len(w)
-	e.ids = grow(e.ids, n)
-	e.next = grow(e.next, n)
-	e.prev = grow(e.prev, n)
+	e.ids = bpeGrow(e.ids, n)
+	e.next = bpeGrow(e.next, n)
+	e.prev = bpeGrow(e.prev, n)
 	for i := 0; i < n; i++ {
 		e.ids[i] = t.byteToken[w[i]]
 		e.prev[i] = int32(i - 1)
@@ -123,7 +123,7 @@ func (e *encoder) merge(out []int32, w string) []int32 {
 }
 
 // push queues the pair (l, r) if a merge rule joins their current symbols.
-func (e *encoder) push(l, r int32) {
+func (e *bpeEncoder) push(l, r int32) {
 	left, right := e.ids[l], e.ids[r]
 	m, ok := e.t.merges[uint64(uint32(left))<<32|uint64(uint32(right))]
 	if !ok {
@@ -142,7 +142,7 @@ func (e *encoder) push(l, r int32) {
 	e.heap = h
 }
 
-func (e *encoder) pop() mergeCandidate {
+func (e *bpeEncoder) pop() mergeCandidate {
 	h := e.heap
 	top := h[0]
 	last := len(h) - 1
@@ -166,7 +166,7 @@ func (e *encoder) pop() mergeCandidate {
 	return top
 }
 
-func grow(s []int32, n int) []int32 {
+func bpeGrow(s []int32, n int) []int32 {
 	if cap(s) < n {
 		return make([]int32, n)
 	}

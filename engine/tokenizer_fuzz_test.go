@@ -76,7 +76,7 @@ func checkRoundTrip(t *testing.T, tok *Tokenizer, s string) {
 	// The heap-based merge must agree with the textbook one on every word
 	// (llama3's whole-word lookup aside).
 	if !tok.ignoreMerges {
-		var e encoder
+		var e bpeEncoder
 		e.t = tok
 		for i := 0; i < len(s); {
 			end := tok.pre.nextWord(s, i)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -36,7 +37,7 @@ func tinyTokenizer(t testing.TB) *Tokenizer {
 	return tinyTok
 }
 
-func readInt32s(t testing.TB, path string) []int32 {
+func readRefIDs(t testing.TB, path string) []int32 {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -52,7 +53,7 @@ func readInt32s(t testing.TB, path string) []int32 {
 	return out
 }
 
-func firstDiff(a, b []int32) int {
+func firstIDDiff(a, b []int32) int {
 	for i := range min(len(a), len(b)) {
 		if a[i] != b[i] {
 			return i
@@ -77,17 +78,22 @@ func TestTokenizerHeldoutMatchesReference(t *testing.T) {
 		t.Fatalf("decode(encode(heldout)) differs from the text (%d vs %d bytes)", len(got), len(text))
 	}
 
-	ppl := readInt32s(t, testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"))
+	ppl := readRefIDs(t, testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"))
 	if len(ids) < len(ppl) {
 		t.Fatalf("heldout gives %d tokens, fewer than the %d reference ids", len(ids), len(ppl))
 	}
-	if d := firstDiff(ids[:len(ppl)], ppl); d >= 0 {
+	if d := firstIDDiff(ids[:len(ppl)], ppl); d >= 0 {
 		lo := max(0, d-3)
 		t.Fatalf("ppl_tokens differ at token %d: got %v want %v (decoded got %q want %q)",
 			d, ids[lo:d+4], ppl[lo:d+4], tok.Decode(ids[lo:d+4]), tok.Decode(ppl[lo:d+4]))
 	}
 
-	eval := readInt32s(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))
+	// The reference ids decode to the text they came from.
+	if !strings.HasPrefix(string(text), tok.Decode(ppl)) {
+		t.Fatalf("Decode(ppl_tokens) is not a prefix of the held-out text")
+	}
+
+	eval := readRefIDs(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))
 	offsets := []int{20000, 29000, 38000, 47000}
 	const seqLen = 64
 	if len(eval) != len(offsets)*seqLen {
@@ -98,8 +104,11 @@ func TestTokenizerHeldoutMatchesReference(t *testing.T) {
 		if off+seqLen > len(ids) {
 			t.Fatalf("heldout gives %d tokens, eval sequence %d needs %d", len(ids), s, off+seqLen)
 		}
-		if d := firstDiff(ids[off:off+seqLen], want); d >= 0 {
+		if d := firstIDDiff(ids[off:off+seqLen], want); d >= 0 {
 			t.Errorf("eval sequence %d (offset %d) differs at %d: got %d want %d", s, off, d, ids[off+d], want[d])
+		}
+		if got, at := tok.Decode(want), len(tok.Decode(ids[:off])); !strings.HasPrefix(string(text[at:]), got) {
+			t.Errorf("eval sequence %d decodes to %q, not the text at byte %d", s, got, at)
 		}
 	}
 	t.Logf("heldout: %d bytes -> %d tokens", len(text), len(ids))
@@ -121,7 +130,7 @@ func TestTokenizerGreedyReference(t *testing.T) {
 	if err := json.Unmarshal(b, &ref); err != nil {
 		t.Fatal(err)
 	}
-	if got := tok.Encode(ref.Prompt, true, true); firstDiff(got, ref.PromptIDs) >= 0 {
+	if got := tok.Encode(ref.Prompt, true, true); firstIDDiff(got, ref.PromptIDs) >= 0 {
 		t.Errorf("Encode(%q) = %v, want %v", ref.Prompt, got, ref.PromptIDs)
 	}
 	if got := tok.Decode(ref.GeneratedIDs); got != ref.GeneratedText {

@@ -22,16 +22,16 @@ func tinyVocab(t testing.TB) Vocab {
 	}
 	defer f.Close()
 	v := Vocab{Name: "model-bf16.gguf", BOS: -1, EOS: 0, EOT: -1, EOM: -1}
-	if v.Pre, err = f.String(keyTokenizerPre); err != nil {
+	if v.Pre, err = f.String(tokKeyPre); err != nil {
 		t.Fatal(err)
 	}
-	if v.Tokens, err = f.Strings(keyTokens); err != nil {
+	if v.Tokens, err = f.Strings(tokKeyTokens); err != nil {
 		t.Fatal(err)
 	}
-	if v.Types, err = f.Int32s(keyTokenTypes); err != nil {
+	if v.Types, err = f.Int32s(tokKeyTypes); err != nil {
 		t.Fatal(err)
 	}
-	if v.Merges, err = f.Strings(keyMerges); err != nil {
+	if v.Merges, err = f.Strings(tokKeyMerges); err != nil {
 		t.Fatal(err)
 	}
 	return v
@@ -159,7 +159,7 @@ func syntheticVocab(pre string, merges ...string) Vocab {
 	return v
 }
 
-func mustTokenizer(t *testing.T, v Vocab) *Tokenizer {
+func mustVocabTokenizer(t *testing.T, v Vocab) *Tokenizer {
 	t.Helper()
 	tok, err := NewTokenizerFromVocab(v)
 	if err != nil {
@@ -169,7 +169,7 @@ func mustTokenizer(t *testing.T, v Vocab) *Tokenizer {
 }
 
 // idsOf maps token texts (byte-to-unicode form) to ids of a synthetic vocab.
-func idsOf(t *testing.T, v Vocab, texts ...string) []int32 {
+func vocabIDs(t *testing.T, v Vocab, texts ...string) []int32 {
 	t.Helper()
 	var ids []int32
 	for _, s := range texts {
@@ -200,9 +200,9 @@ func TestTokenizerPreTokenizerChangesIDs(t *testing.T) {
 	}
 	for _, c := range cases {
 		v := syntheticVocab(c.pre, merges...)
-		tok := mustTokenizer(t, v)
+		tok := mustVocabTokenizer(t, v)
 		got := tok.Encode(text, false, false)
-		if want := idsOf(t, v, c.want...); !slices.Equal(got, want) {
+		if want := vocabIDs(t, v, c.want...); !slices.Equal(got, want) {
 			t.Errorf("%s: Encode(%q) = %v, want %v %q", c.pre, text, got, want, c.want)
 		}
 		if tok.Decode(got) != text {
@@ -212,13 +212,13 @@ func TestTokenizerPreTokenizerChangesIDs(t *testing.T) {
 	// qwen2's case-insensitive contraction: "'S" is its own word, so "'S u"
 	// cannot apply, while "' S" does.
 	v := syntheticVocab("qwen2", merges...)
-	if got, want := mustTokenizer(t, v).Encode("'Su", false, false), idsOf(t, v, "'S", "u"); !slices.Equal(got, want) {
+	if got, want := mustVocabTokenizer(t, v).Encode("'Su", false, false), vocabIDs(t, v, "'S", "u"); !slices.Equal(got, want) {
 		t.Errorf("qwen2 Encode(\"'Su\") = %v, want %v", got, want)
 	}
 	// gpt-2's contractions are case-sensitive, and other characters never
 	// join letters: "'" and "Su" are separate words.
 	v = syntheticVocab("gpt-2", merges...)
-	if got, want := mustTokenizer(t, v).Encode("'Su", false, false), idsOf(t, v, "'", "S", "u"); !slices.Equal(got, want) {
+	if got, want := mustVocabTokenizer(t, v).Encode("'Su", false, false), vocabIDs(t, v, "'", "S", "u"); !slices.Equal(got, want) {
 		t.Errorf("gpt-2 Encode(\"'Su\") = %v, want %v", got, want)
 	}
 }
@@ -228,29 +228,29 @@ func TestTokenizerMergeOrder(t *testing.T) {
 	// "a a" before "b a": in "aba", pairs are (a,b) and (b,a); only "b a" and
 	// "a ba" exist, so the result is "a"+"ba" -> "aba".
 	v := syntheticVocab("gpt-2", "b a", "a ba", "a a")
-	tok := mustTokenizer(t, v)
-	if got, want := tok.Encode("aba", false, false), idsOf(t, v, "aba"); !slices.Equal(got, want) {
+	tok := mustVocabTokenizer(t, v)
+	if got, want := tok.Encode("aba", false, false), vocabIDs(t, v, "aba"); !slices.Equal(got, want) {
 		t.Errorf("Encode(aba) = %v, want %v", got, want)
 	}
 	// "aaa" with "a a": the leftmost pair merges first -> "aa" "a".
-	if got, want := tok.Encode("aaa", false, false), idsOf(t, v, "aa", "a"); !slices.Equal(got, want) {
+	if got, want := tok.Encode("aaa", false, false), vocabIDs(t, v, "aa", "a"); !slices.Equal(got, want) {
 		t.Errorf("Encode(aaa) = %v, want %v", got, want)
 	}
 	// A lower-ranked merge wins over a leftmost one: in "abc" with ranks
 	// "b c" < "a b", the result is "a" "bc".
 	v = syntheticVocab("gpt-2", "b c", "a b")
-	if got, want := mustTokenizer(t, v).Encode("abc", false, false), idsOf(t, v, "a", "bc"); !slices.Equal(got, want) {
+	if got, want := mustVocabTokenizer(t, v).Encode("abc", false, false), vocabIDs(t, v, "a", "bc"); !slices.Equal(got, want) {
 		t.Errorf("Encode(abc) = %v, want %v", got, want)
 	}
 	// llama3 takes a word that is a token whole, even without a merge path.
 	v = syntheticVocab("llama3")
 	v.Tokens = append(v.Tokens, "hello")
 	v.Types = append(v.Types, 1)
-	if got, want := mustTokenizer(t, v).Encode("hello", false, false), []int32{int32(len(v.Tokens) - 1)}; !slices.Equal(got, want) {
+	if got, want := mustVocabTokenizer(t, v).Encode("hello", false, false), []int32{int32(len(v.Tokens) - 1)}; !slices.Equal(got, want) {
 		t.Errorf("llama3 Encode(hello) = %v, want %v", got, want)
 	}
 	v.Pre = "gpt-2"
-	if got := mustTokenizer(t, v).Encode("hello", false, false); len(got) != 5 {
+	if got := mustVocabTokenizer(t, v).Encode("hello", false, false); len(got) != 5 {
 		t.Errorf("gpt-2 Encode(hello) without merges = %v, want 5 byte tokens", got)
 	}
 }
@@ -265,7 +265,7 @@ func TestTokenizerSpecialTokens(t *testing.T) {
 		v.Types = append(v.Types, s.typ)
 	}
 	v.AddBOS, v.AddEOS = true, true
-	tok := mustTokenizer(t, v)
+	tok := mustVocabTokenizer(t, v)
 	id := func(s string) int32 { return int32(slices.Index(v.Tokens, s)) }
 	bytesOf := func(s string) []int32 {
 		var ids []int32
@@ -312,13 +312,13 @@ func TestTokenizerRefusesBadVocabularies(t *testing.T) {
 	md := func(kv ...gguf.KV) *gguf.Metadata { return &gguf.Metadata{File: "bad.gguf", KV: kv} }
 	v := syntheticVocab("gpt-2")
 	base := []gguf.KV{
-		{Key: keyTokens, Value: gguf.MustArray(v.Tokens)},
-		{Key: keyTokenTypes, Value: gguf.MustArray(v.Types)},
-		{Key: keyMerges, Value: gguf.MustArray([]string{})},
+		{Key: tokKeyTokens, Value: gguf.MustArray(v.Tokens)},
+		{Key: tokKeyTypes, Value: gguf.MustArray(v.Types)},
+		{Key: tokKeyMerges, Value: gguf.MustArray([]string{})},
 	}
 	with := func(extra ...gguf.KV) []gguf.KV { return append(slices.Clone(base), extra...) }
-	model := gguf.KV{Key: keyTokenizerModel, Value: gguf.String("gpt2")}
-	pre := gguf.KV{Key: keyTokenizerPre, Value: gguf.String("gpt-2")}
+	model := gguf.KV{Key: tokKeyModel, Value: gguf.String("gpt2")}
+	pre := gguf.KV{Key: tokKeyPre, Value: gguf.String("gpt-2")}
 
 	if _, err := NewTokenizerFromMetadata(md(with(model, pre)...)); err != nil {
 		t.Fatalf("valid metadata refused: %v", err)
@@ -328,11 +328,11 @@ func TestTokenizerRefusesBadVocabularies(t *testing.T) {
 		kv   []gguf.KV
 		want []string // substrings of the error
 	}{
-		{"spm model", with(gguf.KV{Key: keyTokenizerModel, Value: gguf.String("llama")}, pre), []string{"bad.gguf", keyTokenizerModel, `"llama"`}},
-		{"unknown pre", with(model, gguf.KV{Key: keyTokenizerPre, Value: gguf.String("deepseek-llm")}), []string{"bad.gguf", keyTokenizerPre, `"deepseek-llm"`, "qwen2"}},
-		{"missing pre", with(model), []string{keyTokenizerPre, "missing"}},
-		{"bos out of range", with(model, pre, gguf.KV{Key: keyBOS, Value: gguf.Uint32(9999)}), []string{keyBOS, "9999"}},
-		{"add_bos not bool", with(model, pre, gguf.KV{Key: keyAddBOS, Value: gguf.Uint32(1)}), []string{keyAddBOS}},
+		{"spm model", with(gguf.KV{Key: tokKeyModel, Value: gguf.String("llama")}, pre), []string{"bad.gguf", tokKeyModel, `"llama"`}},
+		{"unknown pre", with(model, gguf.KV{Key: tokKeyPre, Value: gguf.String("deepseek-llm")}), []string{"bad.gguf", tokKeyPre, `"deepseek-llm"`, "qwen2"}},
+		{"missing pre", with(model), []string{tokKeyPre, "missing"}},
+		{"bos out of range", with(model, pre, gguf.KV{Key: tokKeyBOS, Value: gguf.Uint32(9999)}), []string{tokKeyBOS, "9999"}},
+		{"add_bos not bool", with(model, pre, gguf.KV{Key: tokKeyAddBOS, Value: gguf.Uint32(1)}), []string{tokKeyAddBOS}},
 	}
 	for _, c := range cases {
 		_, err := NewTokenizerFromMetadata(md(c.kv...))

@@ -224,9 +224,16 @@ func (v Value) AsFloat64() (float64, bool) {
 }
 
 // JSON is the value as plain Go data for encoding/json: NaN and infinities
-// become strings, since JSON has no literal for them.
+// become strings, since JSON has no literal for them, and a u8 array a list
+// of numbers (encoding/json would write []byte as base64).
 func (v Value) JSON() any {
 	switch x := v.v.(type) {
+	case []uint8:
+		out := make([]uint16, len(x))
+		for i, b := range x {
+			out[i] = uint16(b)
+		}
+		return out
 	case float32:
 		return jsonFloat(float64(x))
 	case float64:

@@ -36,15 +36,8 @@ func newQuantizeCmd(env *cli.Env) *cobra.Command {
 			if q2cand < 0 {
 				return fmt.Errorf("--q2-candidates must be positive")
 			}
-			prog := env.NewProgress(0, "quantize", true)
-			cfg := convert.QuantizeConfig{In: args[0], Out: out, Type: t, Tensors: tensors, Q2: convert.Q2Params{Mode: mode, Candidates: q2cand},
-				Imatrix: imatrix, Jobs: jobs, Version: cli.Version}
-			if st, err := inputSize(args[0]); err == nil {
-				prog = env.NewProgress(st, "quantize", true)
-			}
-			cfg.Progress = prog
-			res, err := convert.Quantize(cmd.Context(), cfg)
-			prog.Done()
+			res, err := convert.Quantize(cmd.Context(), convert.QuantizeConfig{In: args[0], Out: out, Type: t, Tensors: tensors,
+				Q2: convert.Q2Params{Mode: mode, Candidates: q2cand}, Imatrix: imatrix, Jobs: jobs, Version: cli.Version, Progress: progressFor(env)})
 			if err != nil {
 				return err
 			}

@@ -1,12 +1,11 @@
 package main
 
-import "os"
+import (
+	"github.com/stratactl/stratactl/convert"
+	"github.com/stratactl/stratactl/internal/cli"
+)
 
-// inputSize is a file's size, for progress totals.
-func inputSize(path string) (int64, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0, err
-	}
-	return st.Size(), nil
+// progressFor gives the pipelines a byte progress bar, shown on a terminal only.
+func progressFor(env *cli.Env) convert.ProgressFunc {
+	return func(total int64, desc string) convert.Progress { return env.NewProgress(total, desc, true) }
 }

@@ -1,0 +1,293 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/cli"
+)
+
+func init() { register(newInspectCmd) }
+
+// inspectReport is inspect's --json document; docs/INSPECT.md describes
+// every field, and the names are part of the interface.
+type inspectReport struct {
+	File          string            `json:"file"`
+	FileBytes     int64             `json:"file_bytes"`
+	Version       uint32            `json:"version"`
+	Architecture  string            `json:"architecture"`
+	Name          string            `json:"name"`
+	Alignment     int64             `json:"alignment"`
+	DataOffset    int64             `json:"data_offset"`
+	TensorCount   int               `json:"tensor_count"`
+	TensorBytes   int64             `json:"tensor_bytes"`
+	MetadataCount int               `json:"metadata_count"`
+	Metadata      map[string]any    `json:"metadata"`
+	MetadataTypes map[string]string `json:"metadata_types"`
+	Tensors       []inspectTensor   `json:"tensors"`
+	MoE           *inspectMoE       `json:"moe"`
+	MoEError      string            `json:"moe_error,omitempty"`
+}
+
+type inspectTensor struct {
+	Name   string  `json:"name"`
+	Type   string  `json:"type"`
+	Shape  []int64 `json:"shape"`
+	Bytes  int64   `json:"bytes"`
+	Offset int64   `json:"offset"`
+	Expert bool    `json:"expert"`
+}
+
+type inspectMoE struct {
+	Layers         int               `json:"layers"`
+	Blocks         int               `json:"blocks"`
+	Experts        int               `json:"experts"`
+	ExpertsUsed    int               `json:"experts_used"`
+	ExpertFF       int64             `json:"expert_ff"`
+	Embedding      int64             `json:"embedding"`
+	ExpertTypes    []string          `json:"expert_types"`
+	BytesPerExpert int64             `json:"bytes_per_expert"`
+	ExpertBytes    int64             `json:"expert_bytes"`
+	DenseBytes     int64             `json:"dense_bytes"`
+	ExpertShare    float64           `json:"expert_share"`
+	PerLayer       []inspectMoELayer `json:"per_layer"`
+}
+
+type inspectMoELayer struct {
+	Block          int      `json:"block"`
+	Types          []string `json:"types"`
+	BytesPerExpert int64    `json:"bytes_per_expert"`
+	ExpertBytes    int64    `json:"expert_bytes"`
+}
+
+func newInspectCmd(env *cli.Env) *cobra.Command {
+	var allKV, tensors bool
+	cmd := &cobra.Command{
+		Use:   "inspect FILE",
+		Short: "Show a GGUF file's metadata, tensors and mixture-of-experts layout",
+		Long: `Inspect parses a GGUF file's header (tensor data is not read) and prints its
+architecture, name, size, metadata and mixture-of-experts summary: MoE layers,
+experts per layer and per token, expert tensor types, bytes per expert, and how
+much of the file the experts take. Long arrays and strings are shortened unless
+--kv is given; --tensors adds the tensor table. --json prints everything
+(all metadata in full, every tensor) as one document; see docs/INSPECT.md.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := gguf.Open(args[0])
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			rep := buildInspectReport(f)
+			if env.JSON {
+				return env.PrintJSON(rep)
+			}
+			return printInspect(env.Out, f, rep, allKV, tensors)
+		},
+	}
+	cmd.Flags().BoolVar(&allKV, "kv", false, "print metadata values in full (arrays and long strings)")
+	cmd.Flags().BoolVar(&tensors, "tensors", false, "print the tensor table")
+	return cmd
+}
+
+func buildInspectReport(f *gguf.File) *inspectReport {
+	rep := &inspectReport{
+		File:          f.Path,
+		FileBytes:     f.Size,
+		Version:       f.Version,
+		Architecture:  f.Architecture(),
+		Alignment:     f.Alignment,
+		DataOffset:    f.DataOffset,
+		TensorCount:   len(f.Tensors),
+		MetadataCount: len(f.KV),
+		Metadata:      make(map[string]any, len(f.KV)),
+		MetadataTypes: make(map[string]string, len(f.KV)),
+		Tensors:       make([]inspectTensor, len(f.Tensors)),
+	}
+	rep.Name, _ = f.String("general.name")
+	for _, kv := range f.KV {
+		rep.Metadata[kv.Key] = kv.Value.JSON()
+		rep.MetadataTypes[kv.Key] = kv.Value.TypeName()
+	}
+	for i := range f.Tensors {
+		t := &f.Tensors[i]
+		rep.TensorBytes += t.Size
+		rep.Tensors[i] = inspectTensor{Name: t.Name, Type: t.Type.String(), Shape: t.Dims, Bytes: t.Size, Offset: f.DataStart(t), Expert: gguf.IsExpertTensor(t.Name)}
+	}
+	m, err := f.MoE()
+	switch {
+	case errors.Is(err, gguf.ErrNoMoE):
+	case err != nil:
+		rep.MoEError = err.Error()
+	default:
+		im := &inspectMoE{
+			Layers: len(m.Layers), Blocks: m.Blocks, Experts: m.Experts, ExpertsUsed: m.ExpertsUsed,
+			ExpertFF: m.ExpertFF, Embedding: m.Embd, BytesPerExpert: m.BytesPerExpert,
+			ExpertBytes: m.ExpertBytes, DenseBytes: m.DenseBytes,
+			ExpertShare: float64(m.ExpertBytes) / float64(f.Size),
+		}
+		for _, ty := range m.ExpertTypes {
+			im.ExpertTypes = append(im.ExpertTypes, ty.String())
+		}
+		for _, l := range m.Layers {
+			var types []string
+			for _, t := range l.ExpertTensors() {
+				types = append(types, t.Type.String())
+			}
+			im.PerLayer = append(im.PerLayer, inspectMoELayer{Block: l.Block, Types: types, BytesPerExpert: l.BytesPerExpert, ExpertBytes: l.ExpertTensorSize})
+		}
+		rep.MoE = im
+	}
+	return rep
+}
+
+func printInspect(out io.Writer, f *gguf.File, rep *inspectReport, allKV, tensors bool) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	row := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
+	row("file\t%s (%s bytes, GGUF v%d)", rep.File, thousands(rep.FileBytes), rep.Version)
+	row("architecture\t%s", orNone(printable(rep.Architecture)))
+	row("name\t%s", orNone(printable(rep.Name)))
+	row("tensors\t%d (%s bytes of data from byte %d, alignment %d)", rep.TensorCount, thousands(rep.TensorBytes), rep.DataOffset, rep.Alignment)
+	row("metadata\t%d pairs", rep.MetadataCount)
+	tw.Flush()
+
+	fmt.Fprintln(out)
+	switch m := rep.MoE; {
+	case m != nil:
+		fmt.Fprintln(out, "MoE")
+		row("  layers\t%d of %d blocks", m.Layers, m.Blocks)
+		used := "? (no expert_used_count)"
+		if m.ExpertsUsed > 0 {
+			used = strconv.Itoa(m.ExpertsUsed)
+		}
+		row("  experts\t%d per layer, %s used per token", m.Experts, used)
+		row("  expert width\tn_embd %d, n_ff_exp %d", m.Embedding, m.ExpertFF)
+		row("  expert types\t%s", strings.Join(m.ExpertTypes, ", "))
+		per := fmt.Sprintf("%s bytes (one expert of one layer, all its parts)", thousands(m.BytesPerExpert))
+		for _, l := range m.PerLayer {
+			if l.BytesPerExpert != m.BytesPerExpert {
+				per = fmt.Sprintf("up to %s bytes (layers differ; see --json per_layer)", thousands(m.BytesPerExpert))
+				break
+			}
+		}
+		row("  bytes per expert\t%s", per)
+		row("  expert bytes\t%s (%.1f%% of the file)", thousands(m.ExpertBytes), 100*m.ExpertShare)
+		row("  dense bytes\t%s (%.1f%% of the file)", thousands(m.DenseBytes), 100*float64(m.DenseBytes)/float64(rep.FileBytes))
+		tw.Flush()
+	case rep.MoEError != "":
+		fmt.Fprintf(out, "MoE: not usable: %s\n", rep.MoEError)
+	default:
+		fmt.Fprintln(out, "MoE: none (dense model)")
+	}
+
+	fmt.Fprintln(out, "\nMetadata")
+	for _, kv := range f.KV {
+		row("  %s\t%s\t%s", printable(kv.Key), kv.Value.TypeName(), formatValue(kv.Value, allKV))
+	}
+	tw.Flush()
+
+	if tensors {
+		fmt.Fprintln(out, "\nTensors")
+		row("  name\ttype\tshape\tbytes\toffset")
+		for _, t := range rep.Tensors {
+			row("  %s\t%s\t%v\t%d\t%d", printable(t.Name), t.Type, t.Shape, t.Bytes, t.Offset)
+		}
+		tw.Flush()
+	}
+	return nil
+}
+
+// Values longer than these are shortened unless --kv asks for everything.
+const (
+	shortArray  = 6
+	shortString = 80
+)
+
+// formatValue renders a metadata value on one line: strings quoted, floats
+// in shortest form, arrays as [a, b, ...] with their length.
+func formatValue(v gguf.Value, full bool) string {
+	if v.Type != gguf.TypeArray {
+		return formatScalar(v.Any(), full)
+	}
+	rv := reflect.ValueOf(v.Any())
+	n := rv.Len()
+	show := n
+	if !full {
+		show = min(n, shortArray)
+	}
+	parts := make([]string, 0, show+1)
+	for i := 0; i < show; i++ {
+		e := rv.Index(i).Interface()
+		if inner, ok := e.(gguf.Value); ok {
+			parts = append(parts, formatValue(inner, full))
+		} else {
+			parts = append(parts, formatScalar(e, full))
+		}
+	}
+	if show < n {
+		parts = append(parts, "...")
+	}
+	return fmt.Sprintf("[%s] (%d)", strings.Join(parts, ", "), n)
+}
+
+func formatScalar(x any, full bool) string {
+	switch s := x.(type) {
+	case string:
+		if !full && len(s) > shortString {
+			return fmt.Sprintf("%q... (%d bytes)", s[:shortString], len(s))
+		}
+		return strconv.Quote(s)
+	case float32:
+		return strconv.FormatFloat(float64(s), 'g', -1, 32)
+	case float64:
+		if math.IsInf(s, 0) || math.IsNaN(s) {
+			return fmt.Sprint(s)
+		}
+		return strconv.FormatFloat(s, 'g', -1, 64)
+	}
+	return fmt.Sprint(x)
+}
+
+// printable quotes a key or tensor name that would garble the table (a
+// hostile file may put newlines or tabs in names).
+func printable(s string) string {
+	for _, r := range s {
+		if !strconv.IsGraphic(r) || r == ' ' {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// thousands writes n with comma separators, for byte counts people read.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/stratactl/stratactl/convert"
+	"github.com/stratactl/stratactl/internal/cli"
+	"github.com/stratactl/stratactl/quant"
+)
+
+func init() { register(newPackCmd) }
+
+func newPackCmd(env *cli.Env) *cobra.Command {
+	var (
+		out, typ, keep, imatrix, q2mode string
+		q2cand, jobs                    int
+	)
+	cmd := &cobra.Command{
+		Use:   "pack IN.gguf -o DIR",
+		Short: "Write a strata pack: model.gguf, model.experts (one aligned slot per expert), keep.strp, manifest.json",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return fmt.Errorf("-o DIR is required")
+			}
+			t, err := quant.ParseType(typ)
+			if err != nil {
+				return err
+			}
+			mode, err := convert.ParseQ2Mode(q2mode)
+			if err != nil {
+				return err
+			}
+			if q2cand < 0 {
+				return fmt.Errorf("--q2-candidates must be positive")
+			}
+			man, err := convert.Pack(cmd.Context(), convert.PackConfig{In: args[0], OutDir: out, Type: t, Keep: keep, Imatrix: imatrix,
+				Q2: convert.Q2Params{Mode: mode, Candidates: q2cand}, Jobs: jobs, Version: cli.Version, Args: env.Args, Progress: progressFor(env)})
+			if err != nil {
+				return err
+			}
+			if env.JSON {
+				return env.PrintJSON(man)
+			}
+			m := man.Model
+			fmt.Fprintf(env.Out, "packed %s (%s): %d MoE layers, %d of %d experts kept, %s experts, slots of %d bytes (%d of payload)\n",
+				args[0], m.Arch, m.MoELayers, m.Expert, m.SourceExpert, man.Parameters.Type, m.SlotBytes, m.PayloadBytes)
+			for _, l := range man.Layers {
+				fmt.Fprintf(env.Out, "  block %3d  rel. MSE %.4g", l.Block, l.RelMSE)
+				for _, p := range l.Parts {
+					fmt.Fprintf(env.Out, "  %s %s->%s %.4g", p.Tensor, p.From, p.To, p.RelMSE)
+				}
+				fmt.Fprintln(env.Out)
+			}
+			fmt.Fprintf(env.Out, "overall rel. MSE %.4g\n", man.RelMSE)
+			for _, o := range man.Outputs {
+				fmt.Fprintf(env.Out, "  %-14s %14d bytes  sha256 %s\n", o.Path, o.Bytes, o.SHA256)
+			}
+			fmt.Fprintf(env.Out, "wrote %s\n", out)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&out, "output", "o", "", "output folder (must not exist)")
+	f.StringVar(&typ, "type", "q2_0", "expert type in model.experts")
+	f.StringVar(&keep, "keep", "", "keep.strp: prune to the kept experts in the same pass")
+	f.StringVar(&imatrix, "imatrix", "", "importance matrix (llama.cpp GGUF imatrix)")
+	f.StringVar(&q2mode, "q2-mode", "search", "Q2_0 scale rule: search or ggml")
+	f.IntVar(&q2cand, "q2-candidates", 0, "Q2_0 search: candidate scales per sign (0: the default)")
+	f.IntVarP(&jobs, "jobs", "j", 0, "worker threads (0: all cores)")
+	return cmd
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/stratactl/stratactl/convert"
+	"github.com/stratactl/stratactl/internal/cli"
+)
+
+func init() { register(newVerifyCmd) }
+
+func newVerifyCmd(env *cli.Env) *cobra.Command {
+	var (
+		source string
+		jobs   int
+	)
+	cmd := &cobra.Command{
+		Use:   "verify PATH",
+		Short: "Check a pack folder or a GGUF byte by byte; with --source, against the model it was made from",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rep, err := convert.Verify(cmd.Context(), convert.VerifyConfig{Path: args[0], Source: source, Jobs: jobs, Progress: progressFor(env)})
+			if err != nil {
+				return err
+			}
+			if env.JSON {
+				if err := env.PrintJSON(rep); err != nil {
+					return err
+				}
+			} else {
+				printVerify(env, rep)
+			}
+			if !rep.OK {
+				return cli.Failed()
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&source, "source", "", "the GGUF the checked file was made from: compare every expert and tensor with it")
+	cmd.Flags().IntVarP(&jobs, "jobs", "j", 0, "worker threads (0: all cores)")
+	return cmd
+}
+
+func printVerify(env *cli.Env, rep *convert.VerifyReport) {
+	fmt.Fprintf(env.Out, "verify %s (%s)\n", rep.Path, rep.Kind)
+	for _, c := range rep.Checks {
+		mark := "ok  "
+		if !c.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(env.Out, "  %s %-16s %s\n", mark, c.Name, c.Detail)
+	}
+	if len(rep.Layers) > 0 {
+		fmt.Fprintf(env.Out, "relative MSE against %s:\n", rep.Source)
+		for _, l := range rep.Layers {
+			fmt.Fprintf(env.Out, "  block %3d  %.4g", l.Block, l.RelMSE)
+			for _, p := range l.Parts {
+				fmt.Fprintf(env.Out, "  %s %.4g", p.Tensor, p.RelMSE)
+			}
+			fmt.Fprintln(env.Out)
+		}
+		fmt.Fprintf(env.Out, "  overall    %.4g\n", rep.RelMSE)
+	}
+	for _, t := range rep.Tensors {
+		if t.Type != t.Source || env.Verbose {
+			fmt.Fprintf(env.Out, "  %-32s %s -> %s  rel. MSE %.4g (quantizer: %.4g, identical bytes: %v)\n", t.Name, t.Source, t.Type, t.RelMSE, t.Requant, t.Identical)
+		}
+	}
+	if len(rep.Failures) > 0 {
+		fmt.Fprintf(env.Out, "%d failure(s):\n", len(rep.Failures)+rep.Omitted)
+		for _, f := range rep.Failures {
+			fmt.Fprintf(env.Out, "  %s\n", f)
+		}
+		if rep.Omitted > 0 {
+			fmt.Fprintf(env.Out, "  ... and %d more\n", rep.Omitted)
+		}
+		fmt.Fprintln(env.Out, "FAILED")
+		return
+	}
+	fmt.Fprintln(env.Out, "OK")
+}

@@ -1,0 +1,366 @@
+package convert
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/testutil"
+	"github.com/stratactl/stratactl/quant"
+	"github.com/stratactl/stratactl/strata"
+)
+
+// halfKeep keeps 16 of 32 experts per layer, chosen at random, with a
+// ranking and statistics so that every part of STRP travels through pack.
+func halfKeep(t testing.TB, path string, blocks []uint32, nExpert, nKeep int) *strata.Keep {
+	r := rand.New(rand.NewPCG(7, 7))
+	k := &strata.Keep{NExpert: uint32(nExpert), Layers: blocks, Stats: &strata.Stats{Fields: []string{"count"}}}
+	for range blocks {
+		ids := r.Perm(nExpert)[:nKeep]
+		slices.Sort(ids)
+		var keep []uint32
+		for _, id := range ids {
+			keep = append(keep, uint32(id))
+		}
+		k.Keep = append(k.Keep, keep)
+		var rank []uint32
+		for _, i := range r.Perm(nKeep)[:4] {
+			rank = append(rank, uint32(i))
+		}
+		k.Rank = append(k.Rank, rank)
+		for range nExpert {
+			k.Stats.Values = append(k.Stats.Values, float64(r.IntN(1000)))
+		}
+	}
+	if err := strata.WriteKeep(path, k); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func sha(t testing.TB, path string) string {
+	h := sha256.Sum256(readAll(t, path))
+	return hex.EncodeToString(h[:])
+}
+
+func TestPackVerifyTiny(t *testing.T) {
+	variants := []string{"model-bf16.gguf", "model-iq3s.gguf", "model-iq4nl.gguf", "model-mixed.gguf"}
+	dir := t.TempDir()
+	keepPath := filepath.Join(dir, "keep16.strp")
+	keep := halfKeep(t, keepPath, []uint32{0, 1, 2, 3}, 32, 16)
+	for _, v := range variants {
+		for _, withKeep := range []bool{false, true} {
+			name := fmt.Sprintf("%s-keep%v", strings.TrimSuffix(v, ".gguf"), withKeep)
+			t.Run(name, func(t *testing.T) {
+				in := testutil.TinyModel(t, v)
+				out := filepath.Join(dir, name)
+				cfg := PackConfig{In: in, OutDir: out, Type: quant.Q2_0, Jobs: 2, Version: "test", Args: []string{"stratactl", "pack"}}
+				if withKeep {
+					cfg.Keep = keepPath
+				}
+				man, err := Pack(context.Background(), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkPackLayout(t, out, in, man, withKeep, keep)
+				rep, err := Verify(context.Background(), VerifyConfig{Path: out, Source: in, Jobs: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !rep.OK {
+					t.Fatalf("verify --source failed: %v", rep.Failures)
+				}
+				if len(rep.Layers) != 4 || rep.RelMSE <= 0 || rep.RelMSE > 0.5 {
+					t.Fatalf("relative MSE per layer %v, overall %v", rep.Layers, rep.RelMSE)
+				}
+			})
+		}
+	}
+}
+
+// checkPackLayout checks a pack against independent computations: file
+// sizes, alignment, hashes, keys, kept router rows.
+func checkPackLayout(t *testing.T, out, in string, man *Manifest, withKeep bool, keep *strata.Keep) {
+	t.Helper()
+	x, err := strata.OpenExperts(filepath.Join(out, PackExperts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	st, _ := os.Stat(filepath.Join(out, PackExperts))
+	if uint64(st.Size()) != x.FileBytes {
+		t.Fatalf("model.experts has %d bytes, header says %d", st.Size(), x.FileBytes)
+	}
+	// 256 × 256 Q2_0 parts: 18432 bytes each, 64 KiB slots (docs/FORMATS.md).
+	if x.SlotBytes != 65536 || x.Parts[0].Bytes != 18432 {
+		t.Fatalf("slot %d part %d", x.SlotBytes, x.Parts[0].Bytes)
+	}
+	for i, e := range x.Table {
+		if e.Offset%16384 != 0 {
+			t.Fatalf("slot %d at %d", i, e.Offset)
+		}
+	}
+	for _, o := range man.Outputs {
+		if got := sha(t, filepath.Join(out, o.Path)); got != o.SHA256 {
+			t.Fatalf("%s: sha256 %s, manifest %s", o.Path, got, o.SHA256)
+		}
+	}
+	if man.Inputs[0].SHA256 != sha(t, in) {
+		t.Fatal("manifest's input hash is wrong")
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(readAll(t, filepath.Join(out, PackManifest)), &raw); err != nil {
+		t.Fatal(err)
+	}
+	mf, err := gguf.Open(filepath.Join(out, PackModel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mf.Close()
+	src, _ := gguf.Open(in)
+	defer src.Close()
+	nKeep := uint32(32)
+	if withKeep {
+		nKeep = 16
+	}
+	if n, _ := mf.Uint32("qwen3moe.expert_count"); n != nKeep {
+		t.Fatalf("expert_count %d, want %d", n, nKeep)
+	}
+	if n, _ := mf.Uint32(KeySourceNExpert); n != 32 {
+		t.Fatalf("source n_expert %d", n)
+	}
+	if n, _ := mf.Uint64(KeyExpertsBytes); n != x.FileBytes {
+		t.Fatalf("experts bytes key %d", n)
+	}
+	got, _ := strata.ReadKeep(filepath.Join(out, PackKeep))
+	if withKeep {
+		if !slices.Equal(got.Keep[2], keep.Keep[2]) || got.NRank() != 4 || got.Stats == nil {
+			t.Fatal("keep.strp is not the keep map given")
+		}
+		// Router row i of the pack is source row keep[i].
+		rt, _ := mf.Tensor("blk.2.ffn_gate_inp.weight")
+		srt, _ := src.Tensor("blk.2.ffn_gate_inp.weight")
+		rb, _ := mf.ReadTensor(rt)
+		sb, _ := src.ReadTensor(srt)
+		row := int(srt.RowBytes())
+		for i, id := range keep.Keep[2] {
+			if !bytes.Equal(rb[i*row:(i+1)*row], sb[int(id)*row:int(id+1)*row]) {
+				t.Fatalf("router row %d is not source row %d", i, id)
+			}
+		}
+	} else if !got.IsIdentity() || got.NRank() != 0 {
+		t.Fatal("keep.strp without --keep is not the identity map")
+	}
+}
+
+func TestPackRefusesExistingAndCancel(t *testing.T) {
+	in := testutil.TinyModel(t, "model-iq3s.gguf")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "pack")
+	os.Mkdir(out, 0o755)
+	if _, err := Pack(context.Background(), PackConfig{In: in, OutDir: out}); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("existing output: %v", err)
+	}
+	os.Remove(out)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Pack(ctx, PackConfig{In: in, OutDir: out}); err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("cancelled pack: %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("cancelled pack left %v", ents)
+	}
+	// A keep map for another model is refused.
+	kp := filepath.Join(dir, "k.strp")
+	halfKeep(t, kp, []uint32{0, 1, 2}, 32, 16)
+	if _, err := Pack(context.Background(), PackConfig{In: in, OutDir: out, Keep: kp}); err == nil || !strings.Contains(err.Error(), "MoE layers") {
+		t.Fatalf("mismatched keep map: %v", err)
+	}
+}
+
+// flipRegion names where a byte of an experts file lies.
+func flipRegion(h *strata.Header, off uint64) (region string, slot int) {
+	switch {
+	case off < strata.HeaderSize:
+		return "header", -1
+	case off < h.TableOffset+uint64(h.NSlot())*strata.TableEntrySize:
+		return "table", int((off - h.TableOffset) / strata.TableEntrySize)
+	case off < h.DataOffset:
+		return "table padding", -1
+	}
+	slot = int((off - h.DataOffset) / h.SlotBytes)
+	if (off-h.DataOffset)%h.SlotBytes < h.PayloadBytes() {
+		return "payload", slot
+	}
+	return "slot padding", slot
+}
+
+// copyPack copies a pack folder.
+func copyPack(t testing.TB, from, to string) {
+	os.Mkdir(to, 0o755)
+	for _, n := range packFiles {
+		if err := os.WriteFile(filepath.Join(to, n), readAll(t, filepath.Join(from, n)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// located reports whether some finding of rep puts the flipped byte at off
+// in the right place: the byte itself, or for a payload without the source,
+// the slot it lies in.
+func located(rep *VerifyReport, h *strata.Header, off uint64, withSource bool) bool {
+	region, slot := flipRegion(h, off)
+	for _, f := range rep.Failures {
+		if !strings.HasSuffix(f.File, PackExperts) {
+			continue
+		}
+		switch region {
+		case "header":
+			if f.Offset >= 0 && f.Offset < strata.HeaderSize {
+				return true
+			}
+		case "table":
+			entry := h.TableOffset + uint64(slot)*strata.TableEntrySize
+			if uint64(f.Offset) >= entry && uint64(f.Offset) < entry+strata.TableEntrySize {
+				return true
+			}
+			// A damaged CRC field shows as a mismatch of the slot it describes.
+			if !withSource && f.Expert == slot%int(h.NExpert) && f.Layer == int(h.Layers[slot/int(h.NExpert)]) {
+				return true
+			}
+		case "table padding", "slot padding":
+			if uint64(f.Offset) == off {
+				return true
+			}
+		case "payload":
+			if f.Expert != slot%int(h.NExpert) || f.Layer != int(h.Layers[slot/int(h.NExpert)]) {
+				continue
+			}
+			if !withSource {
+				return true
+			}
+			p := (off - h.DataOffset) % h.SlotBytes
+			part := 0
+			for part < strata.NumParts-1 && p >= h.Parts[part+1].Offset {
+				part++
+			}
+			if uint64(f.Offset) == off && f.Part == strata.PartNames[part] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestVerifyLocatesFlips(t *testing.T) {
+	in := testutil.TinyModel(t, "model-iq4nl.gguf")
+	dir := t.TempDir()
+	keepPath := filepath.Join(dir, "keep.strp")
+	halfKeep(t, keepPath, []uint32{0, 1, 2, 3}, 32, 16)
+	good := filepath.Join(dir, "good")
+	if _, err := Pack(context.Background(), PackConfig{In: in, OutDir: good, Keep: keepPath, Jobs: 2}); err != nil {
+		t.Fatal(err)
+	}
+	x, err := strata.OpenExperts(filepath.Join(good, PackExperts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := x.Header
+	x.Close()
+	orig := readAll(t, filepath.Join(good, PackExperts))
+	r := rand.New(rand.NewPCG(11, 11))
+	type pos struct {
+		off    uint64
+		source bool
+	}
+	var ps []pos
+	for _, o := range []uint64{0, 5, 9, 13, 17, 21, 30, 33, 41, 50, 60, 100, 160, 200, 4000, 4092, 4095,
+		h.TableOffset, h.TableOffset + 8, h.TableOffset + 13, h.TableOffset + 16*7 + 3, h.DataOffset - 1,
+		h.DataOffset, h.DataOffset + h.PayloadBytes() - 1, h.DataOffset + h.PayloadBytes(), h.FileBytes - 1} {
+		ps = append(ps, pos{o, false})
+	}
+	for range 10 {
+		ps = append(ps, pos{h.DataOffset + r.Uint64N(h.FileBytes-h.DataOffset), false})
+	}
+	// With the source, payload flips are located to the byte and part.
+	for _, p := range []uint64{0, h.Parts[1].Offset + 7, h.Parts[2].Offset + 1000, h.PayloadBytes() - 1} {
+		ps = append(ps, pos{h.DataOffset + 5*h.SlotBytes + p, true})
+	}
+	ps = append(ps, pos{h.TableOffset + 16*9 + 8, true})
+	bad := filepath.Join(dir, "bad")
+	copyPack(t, good, bad)
+	for _, p := range ps {
+		b := append([]byte(nil), orig...)
+		b[p.off] ^= 0x5a
+		if err := os.WriteFile(filepath.Join(bad, PackExperts), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg := VerifyConfig{Path: bad, Jobs: 2}
+		if p.source {
+			cfg.Source = in
+		}
+		rep, err := Verify(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		region, _ := flipRegion(&h, p.off)
+		if rep.OK {
+			t.Fatalf("flip at byte %d (%s) passed verify", p.off, region)
+		}
+		if !located(rep, &h, p.off, p.source) {
+			t.Fatalf("flip at byte %d (%s, source %v) not located: %v", p.off, region, p.source, rep.Failures)
+		}
+	}
+}
+
+func TestVerifyGGUFAndDamage(t *testing.T) {
+	in := testutil.TinyModel(t, "model-bf16.gguf")
+	out := filepath.Join(t.TempDir(), "q8.gguf")
+	if _, err := Quantize(context.Background(), QuantizeConfig{In: in, Out: out, Type: quant.Q8_0, Tensors: `blk\.[01]\.ffn_(up|down)_exps`}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Verify(context.Background(), VerifyConfig{Path: out, Source: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK || len(rep.Tensors) != 51 {
+		t.Fatalf("verify of a quantize output: %v %d", rep.Failures, len(rep.Tensors))
+	}
+	// A flipped byte in a copied tensor, and one in a converted tensor.
+	f, _ := gguf.Open(out)
+	copied, _ := f.Tensor("blk.2.attn_q.weight")
+	conv, _ := f.Tensor("blk.1.ffn_up_exps.weight")
+	offs := []int64{f.DataStart(copied) + 1001, f.DataStart(conv) + 34*100 + 1}
+	f.Close()
+	orig := readAll(t, out)
+	for _, off := range offs {
+		b := append([]byte(nil), orig...)
+		b[off] ^= 0x40
+		os.WriteFile(out, b, 0o644)
+		rep, err := Verify(context.Background(), VerifyConfig{Path: out, Source: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.OK {
+			t.Fatalf("flip at %d passed", off)
+		}
+		hit := false
+		for _, fd := range rep.Failures {
+			hit = hit || fd.Offset == off || fd.Offset == off-1 // a Q8_0 flip is located by its tensor's error
+			hit = hit || strings.Contains(fd.Msg, "blk.1.ffn_up_exps.weight")
+		}
+		if !hit {
+			t.Fatalf("flip at %d not located: %v", off, rep.Failures)
+		}
+	}
+}
