@@ -147,13 +147,10 @@ func dequantQ1_0(src []byte, dst []float32) {
 		b := src[18*i : 18*i+18]
 		y := dst[128*i : 128*i+128]
 		d := half(b)
+		pick := [2]float32{-d, d}
 		qs := b[2:18]
 		for j := range y {
-			if qs[j/8]>>(j%8)&1 != 0 {
-				y[j] = d
-			} else {
-				y[j] = -d
-			}
+			y[j] = pick[qs[j/8]>>(j%8)&1]
 		}
 	}
 }

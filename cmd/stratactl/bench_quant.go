@@ -53,6 +53,10 @@ func ggmlAnchorFor(op string, t quant.Type) (ggmlAnchor, bool) {
 	return ggmlAnchor{}, false
 }
 
+// cacheKiB is the output size of the in-cache measurement: well inside L2
+// on current x86 cores, so it shows decoding cost rather than bandwidth.
+const cacheKiB = 256
+
 // benchDequantTypes is every type quant can decode, in the order printed.
 var benchDequantTypes = []quant.Type{
 	quant.Q8_0, quant.IQ4_NL, quant.IQ3_S, quant.Q2_0,
@@ -64,17 +68,24 @@ var benchDequantTypes = []quant.Type{
 
 // quantRate is one measured operation.
 type quantRate struct {
-	Op           string   `json:"op"` // dequantize | quantize
-	Type         string   `json:"type"`
-	Path         string   `json:"path"` // portable | avx2 | q2-ggml | q2-search
-	Calls        int      `json:"calls"`
-	MWeightsPerS float64  `json:"mweights_per_s"`      // median call
-	BestMWPerS   float64  `json:"best_mweights_per_s"` // fastest call
-	MBPerS       float64  `json:"mb_per_s"`            // F32 bytes (out for dequantize, in for quantize), 10^6/s
-	OfWriteBW    float64  `json:"fraction_of_write_bandwidth"`
-	GGMLMBPerS   *float64 `json:"ggml_reference_mb_per_s,omitempty"`
-	GGMLNative   *float64 `json:"ggml_reference_native_mb_per_s,omitempty"`
-	VsGGML       *float64 `json:"ratio_to_ggml_reference,omitempty"`
+	Op           string  `json:"op"` // dequantize | quantize
+	Type         string  `json:"type"`
+	Path         string  `json:"path"` // portable | avx2 | q2-ggml | q2-search
+	Calls        int     `json:"calls"`
+	MWeightsPerS float64 `json:"mweights_per_s"`      // big buffer, median call, wall clock
+	BestMWPerS   float64 `json:"best_mweights_per_s"` // big buffer, fastest call
+	// CPUMWPerS is weights per second of the thread's CPU time (big buffer,
+	// median call): the per-core rate with time lost to other processes
+	// on a shared machine left out. 0 where the clock is unavailable.
+	CPUMWPerS float64 `json:"cpu_mweights_per_s"`
+	// CacheMWPerS is the median rate over a small output (CacheKiB) that
+	// stays in cache: the decoding cost without memory bandwidth.
+	CacheMWPerS float64  `json:"cache_mweights_per_s"`
+	MBPerS      float64  `json:"mb_per_s"` // F32 bytes (out for dequantize, in for quantize), 10^6/s
+	OfWriteBW   float64  `json:"fraction_of_write_bandwidth"`
+	GGMLMBPerS  *float64 `json:"ggml_reference_mb_per_s,omitempty"`
+	GGMLNative  *float64 `json:"ggml_reference_native_mb_per_s,omitempty"`
+	VsGGML      *float64 `json:"ratio_to_ggml_reference,omitempty"`
 }
 
 type quantBenchReport struct {
@@ -83,6 +94,7 @@ type quantBenchReport struct {
 	GOMAXPROCS      int         `json:"gomaxprocs"`
 	LoadAverage     string      `json:"load_average,omitempty"`
 	BufferMiB       int         `json:"buffer_mib"`
+	CacheKiB        int         `json:"cache_buffer_kib"`
 	SecondsPerPoint float64     `json:"seconds_per_measurement"`
 	WriteGBs        float64     `json:"memory_write_gb_per_s"`
 	CopyGBs         float64     `json:"memory_copy_gb_per_s"` // bytes copied (read once + written once)
@@ -132,33 +144,42 @@ documentation (they come from QUANT-FORMATS.md, not from this run).`,
 	return cmd
 }
 
-// timeCalls runs f once to warm up, then repeatedly for about `seconds`
-// (at least 3 calls), and returns the median call time and the count.
-func timeCalls(ctx context.Context, seconds float64, f func() error) (time.Duration, int, error) {
-	med, _, n, err := timeCallsBest(ctx, seconds, f)
-	return med, n, err
+// callTimes summarizes the calls of one measurement.
+type callTimes struct {
+	wall, best time.Duration // median and fastest wall-clock call
+	cpu        time.Duration // median thread CPU time per call (0 if unknown)
+	calls      int
 }
 
-// timeCallsBest is timeCalls that also returns the fastest call, which on a
-// shared machine is the better estimate of what the code itself can do.
-func timeCallsBest(ctx context.Context, seconds float64, f func() error) (median, best time.Duration, calls int, err error) {
+// timeCalls runs f once to warm up, then repeatedly for about `seconds`
+// (at least 3 calls).
+func timeCalls(ctx context.Context, seconds float64, f func() error) (callTimes, error) {
 	if err := f(); err != nil {
-		return 0, 0, 0, err
+		return callTimes{}, err
 	}
-	var ds []time.Duration
+	var walls, cpus []time.Duration
 	deadline := time.Now().Add(time.Duration(seconds * float64(time.Second)))
-	for len(ds) < 3 || time.Now().Before(deadline) {
+	for len(walls) < 3 || time.Now().Before(deadline) {
 		if err := ctx.Err(); err != nil {
-			return 0, 0, 0, err
+			return callTimes{}, err
 		}
+		c0, cok := threadCPU()
 		t0 := time.Now()
 		if err := f(); err != nil {
-			return 0, 0, 0, err
+			return callTimes{}, err
 		}
-		ds = append(ds, time.Since(t0))
+		walls = append(walls, time.Since(t0))
+		if c1, ok := threadCPU(); ok && cok && c1 > c0 {
+			cpus = append(cpus, c1-c0)
+		}
 	}
-	slices.Sort(ds)
-	return ds[len(ds)/2], ds[0], len(ds), nil
+	slices.Sort(walls)
+	ct := callTimes{wall: walls[len(walls)/2], best: walls[0], calls: len(walls)}
+	if len(cpus) == len(walls) {
+		slices.Sort(cpus)
+		ct.cpu = cpus[len(cpus)/2]
+	}
+	return ct, nil
 }
 
 var benchSink float32
@@ -167,32 +188,33 @@ func benchQuant(ctx context.Context, env *cli.Env, seconds float64, mib int) (*q
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	weights := mib << 20 / 4
+	cacheWeights := min(cacheKiB<<10/4, weights)
 	dst := make([]float32, weights)
 	rep := &quantBenchReport{
 		CPU: kernels.Describe(), Paths: kernels.Describe(), GOMAXPROCS: runtime.GOMAXPROCS(0),
-		LoadAverage: loadAverage(), BufferMiB: mib, SecondsPerPoint: seconds, ReferenceNote: anchorNote,
+		LoadAverage: loadAverage(), BufferMiB: mib, CacheKiB: cacheKiB, SecondsPerPoint: seconds, ReferenceNote: anchorNote,
 	}
 
 	// Memory bandwidth over the same buffer size: clear() and copy() are the
 	// runtime's vectorized memclr/memmove; the read loop sums in 8 lanes so
 	// it is limited by loads, not by one addition chain.
 	bytes := float64(4 * weights)
-	d, _, err := timeCalls(ctx, seconds, func() error { clear(dst); return nil })
+	ct, err := timeCalls(ctx, seconds, func() error { clear(dst); return nil })
 	if err != nil {
 		return nil, err
 	}
-	rep.WriteGBs = bytes / d.Seconds() / 1e9
+	rep.WriteGBs = bytes / ct.wall.Seconds() / 1e9
 	other := make([]float32, weights)
-	d, _, err = timeCalls(ctx, seconds, func() error { copy(other, dst); return nil })
+	ct, err = timeCalls(ctx, seconds, func() error { copy(other, dst); return nil })
 	if err != nil {
 		return nil, err
 	}
-	rep.CopyGBs = bytes / d.Seconds() / 1e9
-	d, _, err = timeCalls(ctx, seconds, func() error { benchSink += sumLanes(other); return nil })
+	rep.CopyGBs = bytes / ct.wall.Seconds() / 1e9
+	ct, err = timeCalls(ctx, seconds, func() error { benchSink += sumLanes(other); return nil })
 	if err != nil {
 		return nil, err
 	}
-	rep.ReadGBs = bytes / d.Seconds() / 1e9
+	rep.ReadGBs = bytes / ct.wall.Seconds() / 1e9
 	other = nil
 
 	bar := env.NewProgress(int64(2*len(benchDequantTypes)+2), "bench quant", false)
@@ -213,11 +235,19 @@ func benchQuant(ctx context.Context, env *cli.Env, seconds float64, mib int) (*q
 			if p != "portable" {
 				decode = kernels.Dequantize
 			}
-			d, best, calls, err := timeCallsBest(ctx, seconds, func() error { return decode(t, src, dst[:n]) })
+			ct, err := timeCalls(ctx, seconds, func() error { return decode(t, src, dst[:n]) })
 			if err != nil {
 				return nil, err
 			}
-			rep.Rates = append(rep.Rates, newRate("dequantize", t, p, n, calls, d, best, rep.WriteGBs))
+			r := newRate("dequantize", t, p, n, ct, rep.WriteGBs)
+			cn := max(cacheWeights/ti.BlockElements, 1) * ti.BlockElements
+			cs := src[:cn/ti.BlockElements*ti.BlockBytes]
+			cct, err := timeCalls(ctx, seconds/4, func() error { return decode(t, cs, dst[:cn]) })
+			if err != nil {
+				return nil, err
+			}
+			r.CacheMWPerS = float64(cn) / cct.wall.Seconds() / 1e6
+			rep.Rates = append(rep.Rates, r)
 			bar.Add(1)
 		}
 	}
@@ -234,28 +264,37 @@ func benchQuant(ctx context.Context, env *cli.Env, seconds float64, mib int) (*q
 			mode quant.Q2Mode
 		}{{"q2-ggml", quant.Q2GGML}, {"q2-search", quant.Q2Search}} {
 			opt := &quant.QuantizeOptions{Q2Mode: m.mode}
-			d, best, calls, err := timeCallsBest(ctx, seconds, func() error { return quant.Quantize(quant.Q2_0, x, q, opt) })
+			ct, err := timeCalls(ctx, seconds, func() error { return quant.Quantize(quant.Q2_0, x, q, opt) })
 			if err != nil {
 				return nil, err
 			}
-			rep.Rates = append(rep.Rates, newRate("quantize", quant.Q2_0, m.name, len(x), calls, d, best, 0))
+			rep.Rates = append(rep.Rates, newRate("quantize", quant.Q2_0, m.name, len(x), ct, 0))
 			bar.Add(1)
 		}
 	}
 	return rep, nil
 }
 
-func newRate(op string, t quant.Type, path string, n, calls int, d, best time.Duration, writeGBs float64) quantRate {
-	r := quantRate{Op: op, Type: t.String(), Path: path, Calls: calls}
-	r.MWeightsPerS = float64(n) / d.Seconds() / 1e6
-	r.BestMWPerS = float64(n) / best.Seconds() / 1e6
+func newRate(op string, t quant.Type, path string, n int, ct callTimes, writeGBs float64) quantRate {
+	r := quantRate{Op: op, Type: t.String(), Path: path, Calls: ct.calls}
+	r.MWeightsPerS = float64(n) / ct.wall.Seconds() / 1e6
+	r.BestMWPerS = float64(n) / ct.best.Seconds() / 1e6
+	if ct.cpu > 0 {
+		r.CPUMWPerS = float64(n) / ct.cpu.Seconds() / 1e6
+	}
 	r.MBPerS = 4 * r.MWeightsPerS
 	if writeGBs > 0 {
 		r.OfWriteBW = r.MBPerS / 1e3 / writeGBs
 	}
 	if a, ok := ggmlAnchorFor(op, t); ok {
+		// ggml's figures come from an idle, pinned core, so they are compared
+		// with the per-CPU-second rate where there is one.
+		per := r.MWeightsPerS
+		if r.CPUMWPerS > 0 {
+			per = r.CPUMWPerS
+		}
 		def, nat := a.DefaultMBs, a.NativeMBs
-		ratio := r.MBPerS / def
+		ratio := 4 * per / def
 		r.GGMLMBPerS, r.GGMLNative, r.VsGGML = &def, &nat, &ratio
 	}
 	return r
@@ -291,15 +330,15 @@ func loadAverage() string {
 }
 
 func printQuantBench(w io.Writer, r *quantBenchReport) {
-	fmt.Fprintf(w, "CPU paths: %s; one thread; buffer %d MiB of float32; median (and best) call over %.2gs per figure\n",
-		r.Paths, r.BufferMiB, r.SecondsPerPoint)
+	fmt.Fprintf(w, "CPU paths: %s; one thread; output %d MiB of float32 (and %d KiB in cache); median call over %.2gs per figure\n",
+		r.Paths, r.BufferMiB, r.CacheKiB, r.SecondsPerPoint)
 	if r.LoadAverage != "" {
 		fmt.Fprintf(w, "load average at start: %s (GOMAXPROCS %d)\n", r.LoadAverage, r.GOMAXPROCS)
 	}
 	fmt.Fprintf(w, "memory bandwidth (this run, one thread): write %.2f GB/s, read %.2f GB/s, copy %.2f GB/s\n\n",
 		r.WriteGBs, r.ReadGBs, r.CopyGBs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "op\ttype\tpath\tMweights/s\tbest\tMB/s\tof write BW\tggml ref MB/s*\tvs ggml ref\t")
+	fmt.Fprintln(tw, "op\ttype\tpath\tMw/s wall\tbest\tper CPU-s\tin cache\tMB/s\tof write BW\tggml ref MB/s*\tvs ggml ref\t")
 	for _, x := range r.Rates {
 		ref, vs, bw := "-", "-", "-"
 		if x.GGMLMBPerS != nil {
@@ -309,8 +348,20 @@ func printQuantBench(w io.Writer, r *quantBenchReport) {
 		if x.OfWriteBW > 0 {
 			bw = fmt.Sprintf("%.0f%%", 100*x.OfWriteBW)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%.1f\t%.0f\t%s\t%s\t%s\t\n", x.Op, x.Type, x.Path, x.MWeightsPerS, x.BestMWPerS, x.MBPerS, bw, ref, vs)
+		cpu, cache := "-", "-"
+		if x.CPUMWPerS > 0 {
+			cpu = fmt.Sprintf("%.1f", x.CPUMWPerS)
+		}
+		if x.CacheMWPerS > 0 {
+			cache = fmt.Sprintf("%.1f", x.CacheMWPerS)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%.1f\t%s\t%s\t%.0f\t%s\t%s\t%s\t\n",
+			x.Op, x.Type, x.Path, x.MWeightsPerS, x.BestMWPerS, cpu, cache, x.MBPerS, bw, ref, vs)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\n* %s.\n", r.ReferenceNote)
+	fmt.Fprintf(w, "\nMw/s: million weights per second of wall-clock time (median call; best = fastest call) over the\n"+
+		"big output; per CPU-s: per second of this thread's CPU time (time taken by other processes left out);\n"+
+		"in cache: wall-clock median over the small output. MB/s and 'of write BW' use the wall-clock median;\n"+
+		"'vs ggml ref' uses the per-CPU-second rate (ggml's figures come from an idle, pinned core).\n")
+	fmt.Fprintf(w, "* %s.\n", r.ReferenceNote)
 }
