@@ -438,3 +438,21 @@ func TestHostileAllocation(t *testing.T) {
 		}
 	}
 }
+
+// A file without tensors may declare any power-of-two alignment: there is
+// no data section to align, so neither reading nor rewriting it may cost
+// memory in proportion to the alignment.
+func TestHugeAlignmentWithoutTensors(t *testing.T) {
+	var r raw
+	r.header(3, 0, 1)
+	r.kvU32("general.alignment", 1<<31)
+	f, err := FromBytes(r.Bytes(), "aligned.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	got := allocDuring(func() { out = rewriteBytes(t, f) })
+	if !bytes.Equal(out, r.Bytes()) || got > 1<<20 {
+		t.Fatalf("rewrite: %d bytes (want the %d of the input), %d allocated", len(out), r.Len(), got)
+	}
+}

@@ -29,7 +29,7 @@ type TensorSpec struct {
 type Layout struct {
 	Alignment  int64
 	HeaderEnd  int64   // end of the tensor infos
-	DataOffset int64   // start of the data section
+	DataOffset int64   // start of the data section (FileSize is HeaderEnd when there are no tensors)
 	Offsets    []int64 // per tensor, relative to DataOffset
 	Sizes      []int64
 	FileSize   int64
@@ -107,6 +107,11 @@ func Plan(kv []KV, tensors []TensorSpec) (*Layout, error) {
 	l.HeaderEnd = hdr
 	l.DataOffset = alignUp(hdr, l.Alignment)
 	l.FileSize = l.DataOffset + off
+	if len(tensors) == 0 {
+		// No data section, so nothing to align: padding would only cost
+		// (up to 2 GiB for a legal general.alignment of 1<<31).
+		l.FileSize = l.HeaderEnd
+	}
 	return l, nil
 }
 
@@ -157,7 +162,9 @@ func NewWriter(w io.Writer, kv []KV, tensors []TensorSpec) (*Writer, error) {
 	}
 	gw := &Writer{w: bufio.NewWriterSize(w, int(min(max(l.FileSize, 4096), 1<<20))), layout: l, tensors: tensors}
 	gw.header(kv)
-	gw.pad(l.DataOffset)
+	if len(tensors) > 0 {
+		gw.pad(l.DataOffset)
+	}
 	if gw.err != nil {
 		return nil, gw.err
 	}
@@ -386,9 +393,6 @@ func (w *Writer) Flush() error {
 	}
 	if w.next < len(w.tensors) {
 		return fmt.Errorf("gguf: tensor %q not written (%d of %d tensors done)", w.tensors[w.next].Name, w.next, len(w.tensors))
-	}
-	if len(w.tensors) == 0 {
-		w.pad(w.layout.FileSize)
 	}
 	if w.err == nil {
 		w.err = w.w.Flush()

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -129,11 +128,7 @@ func TestQ2SearchBeatsOtherRulesOnFixtures(t *testing.T) {
 }
 
 func TestQ2SearchBeatsOtherRulesOnExperts(t *testing.T) {
-	stride := 4
-	if os.Getenv("STRATACTL_FULL") != "" {
-		stride = 1
-	}
-	for name, x := range expertTensors(t, stride) {
+	for name, x := range expertTensors(t, 1) {
 		g, f, s := relMSE(t, x, optGGML), relMSE(t, x, optField), relMSE(t, x, optSearch)
 		t.Logf("%-28s ggml %.4f field %.4f search %.4f", name, g, f, s)
 		if !(s < g && s < f) {

@@ -1,0 +1,402 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/cli"
+	"github.com/stratactl/stratactl/kernels"
+	"github.com/stratactl/stratactl/quant"
+	"github.com/stratactl/stratactl/quant/imatrix"
+)
+
+func init() { registerBench(newBenchQ2Cmd) }
+
+type q2RulesRow struct {
+	Data  string   `json:"data"`
+	Files []string `json:"files,omitempty"`
+	kernels.Q2RuleErrors
+	RelGGML   float64 `json:"rel_mse_ggml"`
+	RelField  float64 `json:"rel_mse_field"`
+	RelSearch float64 `json:"rel_mse_search"`
+	// importance-weighted relative error, with --imatrix (expert rows only)
+	WRelSearch        *float64 `json:"weighted_rel_search,omitempty"`
+	WRelSearchImatrix *float64 `json:"weighted_rel_search_imatrix,omitempty"`
+}
+
+type q2SpeedRow struct {
+	Rule           string  `json:"rule"`
+	Path           string  `json:"path"`
+	Weights        int     `json:"weights"`
+	CPUSeconds     float64 `json:"cpu_seconds"`
+	WallSeconds    float64 `json:"wall_seconds"`
+	MWeightsPerCPU float64 `json:"mweights_per_cpu_second"`
+}
+
+type q2RulesReport struct {
+	Candidates int          `json:"candidates_per_sign"`
+	Kernels    string       `json:"kernels"`
+	Imatrix    string       `json:"imatrix,omitempty"`
+	Rows       []q2RulesRow `json:"rows"`
+	Speed      []q2SpeedRow `json:"speed,omitempty"`
+}
+
+func newBenchQ2Cmd(env *cli.Env) *cobra.Command {
+	var (
+		fixtures, model, imat string
+		blocks, candidates    int
+		noSpeed               bool
+	)
+	cmd := &cobra.Command{
+		Use:   "q2rules",
+		Short: "Compare Q2_0's scale rules (ggml, field, search) by relative MSE on the fixtures, gaussian blocks and a model's experts",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if fixtures == "" || model == "" {
+				shared, err := findShared()
+				if err != nil {
+					return err
+				}
+				if fixtures == "" {
+					fixtures = filepath.Join(shared, "fixtures", "ggml")
+				}
+				if model == "" {
+					model = filepath.Join(shared, "models", "tiny-qwen3moe", "model-bf16.gguf")
+				}
+			}
+			if blocks <= 0 || candidates < 0 {
+				return fmt.Errorf("--gaussian-blocks must be positive and --candidates not negative")
+			}
+			rep := q2RulesReport{Candidates: candidates, Kernels: kernels.Describe(), Imatrix: imat}
+			if rep.Candidates == 0 {
+				rep.Candidates = quant.DefaultQ2Candidates
+			}
+			var m *imatrix.Matrix
+			if imat != "" {
+				var err error
+				if m, err = imatrix.Open(imat); err != nil {
+					return err
+				}
+			}
+			rows, err := q2FixtureRows(fixtures, candidates)
+			if err != nil {
+				return err
+			}
+			rep.Rows = append(rep.Rows, rows...)
+			g, err := kernels.EvalQ2Rules(gaussianWeights(blocks*64, 1), 64, nil, candidates)
+			if err != nil {
+				return err
+			}
+			rep.Rows = append(rep.Rows, q2Row(fmt.Sprintf("gaussian (%d blocks, seed 1)", blocks), nil, g))
+			rows, err = q2ExpertRows(env, model, m, candidates)
+			if err != nil {
+				return err
+			}
+			rep.Rows = append(rep.Rows, rows...)
+			if !noSpeed {
+				rep.Speed = q2Speed(candidates)
+			}
+			if env.JSON {
+				return env.PrintJSON(rep)
+			}
+			printQ2Rules(env, &rep)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&fixtures, "fixtures", "", "folder of ggml fixture GGUFs (default: shared/fixtures/ggml above the working directory)")
+	cmd.Flags().StringVar(&model, "model", "", "BF16/F32/F16 GGUF whose *_exps tensors are compared (default: the tiny qwen3moe fixture)")
+	cmd.Flags().StringVar(&imat, "imatrix", "", "llama.cpp importance matrix: adds importance-weighted errors of the search with and without it")
+	cmd.Flags().IntVar(&blocks, "gaussian-blocks", 16384, "gaussian blocks of 64 to compare")
+	cmd.Flags().IntVar(&candidates, "candidates", 0, "Q2Search candidate scales per sign (0: the default)")
+	cmd.Flags().BoolVar(&noSpeed, "no-speed", false, "skip the quantize speed measurement")
+	return cmd
+}
+
+// findShared looks for the shared fixtures folder (a "shared" directory
+// holding FORMATS.md) beside the working directory or any parent.
+func findShared() (string, error) {
+	d, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		c := filepath.Join(d, "shared")
+		if _, err := os.Stat(filepath.Join(c, "FORMATS.md")); err == nil {
+			return c, nil
+		}
+		p := filepath.Dir(d)
+		if p == d {
+			return "", fmt.Errorf("no shared fixtures folder found above the working directory: give --fixtures and --model")
+		}
+		d = p
+	}
+}
+
+func q2Row(name string, files []string, e kernels.Q2RuleErrors) q2RulesRow {
+	r := q2RulesRow{Data: name, Files: files, Q2RuleErrors: e,
+		RelGGML: e.GGML.Rel(), RelField: e.Field.Rel(), RelSearch: e.Search.Rel()}
+	if e.WeightedSearch.Energy > 0 {
+		a, b := e.WeightedSearch.Rel(), e.WeightedSearchImatrix.Rel()
+		r.WRelSearch, r.WRelSearchImatrix = &a, &b
+	}
+	return r
+}
+
+// q2FixtureRows compares the rules on the x tensor of every fixture file,
+// one row per distinct x (the per-type files share theirs).
+func q2FixtureRows(dir string, candidates int) ([]q2RulesRow, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.gguf"))
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("%s: no fixture .gguf files", dir)
+	}
+	type group struct {
+		x     []float32
+		files []string
+	}
+	var order []string
+	groups := map[string]*group{}
+	for _, p := range paths {
+		f, err := gguf.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		ti, ok := f.Tensor("x")
+		if !ok || ti.Type != quant.F32 || ti.Elements()%64 != 0 {
+			f.Close()
+			return nil, fmt.Errorf("%s: no F32 tensor x of whole 64-blocks", p)
+		}
+		b, err := f.ReadTensor(ti)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(b)
+		key := string(sum[:])
+		g := groups[key]
+		if g == nil {
+			x := make([]float32, len(b)/4)
+			for i := range x {
+				x[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+			}
+			g = &group{x: x}
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.files = append(g.files, filepath.Base(p))
+	}
+	var rows []q2RulesRow
+	for _, k := range order {
+		g := groups[k]
+		e, err := kernels.EvalQ2Rules(g.x, 64, nil, candidates)
+		if err != nil {
+			return nil, err
+		}
+		name := "fixture x: " + g.files[0]
+		if len(g.files) > 1 {
+			name = fmt.Sprintf("fixture x: %d files (same x)", len(g.files))
+		}
+		rows = append(rows, q2Row(name, g.files, e))
+	}
+	return rows, nil
+}
+
+// q2ExpertRows compares the rules on every *_exps tensor of a model,
+// one expert at a time, totalled per tensor kind (gate, up, down).
+func q2ExpertRows(env *cli.Env, path string, m *imatrix.Matrix, candidates int) ([]q2RulesRow, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	kinds := map[string]*kernels.Q2RuleErrors{}
+	var names []string
+	var total int64
+	for i := range f.Tensors {
+		if strings.Contains(f.Tensors[i].Name, "_exps.") {
+			total += f.Tensors[i].Elements()
+		}
+	}
+	if total == 0 {
+		return nil, fmt.Errorf("%s: no expert (*_exps) tensors", path)
+	}
+	prog := env.NewProgress(total, "q2rules experts", false)
+	defer prog.Done()
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		if !strings.Contains(ti.Name, "_exps.") {
+			continue
+		}
+		if len(ti.Dims) != 3 || ti.Dims[0]%64 != 0 {
+			return nil, fmt.Errorf("%s: tensor %q: shape %v is not [ne0 (multiple of 64), ne1, experts]", path, ti.Name, ti.Dims)
+		}
+		if ti.Type != quant.BF16 && ti.Type != quant.F16 && ti.Type != quant.F32 {
+			return nil, fmt.Errorf("%s: tensor %q: type %s, want an unquantized (F32/F16/BF16) model", path, ti.Name, ti.Type)
+		}
+		ne0, per := int(ti.Dims[0]), ti.Dims[0]*ti.Dims[1]
+		rowBytes, _ := quant.RowBytes(ti.Type, per)
+		raw := make([]byte, rowBytes)
+		x := make([]float32, per)
+		kind := ti.Name[strings.LastIndex(ti.Name[:strings.Index(ti.Name, "_exps.")], ".")+1:]
+		kind = strings.TrimSuffix(kind, ".weight")
+		if kinds[kind] == nil {
+			kinds[kind] = &kernels.Q2RuleErrors{}
+			names = append(names, kind)
+		}
+		for e := int64(0); e < ti.Dims[2]; e++ {
+			if err := f.ReadTensorAt(ti, raw, e*rowBytes); err != nil {
+				return nil, err
+			}
+			if ti.Type == quant.F32 {
+				for j := range x {
+					x[j] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*j:]))
+				}
+			} else if err := quant.Dequantize(ti.Type, raw, x); err != nil {
+				return nil, fmt.Errorf("%s: tensor %q expert %d: %w", path, ti.Name, e, err)
+			}
+			for j, v := range x {
+				if v != v || math.IsInf(float64(v), 0) {
+					return nil, fmt.Errorf("%s: tensor %q expert %d: element %d is %g", path, ti.Name, e, j, v)
+				}
+			}
+			var imp []float32
+			if m != nil {
+				if imp, err = m.Importance(ti.Name, int(e), ne0); err != nil {
+					return nil, err
+				}
+			}
+			r, err := kernels.EvalQ2Rules(x, ne0, imp, candidates)
+			if err != nil {
+				return nil, err
+			}
+			kinds[kind].Add(r)
+			prog.Add(per)
+		}
+	}
+	sort.Strings(names)
+	var rows []q2RulesRow
+	for _, k := range names {
+		rows = append(rows, q2Row(fmt.Sprintf("experts %s: %s", k, filepath.Base(path)), nil, *kinds[k]))
+	}
+	return rows, nil
+}
+
+func gaussianWeights(n int, seed uint64) []float32 {
+	r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	return x
+}
+
+// cpuTime is this process's user+system CPU time. The speed runs are
+// single-threaded, so it measures one core's work even when other
+// processes share the machine.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// q2Speed times each rule on 2^20 gaussian weights (sigma 0.02), the best
+// of five runs on one goroutine.
+func q2Speed(candidates int) []q2SpeedRow {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	x := gaussianWeights(1<<20, 2)
+	for i := range x {
+		x[i] *= 0.02
+	}
+	q := make([]byte, len(x)/64*18)
+	type rule struct {
+		name, path string
+		run        func() error
+	}
+	saved := kernels.Features
+	defer func() { kernels.Features = saved }()
+	rules := []rule{
+		{"ggml", "quant (portable)", func() error {
+			return quant.Quantize(quant.Q2_0, x, q, &quant.QuantizeOptions{Q2Mode: quant.Q2GGML})
+		}},
+		{"field", "quant (portable)", func() error {
+			return quant.Quantize(quant.Q2_0, x, q, &quant.QuantizeOptions{Q2Mode: quant.Q2Field})
+		}},
+		{"search", "quant (portable reference)", func() error {
+			return quant.Quantize(quant.Q2_0, x, q, &quant.QuantizeOptions{Q2Candidates: candidates})
+		}},
+		{"search", "kernels: " + kernels.Describe(), func() error {
+			return kernels.QuantizeQ2_0(x, q, &quant.QuantizeOptions{Q2Candidates: candidates})
+		}},
+	}
+	var out []q2SpeedRow
+	for _, r := range rules {
+		best := q2SpeedRow{Rule: r.name, Path: r.path, Weights: len(x), CPUSeconds: math.Inf(1)}
+		for range 5 {
+			c0, w0 := cpuTime(), time.Now()
+			if err := r.run(); err != nil {
+				continue
+			}
+			c, w := (cpuTime() - c0).Seconds(), time.Since(w0).Seconds()
+			if c > 0 && c < best.CPUSeconds {
+				best.CPUSeconds, best.WallSeconds = c, w
+			}
+		}
+		if !math.IsInf(best.CPUSeconds, 1) {
+			best.MWeightsPerCPU = float64(len(x)) / best.CPUSeconds / 1e6
+			out = append(out, best)
+		}
+	}
+	return out
+}
+
+func printQ2Rules(env *cli.Env, rep *q2RulesReport) {
+	fmt.Fprintf(env.Out, "Q2_0 relative MSE, sum (x-y)^2 / sum x^2 (search: %d candidate scales per sign; kernels %s)\n", rep.Candidates, rep.Kernels)
+	tw := tabwriter.NewWriter(env.Out, 2, 4, 2, ' ', 0)
+	hdr := "data\tweights\tggml\tfield\tsearch\tsearch/field"
+	if rep.Imatrix != "" {
+		hdr += "\tw.search\tw.search+imatrix"
+	}
+	fmt.Fprintln(tw, hdr)
+	for _, r := range rep.Rows {
+		fmt.Fprintf(tw, "%s\t%d\t%.4f\t%.4f\t%.4f\t%.3f", r.Data, r.Weights, r.RelGGML, r.RelField, r.RelSearch, r.RelSearch/r.RelField)
+		if rep.Imatrix != "" {
+			if r.WRelSearch != nil {
+				fmt.Fprintf(tw, "\t%.4f\t%.4f", *r.WRelSearch, *r.WRelSearchImatrix)
+			} else {
+				fmt.Fprint(tw, "\t-\t-")
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	if rep.Imatrix != "" {
+		fmt.Fprintf(env.Out, "w.*: importance-weighted relative error, weights from %s (expert e uses row e)\n", rep.Imatrix)
+	}
+	if len(rep.Speed) > 0 {
+		fmt.Fprintln(env.Out, "\nQ2_0 quantize speed, one goroutine, 2^20 gaussian weights, best of 5 (CPU time of this process)")
+		tw = tabwriter.NewWriter(env.Out, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "rule\tpath\tMweights/CPU-s\tcpu s\twall s")
+		for _, s := range rep.Speed {
+			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.4f\t%.4f\n", s.Rule, s.Path, s.MWeightsPerCPU, s.CPUSeconds, s.WallSeconds)
+		}
+		tw.Flush()
+	}
+}

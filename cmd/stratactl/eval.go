@@ -1,0 +1,178 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/stratactl/stratactl/engine"
+	"github.com/stratactl/stratactl/evalq"
+	"github.com/stratactl/stratactl/internal/cli"
+)
+
+func init() { register(newEvalCmd) }
+
+type evalFlags struct {
+	ref, text, ids string
+	ctx, chunks    int
+	threads        int
+}
+
+func newEvalCmd(env *cli.Env) *cobra.Command {
+	var f evalFlags
+	cmd := &cobra.Command{
+		Use:   "eval CANDIDATE --ref REFERENCE (--text FILE | --ids FILE)",
+		Short: "Compare a model's next-token distributions with a reference's: perplexity, KL divergence, top-1 agreement",
+		Long: `eval runs CANDIDATE and REFERENCE (GGUF files or packs) over the same windows of
+--ctx tokens, each on its own from position 0 with no BOS, and reports the
+perplexity of both (NLL of tokens 1..ctx-1), the KL divergence
+KL(P_ref || P_cand) of the next-token distributions at positions 0..ctx-2
+(softmax in float64), its mean, median and percentiles, top-1 agreement, and
+the change in probability of the actual next token (Δp) with the percentiles
+llama-perplexity --kl-divergence prints. Unlike llama-perplexity, every
+position of a window is scored (not only its second half) and no
+probability is dropped or quantized.
+
+The windows come from --ids (little-endian int32 token ids) or --text
+(tokenized with the reference's tokenizer), cut into --ctx tokens; --chunks
+limits how many are used.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runEval(cmd, env, args[0], &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.ref, "ref", "", "reference model (GGUF or pack)")
+	fl.StringVar(&f.text, "text", "", "evaluation text file")
+	fl.StringVar(&f.ids, "ids", "", "evaluation token ids (little-endian int32)")
+	fl.IntVar(&f.ctx, "ctx", 512, "tokens per window")
+	fl.IntVar(&f.chunks, "chunks", 0, "windows to evaluate (0: all)")
+	fl.IntVarP(&f.threads, "threads", "j", 0, "matmul threads (0: GOMAXPROCS); results do not depend on it")
+	cmd.MarkFlagRequired("ref")
+	return cmd
+}
+
+// evalReport is eval's --json document.
+type evalReport struct {
+	Candidate string  `json:"candidate"`
+	Reference string  `json:"reference"`
+	Source    string  `json:"source"`
+	Ctx       int     `json:"ctx"`
+	Seconds   float64 `json:"seconds"`
+	evalq.Result
+}
+
+// loadWindows reads the token windows of --text or --ids (exactly one) for
+// model m, at most max windows of ctx tokens.
+func loadWindows(m *engine.Model, text, ids string, ctx, max int) ([][]int32, string, error) {
+	if (text == "") == (ids == "") {
+		return nil, "", fmt.Errorf("give exactly one of --text and --ids (or --calib and --calib-ids)")
+	}
+	if ctx > m.Config.Context {
+		return nil, "", fmt.Errorf("--ctx %d exceeds the model's context length %d", ctx, m.Config.Context)
+	}
+	var toks []int32
+	src := ids
+	if ids != "" {
+		var err error
+		if toks, err = evalq.ReadIDs(ids); err != nil {
+			return nil, "", err
+		}
+		if err := evalq.CheckVocab(ids, toks, m.Config.Vocab); err != nil {
+			return nil, "", err
+		}
+	} else {
+		src = text
+		b, err := os.ReadFile(text)
+		if err != nil {
+			return nil, "", err
+		}
+		tok, err := engine.NewTokenizer(m.File)
+		if err != nil {
+			return nil, "", err
+		}
+		// Raw text, no BOS, special-token names taken literally: the same ids
+		// a --ids file of the tokenized text would hold.
+		toks = tok.Encode(string(b), false, false)
+	}
+	w, err := evalq.Windows(toks, ctx, max)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", src, err)
+	}
+	return w, src, nil
+}
+
+func runEval(cmd *cobra.Command, env *cli.Env, candPath string, f *evalFlags) error {
+	if f.chunks < 0 {
+		return fmt.Errorf("--chunks must be >= 0")
+	}
+	ref, err := engine.Open(f.ref, engine.Options{Threads: f.threads})
+	if err != nil {
+		return err
+	}
+	defer ref.Close()
+	cand, err := engine.Open(candPath, engine.Options{Threads: f.threads})
+	if err != nil {
+		return err
+	}
+	defer cand.Close()
+	windows, src, err := loadWindows(ref, f.text, f.ids, f.ctx, f.chunks)
+	if err != nil {
+		return err
+	}
+	prog := env.NewProgress(int64(len(windows)*f.ctx), "eval", false)
+	start := time.Now()
+	res, _, err := evalq.Run(cmd.Context(), ref, cand, windows, func(n int) { prog.Add(int64(n)) })
+	prog.Done()
+	if err != nil {
+		return err
+	}
+	rep := evalReport{Candidate: candPath, Reference: f.ref, Source: src, Ctx: f.ctx, Seconds: time.Since(start).Seconds(), Result: res}
+	if env.JSON {
+		return env.PrintJSON(rep)
+	}
+	printEval(env, &rep)
+	return nil
+}
+
+func printEval(env *cli.Env, r *evalReport) {
+	w := env.Out
+	fmt.Fprintf(w, "%s against %s: %d windows of %d tokens from %s, %d positions scored (%.1f s)\n\n",
+		r.Candidate, r.Reference, r.Windows, r.Ctx, r.Source, r.Tokens, r.Seconds)
+	fmt.Fprintln(w, "====== Perplexity statistics ======")
+	fmt.Fprintf(w, "PPL(cand)           : %10.6f ± %10.6f\n", r.PPL, r.PPLErr)
+	fmt.Fprintf(w, "PPL(ref)            : %10.6f ± %10.6f\n", r.PPLRef, r.PPLRefErr)
+	fmt.Fprintf(w, "ln(PPL(cand)/PPL(ref)): %10.6f\n", r.LogPPLRatio)
+	fmt.Fprintf(w, "PPL(cand)/PPL(ref)  : %10.6f\n\n", r.PPLRatio)
+	fmt.Fprintln(w, "====== KL divergence statistics ======")
+	fmt.Fprintf(w, "Mean    KLD: %10.6f ± %10.6f\n", r.KLDMean, r.KLDMeanErr)
+	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+	for _, p := range r.KLDPercentiles {
+		fmt.Fprintf(tw, "%s\tKLD:\t%10.6f\n", label(p.Label), p.Value)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "====== Token probability statistics ======")
+	fmt.Fprintf(w, "Mean    Δp: %7.3f ± %5.3f %%\n", 100*r.DeltaPMean, 100*r.DeltaPMeanErr)
+	for _, p := range r.DeltaPPercentiles {
+		fmt.Fprintf(tw, "%s\tΔp:\t%7.3f%%\n", label(p.Label), 100*p.Value)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "RMS Δp    : %7.3f %%\n", 100*r.DeltaPRMS)
+	fmt.Fprintf(w, "Same top p: %7.3f ± %5.3f %%\n", 100*r.Top1Agreement, 100*r.Top1AgreementErr)
+}
+
+// label prints a percentile's name as llama-perplexity does.
+func label(l string) string {
+	switch l {
+	case "max":
+		return "Maximum"
+	case "min":
+		return "Minimum"
+	case "median":
+		return "Median"
+	}
+	return l
+}

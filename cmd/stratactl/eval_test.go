@@ -1,0 +1,63 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stratactl/stratactl/internal/testutil"
+)
+
+// TestEvalTextMatchesIDs: the held-out text, tokenized by eval, gives the
+// windows of refs/ppl_tokens.i32.bin (its first 64 × 256 tokens), so both
+// sources give the same figures. A 16 KiB prefix of the text holds the first
+// two windows.
+func TestEvalTextMatchesIDs(t *testing.T) {
+	text, err := os.ReadFile(testutil.TinyModel(t, "heldout_eval.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := filepath.Join(t.TempDir(), "heldout-prefix.txt")
+	if err := os.WriteFile(prefix, text[:16<<10], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cand, ref := testutil.TinyModel(t, "model-iq4nl.gguf"), testutil.TinyModel(t, "model-bf16.gguf")
+	fromText := decode[evalReport](t, stratactl(t, "eval", cand, "--ref", ref, "--text", prefix, "--ctx", "256", "--chunks", "2", "--json"))
+	fromIDs := decode[evalReport](t, stratactl(t, "eval", cand, "--ref", ref, "--ids", testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"), "--ctx", "256", "--chunks", "2", "--json"))
+	if fromText.Tokens != 510 || fromText.PPL != fromIDs.PPL || fromText.KLDMean != fromIDs.KLDMean || fromText.Top1Agreement != fromIDs.Top1Agreement {
+		t.Errorf("--text: %d positions ppl %v kld %v top-1 %v; --ids: %d ppl %v kld %v top-1 %v",
+			fromText.Tokens, fromText.PPL, fromText.KLDMean, fromText.Top1Agreement, fromIDs.Tokens, fromIDs.PPL, fromIDs.KLDMean, fromIDs.Top1Agreement)
+	}
+	if fromIDs.KLDMean <= 0 || fromIDs.Top1Agreement >= 1 || fromIDs.PPL <= fromIDs.PPLRef*0.9 {
+		t.Errorf("IQ4_NL against BF16 should differ a little: %+v", fromIDs.Result)
+	}
+	if len(fromIDs.KLDPercentiles) != 11 || len(fromIDs.DeltaPPercentiles) != 13 {
+		t.Errorf("%d KLD and %d Δp percentiles", len(fromIDs.KLDPercentiles), len(fromIDs.DeltaPPercentiles))
+	}
+	// The human report carries the same figures.
+	out := string(stratactl(t, "eval", cand, "--ref", ref, "--ids", testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"), "--ctx", "256", "--chunks", "1"))
+	for _, want := range []string{"Mean    KLD", "99.9%", "Same top p", "RMS Δp", "Median"} {
+		if !contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestEvalRefuses(t *testing.T) {
+	m := testutil.TinyModel(t, "model-bf16.gguf")
+	ids := testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin")
+	stratactlFails(t, "eval", m, "--ids", ids)                              // no --ref
+	stratactlFails(t, "eval", m, "--ref", m)                                // no windows
+	stratactlFails(t, "eval", m, "--ref", m, "--ids", ids, "--text", ids)   // both
+	stratactlFails(t, "eval", m, "--ref", m, "--ids", ids, "--ctx", "4096") // beyond the context
+	stratactlFails(t, "eval", m, "--ref", m, "--ids", ids, "--ctx", "1")    // nothing to predict
+	stratactlFails(t, "eval", m, "--ref", filepath.Join(t.TempDir(), "none.gguf"), "--ids", ids)
+	bad := filepath.Join(t.TempDir(), "bad.bin")
+	os.WriteFile(bad, []byte{0, 0, 0, 0, 0xff, 0xff, 0, 0}, 0o644) // id 65535 > vocab
+	if msg := stratactlFails(t, "eval", m, "--ref", m, "--ids", bad, "--ctx", "2"); !contains(msg, "byte 4") {
+		t.Errorf("error does not say where: %s", msg)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/cli"
+	"github.com/stratactl/stratactl/profile"
+	"github.com/stratactl/stratactl/prune"
+	"github.com/stratactl/stratactl/strata"
+)
+
+func init() { register(newPruneCmd) }
+
+type pruneFlags struct {
+	profile, keepMap, by, out, keepOut string
+	keep                               int
+}
+
+func newPruneCmd(env *cli.Env) *cobra.Command {
+	var f pruneFlags
+	cmd := &cobra.Command{
+		Use:   "prune MODEL (--profile P --keep K [--by reap|frequency|ean] | --keep-map keep.strp) -o OUT.gguf",
+		Short: "Keep K experts per MoE layer, chosen from a profile or given by a keep map",
+		Long: `prune writes OUT.gguf, an ordinary GGUF holding, in every MoE layer, only the
+kept experts: every per-expert tensor (ffn_*_exps, the router ffn_gate_inp and
+any expert bias) is cut to the kept slices, {arch}.expert_count becomes K,
+strata.source.n_expert and stratactl.prune.criterion record where it came
+from, and every other tensor and key is copied unchanged.
+
+With --profile (from stratactl profile) it keeps the K experts of each layer
+that score highest by --by (reap: mean gate-weighted output norm over the
+tokens routed to the expert; frequency: tokens routed to it; ean: total
+gate-weighted output norm), ties to the lower id, and writes the keep map
+(ranking by routed tokens, with the profile's statistics) to --keep-out,
+by default OUT with .gguf replaced by .keep.strp. pack --keep accepts it.
+With --keep-map it applies an existing keep map instead.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runPrune(cmd, env, args[0], &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.profile, "profile", "", "profile (keep.strp with statistics) from stratactl profile")
+	fl.IntVar(&f.keep, "keep", 0, "experts to keep per MoE layer")
+	fl.StringVar(&f.by, "by", "reap", "criterion: reap, frequency or ean")
+	fl.StringVar(&f.keepMap, "keep-map", "", "apply this keep map instead of choosing from a profile")
+	fl.StringVarP(&f.out, "output", "o", "", "pruned GGUF to write")
+	fl.StringVar(&f.keepOut, "keep-out", "", "where to write the keep map (default: OUT with .keep.strp for .gguf)")
+	cmd.MarkFlagRequired("output")
+	return cmd
+}
+
+type pruneReport struct {
+	Model     string  `json:"model"`
+	Criterion string  `json:"criterion"`
+	KeepMap   string  `json:"keep_map"`
+	Keep      [][]int `json:"keep"`
+	*prune.Result
+}
+
+// keepMapPath is where prune writes the keep map by default.
+func keepMapPath(out string) string {
+	return strings.TrimSuffix(out, ".gguf") + ".keep.strp"
+}
+
+func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) error {
+	if (f.profile == "") == (f.keepMap == "") {
+		return fmt.Errorf("give exactly one of --profile (with --keep) and --keep-map")
+	}
+	src, err := gguf.OpenModel(path, false)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+
+	var plan *prune.Plan
+	var keep *strata.Keep
+	criterion := "keep-map"
+	keepOut := f.keepOut
+	if f.profile != "" {
+		if f.keep <= 0 {
+			return fmt.Errorf("--keep K (experts per layer, > 0) is required with --profile")
+		}
+		c, err := prune.ParseCriterion(f.by)
+		if err != nil {
+			return err
+		}
+		criterion = string(c)
+		pk, err := strata.ReadKeep(f.profile)
+		if err != nil {
+			return err
+		}
+		if !pk.IsIdentity() {
+			return fmt.Errorf("%s: keeps %d of %d experts: a profile must be of the unpruned model", f.profile, pk.NKeep(), pk.NExpert)
+		}
+		stats, err := profile.FromKeep(pk, f.profile)
+		if err != nil {
+			return err
+		}
+		if plan, err = prune.PlanFromProfile(stats, c, f.keep); err != nil {
+			return fmt.Errorf("%s: %w", f.profile, err)
+		}
+		keep = prune.KeepMap(plan, stats)
+		if keepOut == "" {
+			keepOut = keepMapPath(f.out)
+		}
+	} else {
+		if cmd.Flags().Changed("keep") || cmd.Flags().Changed("by") {
+			return fmt.Errorf("--keep and --by choose from a profile; --keep-map already says what to keep")
+		}
+		if keep, err = strata.ReadKeep(f.keepMap); err != nil {
+			return err
+		}
+		plan = prune.PlanFromKeep(keep)
+	}
+	if keepOut != "" && (keepOut == f.out || keepOut == path) {
+		return fmt.Errorf("the keep map %s would overwrite a model file", keepOut)
+	}
+
+	var total int64
+	for i := range src.Tensors {
+		total += src.Tensors[i].Size
+	}
+	prog := env.NewProgress(total*int64(plan.NKeep())/int64(plan.NExpert), "prune", true)
+	res, err := prune.Write(cmd.Context(), src, plan, f.out, prune.Options{Criterion: criterion, Progress: prog.Add})
+	prog.Done()
+	if err != nil {
+		return err
+	}
+	if keepOut != "" {
+		if err := strata.WriteKeep(keepOut, keep); err != nil {
+			os.Remove(f.out) // both outputs or neither
+			return err
+		}
+	}
+	rep := pruneReport{Model: path, Criterion: criterion, KeepMap: keepOut, Keep: plan.Keep, Result: res}
+	if keepOut == "" {
+		rep.KeepMap = f.keepMap
+	}
+	if env.JSON {
+		return env.PrintJSON(rep)
+	}
+	fmt.Fprintf(env.Out, "pruned %s to %d of %d experts per layer by %s: %d per-expert tensors sliced, %d copied; %d -> %d bytes\n",
+		path, res.NKeep, res.NExpert, criterion, res.SlicedTensors, res.CopiedTensors, res.SourceBytes, res.Bytes)
+	if env.Verbose {
+		for l, b := range plan.Blocks {
+			fmt.Fprintf(env.Out, "  layer %d keeps %v\n", b, plan.Keep[l])
+		}
+	}
+	fmt.Fprintf(env.Out, "wrote %s\n", f.out)
+	if keepOut != "" {
+		fmt.Fprintf(env.Out, "wrote %s\n", keepOut)
+	}
+	return nil
+}

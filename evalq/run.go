@@ -1,0 +1,52 @@
+package evalq
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stratactl/stratactl/engine"
+)
+
+// Run evaluates cand against ref over windows. Each window is run on its own
+// from position 0 with no BOS (the ids are used as given), and positions
+// 0..len-2 are scored: the logits there predict tokens 1..len-1, so
+// perplexity is over the NLL of tokens 1..len-1 and the divergences over the
+// distributions at positions 0..len-2. progress, when not nil, is told the
+// tokens of each window once both models have run it.
+func Run(ctx context.Context, ref, cand *engine.Model, windows [][]int32, progress func(tokens int)) (Result, []Position, error) {
+	if rv, cv := ref.Config.Vocab, cand.Config.Vocab; rv != cv {
+		return Result{}, nil, fmt.Errorf("the reference has a vocabulary of %d tokens, the candidate %d: their distributions cannot be compared", rv, cv)
+	}
+	v := ref.Config.Vocab
+	rs, cs := ref.NewSession(), cand.NewSession()
+	var pos []Position
+	for i, w := range windows {
+		if err := ctx.Err(); err != nil {
+			return Result{}, nil, err
+		}
+		if len(w) < 2 {
+			return Result{}, nil, fmt.Errorf("window %d: %d tokens, need at least 2", i, len(w))
+		}
+		rs.Reset()
+		rl, err := rs.Forward(w, true)
+		if err != nil {
+			return Result{}, nil, fmt.Errorf("reference, window %d: %w", i, err)
+		}
+		cs.Reset()
+		cl, err := cs.Forward(w, true)
+		if err != nil {
+			return Result{}, nil, fmt.Errorf("candidate, window %d: %w", i, err)
+		}
+		for t := 0; t+1 < len(w); t++ {
+			p, err := Compare(rl[t*v:(t+1)*v], cl[t*v:(t+1)*v], w[t+1])
+			if err != nil {
+				return Result{}, nil, fmt.Errorf("window %d position %d: %w", i, t, err)
+			}
+			pos = append(pos, p)
+		}
+		if progress != nil {
+			progress(len(w))
+		}
+	}
+	return Summarize(pos, len(windows)), pos, nil
+}
