@@ -3,9 +3,11 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -575,4 +577,60 @@ func (s *PackStore) Close() error {
 	s.ioMu.Unlock()
 	errs = append(errs, s.x.Close())
 	return errors.Join(errs...)
+}
+
+// PayloadBytes is the weight bytes of one expert (a slot without padding).
+func (s *PackStore) PayloadBytes() int64 { return int64(s.x.PayloadBytes()) }
+
+// SlotBytes is the bytes one miss reads.
+func (s *PackStore) SlotBytes() int64 { return int64(s.slotBytes) }
+
+// MeasureReads reads n slots chosen at random (seeded) with readers
+// goroutines, the way misses are read, and returns bytes per second. Direct
+// reads bypass the page cache, so this is the device's speed; buffered
+// reads may come from memory (the report says which).
+func (s *PackStore) MeasureReads(n, readers int, seed uint64) (float64, error) {
+	total := len(s.where)
+	keys := rand.New(rand.NewPCG(seed, 1)).Perm(total)
+	for len(keys) < n {
+		keys = append(keys, keys...)
+	}
+	keys = keys[:n]
+	var next atomic.Int64
+	errs := make(chan error, readers)
+	t0 := time.Now()
+	for r := 0; r < readers; r++ {
+		go func() {
+			buf := alignedBytes(s.slotBytes, strata.SlotAlign)
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(keys) {
+					errs <- nil
+					return
+				}
+				if err := s.readAt(buf, int64(s.x.Table[keys[i]].Offset)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var first error
+	for r := 0; r < readers; r++ {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	sec := time.Since(t0).Seconds()
+	if first != nil {
+		return 0, first
+	}
+	return float64(n*s.slotBytes) / sec, nil
+}
+
+// Direct reports whether slot reads bypass the page cache, and why not.
+func (s *PackStore) Direct() (bool, string) {
+	s.ioMu.Lock()
+	defer s.ioMu.Unlock()
+	return s.direct, s.directNote
 }
