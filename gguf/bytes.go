@@ -28,6 +28,9 @@ func (f *File) Bytes(t *TensorInfo) ([]byte, bool) {
 		return nil, false
 	}
 	s := f.DataStart(t)
+	if t.Offset < 0 || t.Size < 0 || s+t.Size > int64(len(f.mapped)) {
+		return nil, false // a TensorInfo not from this file
+	}
 	return f.mapped[s : s+t.Size : s+t.Size], true
 }
 

@@ -62,10 +62,10 @@ type inspectMoE struct {
 }
 
 type inspectMoELayer struct {
-	Block          int      `json:"block"`
-	Types          []string `json:"types"`
-	BytesPerExpert int64    `json:"bytes_per_expert"`
-	ExpertBytes    int64    `json:"expert_bytes"`
+	Block          int               `json:"block"`
+	Types          map[string]string `json:"types"` // "ffn_down_exps.weight" -> "IQ4_NL"
+	BytesPerExpert int64             `json:"bytes_per_expert"`
+	ExpertBytes    int64             `json:"expert_bytes"`
 }
 
 func newInspectCmd(env *cli.Env) *cobra.Command {
@@ -138,9 +138,10 @@ func buildInspectReport(f *gguf.File) *inspectReport {
 			im.ExpertTypes = append(im.ExpertTypes, ty.String())
 		}
 		for _, l := range m.Layers {
-			var types []string
+			types := map[string]string{}
 			for _, t := range l.ExpertTensors() {
-				types = append(types, t.Type.String())
+				_, part, _ := gguf.SplitBlockName(t.Name)
+				types[part] = t.Type.String()
 			}
 			im.PerLayer = append(im.PerLayer, inspectMoELayer{Block: l.Block, Types: types, BytesPerExpert: l.BytesPerExpert, ExpertBytes: l.ExpertTensorSize})
 		}
