@@ -104,7 +104,8 @@ type PackStore struct {
 	slots    []arenaSlot
 	where    []int // key -> slot, -1 when absent
 	tick     int64
-	jobs     chan int
+	jobs     chan int // reads the forward pass waits for
+	guesses  chan int // read-ahead, served only when no demand read waits
 	wg       sync.WaitGroup
 	closed   bool
 	counters StreamCounters
@@ -214,6 +215,7 @@ func newPackStore(dir string, f *gguf.File, c *Config, opt StreamOptions) (*Pack
 		readers = 4
 	}
 	s.jobs = make(chan int, nslots)
+	s.guesses = make(chan int, nslots)
 	for i := 0; i < readers; i++ {
 		s.wg.Add(1)
 		go s.reader()
@@ -291,7 +293,20 @@ func (s *PackStore) fill(rank [][]uint32) error {
 
 func (s *PackStore) reader() {
 	defer s.wg.Done()
-	for i := range s.jobs {
+	for {
+		var i int
+		var ok bool
+		select {
+		case i, ok = <-s.jobs:
+		default:
+			select {
+			case i, ok = <-s.jobs:
+			case i, ok = <-s.guesses:
+			}
+		}
+		if !ok {
+			return
+		}
 		s.mu.Lock()
 		key := s.slots[i].key
 		s.mu.Unlock()
@@ -448,7 +463,7 @@ func (s *PackStore) Guess(layer int, ids []int) {
 			budget--
 			s.slots[i].guess = true
 			s.counters.Guesses++
-			s.jobs <- i
+			s.guesses <- i
 		}
 	}
 }
@@ -566,6 +581,7 @@ func (s *PackStore) Close() error {
 	s.cond.Broadcast()
 	s.mu.Unlock()
 	close(s.jobs)
+	close(s.guesses)
 	s.wg.Wait()
 	var errs []error
 	s.ioMu.Lock()
