@@ -190,12 +190,13 @@ DATA q2vals<>+16(SB)/8, $0x00000000bf800000
 DATA q2vals<>+24(SB)/8, $0x400000003f800000
 GLOBL q2vals<>(SB), RODATA|NOPTR, $32
 
+// Y12 holds the block's four weights (c-1)*d (exact products), so a lookup
+// gives the decoded weight directly.
 #define Q2GROUP(off, xoff, acc) \
 	VPBROADCASTW off(SI), Y4 \
 	VPSHUFB      Y10, Y4, Y4 \
 	VPSRLVD      Y11, Y4, Y4 \
-	VPERMPS      Y9, Y4, Y4 \
-	VMULPS       Y8, Y4, Y4 \
+	VPERMPS      Y12, Y4, Y4 \
 	VMULPS       xoff(DI), Y4, Y4 \
 	VADDPS       Y4, acc, acc
 
@@ -214,6 +215,7 @@ TEXT ·dotQ2AVX2(SB), NOSPLIT, $0-28
 q2loop:
 	VPBROADCASTW 0(SI), X8
 	VCVTPH2PS    X8, Y8
+	VMULPS       Y8, Y9, Y12
 	Q2GROUP(2, 0, Y0)
 	Q2GROUP(4, 32, Y1)
 	Q2GROUP(6, 64, Y2)

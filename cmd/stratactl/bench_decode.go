@@ -172,7 +172,11 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 		s := m.NewSession()
 		var before engine.StreamCounters
 		res, err := s.Generate(ctx, prompt, engine.GenerateOptions{
-			MaxTokens:    f.tokens,
+			MaxTokens: f.tokens,
+			// Sampled, not greedy: greedy decoding of random weights
+			// tends to repeat one token, which would route every step
+			// alike and flatter the cache.
+			Sampler:      engine.NewSampler(1, 1, f.seed),
 			AfterPrefill: func() { before = ps.Counters() },
 		})
 		if err != nil {
