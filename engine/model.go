@@ -312,6 +312,23 @@ func newModel(f *gguf.File, opt Options) (*Model, error) {
 	return m, nil
 }
 
+// DenseBytesPerToken is the weight bytes one decode step reads outside the
+// experts: every layer's attention and router matrices, the output head and
+// one embedding row.
+func (m *Model) DenseBytesPerToken() int64 {
+	n := int64(m.Embd.RowBytes) + int64(len(m.Output.Data))
+	for i := range m.Layers {
+		L := &m.Layers[i]
+		for _, mm := range []*kernels.Matrix{&L.Q, &L.K, &L.V, &L.O, &L.Router} {
+			n += int64(len(mm.Data))
+		}
+		if L.RouterQ8 != nil && m.Experts.Streaming() {
+			n += int64(len(L.RouterQ8.Data))
+		}
+	}
+	return n
+}
+
 // Stream is the pack's expert store, or nil for a plain GGUF.
 func (m *Model) Stream() *PackStore {
 	ps, _ := m.Experts.(*PackStore)

@@ -3,9 +3,11 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -102,7 +104,8 @@ type PackStore struct {
 	slots    []arenaSlot
 	where    []int // key -> slot, -1 when absent
 	tick     int64
-	jobs     chan int
+	jobs     chan int // reads the forward pass waits for
+	guesses  chan int // read-ahead, served only when no demand read waits
 	wg       sync.WaitGroup
 	closed   bool
 	counters StreamCounters
@@ -212,6 +215,7 @@ func newPackStore(dir string, f *gguf.File, c *Config, opt StreamOptions) (*Pack
 		readers = 4
 	}
 	s.jobs = make(chan int, nslots)
+	s.guesses = make(chan int, nslots)
 	for i := 0; i < readers; i++ {
 		s.wg.Add(1)
 		go s.reader()
@@ -289,7 +293,20 @@ func (s *PackStore) fill(rank [][]uint32) error {
 
 func (s *PackStore) reader() {
 	defer s.wg.Done()
-	for i := range s.jobs {
+	for {
+		var i int
+		var ok bool
+		select {
+		case i, ok = <-s.jobs:
+		default:
+			select {
+			case i, ok = <-s.jobs:
+			case i, ok = <-s.guesses:
+			}
+		}
+		if !ok {
+			return
+		}
 		s.mu.Lock()
 		key := s.slots[i].key
 		s.mu.Unlock()
@@ -446,7 +463,7 @@ func (s *PackStore) Guess(layer int, ids []int) {
 			budget--
 			s.slots[i].guess = true
 			s.counters.Guesses++
-			s.jobs <- i
+			s.guesses <- i
 		}
 	}
 }
@@ -564,6 +581,7 @@ func (s *PackStore) Close() error {
 	s.cond.Broadcast()
 	s.mu.Unlock()
 	close(s.jobs)
+	close(s.guesses)
 	s.wg.Wait()
 	var errs []error
 	s.ioMu.Lock()
@@ -575,4 +593,60 @@ func (s *PackStore) Close() error {
 	s.ioMu.Unlock()
 	errs = append(errs, s.x.Close())
 	return errors.Join(errs...)
+}
+
+// PayloadBytes is the weight bytes of one expert (a slot without padding).
+func (s *PackStore) PayloadBytes() int64 { return int64(s.x.PayloadBytes()) }
+
+// SlotBytes is the bytes one miss reads.
+func (s *PackStore) SlotBytes() int64 { return int64(s.slotBytes) }
+
+// MeasureReads reads n slots chosen at random (seeded) with readers
+// goroutines, the way misses are read, and returns bytes per second. Direct
+// reads bypass the page cache, so this is the device's speed; buffered
+// reads may come from memory (the report says which).
+func (s *PackStore) MeasureReads(n, readers int, seed uint64) (float64, error) {
+	total := len(s.where)
+	keys := rand.New(rand.NewPCG(seed, 1)).Perm(total)
+	for len(keys) < n {
+		keys = append(keys, keys...)
+	}
+	keys = keys[:n]
+	var next atomic.Int64
+	errs := make(chan error, readers)
+	t0 := time.Now()
+	for r := 0; r < readers; r++ {
+		go func() {
+			buf := alignedBytes(s.slotBytes, strata.SlotAlign)
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(keys) {
+					errs <- nil
+					return
+				}
+				if err := s.readAt(buf, int64(s.x.Table[keys[i]].Offset)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var first error
+	for r := 0; r < readers; r++ {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	sec := time.Since(t0).Seconds()
+	if first != nil {
+		return 0, first
+	}
+	return float64(n*s.slotBytes) / sec, nil
+}
+
+// Direct reports whether slot reads bypass the page cache, and why not.
+func (s *PackStore) Direct() (bool, string) {
+	s.ioMu.Lock()
+	defer s.ioMu.Unlock()
+	return s.direct, s.directNote
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -75,7 +76,7 @@ func rewriteBytes(t testing.TB, g *File) []byte {
 }
 
 // syntheticSeeds are small files covering every value type, a nested array,
-// odd alignment, and version 2.
+// odd alignments, and version 2.
 func syntheticSeeds(t testing.TB) [][]byte {
 	kv := []KV{
 		{Key: "general.architecture", Value: String("qwen3moe")},
@@ -117,12 +118,19 @@ func syntheticSeeds(t testing.TB) [][]byte {
 	r.pad(16)
 	r.Write(make([]byte, 16))
 	seeds = append(seeds, bytes.Clone(r.Bytes()))
-	return seeds
+
+	// No tensors and the largest legal alignment: rewriting once padded to
+	// 2 GiB (found by this fuzzer).
+	r.Reset()
+	r.header(3, 0, 1)
+	r.kvU32("general.alignment", 1<<31)
+	return append(seeds, bytes.Clone(r.Bytes()))
 }
 
 // TestWriteFuzzSeeds regenerates the committed corpus in
 // testdata/fuzz/FuzzRead from the shared files: each shrunk to one block per
-// tensor with arrays cut to a few elements, plus bit-flipped copies. Run with
+// tensor with arrays cut to a few elements, a bit-flipped copy of that, and
+// small real headers cut at their data section. Run with
 // GGUF_WRITE_FUZZ_SEEDS=1.
 func TestWriteFuzzSeeds(t *testing.T) {
 	if os.Getenv("GGUF_WRITE_FUZZ_SEEDS") == "" {
@@ -144,9 +152,25 @@ func TestWriteFuzzSeeds(t *testing.T) {
 			t.Fatal(err)
 		}
 		small := shrink(t, g)
+		dataOffset := g.DataOffset
 		g.Close()
 		base := filepath.Base(filepath.Dir(path)) + "-" + filepath.Base(path)
 		save(base, small)
+		if dataOffset <= 4096 {
+			// The real header cut at its data section: metadata parses, the
+			// tensors point past the end.
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			head := make([]byte, dataOffset)
+			_, err = io.ReadFull(f, head)
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			save(base+"-header", head)
+		}
 		flipped := bytes.Clone(small)
 		for i := 5; i < len(flipped); i += 97 {
 			flipped[i] ^= 1 << (i % 8)

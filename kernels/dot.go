@@ -193,7 +193,7 @@ func Fused(t quant.Type) bool {
 	switch t {
 	case quant.F32, quant.BF16:
 		return true
-	case quant.F16, quant.Q8_0:
+	case quant.F16, quant.Q8_0, quant.IQ4_NL, quant.Q2_0:
 		return f16c
 	}
 	return false
@@ -221,6 +221,14 @@ func Dot(t quant.Type, row []byte, x []float32, scratch []float32) float32 {
 		case quant.Q8_0:
 			if len(row) >= 34*(n/32) && f16c {
 				return dotQ8AVX2(&row[0], &x[0], n/32)
+			}
+		case quant.IQ4_NL:
+			if len(row) >= 18*(n/32) && f16c {
+				return dotIQ4NLAVX2(&row[0], &x[0], n/32, &quant.KvaluesIQ4NL[0])
+			}
+		case quant.Q2_0:
+			if n%64 == 0 && len(row) >= 18*(n/64) && f16c {
+				return dotQ2AVX2(&row[0], &x[0], n/64)
 			}
 		}
 	}

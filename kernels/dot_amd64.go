@@ -28,6 +28,12 @@ func dotF16AVX2(w *byte, x *float32, n int) float32
 //go:noescape
 func dotQ8AVX2(w *byte, x *float32, blocks int) float32
 
+//go:noescape
+func dotQ2AVX2(w *byte, x *float32, blocks int) float32
+
+//go:noescape
+func dotIQ4NLAVX2(w *byte, x *float32, blocks int, table *int8) float32
+
 func dotF32AVX2Bytes(w *byte, x *float32, n int) float32 {
 	return dotF32AVX2((*float32)(unsafe.Pointer(w)), x, n)
 }

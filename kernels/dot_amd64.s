@@ -164,3 +164,132 @@ q8done:
 	REDUCE
 	MOVSS X0, ret+24(FP)
 	RET
+
+// Q2_0: code c of element j is (qs[j/4] >> 2*(j%4)) & 3, weight (c-1)*d.
+// Eight elements come from two bytes: broadcast them, give lanes 0-3 the
+// first byte and lanes 4-7 the second (VPSHUFB), shift each lane by
+// 0,2,4,6 (VPSRLVD), and look c-1 up with VPERMPS, which reads only the low
+// three bits of each index, so the table repeats {-1,0,1,2} twice instead of
+// masking.
+DATA q2shuf<>+0(SB)/8, $0x8080800080808000
+DATA q2shuf<>+8(SB)/8, $0x8080800080808000
+DATA q2shuf<>+16(SB)/8, $0x8080800180808001
+DATA q2shuf<>+24(SB)/8, $0x8080800180808001
+GLOBL q2shuf<>(SB), RODATA|NOPTR, $32
+
+DATA q2shift<>+0(SB)/8, $0x0000000200000000
+DATA q2shift<>+8(SB)/8, $0x0000000600000004
+DATA q2shift<>+16(SB)/8, $0x0000000200000000
+DATA q2shift<>+24(SB)/8, $0x0000000600000004
+GLOBL q2shift<>(SB), RODATA|NOPTR, $32
+
+// float32 -1, 0, 1, 2, -1, 0, 1, 2
+DATA q2vals<>+0(SB)/8, $0x00000000bf800000
+DATA q2vals<>+8(SB)/8, $0x400000003f800000
+DATA q2vals<>+16(SB)/8, $0x00000000bf800000
+DATA q2vals<>+24(SB)/8, $0x400000003f800000
+GLOBL q2vals<>(SB), RODATA|NOPTR, $32
+
+// Y12 holds the block's four weights (c-1)*d (exact products), so a lookup
+// gives the decoded weight directly.
+#define Q2GROUP(off, xoff, acc) \
+	VPBROADCASTW off(SI), Y4 \
+	VPSHUFB      Y10, Y4, Y4 \
+	VPSRLVD      Y11, Y4, Y4 \
+	VPERMPS      Y12, Y4, Y4 \
+	VMULPS       xoff(DI), Y4, Y4 \
+	VADDPS       Y4, acc, acc
+
+// func dotQ2AVX2(w *byte, x *float32, blocks int) float32
+TEXT ·dotQ2AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	ZERO4
+	VMOVDQU q2shuf<>(SB), Y10
+	VMOVDQU q2shift<>(SB), Y11
+	VMOVUPS q2vals<>(SB), Y9
+	TESTQ   CX, CX
+	JZ      q2done
+
+q2loop:
+	VPBROADCASTW 0(SI), X8
+	VCVTPH2PS    X8, Y8
+	VMULPS       Y8, Y9, Y12
+	Q2GROUP(2, 0, Y0)
+	Q2GROUP(4, 32, Y1)
+	Q2GROUP(6, 64, Y2)
+	Q2GROUP(8, 96, Y3)
+	Q2GROUP(10, 128, Y0)
+	Q2GROUP(12, 160, Y1)
+	Q2GROUP(14, 192, Y2)
+	Q2GROUP(16, 224, Y3)
+	ADDQ $18, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  q2loop
+
+q2done:
+	REDUCE
+	MOVSS X0, ret+24(FP)
+	RET
+
+// IQ4_NL: element j < 16 is the low nibble of qs[j], element j+16 the high
+// nibble; the weight is d * kvalues[nibble]. VPSHUFB maps 16 nibbles to
+// their int8 codebook values at once.
+DATA nibmask<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibmask<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL nibmask<>(SB), RODATA|NOPTR, $16
+
+// func dotIQ4NLAVX2(w *byte, x *float32, blocks int, table *int8) float32
+TEXT ·dotIQ4NLAVX2(SB), NOSPLIT, $0-36
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	MOVQ table+24(FP), AX
+	ZERO4
+	VMOVDQU (AX), X9
+	VMOVDQU nibmask<>(SB), X10
+	TESTQ   CX, CX
+	JZ      iq4done
+
+iq4loop:
+	VPBROADCASTW 0(SI), X8
+	VCVTPH2PS    X8, Y8
+	VMOVDQU      2(SI), X4
+	VPSRLW       $4, X4, X5
+	VPAND        X10, X4, X4
+	VPAND        X10, X5, X5
+	VPSHUFB      X4, X9, X4
+	VPSHUFB      X5, X9, X5
+	VPMOVSXBD    X4, Y6
+	VPSRLDQ      $8, X4, X4
+	VPMOVSXBD    X4, Y7
+	VCVTDQ2PS    Y6, Y6
+	VCVTDQ2PS    Y7, Y7
+	VMULPS       Y8, Y6, Y6
+	VMULPS       Y8, Y7, Y7
+	VMULPS       0(DI), Y6, Y6
+	VMULPS       32(DI), Y7, Y7
+	VADDPS       Y6, Y0, Y0
+	VADDPS       Y7, Y1, Y1
+	VPMOVSXBD    X5, Y6
+	VPSRLDQ      $8, X5, X5
+	VPMOVSXBD    X5, Y7
+	VCVTDQ2PS    Y6, Y6
+	VCVTDQ2PS    Y7, Y7
+	VMULPS       Y8, Y6, Y6
+	VMULPS       Y8, Y7, Y7
+	VMULPS       64(DI), Y6, Y6
+	VMULPS       96(DI), Y7, Y7
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	ADDQ         $18, SI
+	ADDQ         $128, DI
+	DECQ         CX
+	JNZ          iq4loop
+
+iq4done:
+	REDUCE
+	MOVSS X0, ret+32(FP)
+	RET

@@ -11,3 +11,7 @@ func dotF32AVX2Bytes(w *byte, x *float32, n int) float32 { panic("no asm") }
 func dotBF16AVX2(w *byte, x *float32, n int) float32     { panic("no asm") }
 func dotF16AVX2(w *byte, x *float32, n int) float32      { panic("no asm") }
 func dotQ8AVX2(w *byte, x *float32, blocks int) float32  { panic("no asm") }
+func dotQ2AVX2(w *byte, x *float32, blocks int) float32  { panic("no asm") }
+func dotIQ4NLAVX2(w *byte, x *float32, blocks int, table *int8) float32 {
+	panic("no asm")
+}

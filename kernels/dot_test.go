@@ -12,9 +12,12 @@ import (
 )
 
 // TestDecodeRowMatchesGGML decodes ggml's own quantized fixtures and compares
-// with ggml's to_float output bit for bit.
+// with ggml's to_float output bit for bit: every type the engine can run,
+// through its own decoders or the generic fallback.
 func TestDecodeRowMatchesGGML(t *testing.T) {
-	for _, name := range []string{"F16", "BF16", "Q8_0", "IQ4_NL", "Q2_0"} {
+	for _, name := range []string{"F16", "BF16", "Q8_0", "IQ4_NL", "Q2_0", "IQ3_S", "Q4_0", "Q4_1", "Q5_0", "Q5_1",
+		"Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS", "IQ3_XXS", "IQ2_XS", "IQ2_XXS", "IQ2_S", "IQ1_S", "IQ1_M",
+		"MXFP4", "Q1_0", "TQ1_0", "TQ2_0"} {
 		t.Run(name, func(t *testing.T) {
 			f, err := gguf.Open(testutil.Path(t, "fixtures", "ggml", name+".gguf"))
 			if err != nil {
@@ -35,6 +38,14 @@ func TestDecodeRowMatchesGGML(t *testing.T) {
 				t.Fatal(err)
 			}
 			ncol := int(qi.Dims[0])
+			if !CanDecode(qi.Type) {
+				t.Fatalf("no decoder for %s", qi.Type)
+			}
+			x := make([]float32, ncol)
+			for i := range x {
+				x[i] = float32(i%7) - 3
+			}
+			scratch := make([]float32, ncol)
 			got := make([]float32, ncol)
 			rowBytes := int(qi.RowBytes())
 			for r := 0; r < int(qi.Rows()); r++ {
@@ -43,9 +54,14 @@ func TestDecodeRowMatchesGGML(t *testing.T) {
 				}
 				for j, g := range got {
 					want := math.Float32frombits(binary.LittleEndian.Uint32(rb[4*(r*ncol+j):]))
-					if math.Float32bits(g) != math.Float32bits(want) {
+					if math.Float32bits(g) != math.Float32bits(want) && !(g != g && want != want) {
 						t.Fatalf("row %d col %d: got %g want %g", r, j, g, want)
 					}
+				}
+				// Dot on the stored row is the ordered dot of the decoded one.
+				want := dotF32Generic(got, x)
+				if d := Dot(qi.Type, q[r*rowBytes:(r+1)*rowBytes], x, scratch); math.Float32bits(d) != math.Float32bits(want) && !(d != d && want != want) {
+					t.Fatalf("row %d: Dot %g, decode then dot %g", r, d, want)
 				}
 			}
 		})

@@ -33,6 +33,27 @@ GLOBL q2shifts<>(SB), RODATA|NOPTR, $32
 	VMULPS  Y13, Y13, Y13 \
 	VADDPS  Y13, Y12, Y12
 
+// STEP2(off): STEP for two candidates at once, inverse scales Y10 and Y0,
+// sums in Y11/Y12 and Y1/Y2, so that their dependency chains overlap.
+#define STEP2(off) \
+	VMOVUPS   off(SI), Y5   \
+	VMULPS    Y10, Y5, Y13  \
+	VMULPS    Y0, Y5, Y3    \
+	VMAXPS    Y8, Y13, Y13  \
+	VMAXPS    Y8, Y3, Y3    \
+	VMINPS    Y9, Y13, Y13  \
+	VMINPS    Y9, Y3, Y3    \
+	VROUNDPS  $0, Y13, Y13  \
+	VROUNDPS  $0, Y3, Y3    \
+	VMULPS    Y13, Y5, Y14  \
+	VMULPS    Y3, Y5, Y4    \
+	VADDPS    Y14, Y11, Y11 \
+	VADDPS    Y4, Y1, Y1    \
+	VMULPS    Y13, Y13, Y13 \
+	VMULPS    Y3, Y3, Y3    \
+	VADDPS    Y13, Y12, Y12 \
+	VADDPS    Y3, Y2, Y2
+
 // WSTEP adds (w*x)*l to Y11 and (w*l)*l to Y12.
 #define WSTEP(off) \
 	VMOVUPS off(SI), Y14  \
@@ -61,6 +82,36 @@ TEXT ·q2ScoreAVX2(SB), NOSPLIT, $0-32
 	MOVQ out+24(FP), DI
 	VBROADCASTSS q2consts<>+0(SB), Y8
 	VBROADCASTSS q2consts<>+4(SB), Y9
+
+pairloop:
+	CMPQ CX, $2
+	JLT  scoreloop
+	VBROADCASTSS (DX), Y10
+	VBROADCASTSS 4(DX), Y0
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	STEP2(0)
+	STEP2(32)
+	STEP2(64)
+	STEP2(96)
+	STEP2(128)
+	STEP2(160)
+	STEP2(192)
+	STEP2(224)
+	REDUCE(Y11, X11)
+	REDUCE(Y12, X12)
+	REDUCE(Y1, X1)
+	REDUCE(Y2, X2)
+	VMOVSS X11, (DI)
+	VMOVSS X12, 4(DI)
+	VMOVSS X1, 8(DI)
+	VMOVSS X2, 12(DI)
+	ADDQ $8, DX
+	ADDQ $16, DI
+	SUBQ $2, CX
+	JMP  pairloop
 
 scoreloop:
 	TESTQ CX, CX

@@ -204,3 +204,41 @@ func BenchmarkQ2SearchImatrixAVX2(b *testing.B) {
 	benchQ2(b, true, &quant.QuantizeOptions{Importance: imp, RowLen: 4096})
 }
 func BenchmarkQ2GGML(b *testing.B) { benchQ2(b, true, &quant.QuantizeOptions{Q2Mode: quant.Q2GGML}) }
+
+// FuzzQ2SearchPaths feeds arbitrary bit patterns (any float32, NaN and Inf
+// included) to both paths; they must agree with the reference byte for byte.
+func FuzzQ2SearchPaths(f *testing.F) {
+	f.Add(make([]byte, 256), uint8(0))
+	seed := make([]byte, 512)
+	for i := range seed {
+		seed[i] = byte(i * 37)
+	}
+	f.Add(seed, uint8(3))
+	f.Fuzz(func(t *testing.T, raw []byte, cand uint8) {
+		n := len(raw) / 4 / 64 * 64
+		if n == 0 {
+			return
+		}
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = math.Float32frombits(uint32(raw[4*i]) | uint32(raw[4*i+1])<<8 | uint32(raw[4*i+2])<<16 | uint32(raw[4*i+3])<<24)
+		}
+		imp := make([]float32, 64)
+		for i := range imp {
+			imp[i] = float32(math.Abs(float64(x[i])))
+		}
+		for _, opt := range []*quant.QuantizeOptions{{Q2Candidates: int(cand % 20)}, {Q2Candidates: int(cand % 20), Importance: imp, RowLen: 64}} {
+			want := make([]byte, n/64*18)
+			if err := quant.Quantize(quant.Q2_0, x, want, opt); err != nil {
+				t.Fatal(err)
+			}
+			for _, asm := range []bool{false, true} {
+				got := make([]byte, len(want))
+				withPath(asm, func() { QuantizeQ2_0(x, got, opt) })
+				if !bytes.Equal(got, want) {
+					t.Fatalf("asm=%v: bytes differ from the reference\ngot  %x\nwant %x", asm, got, want)
+				}
+			}
+		}
+	})
+}

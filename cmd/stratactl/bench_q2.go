@@ -316,12 +316,12 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// q2Speed times each rule on 2^20 gaussian weights (sigma 0.02), the best
+// q2Speed times each rule on 2^22 gaussian weights (sigma 0.02), the best
 // of five runs on one goroutine.
 func q2Speed(candidates int) []q2SpeedRow {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	x := gaussianWeights(1<<20, 2)
+	x := gaussianWeights(1<<22, 2)
 	for i := range x {
 		x[i] *= 0.02
 	}
@@ -391,7 +391,7 @@ func printQ2Rules(env *cli.Env, rep *q2RulesReport) {
 		fmt.Fprintf(env.Out, "w.*: importance-weighted relative error, weights from %s (expert e uses row e)\n", rep.Imatrix)
 	}
 	if len(rep.Speed) > 0 {
-		fmt.Fprintln(env.Out, "\nQ2_0 quantize speed, one goroutine, 2^20 gaussian weights, best of 5 (CPU time of this process)")
+		fmt.Fprintln(env.Out, "\nQ2_0 quantize speed, one goroutine, 2^22 gaussian weights (sigma 0.02), best of 5 (CPU time of this process)")
 		tw = tabwriter.NewWriter(env.Out, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "rule\tpath\tMweights/CPU-s\tcpu s\twall s")
 		for _, s := range rep.Speed {

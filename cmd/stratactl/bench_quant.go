@@ -89,18 +89,20 @@ type quantRate struct {
 }
 
 type quantBenchReport struct {
-	CPU             string      `json:"cpu"`
-	Paths           string      `json:"paths"`
-	GOMAXPROCS      int         `json:"gomaxprocs"`
-	LoadAverage     string      `json:"load_average,omitempty"`
-	BufferMiB       int         `json:"buffer_mib"`
-	CacheKiB        int         `json:"cache_buffer_kib"`
-	SecondsPerPoint float64     `json:"seconds_per_measurement"`
-	WriteGBs        float64     `json:"memory_write_gb_per_s"`
-	CopyGBs         float64     `json:"memory_copy_gb_per_s"` // bytes copied (read once + written once)
-	ReadGBs         float64     `json:"memory_read_gb_per_s"`
-	Rates           []quantRate `json:"rates"`
-	ReferenceNote   string      `json:"reference_note"`
+	CPU             string  `json:"cpu"`
+	Paths           string  `json:"paths"`
+	GOMAXPROCS      int     `json:"gomaxprocs"`
+	LoadAverage     string  `json:"load_average,omitempty"`
+	BufferMiB       int     `json:"buffer_mib"`
+	CacheKiB        int     `json:"cache_buffer_kib"`
+	SecondsPerPoint float64 `json:"seconds_per_measurement"`
+	// Bandwidths are per second of thread CPU time where the clock exists
+	// (like the per-core rates they are compared with), else wall clock.
+	WriteGBs      float64     `json:"memory_write_gb_per_s"`
+	CopyGBs       float64     `json:"memory_copy_gb_per_s"` // bytes copied (read once + written once)
+	ReadGBs       float64     `json:"memory_read_gb_per_s"`
+	Rates         []quantRate `json:"rates"`
+	ReferenceNote string      `json:"reference_note"`
 }
 
 const anchorNote = "ggml reference figures are copied from shared/QUANT-FORMATS.md section 5 (ggml d99724f2, one core of a different, 2-vCPU Xeon); they were not measured in this run"
@@ -149,6 +151,15 @@ type callTimes struct {
 	wall, best time.Duration // median and fastest wall-clock call
 	cpu        time.Duration // median thread CPU time per call (0 if unknown)
 	calls      int
+}
+
+// perCore is the median CPU time per call, or the wall time without a CPU
+// clock.
+func (c callTimes) perCore() time.Duration {
+	if c.cpu > 0 {
+		return c.cpu
+	}
+	return c.wall
 }
 
 // timeCalls runs f once to warm up, then repeatedly for about `seconds`
@@ -203,18 +214,18 @@ func benchQuant(ctx context.Context, env *cli.Env, seconds float64, mib int) (*q
 	if err != nil {
 		return nil, err
 	}
-	rep.WriteGBs = bytes / ct.wall.Seconds() / 1e9
+	rep.WriteGBs = bytes / ct.perCore().Seconds() / 1e9
 	other := make([]float32, weights)
 	ct, err = timeCalls(ctx, seconds, func() error { copy(other, dst); return nil })
 	if err != nil {
 		return nil, err
 	}
-	rep.CopyGBs = bytes / ct.wall.Seconds() / 1e9
+	rep.CopyGBs = bytes / ct.perCore().Seconds() / 1e9
 	ct, err = timeCalls(ctx, seconds, func() error { benchSink += sumLanes(other); return nil })
 	if err != nil {
 		return nil, err
 	}
-	rep.ReadGBs = bytes / ct.wall.Seconds() / 1e9
+	rep.ReadGBs = bytes / ct.perCore().Seconds() / 1e9
 	other = nil
 
 	bar := env.NewProgress(int64(2*len(benchDequantTypes)+2), "bench quant", false)
@@ -284,7 +295,7 @@ func newRate(op string, t quant.Type, path string, n int, ct callTimes, writeGBs
 	}
 	r.MBPerS = 4 * r.MWeightsPerS
 	if writeGBs > 0 {
-		r.OfWriteBW = r.MBPerS / 1e3 / writeGBs
+		r.OfWriteBW = 4 * float64(n) / ct.perCore().Seconds() / 1e9 / writeGBs
 	}
 	if a, ok := ggmlAnchorFor(op, t); ok {
 		// ggml's figures come from an idle, pinned core, so they are compared
@@ -335,7 +346,7 @@ func printQuantBench(w io.Writer, r *quantBenchReport) {
 	if r.LoadAverage != "" {
 		fmt.Fprintf(w, "load average at start: %s (GOMAXPROCS %d)\n", r.LoadAverage, r.GOMAXPROCS)
 	}
-	fmt.Fprintf(w, "memory bandwidth (this run, one thread): write %.2f GB/s, read %.2f GB/s, copy %.2f GB/s\n\n",
+	fmt.Fprintf(w, "memory bandwidth (this run, one thread, per CPU-second): write %.2f GB/s, read %.2f GB/s, copy %.2f GB/s\n\n",
 		r.WriteGBs, r.ReadGBs, r.CopyGBs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "op\ttype\tpath\tMw/s wall\tbest\tper CPU-s\tin cache\tMB/s\tof write BW\tggml ref MB/s*\tvs ggml ref\t")
@@ -361,7 +372,7 @@ func printQuantBench(w io.Writer, r *quantBenchReport) {
 	tw.Flush()
 	fmt.Fprintf(w, "\nMw/s: million weights per second of wall-clock time (median call; best = fastest call) over the\n"+
 		"big output; per CPU-s: per second of this thread's CPU time (time taken by other processes left out);\n"+
-		"in cache: wall-clock median over the small output. MB/s and 'of write BW' use the wall-clock median;\n"+
-		"'vs ggml ref' uses the per-CPU-second rate (ggml's figures come from an idle, pinned core).\n")
+		"in cache: wall-clock median over the small output. MB/s uses the wall-clock median; 'of write BW' and\n"+
+		"'vs ggml ref' use the per-CPU-second rate (ggml's figures come from an idle, pinned core).\n")
 	fmt.Fprintf(w, "* %s.\n", r.ReferenceNote)
 }

@@ -194,3 +194,55 @@ func dataSection(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestPrunedModelWithTheToolchain: inspect reads K experts back from a
+// pruned GGUF; a pack made from it verifies; and pruning then packing gives
+// the same expert slots as packing with the keep map (pack --keep), so the two
+// routes agree on what a keep map means.
+func TestPrunedModelWithTheToolchain(t *testing.T) {
+	dir := t.TempDir()
+	model := testutil.TinyModel(t, "model-bf16.gguf")
+	s := profile.NewStats([]int{0, 1, 2, 3}, 32)
+	for l := range 4 {
+		for e := range 32 {
+			// A different order per layer.
+			s.Count[l][e] = int64((e*(5+2*l))%32 + 1)
+			s.EAN[l][e] = float64(s.Count[l][e])
+		}
+	}
+	prof := filepath.Join(dir, "p.strp")
+	if err := strata.WriteKeep(prof, s.Keep()); err != nil {
+		t.Fatal(err)
+	}
+	pruned := filepath.Join(dir, "pruned.gguf")
+	pr := decode[pruneReport](t, stratactl(t, "prune", model, "--profile", prof, "--keep", "8", "-o", pruned, "--json"))
+
+	var ins struct {
+		MoE struct {
+			Experts     int `json:"experts"`
+			ExpertsUsed int `json:"experts_used"`
+			Layers      int `json:"layers"`
+		} `json:"moe"`
+	}
+	if err := json.Unmarshal(stratactl(t, "inspect", pruned, "--json"), &ins); err != nil {
+		t.Fatal(err)
+	}
+	if ins.MoE.Experts != 8 || ins.MoE.ExpertsUsed != 4 || ins.MoE.Layers != 4 {
+		t.Errorf("inspect sees %+v, want 8 experts, 4 used, 4 layers", ins.MoE)
+	}
+
+	packA, packB := filepath.Join(dir, "packA"), filepath.Join(dir, "packB")
+	stratactl(t, "pack", pruned, "-o", packA)
+	stratactl(t, "pack", model, "--keep", pr.KeepMap, "-o", packB)
+	for _, p := range []string{packA, packB} {
+		var v struct {
+			OK bool `json:"ok"`
+		}
+		if err := json.Unmarshal(stratactl(t, "verify", p, "--json"), &v); err != nil || !v.OK {
+			t.Errorf("verify %s: ok %v, err %v", p, v.OK, err)
+		}
+	}
+	if a, b := mustRead(t, filepath.Join(packA, "model.experts")), mustRead(t, filepath.Join(packB, "model.experts")); !bytes.Equal(a, b) {
+		t.Error("prune then pack and pack --keep give different expert slots")
+	}
+}

@@ -170,12 +170,10 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 		}
 	}
 	out := bufio.NewWriter(env.Out)
+	text := tok.NewTextStream()
 	if !env.JSON {
 		opt.OnToken = func(id int32) error {
-			if tok.IsControl(id) {
-				return nil
-			}
-			out.Write(tok.TokenBytes(id))
+			out.WriteString(text.Push(id))
 			return out.Flush()
 		}
 	}
@@ -232,7 +230,11 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	if env.JSON {
 		return env.PrintJSON(rep)
 	}
-	fmt.Fprintln(env.Out)
+	out.WriteString(text.Flush())
+	out.WriteString("\n")
+	if err := out.Flush(); err != nil {
+		return err
+	}
 	fmt.Fprintf(env.Err, "prompt: %d tokens in %.3f s (%.1f tokens/s)\n", rep.PromptTokens, rep.PrefillSeconds, rep.PrefillTokensPerS)
 	fmt.Fprintf(env.Err, "decode: %d steps in %.3f s (%.1f tokens/s), stop: %s\n", rep.DecodeSteps, rep.DecodeSeconds, rep.DecodeTokensPerS, rep.StopReason)
 	fmt.Fprintf(env.Err, "threads: %d (of %d CPUs), kernels: %s\n", rep.Threads, runtime.NumCPU(), rep.Kernels)

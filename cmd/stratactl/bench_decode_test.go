@@ -1,0 +1,39 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stratactl/stratactl/internal/cli"
+)
+
+func TestBenchDecodeSmall(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"--json", "bench", "decode", "--dir", t.TempDir(), "--layers", "2", "--embd", "256", "--ff", "128",
+		"--experts", "16", "--used", "2", "--vocab", "512", "--heads", "4", "--heads-kv", "2", "--head-dim", "64",
+		"-n", "4", "--prompt", "3", "--mem-mb", "8", "--disk-slots", "8"}
+	if code := run(context.Background(), cli.Test(&out, &errb), args); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var rep benchDecodeReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if rep.MemReadGBs <= 0 || rep.DiskReadMBs <= 0 || rep.ExpertsBytes <= 0 {
+		t.Fatalf("bandwidths %+v", rep)
+	}
+	res, str := rep.Resident, rep.Streaming
+	if res.DecodeSteps != 3 || res.DecodeTokensPerS <= 0 || res.Limit <= 0 || res.Stream.HitRate != 1 {
+		t.Fatalf("resident run %+v", res)
+	}
+	if str.Stream.ArenaSlots != 8 || str.Stream.TotalSlots != 32 || str.Stream.Counters.Misses == 0 {
+		t.Fatalf("streaming run %+v", str.Stream)
+	}
+	// The expert bytes per token follow from the shapes: 2 layers x 2 used
+	// x (gate + up + down) of 128 x 256 Q2_0 weights (18 bytes per 64).
+	if want := 2 * 2 * 3 * 128 * 256 / 64 * 18; rep.ExpertMBPerTok*1e6 != float64(want) {
+		t.Fatalf("expert bytes per token %.0f, want %d", rep.ExpertMBPerTok*1e6, want)
+	}
+}

@@ -1,0 +1,265 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/quant"
+	"github.com/stratactl/stratactl/strata"
+)
+
+// SynthSpec shapes a synthetic qwen3moe pack for decode benchmarks: random
+// weights of realistic scale (activations stay ordinary numbers), so speed
+// is what real weights of the same types would give.
+type SynthSpec struct {
+	Layers, Embd, Heads, HeadsKV, HeadDim int
+	Experts, ExpertsUsed, ExpertFF, Vocab int
+	DenseType, ExpertType                 quant.Type
+	Seed                                  uint64
+}
+
+// SynthBytes is the size of the experts file the spec makes.
+func (sp *SynthSpec) SynthBytes() (int64, error) {
+	h, err := sp.header()
+	if err != nil {
+		return 0, err
+	}
+	return int64(h.FileBytes), nil
+}
+
+func (sp *SynthSpec) header() (*strata.Header, error) {
+	layers := make([]uint32, sp.Layers)
+	for i := range layers {
+		layers[i] = uint32(i)
+	}
+	return strata.NewHeader(layers, sp.Experts, [strata.NumParts]strata.PartShape{
+		{Type: sp.ExpertType, Ne0: int64(sp.Embd), Ne1: int64(sp.ExpertFF)},
+		{Type: sp.ExpertType, Ne0: int64(sp.Embd), Ne1: int64(sp.ExpertFF)},
+		{Type: sp.ExpertType, Ne0: int64(sp.ExpertFF), Ne1: int64(sp.Embd)},
+	})
+}
+
+// randomWeights encodes rows x cols random weights of type t whose values
+// have a standard deviation near sigma.
+func randomWeights(rng *rand.Rand, t quant.Type, cols, rows int, sigma float32) ([]byte, error) {
+	rb, err := quant.RowBytes(t, int64(cols))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, rb*int64(rows))
+	switch t {
+	case quant.F32:
+		for i := 0; i < cols*rows; i++ {
+			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(float32(rng.NormFloat64())*sigma))
+		}
+	case quant.BF16:
+		for i := 0; i < cols*rows; i++ {
+			binary.LittleEndian.PutUint16(out[2*i:], quant.Float32ToBF16(float32(rng.NormFloat64())*sigma))
+		}
+	case quant.F16:
+		for i := 0; i < cols*rows; i++ {
+			binary.LittleEndian.PutUint16(out[2*i:], quant.Float32ToFP16(float32(rng.NormFloat64())*sigma))
+		}
+	case quant.Q8_0, quant.Q2_0, quant.IQ4_NL, quant.Q4_0:
+		// These blocks are an fp16 scale then codes: random codes with a
+		// scale that gives the wanted spread.
+		ti, _ := quant.Info(t)
+		var scale float32
+		switch t {
+		case quant.Q8_0:
+			scale = sigma / 73 // uniform int8: sd ~ 73.6
+		case quant.Q2_0:
+			scale = sigma / 1.1 // codes -1..2: sd ~ 1.12
+		case quant.IQ4_NL:
+			scale = sigma / 70
+		case quant.Q4_0:
+			scale = sigma / 4.6
+		}
+		h := quant.Float32ToFP16(scale)
+		var word uint64
+		for o := 0; o < len(out); o += ti.BlockBytes {
+			binary.LittleEndian.PutUint16(out[o:], h)
+			for j := o + 2; j < o+ti.BlockBytes; j++ {
+				if (j-o)%8 == 2 {
+					word = rng.Uint64()
+				}
+				out[j] = byte(word)
+				word >>= 8
+			}
+		}
+	default:
+		return nil, fmt.Errorf("synthetic weights of type %s are not supported (F32, F16, BF16, Q8_0, Q4_0, IQ4_NL, Q2_0)", t)
+	}
+	return out, nil
+}
+
+// WriteSyntheticPack writes model.gguf, model.experts and keep.strp of a
+// random model into dir.
+func WriteSyntheticPack(dir string, sp SynthSpec) error {
+	rng := rand.New(rand.NewPCG(sp.Seed, 0x5717))
+	h, err := sp.header()
+	if err != nil {
+		return err
+	}
+	xf, err := strata.CreateExperts(filepath.Join(dir, "model.experts"), h)
+	if err != nil {
+		return err
+	}
+	for l := 0; l < sp.Layers; l++ {
+		for e := 0; e < sp.Experts; e++ {
+			var parts [3][]byte
+			for p := range parts {
+				pt := h.Parts[p]
+				sigma := float32(1 / math.Sqrt(float64(pt.Ne0)))
+				if parts[p], err = randomWeights(rng, pt.Type, int(pt.Ne0), int(pt.Ne1), sigma); err != nil {
+					xf.Abort()
+					return err
+				}
+			}
+			if err := xf.WriteSlot(l, e, parts); err != nil {
+				xf.Abort()
+				return err
+			}
+		}
+	}
+	if err := xf.Commit(); err != nil {
+		return err
+	}
+	layers := h.Layers
+	k := strata.IdentityKeep(layers, sp.Experts)
+	for l := range k.Rank {
+		k.Rank[l] = make([]uint32, sp.Experts)
+		for i, p := range rng.Perm(sp.Experts) {
+			k.Rank[l][i] = uint32(p)
+		}
+	}
+	if err := strata.WriteKeep(filepath.Join(dir, "keep.strp"), k); err != nil {
+		return err
+	}
+	st, err := os.Stat(filepath.Join(dir, "model.experts"))
+	if err != nil {
+		return err
+	}
+	arch := "qwen3moe"
+	kv := []gguf.KV{
+		{Key: "general.architecture", Value: gguf.String(arch)},
+		{Key: "general.name", Value: gguf.String("synthetic")},
+		{Key: arch + ".block_count", Value: gguf.Uint32(uint32(sp.Layers))},
+		{Key: arch + ".context_length", Value: gguf.Uint32(4096)},
+		{Key: arch + ".embedding_length", Value: gguf.Uint32(uint32(sp.Embd))},
+		{Key: arch + ".expert_feed_forward_length", Value: gguf.Uint32(uint32(sp.ExpertFF))},
+		{Key: arch + ".attention.head_count", Value: gguf.Uint32(uint32(sp.Heads))},
+		{Key: arch + ".attention.head_count_kv", Value: gguf.Uint32(uint32(sp.HeadsKV))},
+		{Key: arch + ".attention.key_length", Value: gguf.Uint32(uint32(sp.HeadDim))},
+		{Key: arch + ".attention.value_length", Value: gguf.Uint32(uint32(sp.HeadDim))},
+		{Key: arch + ".rope.freq_base", Value: gguf.Float32(1e6)},
+		{Key: arch + ".attention.layer_norm_rms_epsilon", Value: gguf.Float32(1e-6)},
+		{Key: arch + ".expert_count", Value: gguf.Uint32(uint32(sp.Experts))},
+		{Key: arch + ".expert_used_count", Value: gguf.Uint32(uint32(sp.ExpertsUsed))},
+		{Key: "strata.format_version", Value: gguf.Uint32(1)},
+		{Key: "strata.experts.file", Value: gguf.String("model.experts")},
+		{Key: "strata.experts.bytes", Value: gguf.Uint64(uint64(st.Size()))},
+		{Key: "strata.experts.slot_bytes", Value: gguf.Uint64(h.SlotBytes)},
+		{Key: "strata.source.n_expert", Value: gguf.Uint32(uint32(sp.Experts))},
+	}
+	type tensor struct {
+		spec gguf.TensorSpec
+		make func() ([]byte, error)
+	}
+	var ts []tensor
+	add := func(name string, t quant.Type, cols, rows int, sigma float32) {
+		dims := []int64{int64(cols)}
+		if rows > 1 {
+			dims = append(dims, int64(rows))
+		}
+		ts = append(ts, tensor{gguf.TensorSpec{Name: name, Type: t, Dims: dims}, func() ([]byte, error) {
+			return randomWeights(rng, t, cols, rows, sigma)
+		}})
+	}
+	ones := func(name string, n int) {
+		ts = append(ts, tensor{gguf.TensorSpec{Name: name, Type: quant.F32, Dims: []int64{int64(n)}}, func() ([]byte, error) {
+			b := make([]byte, 4*n)
+			for i := 0; i < n; i++ {
+				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(1))
+			}
+			return b, nil
+		}})
+	}
+	D := sp.Embd
+	inv := float32(1 / math.Sqrt(float64(D)))
+	add("token_embd.weight", sp.DenseType, D, sp.Vocab, 1)
+	for l := 0; l < sp.Layers; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		ones(p+"attn_norm.weight", D)
+		add(p+"attn_q.weight", sp.DenseType, D, sp.Heads*sp.HeadDim, inv)
+		add(p+"attn_k.weight", sp.DenseType, D, sp.HeadsKV*sp.HeadDim, inv)
+		add(p+"attn_v.weight", sp.DenseType, D, sp.HeadsKV*sp.HeadDim, inv)
+		add(p+"attn_output.weight", sp.DenseType, sp.Heads*sp.HeadDim, D, float32(1/math.Sqrt(float64(sp.Heads*sp.HeadDim))))
+		ones(p+"attn_q_norm.weight", sp.HeadDim)
+		ones(p+"attn_k_norm.weight", sp.HeadDim)
+		ones(p+"ffn_norm.weight", D)
+		// The Q8_0 copy is the router itself, rounded, as a converter makes
+		// it: read-ahead guesses as well as it would on a real pack.
+		var router []byte
+		ts = append(ts, tensor{gguf.TensorSpec{Name: p + "ffn_gate_inp.weight", Type: quant.F32, Dims: []int64{int64(D), int64(sp.Experts)}}, func() (b []byte, err error) {
+			router, err = randomWeights(rng, quant.F32, D, sp.Experts, inv)
+			return router, err
+		}})
+		ts = append(ts, tensor{gguf.TensorSpec{Name: p + "ffn_gate_inp_q8.weight", Type: quant.Q8_0, Dims: []int64{int64(D), int64(sp.Experts)}}, func() ([]byte, error) {
+			x := make([]float32, len(router)/4)
+			for i := range x {
+				x[i] = math.Float32frombits(binary.LittleEndian.Uint32(router[4*i:]))
+			}
+			return quantizeQ8(x), nil
+		}})
+	}
+	ones("output_norm.weight", D)
+	add("output.weight", sp.DenseType, D, sp.Vocab, inv)
+	specs := make([]gguf.TensorSpec, len(ts))
+	for i := range ts {
+		specs[i] = ts[i].spec
+	}
+	w, err := gguf.Create(filepath.Join(dir, "model.gguf"), kv, specs)
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		b, err := t.make()
+		if err == nil {
+			err = w.WriteTensor(t.spec.Name, b)
+		}
+		if err != nil {
+			w.Abort()
+			return err
+		}
+	}
+	return w.Commit()
+}
+
+// quantizeQ8 is ggml's reference Q8_0 rounding: absmax / 127 as fp16, codes
+// rounded half away from zero.
+func quantizeQ8(x []float32) []byte {
+	out := make([]byte, 0, len(x)/32*34)
+	for b := 0; b < len(x)/32; b++ {
+		blk := x[32*b : 32*b+32]
+		var amax float32
+		for _, v := range blk {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		d := amax / 127
+		id := float32(0)
+		if d != 0 {
+			id = 1 / d
+		}
+		out = binary.LittleEndian.AppendUint16(out, quant.Float32ToFP16(d))
+		for _, v := range blk {
+			out = append(out, byte(int8(math.Round(float64(v*id)))))
+		}
+	}
+	return out
+}
