@@ -199,7 +199,7 @@ func (f *File) MoE() (*MoE, error) {
 	for k, b := range blocks {
 		l := byBlock[b]
 		if l.Up == nil || l.Down == nil {
-			some := l.ExpertTensorsPresent()[0]
+			some := l.presentTensors()[0]
 			missing := "ffn_up_exps.weight"
 			if l.Up != nil {
 				missing = "ffn_down_exps.weight"
@@ -298,9 +298,9 @@ func (f *File) MoE() (*MoE, error) {
 	return m, nil
 }
 
-// ExpertTensorsPresent is the layer's per-expert tensors that are set, for
+// presentTensors is the layer's per-expert tensors that are set, for
 // error reports on incomplete layers.
-func (l *MoELayer) ExpertTensorsPresent() []*TensorInfo {
+func (l *MoELayer) presentTensors() []*TensorInfo {
 	var out []*TensorInfo
 	for _, t := range []*TensorInfo{l.Gate, l.Up, l.Down} {
 		if t != nil {
