@@ -207,15 +207,15 @@ func newQ2Searcher(opt *QuantizeOptions, k *Q2SearchKernels) *q2Searcher {
 			s.imp, s.rowLen = opt.Importance, opt.RowLen
 		}
 	}
-	s.ratios = Q2SearchRatios(n)
+	s.ratios = q2SearchRatios(n)
 	s.inv = make([]float32, 0, 2*n)
 	s.scales = make([]float32, 0, 2*n)
 	s.out = make([]float32, 4*n)
 	return s
 }
 
-// Q2SearchRatios are the n candidate ratios d/max|x| of one sign.
-func Q2SearchRatios(n int) []float32 {
+// q2SearchRatios are the n candidate ratios d/max|x| of one sign.
+func q2SearchRatios(n int) []float32 {
 	r := make([]float32, n)
 	for i := range r {
 		if n == 1 {
