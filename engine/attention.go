@@ -63,10 +63,7 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int) []float32 {
 			o := out[t*c.Heads*vd+h*vd : t*c.Heads*vd+(h+1)*vd]
 			for j := 0; j < n; j++ {
 				p := scores[j] * inv
-				vj := vc[j*vdim+kvh*vd : j*vdim+(kvh+1)*vd]
-				for d := range o {
-					o[d] += float32(p * vj[d])
-				}
+				kernels.Axpy(o, p, vc[j*vdim+kvh*vd:j*vdim+(kvh+1)*vd])
 			}
 		}
 	})

@@ -11,7 +11,7 @@ import (
 // second copy and hide the disk's real speed); note says what happened.
 func openForRead(path string, direct bool) (*os.File, bool, string) {
 	if direct {
-		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECT, 0)
+		f, err := openDirect(path)
 		if err == nil {
 			return f, true, ""
 		}
@@ -29,3 +29,18 @@ func openForRead(path string, direct bool) (*os.File, bool, string) {
 }
 
 func isInvalid(err error) bool { return errors.Is(err, syscall.EINVAL) }
+
+// openDirect is a variable so tests can play a filesystem that refuses
+// O_DIRECT (tmpfs does, at open).
+var openDirect = func(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECT, 0)
+}
+
+// physicalMemory is the machine's RAM in bytes, 0 when unknown.
+func physicalMemory() uint64 {
+	var si syscall.Sysinfo_t
+	if syscall.Sysinfo(&si) != nil {
+		return 0
+	}
+	return uint64(si.Totalram) * uint64(si.Unit)
+}

@@ -18,7 +18,8 @@ import (
 
 // StreamOptions configure the expert store of a pack.
 type StreamOptions struct {
-	// ArenaMB is the memory for resident experts; 0 holds every expert.
+	// ArenaMB is the memory for resident experts; 0 holds every expert, up
+	// to half the machine's RAM.
 	ArenaMB float64
 	// Readers is the number of goroutines reading slots; 0 means 4.
 	Readers int
@@ -186,6 +187,9 @@ func newPackStore(dir string, f *gguf.File, c *Config, opt StreamOptions) (*Pack
 
 	total := x.NSlot()
 	nslots := total
+	if ram := physicalMemory(); opt.ArenaMB == 0 && ram > 0 && uint64(total)*x.SlotBytes > ram/2 {
+		nslots = int(ram / 2 / x.SlotBytes)
+	}
 	if opt.ArenaMB > 0 {
 		nslots = int(opt.ArenaMB * (1 << 20) / float64(x.SlotBytes))
 		if nslots > total {

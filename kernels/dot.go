@@ -76,6 +76,21 @@ func DotF32(w, x []float32) float32 {
 	return dotF32Generic(w, x)
 }
 
+// Axpy adds a*x[i] to y[i] (len(y) <= len(x)), the product rounded before
+// the add on every path, so the bits never depend on the path.
+func Axpy(y []float32, a float32, x []float32) {
+	n := len(y)
+	x = x[:n]
+	i := 0
+	if useAVX2() && n >= 8 {
+		i = n &^ 7
+		axpyAVX2(&y[0], a, &x[0], i)
+	}
+	for ; i < n; i++ {
+		y[i] += float32(a * x[i])
+	}
+}
+
 func useAVX2() bool { return Features.AVX2 && !Features.NoAsm && haveAsm }
 
 // Half converts an IEEE binary16 value to float32 exactly (subnormals too).

@@ -34,6 +34,9 @@ func dotQ2AVX2(w *byte, x *float32, blocks int) float32
 //go:noescape
 func dotIQ4NLAVX2(w *byte, x *float32, blocks int, table *int8) float32
 
+//go:noescape
+func axpyAVX2(y *float32, a float32, x *float32, n int)
+
 func dotF32AVX2Bytes(w *byte, x *float32, n int) float32 {
 	return dotF32AVX2((*float32)(unsafe.Pointer(w)), x, n)
 }

@@ -293,3 +293,26 @@ iq4done:
 	REDUCE
 	MOVSS X0, ret+32(FP)
 	RET
+
+// func axpyAVX2(y *float32, a float32, x *float32, n int)
+// y[i] += a*x[i], product rounded then added (n a multiple of 8).
+TEXT ·axpyAVX2(SB), NOSPLIT, $0-32
+	MOVQ         y+0(FP), DI
+	VBROADCASTSS a+8(FP), Y1
+	MOVQ         x+16(FP), SI
+	MOVQ         n+24(FP), CX
+	SHRQ         $3, CX
+	JZ           axpydone
+
+axpyloop:
+	VMULPS  0(SI), Y1, Y2
+	VADDPS  0(DI), Y2, Y2
+	VMOVUPS Y2, 0(DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     axpyloop
+
+axpydone:
+	VZEROUPPER
+	RET

@@ -15,3 +15,4 @@ func dotQ2AVX2(w *byte, x *float32, blocks int) float32  { panic("no asm") }
 func dotIQ4NLAVX2(w *byte, x *float32, blocks int, table *int8) float32 {
 	panic("no asm")
 }
+func axpyAVX2(y *float32, a float32, x *float32, n int) { panic("no asm") }

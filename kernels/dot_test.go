@@ -193,3 +193,29 @@ func TestNewMatrixRejects(t *testing.T) {
 		t.Fatal("row not a multiple of the block accepted")
 	}
 }
+
+func TestAxpySameBitsEveryPath(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{1, 8, 13, 64, 100} {
+		x := make([]float32, n)
+		y0 := make([]float32, n)
+		for i := range x {
+			x[i], y0[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+		}
+		a := float32(rng.NormFloat64())
+		var got [2][]float32
+		for k, noAsm := range []bool{false, true} {
+			Features.NoAsm = noAsm
+			y := append([]float32(nil), y0...)
+			Axpy(y, a, x)
+			got[k] = y
+		}
+		Features.NoAsm = false
+		for i := range got[0] {
+			want := y0[i] + float32(a*x[i])
+			if math.Float32bits(got[0][i]) != math.Float32bits(want) || math.Float32bits(got[1][i]) != math.Float32bits(want) {
+				t.Fatalf("n=%d i=%d: %g %g want %g", n, i, got[0][i], got[1][i], want)
+			}
+		}
+	}
+}
