@@ -219,3 +219,13 @@ func sameSplitID(first, f *File) error {
 	}
 	return nil
 }
+
+// Locate names the file holding t's data and the absolute byte offset there:
+// the shard's path and offset for a split model, the file's otherwise.
+func (f *File) Locate(t *TensorInfo) (path string, offset int64) {
+	if len(f.Shards) > 0 {
+		sh := &f.Shards[t.Shard]
+		return sh.Path, sh.DataOffset + (t.Offset - sh.base)
+	}
+	return f.Path, f.DataStart(t)
+}

@@ -66,7 +66,7 @@ Raw weights are never written to a terminal.`,
 }
 
 func runDump(ctx context.Context, env *cli.Env, path, name, out string) error {
-	f, err := gguf.Open(path)
+	f, err := gguf.OpenModel(path, false)
 	if err != nil {
 		return err
 	}

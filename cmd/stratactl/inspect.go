@@ -35,6 +35,14 @@ type inspectReport struct {
 	Tensors       []inspectTensor   `json:"tensors"`
 	MoE           *inspectMoE       `json:"moe"`
 	MoEError      string            `json:"moe_error,omitempty"`
+	Shards        []inspectShard    `json:"shards,omitempty"`
+}
+
+// inspectShard is one file of a split model.
+type inspectShard struct {
+	Path    string `json:"path"`
+	Bytes   int64  `json:"bytes"`
+	Tensors int    `json:"tensors"`
 }
 
 type inspectTensor struct {
@@ -43,6 +51,7 @@ type inspectTensor struct {
 	Shape  []int64 `json:"shape"`
 	Bytes  int64   `json:"bytes"`
 	Offset int64   `json:"offset"`
+	Shard  int     `json:"shard"` // index into shards for a split model, else 0
 	Expert bool    `json:"expert"`
 }
 
@@ -81,7 +90,7 @@ much of the file the experts take. Long arrays and strings are shortened unless
 (all metadata in full, every tensor) as one document; see docs/INSPECT.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := gguf.Open(args[0])
+			f, err := gguf.OpenModel(args[0], false)
 			if err != nil {
 				return err
 			}
@@ -120,7 +129,11 @@ func buildInspectReport(f *gguf.File) *inspectReport {
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
 		rep.TensorBytes += t.Size
-		rep.Tensors[i] = inspectTensor{Name: t.Name, Type: t.Type.String(), Shape: t.Dims, Bytes: t.Size, Offset: f.DataStart(t), Expert: gguf.IsExpertTensor(t.Name)}
+		_, off := f.Locate(t)
+		rep.Tensors[i] = inspectTensor{Name: t.Name, Type: t.Type.String(), Shape: t.Dims, Bytes: t.Size, Offset: off, Shard: t.Shard, Expert: gguf.IsExpertTensor(t.Name)}
+	}
+	for _, sh := range f.Shards {
+		rep.Shards = append(rep.Shards, inspectShard{Path: sh.Path, Bytes: sh.Size, Tensors: sh.Tensors})
 	}
 	m, err := f.MoE()
 	switch {
@@ -156,8 +169,18 @@ func printInspect(out io.Writer, f *gguf.File, rep *inspectReport, allKV, tensor
 	row("file\t%s (%s bytes, GGUF v%d)", rep.File, thousands(rep.FileBytes), rep.Version)
 	row("architecture\t%s", orNone(printable(rep.Architecture)))
 	row("name\t%s", orNone(printable(rep.Name)))
-	row("tensors\t%d (%s bytes of data from byte %d, alignment %d)", rep.TensorCount, thousands(rep.TensorBytes), rep.DataOffset, rep.Alignment)
+	if len(rep.Shards) > 0 {
+		row("tensors\t%d (%s bytes of data in %d shards, alignment %d)", rep.TensorCount, thousands(rep.TensorBytes), len(rep.Shards), rep.Alignment)
+	} else {
+		row("tensors\t%d (%s bytes of data from byte %d, alignment %d)", rep.TensorCount, thousands(rep.TensorBytes), rep.DataOffset, rep.Alignment)
+	}
 	row("metadata\t%d pairs", rep.MetadataCount)
+	if len(rep.Shards) > 0 {
+		row("shards\t%d", len(rep.Shards))
+		for i, sh := range rep.Shards {
+			row("  %d\t%s (%s bytes, %d tensors)", i+1, sh.Path, thousands(sh.Bytes), sh.Tensors)
+		}
+	}
 	tw.Flush()
 
 	fmt.Fprintln(out)
@@ -197,6 +220,13 @@ func printInspect(out io.Writer, f *gguf.File, rep *inspectReport, allKV, tensor
 
 	if tensors {
 		fmt.Fprintln(out, "\nTensors")
+		if len(rep.Shards) > 0 {
+			row("  name\ttype\tshape\tbytes\tshard\toffset")
+			for _, t := range rep.Tensors {
+				row("  %s\t%s\t%v\t%d\t%d\t%d", printable(t.Name), t.Type, t.Shape, t.Bytes, t.Shard+1, t.Offset)
+			}
+			return tw.Flush()
+		}
 		row("  name\ttype\tshape\tbytes\toffset")
 		for _, t := range rep.Tensors {
 			row("  %s\t%s\t%v\t%d\t%d", printable(t.Name), t.Type, t.Shape, t.Bytes, t.Offset)

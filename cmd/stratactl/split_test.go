@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/cli"
+	"github.com/stratactl/stratactl/internal/testutil"
+)
+
+// splitModel writes src as a split of the given number of shards (by tensor
+// count) in a new folder and returns the shard paths.
+func splitModel(t *testing.T, src string, shards int) []string {
+	t.Helper()
+	f, err := gguf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	per := (len(f.Tensors) + shards - 1) / shards
+	sink, paths, err := gguf.CreateSplit(filepath.Join(t.TempDir(), "model.gguf"), f.KV, f.Specs(), gguf.SplitOptions{MaxTensors: per})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range f.Tensors {
+		if err := sink.CopyTensor(f.Tensors[i].Name, f.SectionReader(&f.Tensors[i])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sink.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != shards {
+		t.Fatalf("%d shards, want %d", len(paths), shards)
+	}
+	return paths
+}
+
+// runOK runs stratactl in-process and returns its stdout, failing on a
+// non-zero exit.
+func runOK(t *testing.T, args ...string) []byte {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), cli.Test(&out, &errb), args); code != 0 {
+		t.Fatalf("stratactl %v: exit %d: %s", args, code, errb.String())
+	}
+	return out.Bytes()
+}
+
+func TestSplitModelInspectAndDump(t *testing.T) {
+	src := testutil.TinyModel(t, "model-mixed.gguf")
+	shards := splitModel(t, src, 3)
+
+	var single, split inspectReport
+	json.Unmarshal(runOK(t, "inspect", "--json", src), &single)
+	// Any shard names the model.
+	json.Unmarshal(runOK(t, "inspect", "--json", shards[1]), &split)
+	if len(split.Shards) != 3 {
+		t.Fatalf("inspect lists %d shards, want 3", len(split.Shards))
+	}
+	for i, sh := range split.Shards {
+		st, err := os.Stat(shards[i])
+		if err != nil || sh.Path != shards[i] || sh.Bytes != st.Size() {
+			t.Errorf("shard %d: %+v, want %s of %d bytes", i, sh, shards[i], st.Size())
+		}
+	}
+	if !reflect.DeepEqual(split.Metadata, single.Metadata) || !reflect.DeepEqual(split.MoE.PerLayer, single.MoE.PerLayer) {
+		t.Error("the split model's metadata or MoE shape differs from the single file's")
+	}
+	if split.MoE.ExpertBytes != single.MoE.ExpertBytes || split.MoE.Experts != single.MoE.Experts || split.TensorCount != single.TensorCount {
+		t.Errorf("MoE summary differs: %+v vs %+v", split.MoE, single.MoE)
+	}
+	for i := range single.Tensors {
+		a, b := single.Tensors[i], split.Tensors[i]
+		if a.Name != b.Name || a.Type != b.Type || a.Bytes != b.Bytes || !reflect.DeepEqual(a.Shape, b.Shape) {
+			t.Fatalf("tensor %d: %+v vs %+v", i, b, a)
+		}
+		// The offset is the one in the tensor's own shard file.
+		data := make([]byte, 16)
+		want := make([]byte, 16)
+		fs, _ := os.Open(shards[b.Shard])
+		fs.ReadAt(data, b.Offset)
+		fs.Close()
+		fo, _ := os.Open(src)
+		fo.ReadAt(want, a.Offset)
+		fo.Close()
+		if !bytes.Equal(data, want) {
+			t.Fatalf("tensor %s: shard %d offset %d does not hold its data", b.Name, b.Shard, b.Offset)
+		}
+	}
+
+	for _, name := range []string{"blk.3.ffn_down_exps.weight", "output.weight", "token_embd.weight"} {
+		a := runOK(t, "dump", src, name)
+		b := runOK(t, "dump", shards[2], name)
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("dump %s: the split model gives different values", name)
+		}
+	}
+}
