@@ -10,8 +10,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stratactl/stratactl/gguf"
@@ -363,4 +366,64 @@ func TestVerifyGGUFAndDamage(t *testing.T) {
 			t.Fatalf("flip at %d not located: %v", off, rep.Failures)
 		}
 	}
+}
+
+// TestVerifyFlipsExhaustive flips every byte of a small synthetic pack's
+// model.experts (one layer, one expert: header, table, table padding, slot
+// payload, slot padding; 32 KiB) and checks that verify --source fails and
+// locates each one. It runs only with STRATA_VERIFY_EXHAUSTIVE=1 and takes
+// about an hour of CPU: run it with -timeout 0 on a machine with many cores.
+func TestVerifyFlipsExhaustive(t *testing.T) {
+	if os.Getenv("STRATA_VERIFY_EXHAUSTIVE") == "" {
+		t.Skip("set STRATA_VERIFY_EXHAUSTIVE=1 to flip every byte of a pack")
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "small.gguf")
+	if _, err := Synth(context.Background(), SynthConfig{Out: in, Arch: "qwen3moe", Layers: 1, Experts: 1, Embd: 64, FF: 64, Type: quant.IQ4_NL, DenseType: quant.Q8_0, Seed: 9}); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(dir, "good")
+	if _, err := Pack(context.Background(), PackConfig{In: in, OutDir: good}); err != nil {
+		t.Fatal(err)
+	}
+	x, err := strata.OpenExperts(filepath.Join(good, PackExperts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := x.Header
+	x.Close()
+	orig := readAll(t, filepath.Join(good, PackExperts))
+	workers := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	failed.Store(-1)
+	for w := range workers {
+		bad := filepath.Join(dir, fmt.Sprintf("bad%d", w))
+		copyPack(t, good, bad)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for off := w; off < len(orig) && failed.Load() < 0; off += workers {
+				b := append([]byte(nil), orig...)
+				b[off] ^= 0x01
+				if err := os.WriteFile(filepath.Join(bad, PackExperts), b, 0o644); err != nil {
+					t.Error(err)
+					return
+				}
+				rep, err := Verify(context.Background(), VerifyConfig{Path: bad, Source: in, Jobs: 1})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if rep.OK || !located(rep, &h, uint64(off), true) {
+					region, _ := flipRegion(&h, uint64(off))
+					t.Errorf("flip at byte %d (%s) not located: %v", off, region, rep.Failures)
+					failed.Store(int64(off))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d single-byte flips located", len(orig))
 }
