@@ -427,3 +427,57 @@ func TestVerifyFlipsExhaustive(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d single-byte flips located", len(orig))
 }
+
+// TestPackCopiesTargetType packs a model whose experts are already Q2_0:
+// the slots must hold the source bytes unchanged.
+func TestPackCopiesTargetType(t *testing.T) {
+	dir := t.TempDir()
+	q2 := filepath.Join(dir, "q2.gguf")
+	if _, err := Quantize(context.Background(), QuantizeConfig{In: testutil.TinyModel(t, "model-iq3s.gguf"), Out: q2, Type: quant.Q2_0, Q2: Q2Params{Mode: quant.Q2GGML}}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "pack")
+	man, err := Pack(context.Background(), PackConfig{In: q2, OutDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.RelMSE != 0 || man.Layers[0].Parts[0].Action != "copied" {
+		t.Fatalf("copy path: %+v", man.Layers[0])
+	}
+	src, _ := gguf.Open(q2)
+	defer src.Close()
+	x, _ := strata.OpenExperts(filepath.Join(out, PackExperts))
+	defer x.Close()
+	down, _ := src.Tensor("blk.3.ffn_down_exps.weight")
+	off, size, _ := gguf.ExpertSlice(down, 17)
+	want := make([]byte, size)
+	src.ReadTensorAt(down, want, off)
+	pay, err := x.ReadSlot(3, 17, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(x.PartBytes(pay, 2), want) {
+		t.Fatal("slot does not hold the source's Q2_0 bytes")
+	}
+	rep, err := Verify(context.Background(), VerifyConfig{Path: out, Source: q2})
+	if err != nil || !rep.OK {
+		t.Fatalf("verify: %v %v", err, rep.Failures)
+	}
+}
+
+func TestPackImatrix(t *testing.T) {
+	in := testutil.TinyModel(t, "model-bf16.gguf")
+	im := testutil.TinyModel(t, "imatrix.gguf")
+	out := filepath.Join(t.TempDir(), "pack")
+	man, err := Pack(context.Background(), PackConfig{In: in, OutDir: out, Imatrix: im, Q2: Q2Params{Candidates: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.Parameters.Imatrix != im || man.Parameters.Q2Candidates != 4 || len(man.Inputs) != 2 || man.Inputs[1].Role != "imatrix" || man.Inputs[1].SHA256 != sha(t, im) {
+		t.Fatalf("manifest: %+v %+v", man.Parameters, man.Inputs)
+	}
+	rep, err := Verify(context.Background(), VerifyConfig{Path: out, Source: in})
+	if err != nil || !rep.OK {
+		t.Fatalf("verify: %v %v", err, rep.Failures)
+	}
+}

@@ -24,6 +24,7 @@ const maxFindings = 1000
 type VerifyConfig struct {
 	Path     string // a pack folder or a GGUF file
 	Source   string // the source GGUF, or ""
+	Imatrix  string // the importance matrix the checked file was made with, when not recorded or moved
 	Jobs     int
 	Progress ProgressFunc
 }
@@ -284,6 +285,17 @@ func verifyGGUF(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 	if c, err := f.Uint32("stratactl.quantize.q2_candidates"); err == nil {
 		q2.Candidates = int(c)
 	}
+	var imp *Importance
+	if name, err := f.String("stratactl.quantize.imatrix"); err == nil {
+		if cfg.Imatrix == "" {
+			r.failf("gguf.source", f.Path, f.KeyOffset("stratactl.quantize.imatrix"), "made with the importance matrix %q: pass it with --imatrix to re-quantize the source as the file was", name)
+			r.check("gguf.source", n, "tensors compared with the source")
+			return nil
+		}
+		if imp, err = LoadImportance(cfg.Imatrix); err != nil {
+			return err
+		}
+	}
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
 		s, ok := src.Tensor(t.Name)
@@ -295,7 +307,7 @@ func verifyGGUF(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 			r.failf("gguf.source", f.Path, t.InfoOffset, "tensor %q has ne %v, the source %v", t.Name, t.Dims, s.Dims)
 			continue
 		}
-		tc, err := compareTensor(ctx, f, t, src, s, q2, r)
+		tc, err := compareTensor(ctx, f, t, src, s, q2, imp, r)
 		if err != nil {
 			return err
 		}
@@ -325,7 +337,7 @@ func sameDims(a, b []int64) bool {
 // compareTensor compares t (in f) with its source s, a chunk at a time:
 // same type means same bytes; otherwise t's error against the source must
 // not exceed that of re-quantizing the source with the recorded settings.
-func compareTensor(ctx context.Context, f *gguf.File, t *gguf.TensorInfo, src *gguf.File, s *gguf.TensorInfo, q2 Q2Params, r *VerifyReport) (TensorCompare, error) {
+func compareTensor(ctx context.Context, f *gguf.File, t *gguf.TensorInfo, src *gguf.File, s *gguf.TensorInfo, q2 Q2Params, imp *Importance, r *VerifyReport) (TensorCompare, error) {
 	tc := TensorCompare{Name: t.Name, Type: t.Type.String(), Source: s.Type.String(), Identical: true}
 	per := max(1, chunkElems/t.Dims[0])
 	ne1 := t.Ne(1)
@@ -358,7 +370,10 @@ func compareTensor(ctx context.Context, f *gguf.File, t *gguf.TensorInfo, src *g
 		if !quant.CanDequantize(s.Type) || !quant.CanDequantize(t.Type) || !quant.CanQuantize(t.Type) {
 			return tc, fmt.Errorf("tensor %q: cannot compare %s with %s", t.Name, t.Type, s.Type)
 		}
-		opt := &quant.QuantizeOptions{Q2Mode: q2.Mode, Q2Candidates: q2.Candidates}
+		opt, err := quantOptions(t.Type, q2, imp, s, int(m))
+		if err != nil {
+			return tc, err
+		}
 		expect := make([]byte, len(tb))
 		st, err := convertSpan(s.Type, t.Type, sb, expect, int(n*t.Dims[0]), &sc, opt, span{file: src.Path, tensor: s.Name, expert: -1, firstElem: row * t.Dims[0], fileOff: src.DataStart(s) + row*s.RowBytes()})
 		if err != nil {
@@ -542,9 +557,13 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 		}
 		if man != nil {
 			params = &man.Parameters
-			if params.Imatrix != "" {
-				if imp, err = LoadImportance(params.Imatrix); err != nil {
-					r.failf("source", params.Imatrix, -1, "the pack was made with this importance matrix, which cannot be read now: %v", err)
+			path := params.Imatrix
+			if cfg.Imatrix != "" {
+				path = cfg.Imatrix
+			}
+			if path != "" {
+				if imp, err = LoadImportance(path); err != nil {
+					r.failf("source", path, -1, "the pack was made with an importance matrix (%s), which cannot be read now: %v", params.Imatrix, err)
 				} else {
 					defer imp.Close()
 				}
