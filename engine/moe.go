@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"math"
+
+	"github.com/stratactl/stratactl/kernels"
 )
 
 // moe runs the mixture-of-experts block on the normed inputs xn of T tokens
@@ -10,7 +12,7 @@ import (
 func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error) {
 	m := s.m
 	c := &m.Config
-	E, K, D, F := c.Experts, c.ExpertsUsed, c.Embd, c.ExpertFF
+	E, K, D := c.Experts, c.ExpertsUsed, c.Embd
 	logits := make([]float32, T*E)
 	m.Pool.MatMul(&L.Router, xn, T, logits)
 	probs := make([]float32, T*E)
@@ -36,38 +38,12 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	s.Stats.ExpertUses += len(ids)
 	m.Experts.Need(l, distinct)
 	ys := make([]float32, T*K*D)
-	n := 0
-	for _, u := range users {
-		n = max(n, len(u))
-	}
-	xs := make([]float32, n*D)
-	g := make([]float32, n*F)
-	up := make([]float32, n*F)
-	y := make([]float32, n*D)
-	for e, u := range users {
-		if len(u) == 0 {
-			continue
+	if T == 1 {
+		if err := s.expertsOneToken(l, ids, xn, ys); err != nil {
+			return nil, err
 		}
-		ex, err := m.Experts.Get(l, e)
-		if err != nil {
-			return nil, fmt.Errorf("layer %d expert %d: %w", l, e, err)
-		}
-		s.Stats.DistinctLoads++
-		nt := len(u)
-		for j, slot := range u {
-			t := slot / K
-			copy(xs[j*D:(j+1)*D], xn[t*D:(t+1)*D])
-		}
-		m.Pool.MatMul(&ex.Gate, xs[:nt*D], nt, g[:nt*F])
-		m.Pool.MatMul(&ex.Up, xs[:nt*D], nt, up[:nt*F])
-		for i := 0; i < nt*F; i++ {
-			g[i] = silu(g[i]) * up[i]
-		}
-		m.Pool.MatMul(&ex.Down, g[:nt*F], nt, y[:nt*D])
-		m.Experts.Release(l, e)
-		for j, slot := range u {
-			copy(ys[slot*D:(slot+1)*D], y[j*D:(j+1)*D])
-		}
+	} else if err := s.expertsBatch(l, users, T, xn, ys); err != nil {
+		return nil, err
 	}
 	out := make([]float32, T*D)
 	for t := 0; t < T; t++ {
@@ -148,4 +124,96 @@ func (s *Session) route(probs, logits []float32, resident func(int) bool, ids []
 			weights[k] = float32(float64(weights[k]) / sum)
 		}
 	}
+}
+
+// expertsBatch runs each needed expert once over all the tokens routed to
+// it (users[e] lists its (token, rank) slots), writing outputs to ys.
+func (s *Session) expertsBatch(l int, users [][]int, T int, xn, ys []float32) error {
+	m := s.m
+	c := &m.Config
+	K, D, F := c.ExpertsUsed, c.Embd, c.ExpertFF
+	n := 0
+	for _, u := range users {
+		n = max(n, len(u))
+	}
+	xs := make([]float32, n*D)
+	g := make([]float32, n*F)
+	up := make([]float32, n*F)
+	y := make([]float32, n*D)
+	for e, u := range users {
+		if len(u) == 0 {
+			continue
+		}
+		ex, err := m.Experts.Get(l, e)
+		if err != nil {
+			return fmt.Errorf("layer %d expert %d: %w", l, e, err)
+		}
+		s.Stats.DistinctLoads++
+		nt := len(u)
+		for j, slot := range u {
+			t := slot / K
+			copy(xs[j*D:(j+1)*D], xn[t*D:(t+1)*D])
+		}
+		m.Pool.MatMul(&ex.Gate, xs[:nt*D], nt, g[:nt*F])
+		m.Pool.MatMul(&ex.Up, xs[:nt*D], nt, up[:nt*F])
+		for i := 0; i < nt*F; i++ {
+			g[i] = silu(g[i]) * up[i]
+		}
+		m.Pool.MatMul(&ex.Down, g[:nt*F], nt, y[:nt*D])
+		m.Experts.Release(l, e)
+		for j, slot := range u {
+			copy(ys[slot*D:(slot+1)*D], y[j*D:(j+1)*D])
+		}
+	}
+	return nil
+}
+
+// expertsOneToken runs the K experts of one token with all of them pinned
+// and one parallel pass per stage (gate and up, then down) instead of three
+// per expert; the bits are expertsBatch's.
+func (s *Session) expertsOneToken(l int, ids []int32, xn, ys []float32) error {
+	m := s.m
+	c := &m.Config
+	K, D, F := c.ExpertsUsed, c.Embd, c.ExpertFF
+	exs := make([]*Expert, K)
+	defer func() {
+		for k, ex := range exs {
+			if ex != nil {
+				m.Experts.Release(l, int(ids[k]))
+			}
+		}
+	}()
+	for k, e := range ids {
+		ex, err := m.Experts.Get(l, int(e))
+		if err != nil {
+			return fmt.Errorf("layer %d expert %d: %w", l, e, err)
+		}
+		exs[k] = ex
+		s.Stats.DistinctLoads++
+	}
+	gu := make([]float32, 2*K*F)
+	ms := make([]*kernels.Matrix, 0, 2*K)
+	xs := make([][]float32, 0, 2*K)
+	outs := make([][]float32, 0, 2*K)
+	for k, ex := range exs {
+		ms = append(ms, &ex.Gate, &ex.Up)
+		xs = append(xs, xn, xn)
+		outs = append(outs, gu[2*k*F:(2*k+1)*F], gu[(2*k+1)*F:(2*k+2)*F])
+	}
+	m.Pool.MatVecs(ms, xs, outs)
+	h := make([]float32, K*F)
+	for k := 0; k < K; k++ {
+		g, u := gu[2*k*F:(2*k+1)*F], gu[(2*k+1)*F:(2*k+2)*F]
+		for i := range g {
+			h[k*F+i] = silu(g[i]) * u[i]
+		}
+	}
+	ms, xs, outs = ms[:0], xs[:0], outs[:0]
+	for k, ex := range exs {
+		ms = append(ms, &ex.Down)
+		xs = append(xs, h[k*F:(k+1)*F])
+		outs = append(outs, ys[k*D:(k+1)*D])
+	}
+	m.Pool.MatVecs(ms, xs, outs)
+	return nil
 }
