@@ -469,10 +469,13 @@ func contains(list []string, s string) bool {
 // keptRows is the kept experts' slices of a tensor indexed by expert along
 // its last dimension, in keep-map order.
 func keptRows(f *gguf.File, t *gguf.TensorInfo, ids []uint32) ([]byte, error) {
-	_, size, err := gguf.ExpertSlice(t, 0)
-	if err != nil {
-		return nil, err
+	// A 1-D tensor (exp_probs_b: one bias per expert) has one element per
+	// expert, so the slice is taken along the last dimension whatever the rank.
+	n := t.Dims[len(t.Dims)-1]
+	if n <= 0 || t.Size%n != 0 {
+		return nil, &gguf.FormatError{File: f.Path, Offset: t.InfoOffset, Tensor: t.Name, Msg: fmt.Sprintf("ne %v (%d bytes) does not split into %d experts", t.Dims, t.Size, n)}
 	}
+	size := t.Size / n
 	out := make([]byte, int64(len(ids))*size)
 	for i, id := range ids {
 		if err := f.ReadTensorAt(t, out[int64(i)*size:int64(i+1)*size], int64(id)*size); err != nil {
