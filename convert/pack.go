@@ -47,7 +47,7 @@ var routerLike = []string{"ffn_gate_inp.weight", "ffn_gate_inp.bias", "exp_probs
 type PackConfig struct {
 	In       string
 	OutDir   string
-	Type     quant.Type // expert type in model.experts
+	Type     quant.Type // expert type in model.experts (the command's default is Q2_0; the zero value is F32)
 	Keep     string     // keep.strp path, or "" to keep every expert
 	Imatrix  string
 	Q2       Q2Params
@@ -130,9 +130,6 @@ type slotResult struct {
 // Pack converts cfg.In into a pack folder at cfg.OutDir. The folder appears
 // only when complete.
 func Pack(ctx context.Context, cfg PackConfig) (*Manifest, error) {
-	if cfg.Type == 0 {
-		cfg.Type = quant.Q2_0
-	}
 	if !quant.CanQuantize(cfg.Type) {
 		return nil, fmt.Errorf("cannot quantize to %s (this build quantizes to %s)", cfg.Type, quantizableTypes())
 	}

@@ -171,13 +171,13 @@ func TestPackRefusesExistingAndCancel(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "pack")
 	os.Mkdir(out, 0o755)
-	if _, err := Pack(context.Background(), PackConfig{In: in, OutDir: out}); err == nil || !strings.Contains(err.Error(), "already exists") {
+	if _, err := Pack(context.Background(), PackConfig{Type: quant.Q2_0, In: in, OutDir: out}); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("existing output: %v", err)
 	}
 	os.Remove(out)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Pack(ctx, PackConfig{In: in, OutDir: out}); err == nil || !strings.Contains(err.Error(), "interrupted") {
+	if _, err := Pack(ctx, PackConfig{Type: quant.Q2_0, In: in, OutDir: out}); err == nil || !strings.Contains(err.Error(), "interrupted") {
 		t.Fatalf("cancelled pack: %v", err)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
@@ -186,7 +186,7 @@ func TestPackRefusesExistingAndCancel(t *testing.T) {
 	// A keep map for another model is refused.
 	kp := filepath.Join(dir, "k.strp")
 	halfKeep(t, kp, []uint32{0, 1, 2}, 32, 16)
-	if _, err := Pack(context.Background(), PackConfig{In: in, OutDir: out, Keep: kp}); err == nil || !strings.Contains(err.Error(), "MoE layers") {
+	if _, err := Pack(context.Background(), PackConfig{Type: quant.Q2_0, In: in, OutDir: out, Keep: kp}); err == nil || !strings.Contains(err.Error(), "MoE layers") {
 		t.Fatalf("mismatched keep map: %v", err)
 	}
 }
@@ -271,7 +271,7 @@ func TestVerifyLocatesFlips(t *testing.T) {
 	keepPath := filepath.Join(dir, "keep.strp")
 	halfKeep(t, keepPath, []uint32{0, 1, 2, 3}, 32, 16)
 	good := filepath.Join(dir, "good")
-	if _, err := Pack(context.Background(), PackConfig{In: in, OutDir: good, Keep: keepPath, Jobs: 2}); err != nil {
+	if _, err := Pack(context.Background(), PackConfig{Type: quant.Q2_0, In: in, OutDir: good, Keep: keepPath, Jobs: 2}); err != nil {
 		t.Fatal(err)
 	}
 	x, err := strata.OpenExperts(filepath.Join(good, PackExperts))
@@ -383,7 +383,7 @@ func TestVerifyFlipsExhaustive(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := filepath.Join(dir, "good")
-	if _, err := Pack(context.Background(), PackConfig{In: in, OutDir: good}); err != nil {
+	if _, err := Pack(context.Background(), PackConfig{Type: quant.Q2_0, In: in, OutDir: good}); err != nil {
 		t.Fatal(err)
 	}
 	x, err := strata.OpenExperts(filepath.Join(good, PackExperts))
@@ -437,7 +437,7 @@ func TestPackCopiesTargetType(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "pack")
-	man, err := Pack(context.Background(), PackConfig{In: q2, OutDir: out})
+	man, err := Pack(context.Background(), PackConfig{Type: quant.Q2_0, In: q2, OutDir: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +469,7 @@ func TestPackImatrix(t *testing.T) {
 	in := testutil.TinyModel(t, "model-bf16.gguf")
 	im := testutil.TinyModel(t, "imatrix.gguf")
 	out := filepath.Join(t.TempDir(), "pack")
-	man, err := Pack(context.Background(), PackConfig{In: in, OutDir: out, Imatrix: im, Q2: Q2Params{Candidates: 4}})
+	man, err := Pack(context.Background(), PackConfig{Type: quant.Q2_0, In: in, OutDir: out, Imatrix: im, Q2: Q2Params{Candidates: 4}})
 	if err != nil {
 		t.Fatal(err)
 	}
