@@ -229,7 +229,7 @@ func checkDecodes(ctx context.Context, f *gguf.File, r *VerifyReport, check stri
 		if i := firstNonFinite(x); i >= 0 {
 			ti, _ := quant.Info(t.Type)
 			fd := Finding{Check: check, File: f.Path, Offset: f.DataStart(t) + u.off + int64(i/ti.BlockElements*ti.BlockBytes), Layer: -1, Expert: -1,
-				Msg: fmt.Sprintf("tensor %q element %d decodes to %v", t.Name, u.off/rb(t)*t.Dims[0]+int64(i), x[i])}
+				Msg: fmt.Sprintf("tensor %q element %d decodes to %v", t.Name, u.off/t.RowBytes()*t.Dims[0]+int64(i), x[i])}
 			return res{&fd}, nil
 		}
 		return res{}, nil
@@ -241,8 +241,6 @@ func checkDecodes(ctx context.Context, f *gguf.File, r *VerifyReport, check stri
 	})
 	return len(us), err
 }
-
-func rb(t *gguf.TensorInfo) int64 { return t.RowBytes() }
 
 // verifyGGUF checks any GGUF file: structure (the reader), padding, that
 // every tensor decodes to finite values, and with a source, every tensor
