@@ -553,3 +553,31 @@ func TestPackPrunesPerExpertTensors(t *testing.T) {
 		t.Fatalf("verify: %v %v", err, rep.Failures)
 	}
 }
+
+// cancelOnAdd cancels the run at its first progress report, i.e. half-way.
+type cancelOnAdd struct{ cancel context.CancelFunc }
+
+func (c cancelOnAdd) Add(int64) { c.cancel() }
+func (c cancelOnAdd) Done()     {}
+
+func TestInterruptedHalfWayLeavesNothing(t *testing.T) {
+	in := testutil.TinyModel(t, "model-iq3s.gguf")
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	prog := func(int64, string) Progress { return cancelOnAdd{cancel} }
+	_, err := Pack(ctx, PackConfig{In: in, OutDir: filepath.Join(dir, "pack"), Type: quant.Q2_0, Progress: prog})
+	if err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("pack cancelled half-way: %v", err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	prog = func(int64, string) Progress { return cancelOnAdd{cancel} }
+	_, err = Quantize(ctx, QuantizeConfig{In: in, Out: filepath.Join(dir, "q.gguf"), Type: quant.Q8_0, Progress: prog})
+	if err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("quantize cancelled half-way: %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("interrupted runs left %v", ents)
+	}
+}
