@@ -581,3 +581,52 @@ func TestInterruptedHalfWayLeavesNothing(t *testing.T) {
 		t.Fatalf("interrupted runs left %v", ents)
 	}
 }
+
+// TestVerifyPackOtherFiles damages keep.strp, model.gguf and manifest.json
+// in turn; verify must fail and say where.
+func TestVerifyPackOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "m.gguf")
+	if _, err := Synth(context.Background(), SynthConfig{Out: in, Arch: "qwen3moe", Layers: 2, Experts: 4, ExpertsUsed: 2, Embd: 128, FF: 256, Type: quant.IQ3_S, DenseType: quant.BF16, Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(dir, "good")
+	if _, err := Pack(context.Background(), PackConfig{In: in, OutDir: good, Type: quant.Q2_0}); err != nil {
+		t.Fatal(err)
+	}
+	mf, _ := gguf.Open(filepath.Join(good, PackModel))
+	router, _ := mf.Tensor("blk.1.ffn_gate_inp.weight")
+	routerAt := mf.DataStart(router) + 40
+	mf.Close()
+	cases := []struct {
+		file   string
+		mutate func([]byte) []byte
+		check  string
+		offset int64
+	}{
+		{PackKeep, func(b []byte) []byte { b[30] ^= 1; return b }, "keep", -2},
+		{PackModel, func(b []byte) []byte { b[routerAt] ^= 1; return b }, "source.dense", routerAt},
+		{PackManifest, func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"rel_mse": 0.`), []byte(`"rel_mse": 1.`), 1)
+		}, "manifest", -1},
+	}
+	for _, c := range cases {
+		bad := filepath.Join(dir, "bad-"+c.file)
+		copyPack(t, good, bad)
+		p := filepath.Join(bad, c.file)
+		if err := os.WriteFile(p, c.mutate(readAll(t, p)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Verify(context.Background(), VerifyConfig{Path: bad, Source: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hit := false
+		for _, f := range rep.Failures {
+			hit = hit || (f.Check == c.check && (c.offset == -2 || f.Offset == c.offset))
+		}
+		if rep.OK || !hit {
+			t.Fatalf("%s damaged: %v", c.file, rep.Failures)
+		}
+	}
+}

@@ -123,7 +123,13 @@ func findingOf(check string, err error) Finding {
 	case errors.As(err, &se):
 		f.File, f.Offset, f.Layer, f.Expert, f.Part, f.Msg = se.File, se.Offset, se.Layer, se.Expert, se.Part, se.Msg
 	case errors.As(err, &ge):
-		f.File, f.Offset, f.Msg = ge.File, ge.Offset, err.Error()
+		f.File, f.Offset, f.Msg = ge.File, ge.Offset, ge.Msg
+		switch {
+		case ge.Tensor != "":
+			f.Msg = fmt.Sprintf("tensor %q: %s", ge.Tensor, ge.Msg)
+		case ge.Key != "":
+			f.Msg = fmt.Sprintf("key %q: %s", ge.Key, ge.Msg)
+		}
 	}
 	return f
 }
