@@ -281,3 +281,52 @@ iq3pair:
 
 iq3done:
 	RET
+
+// func dequantF16AVX2(src *byte, dst *float32, groups int)
+// 16 halves per group, widened exactly by F16C (NaNs come back quiet, as
+// quant.FP16ToFloat32 gives them).
+TEXT ·dequantF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ groups+16(FP), CX
+	TESTQ CX, CX
+	JZ   f16done
+
+f16loop:
+	VCVTPH2PS (SI), Y0
+	VCVTPH2PS 16(SI), Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $32, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  f16loop
+	VZEROUPPER
+
+f16done:
+	RET
+
+// func dequantBF16AVX2(src *byte, dst *float32, groups int)
+// 16 bfloat16 per group: each becomes the upper half of a float32.
+TEXT ·dequantBF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ groups+16(FP), CX
+	TESTQ CX, CX
+	JZ   bf16done
+
+bf16loop:
+	VPMOVZXWD (SI), Y0
+	VPMOVZXWD 16(SI), Y1
+	VPSLLD $16, Y0, Y0
+	VPSLLD $16, Y1, Y1
+	VMOVDQU Y0, (DI)
+	VMOVDQU Y1, 32(DI)
+	ADDQ $32, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  bf16loop
+	VZEROUPPER
+
+bf16done:
+	RET

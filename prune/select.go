@@ -6,6 +6,7 @@ package prune
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -99,4 +100,44 @@ func Hotness(s *profile.Stats, keep [][]int) [][]int {
 		rank[l] = r
 	}
 	return rank
+}
+
+// Retained is the share of a profile's routing that a plan's kept experts
+// hold in one layer: of the routed (token, expert) slots, of the gate
+// weight, and of EAN. The rest is re-routed once the experts are gone.
+type Retained struct {
+	Block   int     `json:"block"`
+	Count   float64 `json:"count"`
+	GateSum float64 `json:"gate_sum"`
+	EAN     float64 `json:"ean"`
+}
+
+// Retention measures plan against the profile s (which may come from other
+// text than the profile the plan was chosen by).
+func Retention(s *profile.Stats, plan *Plan) ([]Retained, error) {
+	if s.NExpert != plan.NExpert || !slices.Equal(s.Blocks, plan.Blocks) {
+		return nil, fmt.Errorf("the profile is of MoE layers %v with %d experts, the keep map of %v with %d", s.Blocks, s.NExpert, plan.Blocks, plan.NExpert)
+	}
+	share := func(v []float64, kept []int) float64 {
+		var all, in float64
+		for _, x := range v {
+			all += x
+		}
+		for _, e := range kept {
+			in += v[e]
+		}
+		if all == 0 {
+			return 0
+		}
+		return in / all
+	}
+	out := make([]Retained, len(plan.Blocks))
+	for l, kept := range plan.Keep {
+		counts := make([]float64, s.NExpert)
+		for e, c := range s.Count[l] {
+			counts[e] = float64(c)
+		}
+		out[l] = Retained{Block: plan.Blocks[l], Count: share(counts, kept), GateSum: share(s.GateSum[l], kept), EAN: share(s.EAN[l], kept)}
+	}
+	return out, nil
 }

@@ -92,3 +92,20 @@ func TestKeepMapRoundTrip(t *testing.T) {
 		t.Errorf("keep map ranks %d, stats %v", parsed.NRank(), parsed.Stats != nil)
 	}
 }
+
+func TestRetention(t *testing.T) {
+	s := profile.NewStats([]int{3}, 4)
+	s.Count[0] = []int64{1, 2, 3, 4}
+	s.GateSum[0] = []float64{1, 1, 1, 1}
+	s.EAN[0] = []float64{0, 0, 5, 5}
+	r, err := Retention(s, &Plan{Blocks: []int{3}, NExpert: 4, Keep: [][]int{{1, 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r[0].Block != 3 || r[0].Count != 0.5 || r[0].GateSum != 0.5 || r[0].EAN != 0.5 {
+		t.Errorf("retained %+v, want 5/10, 2/4, 5/10", r[0])
+	}
+	if _, err := Retention(s, &Plan{Blocks: []int{2}, NExpert: 4, Keep: [][]int{{1, 2}}}); err == nil {
+		t.Error("profile of other layers accepted")
+	}
+}

@@ -57,10 +57,8 @@ func dequantQ3K(src []byte, dst []float32) {
 					hm := hmask[16*t : 16*t+16]
 					out := y[16*k : 16*k+16]
 					for l := range out {
-						v := int(q[l] >> (2 * s) & 3)
-						if hm[l]>>(4*h+s)&1 == 0 {
-							v -= 4
-						}
+						// low - 4, plus 4 back when the high bit is set
+						v := int(q[l]>>(2*s)&3) - 4 + int(hm[l]>>(4*h+s)&1)<<2
 						out[l] = dl * float32(v)
 					}
 				}
@@ -123,26 +121,26 @@ func dequantQ5K(src []byte, dst []float32) {
 }
 
 func dequantQ6K(src []byte, dst []float32) {
+	var ds [16]float32 // d * scale, the first factor of ggml's (d*sc)*q
 	for i := 0; i < len(dst)/256; i++ {
 		b := src[210*i : 210*i+210]
 		y := dst[256*i : 256*i+256]
 		d := half(b[208:])
-		sc := b[192:208]
+		for k, s := range b[192:208] {
+			ds[k] = d * float32(int8(s))
+		}
 		for h := 0; h < 2; h++ {
 			ql := b[64*h : 64*h+64]
 			qh := b[128+32*h : 128+32*h+32]
 			out := y[128*h : 128*h+128]
-			s := sc[8*h : 8*h+8]
+			s := ds[8*h : 8*h+8]
 			for l := 0; l < 32; l++ {
 				is := l / 16
-				q1 := int(ql[l]&0xf|(qh[l]&3)<<4) - 32
-				q2 := int(ql[l+32]&0xf|(qh[l]>>2&3)<<4) - 32
-				q3 := int(ql[l]>>4|(qh[l]>>4&3)<<4) - 32
-				q4 := int(ql[l+32]>>4|(qh[l]>>6)<<4) - 32
-				out[l] = d * float32(int8(s[is])) * float32(q1)
-				out[l+32] = d * float32(int8(s[is+2])) * float32(q2)
-				out[l+64] = d * float32(int8(s[is+4])) * float32(q3)
-				out[l+96] = d * float32(int8(s[is+6])) * float32(q4)
+				lo, hi, h2 := ql[l], ql[l+32], qh[l]
+				out[l] = s[is] * float32(int(lo&0xf|(h2&3)<<4)-32)
+				out[l+32] = s[is+2] * float32(int(hi&0xf|(h2>>2&3)<<4)-32)
+				out[l+64] = s[is+4] * float32(int(lo>>4|(h2>>4&3)<<4)-32)
+				out[l+96] = s[is+6] * float32(int(hi>>4|(h2>>6)<<4)-32)
 			}
 		}
 	}

@@ -105,11 +105,12 @@ type quantBenchReport struct {
 	ReferenceNote string      `json:"reference_note"`
 }
 
-const anchorNote = "ggml reference figures are copied from shared/QUANT-FORMATS.md section 5 (ggml d99724f2, one core of a different, 2-vCPU Xeon); they were not measured in this run"
+const anchorNote = "ggml reference figures are copied from shared/QUANT-FORMATS.md section 5 (ggml d99724f2, one pinned core of a 2-vCPU Xeon family 6 model 207); they were not measured in this run"
 
 func newBenchQuantCmd(env *cli.Env) *cobra.Command {
 	var seconds float64
 	var mib int
+	var typeNames []string
 	cmd := &cobra.Command{
 		Use:   "quant",
 		Short: "Dequantize (every type, every path) and Q2_0 quantize speed on one core, vs memory bandwidth and ggml",
@@ -130,7 +131,21 @@ documentation (they come from QUANT-FORMATS.md, not from this run).`,
 			if mib < 1 || mib > 4096 {
 				return fmt.Errorf("--mib must be in [1, 4096], got %d", mib)
 			}
-			rep, err := benchQuant(cmd.Context(), env, seconds, mib)
+			types := benchDequantTypes
+			if len(typeNames) > 0 {
+				types = nil
+				for _, name := range typeNames {
+					t, err := quant.ParseType(name)
+					if err != nil {
+						return err
+					}
+					if !quant.CanDequantize(t) {
+						return fmt.Errorf("no dequantizer for type %s", t)
+					}
+					types = append(types, t)
+				}
+			}
+			rep, err := benchQuant(cmd.Context(), env, seconds, mib, types)
 			if err != nil {
 				return err
 			}
@@ -143,6 +158,7 @@ documentation (they come from QUANT-FORMATS.md, not from this run).`,
 	}
 	cmd.Flags().Float64Var(&seconds, "seconds", 0.5, "time spent on each measurement")
 	cmd.Flags().IntVar(&mib, "mib", 64, "float32 buffer size in MiB (ggml's anchors used 64)")
+	cmd.Flags().StringSliceVar(&typeNames, "type", nil, "measure only these types (e.g. --type q8_0,iq3_s); Q2_0 also selects its quantizer")
 	return cmd
 }
 
@@ -195,7 +211,7 @@ func timeCalls(ctx context.Context, seconds float64, f func() error) (callTimes,
 
 var benchSink float32
 
-func benchQuant(ctx context.Context, env *cli.Env, seconds float64, mib int) (*quantBenchReport, error) {
+func benchQuant(ctx context.Context, env *cli.Env, seconds float64, mib int, types []quant.Type) (*quantBenchReport, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	weights := mib << 20 / 4
@@ -228,9 +244,9 @@ func benchQuant(ctx context.Context, env *cli.Env, seconds float64, mib int) (*q
 	rep.ReadGBs = bytes / ct.perCore().Seconds() / 1e9
 	other = nil
 
-	bar := env.NewProgress(int64(2*len(benchDequantTypes)+2), "bench quant", false)
+	bar := env.NewProgress(int64(2*len(types)+2), "bench quant", false)
 	defer bar.Done()
-	for _, t := range benchDequantTypes {
+	for _, t := range types {
 		ti, _ := quant.Info(t)
 		n := weights / ti.BlockElements * ti.BlockElements
 		src, err := kernels.SampleBlocks(t, n/ti.BlockElements, uint64(t)+1)
@@ -263,7 +279,7 @@ func benchQuant(ctx context.Context, env *cli.Env, seconds float64, mib int) (*q
 		}
 	}
 
-	if quant.CanQuantize(quant.Q2_0) {
+	if quant.CanQuantize(quant.Q2_0) && slices.Contains(types, quant.Q2_0) {
 		x := make([]float32, weights/64*64)
 		rng := rand.New(rand.NewPCG(20260821, 1))
 		for i := range x {

@@ -52,12 +52,24 @@ func TestBenchQuantJSON(t *testing.T) {
 
 func TestBenchQuantText(t *testing.T) {
 	var o, e bytes.Buffer
-	if code := run(context.Background(), cli.Test(&o, &e), []string{"bench", "quant", "--seconds", "0.001", "--mib", "1"}); code != 0 {
+	args := []string{"bench", "quant", "--seconds", "0.001", "--mib", "1", "--type", "iq3_s,Q6_K"}
+	if code := run(context.Background(), cli.Test(&o, &e), args); code != 0 {
 		t.Fatalf("exit %d: %s", code, e.String())
 	}
-	for _, w := range []string{"memory bandwidth", "IQ3_S", "not measured in this run"} {
+	for _, w := range []string{"memory bandwidth", "IQ3_S", "Q6_K", "not measured in this run"} {
 		if !strings.Contains(o.String(), w) {
 			t.Errorf("output lacks %q:\n%s", w, o.String())
+		}
+	}
+	for _, w := range []string{"Q8_0", "quantize"} {
+		if strings.Contains(o.String(), " "+w+" ") {
+			t.Errorf("--type iq3_s,Q6_K still measured %s:\n%s", w, o.String())
+		}
+	}
+	for _, bad := range [][]string{{"--type", "q9_9"}, {"--type", "q8_1"}} {
+		var o3, e3 bytes.Buffer
+		if code := run(context.Background(), cli.Test(&o3, &e3), append([]string{"bench", "quant", "--seconds", "0.001", "--mib", "1"}, bad...)); code == 0 {
+			t.Errorf("%v accepted", bad)
 		}
 	}
 	var o2, e2 bytes.Buffer

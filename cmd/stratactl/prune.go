@@ -37,7 +37,9 @@ tokens routed to the expert; frequency: tokens routed to it; ean: total
 gate-weighted output norm), ties to the lower id, and writes the keep map
 (ranking by routed tokens, with the profile's statistics) to --keep-out,
 by default OUT with .gguf replaced by .keep.strp. pack --keep accepts it.
-With --keep-map it applies an existing keep map instead.`,
+With --keep-map it applies an existing keep map instead; given a --profile too
+(of any text), it also reports how much of that profile's routing the kept
+experts serve.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPrune(cmd, env, args[0], &f)
@@ -59,6 +61,10 @@ type pruneReport struct {
 	Criterion string  `json:"criterion"`
 	KeepMap   string  `json:"keep_map"`
 	Keep      [][]int `json:"keep"`
+	// Retained: per layer, the share of the profile's routing that the kept
+	// experts hold (absent without --profile).
+	Retained     []prune.Retained `json:"retained,omitempty"`
+	RetainedMean *prune.Retained  `json:"retained_mean,omitempty"`
 	*prune.Result
 }
 
@@ -68,8 +74,8 @@ func keepMapPath(out string) string {
 }
 
 func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) error {
-	if (f.profile == "") == (f.keepMap == "") {
-		return fmt.Errorf("give exactly one of --profile (with --keep) and --keep-map")
+	if f.profile == "" && f.keepMap == "" {
+		return fmt.Errorf("give --profile (with --keep) or --keep-map")
 	}
 	src, err := gguf.OpenModel(path, false)
 	if err != nil {
@@ -79,9 +85,22 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 
 	var plan *prune.Plan
 	var keep *strata.Keep
+	var stats *profile.Stats
 	criterion := "keep-map"
 	keepOut := f.keepOut
 	if f.profile != "" {
+		pk, err := strata.ReadKeep(f.profile)
+		if err != nil {
+			return err
+		}
+		if !pk.IsIdentity() {
+			return fmt.Errorf("%s: keeps %d of %d experts: a profile must be of the unpruned model", f.profile, pk.NKeep(), pk.NExpert)
+		}
+		if stats, err = profile.FromKeep(pk, f.profile); err != nil {
+			return err
+		}
+	}
+	if f.keepMap == "" {
 		if f.keep <= 0 {
 			return fmt.Errorf("--keep K (experts per layer, > 0) is required with --profile")
 		}
@@ -90,17 +109,6 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 			return err
 		}
 		criterion = string(c)
-		pk, err := strata.ReadKeep(f.profile)
-		if err != nil {
-			return err
-		}
-		if !pk.IsIdentity() {
-			return fmt.Errorf("%s: keeps %d of %d experts: a profile must be of the unpruned model", f.profile, pk.NKeep(), pk.NExpert)
-		}
-		stats, err := profile.FromKeep(pk, f.profile)
-		if err != nil {
-			return err
-		}
 		if plan, err = prune.PlanFromProfile(stats, c, f.keep); err != nil {
 			return fmt.Errorf("%s: %w", f.profile, err)
 		}
@@ -121,6 +129,13 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 		return fmt.Errorf("the keep map %s would overwrite a model file", keepOut)
 	}
 
+	var retained []prune.Retained
+	if stats != nil {
+		if retained, err = prune.Retention(stats, plan); err != nil {
+			return fmt.Errorf("%s against %s: %w", f.keepMap, f.profile, err)
+		}
+	}
+
 	var total int64
 	for i := range src.Tensors {
 		total += src.Tensors[i].Size
@@ -137,7 +152,16 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 			return err
 		}
 	}
-	rep := pruneReport{Model: path, Criterion: criterion, KeepMap: keepOut, Keep: plan.Keep, Result: res}
+	rep := pruneReport{Model: path, Criterion: criterion, KeepMap: keepOut, Keep: plan.Keep, Retained: retained, Result: res}
+	if len(retained) > 0 {
+		m := prune.Retained{Block: -1}
+		for _, r := range retained {
+			m.Count += r.Count / float64(len(retained))
+			m.GateSum += r.GateSum / float64(len(retained))
+			m.EAN += r.EAN / float64(len(retained))
+		}
+		rep.RetainedMean = &m
+	}
 	if keepOut == "" {
 		rep.KeepMap = f.keepMap
 	}
@@ -146,6 +170,10 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 	}
 	fmt.Fprintf(env.Out, "pruned %s to %d of %d experts per layer by %s: %d per-expert tensors sliced, %d copied; %d -> %d bytes\n",
 		path, res.NKeep, res.NExpert, criterion, res.SlicedTensors, res.CopiedTensors, res.SourceBytes, res.Bytes)
+	if m := rep.RetainedMean; m != nil {
+		fmt.Fprintf(env.Out, "on the profile, the kept experts serve %.1f%% of the routed (token, expert) slots, %.1f%% of the gate weight, %.1f%% of EAN (mean over layers)\n",
+			100*m.Count, 100*m.GateSum, 100*m.EAN)
+	}
 	if env.Verbose {
 		for l, b := range plan.Blocks {
 			fmt.Fprintf(env.Out, "  layer %d keeps %v\n", b, plan.Keep[l])

@@ -125,6 +125,12 @@ func TestProfilePruneEval(t *testing.T) {
 	if a, b := dataSection(t, pruned), dataSection(t, again); !bytes.Equal(a, b) {
 		t.Error("--keep-map with the written keep map gives different tensors")
 	}
+	// With the profile as well, it reports what the kept experts serve: by
+	// frequency, at least half of the routed slots.
+	rr := decode[pruneReport](t, stratactl(t, "prune", model, "--keep-map", pr.KeepMap, "--profile", prof, "-o", again, "--json"))
+	if len(rr.Retained) != 4 || rr.RetainedMean == nil || rr.RetainedMean.Count < 0.5 || rr.RetainedMean.Count > 1 {
+		t.Errorf("retained %+v mean %+v", rr.Retained, rr.RetainedMean)
+	}
 
 	// A model against itself: KLD 0 and agreement 1 exactly.
 	ev := decode[evalReport](t, stratactl(t, "eval", pruned, "--ref", pruned, "--ids", testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"), "--ctx", "128", "--chunks", "1", "--json"))

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/stratactl/stratactl/convert"
+	"github.com/stratactl/stratactl/internal/cli"
+	"github.com/stratactl/stratactl/quant"
+)
+
+func init() { registerBench(newBenchPackCmd) }
+
+func newBenchPackCmd(env *cli.Env) *cobra.Command {
+	var (
+		cfg       convert.BenchPackConfig
+		typ       string
+		inProcess bool
+	)
+	cmd := &cobra.Command{
+		Use:   "pack",
+		Short: "Synthesize a model (default: the field's 48 × 512 experts of 2560 × 640, IQ3_S), pack it with a keep map, and compare with the disk floor",
+		Long: `bench pack writes a synthetic model (or takes --input), keeps --keep experts per
+layer, runs "stratactl pack" on it in a child process (cold: the input is
+dropped from the page cache first) and reports wall time, weights converted
+per second, the child's peak RSS, and the ratio to the disk floor: the time
+to read the input once and write the output bytes, measured in the same run.
+The field-scale default needs about 75 GB of free disk in --dir.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if cfg.Type, err = quant.ParseType(typ); err != nil {
+				return err
+			}
+			if !inProcess {
+				if cfg.Exe, err = os.Executable(); err != nil {
+					return err
+				}
+			}
+			cfg.Progress = progressFor(env)
+			res, err := convert.BenchPack(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			if env.JSON {
+				return env.PrintJSON(res)
+			}
+			gb := func(b int64) float64 { return float64(b) / 1e9 }
+			fmt.Fprintf(env.Out, "machine        %s, -j %d\n", res.Machine, res.Jobs)
+			fmt.Fprintf(env.Out, "input          %s: %.2f GB, %d MoE layers × %d experts\n", res.Input, gb(res.InputBytes), res.Layers, res.Experts)
+			if res.SynthSeconds > 0 {
+				fmt.Fprintf(env.Out, "synth          %.1f s\n", res.SynthSeconds)
+			}
+			fmt.Fprintf(env.Out, "pack           %.1f s (page cache dropped: %v), %d of %d experts kept, %.3g weights converted, %.3g weights/s, rel. MSE %.4g\n",
+				res.PackSeconds, res.CacheDropped, res.Kept, res.Experts, float64(res.Weights), res.WeightsPerSec, res.PackRelMSE)
+			fmt.Fprintf(env.Out, "output         %.2f GB\n", gb(res.OutputBytes))
+			fmt.Fprintf(env.Out, "peak RSS       %.0f MB (%s)\n", float64(res.PeakRSSBytes)/1e6, res.RSSScope)
+			fmt.Fprintf(env.Out, "disk floor     %.1f s (read input %.1f s = %.0f MB/s, write output %.1f s = %.0f MB/s)\n",
+				res.FloorSeconds, res.ReadSeconds, float64(res.InputBytes)/1e6/res.ReadSeconds, res.WriteSeconds, float64(res.OutputBytes)/1e6/res.WriteSeconds)
+			fmt.Fprintf(env.Out, "pack / floor   %.2f\n", res.RatioToFloor)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Dir, "dir", "", "work folder (default: the system temp folder)")
+	f.StringVar(&cfg.Input, "input", "", "pack this model instead of a synthetic one")
+	f.IntVar(&cfg.Layers, "layers", 48, "synthetic model: MoE layers")
+	f.IntVar(&cfg.Experts, "experts", 512, "synthetic model: experts per layer")
+	f.IntVar(&cfg.Embd, "embd", 2560, "synthetic model: n_embd")
+	f.IntVar(&cfg.FF, "ff", 640, "synthetic model: n_ff_exp")
+	f.StringVar(&typ, "type", "iq3_s", "synthetic model: expert type")
+	f.IntVar(&cfg.Keep, "keep", 256, "experts kept per layer")
+	f.IntVarP(&cfg.Jobs, "jobs", "j", 0, "worker threads (0: all cores)")
+	f.BoolVar(&cfg.KeepFiles, "keep-files", false, "leave the model and pack in --dir")
+	f.BoolVar(&inProcess, "in-process", false, "pack in this process (peak RSS then covers synth too)")
+	return cmd
+}

@@ -1,0 +1,238 @@
+package convert
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/quant"
+	"github.com/stratactl/stratactl/strata"
+)
+
+// BenchPackConfig is `stratactl bench pack`.
+type BenchPackConfig struct {
+	Dir       string // work folder (created files are removed unless KeepFiles)
+	Input     string // an existing model to pack instead of a synthetic one
+	Layers    int
+	Experts   int
+	Embd, FF  int
+	Type      quant.Type // synthetic experts' type
+	Keep      int        // experts kept per layer
+	Jobs      int
+	Exe       string // stratactl binary to run pack in a child process; "" runs it in this process
+	KeepFiles bool
+	Progress  ProgressFunc
+}
+
+// BenchPackResult holds every figure the benchmark measured.
+type BenchPackResult struct {
+	Machine       string  `json:"machine"`
+	Input         string  `json:"input"`
+	InputBytes    int64   `json:"input_bytes"`
+	OutputBytes   int64   `json:"output_bytes"`
+	Layers        int     `json:"moe_layers"`
+	Experts       int     `json:"n_expert"`
+	Kept          int     `json:"n_keep"`
+	Weights       int64   `json:"weights_converted"`
+	SynthSeconds  float64 `json:"synth_s,omitempty"`
+	PackSeconds   float64 `json:"pack_s"`
+	WeightsPerSec float64 `json:"weights_per_s"`
+	PeakRSSBytes  int64   `json:"peak_rss_bytes"`
+	RSSScope      string  `json:"peak_rss_scope"`
+	ReadSeconds   float64 `json:"floor_read_s"`
+	WriteSeconds  float64 `json:"floor_write_s"`
+	FloorSeconds  float64 `json:"floor_s"`
+	RatioToFloor  float64 `json:"ratio_to_floor"`
+	Jobs          int     `json:"jobs"`
+	CacheDropped  bool    `json:"page_cache_dropped"`
+	PackRelMSE    float64 `json:"rel_mse"`
+	PackFolder    string  `json:"pack,omitempty"`
+}
+
+// BenchPack synthesizes (or takes) a model, packs it with a keep map, and
+// measures the pack against the disk floor: reading the input bytes and
+// writing the output bytes, in the same run on the same disk.
+func BenchPack(ctx context.Context, cfg BenchPackConfig) (*BenchPackResult, error) {
+	res := &BenchPackResult{Jobs: jobsOr(cfg.Jobs), Machine: machine()}
+	dir, err := os.MkdirTemp(cfg.Dir, "stratactl-bench-pack-")
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.KeepFiles {
+		defer os.RemoveAll(dir)
+	}
+	in := cfg.Input
+	if in == "" {
+		in = filepath.Join(dir, "source.gguf")
+		t0 := time.Now()
+		if _, err := Synth(ctx, SynthConfig{Out: in, Arch: "qwen3moe", Layers: cfg.Layers, Experts: cfg.Experts, Embd: cfg.Embd, FF: cfg.FF,
+			Type: cfg.Type, DenseType: quant.Q8_0, Seed: 1, Jobs: cfg.Jobs, Progress: cfg.Progress}); err != nil {
+			return nil, err
+		}
+		res.SynthSeconds = time.Since(t0).Seconds()
+	}
+	res.Input = in
+	st, err := os.Stat(in)
+	if err != nil {
+		return nil, err
+	}
+	res.InputBytes = st.Size()
+
+	// The keep map: a fixed pseudo-random choice per layer.
+	f, err := openMoE(in)
+	if err != nil {
+		return nil, err
+	}
+	blocks := blocksOf(f.moe)
+	nExpert := f.moe.Experts
+	embd, ff := f.moe.Embd, f.moe.ExpertFF
+	f.file.Close()
+	if cfg.Keep <= 0 || cfg.Keep > nExpert {
+		return nil, fmt.Errorf("--keep %d: want 1..%d", cfg.Keep, nExpert)
+	}
+	r := rand.New(rand.NewPCG(5, 5))
+	keep := &strata.Keep{NExpert: uint32(nExpert), Layers: blocks}
+	for range blocks {
+		ids := r.Perm(nExpert)[:cfg.Keep]
+		slices.Sort(ids)
+		var k []uint32
+		for _, id := range ids {
+			k = append(k, uint32(id))
+		}
+		keep.Keep = append(keep.Keep, k)
+		keep.Rank = append(keep.Rank, nil)
+	}
+	keepPath := filepath.Join(dir, "keep.strp")
+	if err := strata.WriteKeep(keepPath, keep); err != nil {
+		return nil, err
+	}
+	res.Layers, res.Experts, res.Kept = len(blocks), nExpert, cfg.Keep
+	res.Weights = int64(len(blocks)) * int64(cfg.Keep) * 3 * embd * ff
+
+	// The pack, cold: the input leaves the page cache first.
+	res.CacheDropped = dropCache(in) == nil
+	out := filepath.Join(dir, "pack")
+	t0 := time.Now()
+	var man Manifest
+	if cfg.Exe != "" {
+		cmd := exec.CommandContext(ctx, cfg.Exe, "pack", in, "-o", out, "--keep", keepPath, "-j", fmt.Sprint(res.Jobs), "--json")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("pack: %v: %s", err, stderr.String())
+		}
+		res.PackSeconds = time.Since(t0).Seconds()
+		res.PeakRSSBytes, res.RSSScope = childPeakRSS(cmd.ProcessState), "the pack process"
+		if err := json.Unmarshal(stdout.Bytes(), &man); err != nil {
+			return nil, fmt.Errorf("pack --json: %w", err)
+		}
+	} else {
+		m, err := Pack(ctx, PackConfig{In: in, OutDir: out, Type: quant.Q2_0, Keep: keepPath, Jobs: cfg.Jobs, Progress: cfg.Progress})
+		if err != nil {
+			return nil, err
+		}
+		res.PackSeconds = time.Since(t0).Seconds()
+		man = *m
+		res.PeakRSSBytes, res.RSSScope = selfPeakRSS(), "this process (synth and pack together)"
+	}
+	res.PackRelMSE = man.RelMSE
+	for _, o := range man.Outputs {
+		res.OutputBytes += o.Bytes
+	}
+	res.WeightsPerSec = float64(res.Weights) / res.PackSeconds
+	if cfg.KeepFiles {
+		res.PackFolder = out
+	}
+
+	// The floor: read the input once, cold, and write as many bytes as the
+	// pack wrote, synced.
+	dropCache(in)
+	if res.ReadSeconds, err = timeRead(ctx, in); err != nil {
+		return nil, err
+	}
+	if res.WriteSeconds, err = timeWrite(ctx, filepath.Join(dir, "floor.bin"), res.OutputBytes); err != nil {
+		return nil, err
+	}
+	res.FloorSeconds = res.ReadSeconds + res.WriteSeconds
+	res.RatioToFloor = res.PackSeconds / res.FloorSeconds
+	return res, nil
+}
+
+func timeRead(ctx context.Context, path string) (float64, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer fh.Close()
+	buf := make([]byte, 4<<20)
+	t0 := time.Now()
+	for {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		n, err := fh.Read(buf)
+		if n == 0 || err != nil {
+			break
+		}
+	}
+	return time.Since(t0).Seconds(), nil
+}
+
+func timeWrite(ctx context.Context, path string, n int64) (float64, error) {
+	fh, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(path)
+	defer fh.Close()
+	buf := make([]byte, 4<<20)
+	for i := range buf {
+		buf[i] = byte(i * 131) // not zeros, in case the disk compresses or dedups
+	}
+	t0 := time.Now()
+	for left := n; left > 0; {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		k := min(int64(len(buf)), left)
+		if _, err := fh.Write(buf[:k]); err != nil {
+			return 0, err
+		}
+		left -= k
+	}
+	if err := fh.Sync(); err != nil {
+		return 0, err
+	}
+	return time.Since(t0).Seconds(), nil
+}
+
+func machine() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s, %d CPUs", host, jobsOr(0))
+}
+
+type moeFile struct {
+	file interface{ Close() error }
+	moe  *gguf.MoE
+}
+
+func openMoE(path string) (*moeFile, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := f.MoE()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &moeFile{file: f, moe: m}, nil
+}
