@@ -553,3 +553,80 @@ func TestPackPrunesPerExpertTensors(t *testing.T) {
 		t.Fatalf("verify: %v %v", err, rep.Failures)
 	}
 }
+
+// cancelOnAdd cancels the run at its first progress report, i.e. half-way.
+type cancelOnAdd struct{ cancel context.CancelFunc }
+
+func (c cancelOnAdd) Add(int64) { c.cancel() }
+func (c cancelOnAdd) Done()     {}
+
+func TestInterruptedHalfWayLeavesNothing(t *testing.T) {
+	in := testutil.TinyModel(t, "model-iq3s.gguf")
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	prog := func(int64, string) Progress { return cancelOnAdd{cancel} }
+	_, err := Pack(ctx, PackConfig{In: in, OutDir: filepath.Join(dir, "pack"), Type: quant.Q2_0, Progress: prog})
+	if err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("pack cancelled half-way: %v", err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	prog = func(int64, string) Progress { return cancelOnAdd{cancel} }
+	_, err = Quantize(ctx, QuantizeConfig{In: in, Out: filepath.Join(dir, "q.gguf"), Type: quant.Q8_0, Progress: prog})
+	if err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("quantize cancelled half-way: %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("interrupted runs left %v", ents)
+	}
+}
+
+// TestVerifyPackOtherFiles damages keep.strp, model.gguf and manifest.json
+// in turn; verify must fail and say where.
+func TestVerifyPackOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "m.gguf")
+	if _, err := Synth(context.Background(), SynthConfig{Out: in, Arch: "qwen3moe", Layers: 2, Experts: 4, ExpertsUsed: 2, Embd: 128, FF: 256, Type: quant.IQ3_S, DenseType: quant.BF16, Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(dir, "good")
+	if _, err := Pack(context.Background(), PackConfig{In: in, OutDir: good, Type: quant.Q2_0}); err != nil {
+		t.Fatal(err)
+	}
+	mf, _ := gguf.Open(filepath.Join(good, PackModel))
+	router, _ := mf.Tensor("blk.1.ffn_gate_inp.weight")
+	routerAt := mf.DataStart(router) + 40
+	mf.Close()
+	cases := []struct {
+		file   string
+		mutate func([]byte) []byte
+		check  string
+		offset int64
+	}{
+		{PackKeep, func(b []byte) []byte { b[30] ^= 1; return b }, "keep", -2},
+		{PackModel, func(b []byte) []byte { b[routerAt] ^= 1; return b }, "source.dense", routerAt},
+		{PackManifest, func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"rel_mse": 0.`), []byte(`"rel_mse": 1.`), 1)
+		}, "manifest", -1},
+	}
+	for _, c := range cases {
+		bad := filepath.Join(dir, "bad-"+c.file)
+		copyPack(t, good, bad)
+		p := filepath.Join(bad, c.file)
+		if err := os.WriteFile(p, c.mutate(readAll(t, p)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Verify(context.Background(), VerifyConfig{Path: bad, Source: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hit := false
+		for _, f := range rep.Failures {
+			hit = hit || (f.Check == c.check && (c.offset == -2 || f.Offset == c.offset))
+		}
+		if rep.OK || !hit {
+			t.Fatalf("%s damaged: %v", c.file, rep.Failures)
+		}
+	}
+}

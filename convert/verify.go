@@ -123,7 +123,13 @@ func findingOf(check string, err error) Finding {
 	case errors.As(err, &se):
 		f.File, f.Offset, f.Layer, f.Expert, f.Part, f.Msg = se.File, se.Offset, se.Layer, se.Expert, se.Part, se.Msg
 	case errors.As(err, &ge):
-		f.File, f.Offset, f.Msg = ge.File, ge.Offset, err.Error()
+		f.File, f.Offset, f.Msg = ge.File, ge.Offset, ge.Msg
+		switch {
+		case ge.Tensor != "":
+			f.Msg = fmt.Sprintf("tensor %q: %s", ge.Tensor, ge.Msg)
+		case ge.Key != "":
+			f.Msg = fmt.Sprintf("key %q: %s", ge.Key, ge.Msg)
+		}
 	}
 	return f
 }
@@ -802,6 +808,7 @@ func compareDense(mf, src *gguf.File, sm *gguf.MoE, keep *strata.Keep, r *Verify
 	for i, l := range sm.Layers {
 		layerOf[l.Block] = i
 	}
+	var sb, mb []byte
 	for i := range mf.Tensors {
 		t := &mf.Tensors[i]
 		b, rest, inBlock := gguf.SplitBlockName(t.Name)
@@ -813,28 +820,49 @@ func compareDense(mf, src *gguf.File, sm *gguf.MoE, keep *strata.Keep, r *Verify
 			r.failf("source.dense", mf.Path, t.InfoOffset, "tensor %q is not in the source", t.Name)
 			continue
 		}
-		var want []byte
-		var err error
-		if l, moe := layerOf[b]; inBlock && moe && (gguf.IsExpertTensor(t.Name) || contains(routerLike, rest)) {
-			want, err = keptRows(src, s, keep.Keep[l])
-		} else {
-			want, err = src.ReadTensor(s)
-		}
-		if err != nil {
-			r.failf("source.dense", src.Path, s.InfoOffset, "%v", err)
-			continue
-		}
-		got, err := mf.ReadTensor(t)
-		if err != nil {
-			r.failf("source.dense", mf.Path, t.InfoOffset, "%v", err)
-			continue
-		}
 		if t.Type != s.Type {
 			r.failf("source.dense", mf.Path, t.InfoOffset, "tensor %q is %s, the source's %s", t.Name, t.Type, s.Type)
 			continue
 		}
-		if i := firstDiff(got, want); i >= 0 {
-			r.failf("source.dense", mf.Path, mf.DataStart(t)+int64(i), "tensor %q differs from the source's (kept rows) at byte %d of the tensor", t.Name, i)
+		if l, moe := layerOf[b]; inBlock && moe && (gguf.IsExpertTensor(t.Name) || contains(routerLike, rest)) {
+			// Per-expert tensors are small (routers, biases): compare whole.
+			want, err := keptRows(src, s, keep.Keep[l])
+			if err != nil {
+				r.failf("source.dense", src.Path, s.InfoOffset, "%v", err)
+				continue
+			}
+			got, err := mf.ReadTensor(t)
+			if err != nil {
+				r.failf("source.dense", mf.Path, t.InfoOffset, "%v", err)
+				continue
+			}
+			if i := firstDiff(got, want); i >= 0 {
+				r.failf("source.dense", mf.Path, mf.DataStart(t)+int64(i), "tensor %q differs from the source's kept rows at byte %d of the tensor", t.Name, i)
+			}
+			continue
+		}
+		if t.Size != s.Size {
+			r.failf("source.dense", mf.Path, t.InfoOffset, "tensor %q has %d bytes, the source's %d", t.Name, t.Size, s.Size)
+			continue
+		}
+		// Copies can be large (embeddings): compare a chunk at a time.
+		if sb == nil {
+			sb, mb = make([]byte, copyChunk), make([]byte, copyChunk)
+		}
+		for off := int64(0); off < t.Size; off += copyChunk {
+			n := min(copyChunk, t.Size-off)
+			if err := src.ReadTensorAt(s, sb[:n], off); err != nil {
+				r.failf("source.dense", src.Path, s.InfoOffset, "%v", err)
+				break
+			}
+			if err := mf.ReadTensorAt(t, mb[:n], off); err != nil {
+				r.failf("source.dense", mf.Path, t.InfoOffset, "%v", err)
+				break
+			}
+			if i := firstDiff(sb[:n], mb[:n]); i >= 0 {
+				r.failf("source.dense", mf.Path, mf.DataStart(t)+off+int64(i), "tensor %q differs from the source's at byte %d of the tensor", t.Name, off+int64(i))
+				break
+			}
 		}
 	}
 }

@@ -168,50 +168,76 @@ func (s *Session) expertsBatch(l int, users [][]int, T int, xn, ys []float32) er
 	return nil
 }
 
-// expertsOneToken runs the K experts of one token with all of them pinned
-// and one parallel pass per stage (gate and up, then down) instead of three
-// per expert; the bits are expertsBatch's.
+// expertsOneToken runs the K experts of one token: first those already in
+// memory, while the reads of the others go on, then the rest; each group in
+// one parallel pass per stage (gate and up, then down) rather than three per
+// expert. Every output element is the same Dot, so the bits are
+// expertsBatch's whatever the grouping.
 func (s *Session) expertsOneToken(l int, ids []int32, xn, ys []float32) error {
 	m := s.m
+	var now, later []int
+	for k, e := range ids {
+		if m.Experts.Ready(l, int(e)) {
+			now = append(now, k)
+		} else {
+			later = append(later, k)
+		}
+	}
+	for _, group := range [][]int{now, later} {
+		if len(group) == 0 {
+			continue
+		}
+		if err := s.expertGroup(l, ids, group, xn, ys); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// expertGroup runs the experts ids[k] for k in ranks, pinned together.
+func (s *Session) expertGroup(l int, ids []int32, ranks []int, xn, ys []float32) error {
+	m := s.m
 	c := &m.Config
-	K, D, F := c.ExpertsUsed, c.Embd, c.ExpertFF
-	exs := make([]*Expert, K)
+	D, F := c.Embd, c.ExpertFF
+	n := len(ranks)
+	exs := make([]*Expert, n)
 	defer func() {
-		for k, ex := range exs {
+		for j, ex := range exs {
 			if ex != nil {
-				m.Experts.Release(l, int(ids[k]))
+				m.Experts.Release(l, int(ids[ranks[j]]))
 			}
 		}
 	}()
-	for k, e := range ids {
-		ex, err := m.Experts.Get(l, int(e))
+	for j, k := range ranks {
+		ex, err := m.Experts.Get(l, int(ids[k]))
 		if err != nil {
-			return fmt.Errorf("layer %d expert %d: %w", l, e, err)
+			return fmt.Errorf("layer %d expert %d: %w", l, ids[k], err)
 		}
-		exs[k] = ex
+		exs[j] = ex
 		s.Stats.DistinctLoads++
 	}
-	gu := make([]float32, 2*K*F)
-	ms := make([]*kernels.Matrix, 0, 2*K)
-	xs := make([][]float32, 0, 2*K)
-	outs := make([][]float32, 0, 2*K)
-	for k, ex := range exs {
+	gu := make([]float32, 2*n*F)
+	ms := make([]*kernels.Matrix, 0, 2*n)
+	xs := make([][]float32, 0, 2*n)
+	outs := make([][]float32, 0, 2*n)
+	for j, ex := range exs {
 		ms = append(ms, &ex.Gate, &ex.Up)
 		xs = append(xs, xn, xn)
-		outs = append(outs, gu[2*k*F:(2*k+1)*F], gu[(2*k+1)*F:(2*k+2)*F])
+		outs = append(outs, gu[2*j*F:(2*j+1)*F], gu[(2*j+1)*F:(2*j+2)*F])
 	}
 	m.Pool.MatVecs(ms, xs, outs)
-	h := make([]float32, K*F)
-	for k := 0; k < K; k++ {
-		g, u := gu[2*k*F:(2*k+1)*F], gu[(2*k+1)*F:(2*k+2)*F]
+	h := make([]float32, n*F)
+	for j := 0; j < n; j++ {
+		g, u := gu[2*j*F:(2*j+1)*F], gu[(2*j+1)*F:(2*j+2)*F]
 		for i := range g {
-			h[k*F+i] = silu(g[i]) * u[i]
+			h[j*F+i] = silu(g[i]) * u[i]
 		}
 	}
 	ms, xs, outs = ms[:0], xs[:0], outs[:0]
-	for k, ex := range exs {
+	for j, ex := range exs {
+		k := ranks[j]
 		ms = append(ms, &ex.Down)
-		xs = append(xs, h[k*F:(k+1)*F])
+		xs = append(xs, h[j*F:(j+1)*F])
 		outs = append(outs, ys[k*D:(k+1)*D])
 	}
 	m.Pool.MatVecs(ms, xs, outs)

@@ -534,6 +534,14 @@ func (s *PackStore) Resident(layer, e int) bool {
 	return i >= 0 && s.slots[i].state != slotFailed
 }
 
+// Ready reports whether the expert is in the arena and read.
+func (s *PackStore) Ready(layer, e int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := s.where[layer*s.cfg.Experts+e]
+	return i >= 0 && s.slots[i].state == slotReady
+}
+
 // Streaming is true unless read-ahead was turned off.
 func (s *PackStore) Streaming() bool { return s.readAhead }
 
