@@ -135,7 +135,7 @@ func BenchPack(ctx context.Context, cfg BenchPackConfig) (*BenchPackResult, erro
 			return nil, fmt.Errorf("pack --json: %w", err)
 		}
 	} else {
-		m, err := Pack(ctx, PackConfig{In: in, OutDir: out, Keep: keepPath, Jobs: cfg.Jobs, Progress: cfg.Progress})
+		m, err := Pack(ctx, PackConfig{In: in, OutDir: out, Type: quant.Q2_0, Keep: keepPath, Jobs: cfg.Jobs, Progress: cfg.Progress})
 		if err != nil {
 			return nil, err
 		}

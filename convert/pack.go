@@ -47,7 +47,7 @@ var routerLike = []string{"ffn_gate_inp.weight", "ffn_gate_inp.bias", "exp_probs
 type PackConfig struct {
 	In       string
 	OutDir   string
-	Type     quant.Type // expert type in model.experts
+	Type     quant.Type // expert type in model.experts (the command's default is Q2_0; the zero value is F32)
 	Keep     string     // keep.strp path, or "" to keep every expert
 	Imatrix  string
 	Q2       Q2Params
@@ -130,9 +130,6 @@ type slotResult struct {
 // Pack converts cfg.In into a pack folder at cfg.OutDir. The folder appears
 // only when complete.
 func Pack(ctx context.Context, cfg PackConfig) (*Manifest, error) {
-	if cfg.Type == 0 {
-		cfg.Type = quant.Q2_0
-	}
 	if !quant.CanQuantize(cfg.Type) {
 		return nil, fmt.Errorf("cannot quantize to %s (this build quantizes to %s)", cfg.Type, quantizableTypes())
 	}
@@ -469,10 +466,13 @@ func contains(list []string, s string) bool {
 // keptRows is the kept experts' slices of a tensor indexed by expert along
 // its last dimension, in keep-map order.
 func keptRows(f *gguf.File, t *gguf.TensorInfo, ids []uint32) ([]byte, error) {
-	_, size, err := gguf.ExpertSlice(t, 0)
-	if err != nil {
-		return nil, err
+	// A 1-D tensor (exp_probs_b: one bias per expert) has one element per
+	// expert, so the slice is taken along the last dimension whatever the rank.
+	n := t.Dims[len(t.Dims)-1]
+	if n <= 0 || t.Size%n != 0 {
+		return nil, &gguf.FormatError{File: f.Path, Offset: t.InfoOffset, Tensor: t.Name, Msg: fmt.Sprintf("ne %v (%d bytes) does not split into %d experts", t.Dims, t.Size, n)}
 	}
+	size := t.Size / n
 	out := make([]byte, int64(len(ids))*size)
 	for i, id := range ids {
 		if err := f.ReadTensorAt(t, out[int64(i)*size:int64(i+1)*size], int64(id)*size); err != nil {

@@ -171,13 +171,13 @@ func TestPackRefusesExistingAndCancel(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "pack")
 	os.Mkdir(out, 0o755)
-	if _, err := Pack(context.Background(), PackConfig{In: in, OutDir: out}); err == nil || !strings.Contains(err.Error(), "already exists") {
+	if _, err := Pack(context.Background(), PackConfig{Type: quant.Q2_0, In: in, OutDir: out}); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("existing output: %v", err)
 	}
 	os.Remove(out)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Pack(ctx, PackConfig{In: in, OutDir: out}); err == nil || !strings.Contains(err.Error(), "interrupted") {
+	if _, err := Pack(ctx, PackConfig{Type: quant.Q2_0, In: in, OutDir: out}); err == nil || !strings.Contains(err.Error(), "interrupted") {
 		t.Fatalf("cancelled pack: %v", err)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
@@ -186,7 +186,7 @@ func TestPackRefusesExistingAndCancel(t *testing.T) {
 	// A keep map for another model is refused.
 	kp := filepath.Join(dir, "k.strp")
 	halfKeep(t, kp, []uint32{0, 1, 2}, 32, 16)
-	if _, err := Pack(context.Background(), PackConfig{In: in, OutDir: out, Keep: kp}); err == nil || !strings.Contains(err.Error(), "MoE layers") {
+	if _, err := Pack(context.Background(), PackConfig{Type: quant.Q2_0, In: in, OutDir: out, Keep: kp}); err == nil || !strings.Contains(err.Error(), "MoE layers") {
 		t.Fatalf("mismatched keep map: %v", err)
 	}
 }
@@ -271,7 +271,7 @@ func TestVerifyLocatesFlips(t *testing.T) {
 	keepPath := filepath.Join(dir, "keep.strp")
 	halfKeep(t, keepPath, []uint32{0, 1, 2, 3}, 32, 16)
 	good := filepath.Join(dir, "good")
-	if _, err := Pack(context.Background(), PackConfig{In: in, OutDir: good, Keep: keepPath, Jobs: 2}); err != nil {
+	if _, err := Pack(context.Background(), PackConfig{Type: quant.Q2_0, In: in, OutDir: good, Keep: keepPath, Jobs: 2}); err != nil {
 		t.Fatal(err)
 	}
 	x, err := strata.OpenExperts(filepath.Join(good, PackExperts))
@@ -383,7 +383,7 @@ func TestVerifyFlipsExhaustive(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := filepath.Join(dir, "good")
-	if _, err := Pack(context.Background(), PackConfig{In: in, OutDir: good}); err != nil {
+	if _, err := Pack(context.Background(), PackConfig{Type: quant.Q2_0, In: in, OutDir: good}); err != nil {
 		t.Fatal(err)
 	}
 	x, err := strata.OpenExperts(filepath.Join(good, PackExperts))
@@ -426,4 +426,207 @@ func TestVerifyFlipsExhaustive(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("%d single-byte flips located", len(orig))
+}
+
+// TestPackCopiesTargetType packs a model whose experts are already Q2_0:
+// the slots must hold the source bytes unchanged.
+func TestPackCopiesTargetType(t *testing.T) {
+	dir := t.TempDir()
+	q2 := filepath.Join(dir, "q2.gguf")
+	if _, err := Quantize(context.Background(), QuantizeConfig{In: testutil.TinyModel(t, "model-iq3s.gguf"), Out: q2, Type: quant.Q2_0, Q2: Q2Params{Mode: quant.Q2GGML}}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "pack")
+	man, err := Pack(context.Background(), PackConfig{Type: quant.Q2_0, In: q2, OutDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.RelMSE != 0 || man.Layers[0].Parts[0].Action != "copied" {
+		t.Fatalf("copy path: %+v", man.Layers[0])
+	}
+	src, _ := gguf.Open(q2)
+	defer src.Close()
+	x, _ := strata.OpenExperts(filepath.Join(out, PackExperts))
+	defer x.Close()
+	down, _ := src.Tensor("blk.3.ffn_down_exps.weight")
+	off, size, _ := gguf.ExpertSlice(down, 17)
+	want := make([]byte, size)
+	src.ReadTensorAt(down, want, off)
+	pay, err := x.ReadSlot(3, 17, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(x.PartBytes(pay, 2), want) {
+		t.Fatal("slot does not hold the source's Q2_0 bytes")
+	}
+	rep, err := Verify(context.Background(), VerifyConfig{Path: out, Source: q2})
+	if err != nil || !rep.OK {
+		t.Fatalf("verify: %v %v", err, rep.Failures)
+	}
+}
+
+func TestPackImatrix(t *testing.T) {
+	in := testutil.TinyModel(t, "model-bf16.gguf")
+	im := testutil.TinyModel(t, "imatrix.gguf")
+	out := filepath.Join(t.TempDir(), "pack")
+	man, err := Pack(context.Background(), PackConfig{Type: quant.Q2_0, In: in, OutDir: out, Imatrix: im, Q2: Q2Params{Candidates: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.Parameters.Imatrix != im || man.Parameters.Q2Candidates != 4 || len(man.Inputs) != 2 || man.Inputs[1].Role != "imatrix" || man.Inputs[1].SHA256 != sha(t, im) {
+		t.Fatalf("manifest: %+v %+v", man.Parameters, man.Inputs)
+	}
+	rep, err := Verify(context.Background(), VerifyConfig{Path: out, Source: in})
+	if err != nil || !rep.OK {
+		t.Fatalf("verify: %v %v", err, rep.Failures)
+	}
+}
+
+// TestPackPrunesPerExpertTensors packs a small hand-made MoE with expert
+// biases and a routing bias: every tensor indexed by expert keeps the kept
+// experts' slices in keep-map order.
+func TestPackPrunesPerExpertTensors(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "bias.gguf")
+	const D, F, E = 64, 64, 4
+	r := rand.New(rand.NewPCG(1, 2))
+	fill := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		return x
+	}
+	names := []string{"blk.0.ffn_gate_inp.weight", "blk.0.exp_probs_b.bias", "blk.0.ffn_gate_exps.weight", "blk.0.ffn_up_exps.weight", "blk.0.ffn_up_exps.bias", "blk.0.ffn_down_exps.weight", "output.weight"}
+	dims := [][]int64{{D, E}, {E}, {D, F, E}, {D, F, E}, {F, E}, {F, D, E}, {D, 8}}
+	var data [][]float32
+	for _, d := range dims {
+		n := int64(1)
+		for _, x := range d {
+			n *= x
+		}
+		data = append(data, fill(int(n)))
+	}
+	writeGGUF(t, in, []gguf.KV{{Key: "general.architecture", Value: gguf.String("test")}, {Key: "test.expert_count", Value: gguf.Uint32(E)}, {Key: "test.expert_used_count", Value: gguf.Uint32(2)}}, names, dims, data)
+	kp := filepath.Join(dir, "keep.strp")
+	if err := strata.WriteKeep(kp, &strata.Keep{NExpert: E, Layers: []uint32{0}, Keep: [][]uint32{{1, 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "pack")
+	if _, err := Pack(context.Background(), PackConfig{In: in, OutDir: out, Keep: kp, Type: quant.Q8_0}); err != nil {
+		t.Fatal(err)
+	}
+	mf, err := gguf.Open(filepath.Join(out, PackModel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mf.Close()
+	for _, c := range []struct {
+		name string
+		row  int
+	}{{"blk.0.ffn_up_exps.bias", F}, {"blk.0.exp_probs_b.bias", 1}, {"blk.0.ffn_gate_inp.weight", D}} {
+		tt, ok := mf.Tensor(c.name)
+		if !ok {
+			t.Fatalf("%s missing", c.name)
+		}
+		if tt.Dims[len(tt.Dims)-1] != 2 {
+			t.Fatalf("%s: ne %v", c.name, tt.Dims)
+		}
+		b, _ := mf.ReadTensor(tt)
+		got := make([]float32, tt.Elements())
+		quant.Dequantize(quant.F32, b, got)
+		src := data[slices.Index(names, c.name)]
+		for i, id := range []int{1, 3} {
+			if !slices.Equal(got[i*c.row:(i+1)*c.row], src[id*c.row:(id+1)*c.row]) {
+				t.Fatalf("%s: row %d is not source row %d", c.name, i, id)
+			}
+		}
+	}
+	if _, ok := mf.Tensor("blk.0.ffn_up_exps.weight"); ok {
+		t.Fatal("expert matrix left in model.gguf")
+	}
+	if _, ok := mf.Tensor(RouterCopyName(0)); !ok {
+		t.Fatal("router copy missing")
+	}
+	rep, err := Verify(context.Background(), VerifyConfig{Path: out, Source: in})
+	if err != nil || !rep.OK {
+		t.Fatalf("verify: %v %v", err, rep.Failures)
+	}
+}
+
+// cancelOnAdd cancels the run at its first progress report, i.e. half-way.
+type cancelOnAdd struct{ cancel context.CancelFunc }
+
+func (c cancelOnAdd) Add(int64) { c.cancel() }
+func (c cancelOnAdd) Done()     {}
+
+func TestInterruptedHalfWayLeavesNothing(t *testing.T) {
+	in := testutil.TinyModel(t, "model-iq3s.gguf")
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	prog := func(int64, string) Progress { return cancelOnAdd{cancel} }
+	_, err := Pack(ctx, PackConfig{In: in, OutDir: filepath.Join(dir, "pack"), Type: quant.Q2_0, Progress: prog})
+	if err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("pack cancelled half-way: %v", err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	prog = func(int64, string) Progress { return cancelOnAdd{cancel} }
+	_, err = Quantize(ctx, QuantizeConfig{In: in, Out: filepath.Join(dir, "q.gguf"), Type: quant.Q8_0, Progress: prog})
+	if err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("quantize cancelled half-way: %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("interrupted runs left %v", ents)
+	}
+}
+
+// TestVerifyPackOtherFiles damages keep.strp, model.gguf and manifest.json
+// in turn; verify must fail and say where.
+func TestVerifyPackOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "m.gguf")
+	if _, err := Synth(context.Background(), SynthConfig{Out: in, Arch: "qwen3moe", Layers: 2, Experts: 4, ExpertsUsed: 2, Embd: 128, FF: 256, Type: quant.IQ3_S, DenseType: quant.BF16, Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(dir, "good")
+	if _, err := Pack(context.Background(), PackConfig{In: in, OutDir: good, Type: quant.Q2_0}); err != nil {
+		t.Fatal(err)
+	}
+	mf, _ := gguf.Open(filepath.Join(good, PackModel))
+	router, _ := mf.Tensor("blk.1.ffn_gate_inp.weight")
+	routerAt := mf.DataStart(router) + 40
+	mf.Close()
+	cases := []struct {
+		file   string
+		mutate func([]byte) []byte
+		check  string
+		offset int64
+	}{
+		{PackKeep, func(b []byte) []byte { b[30] ^= 1; return b }, "keep", -2},
+		{PackModel, func(b []byte) []byte { b[routerAt] ^= 1; return b }, "source.dense", routerAt},
+		{PackManifest, func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"rel_mse": 0.`), []byte(`"rel_mse": 1.`), 1)
+		}, "manifest", -1},
+	}
+	for _, c := range cases {
+		bad := filepath.Join(dir, "bad-"+c.file)
+		copyPack(t, good, bad)
+		p := filepath.Join(bad, c.file)
+		if err := os.WriteFile(p, c.mutate(readAll(t, p)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Verify(context.Background(), VerifyConfig{Path: bad, Source: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hit := false
+		for _, f := range rep.Failures {
+			hit = hit || (f.Check == c.check && (c.offset == -2 || f.Offset == c.offset))
+		}
+		if rep.OK || !hit {
+			t.Fatalf("%s damaged: %v", c.file, rep.Failures)
+		}
+	}
 }

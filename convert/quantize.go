@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/quant"
@@ -86,14 +87,15 @@ type TensorReport struct {
 
 // QuantizeResult summarizes a quantize run.
 type QuantizeResult struct {
-	In, Out    string
-	Type       string
-	Tensors    []TensorReport
-	Converted  int
-	FileType   string // what happened to general.file_type
-	InBytes    int64
-	OutBytes   int64
-	Importance bool
+	In         string         `json:"in"`
+	Out        string         `json:"out"`
+	Type       string         `json:"type"`
+	Tensors    []TensorReport `json:"tensors"`
+	Converted  int            `json:"converted"`
+	FileType   string         `json:"file_type"` // what happened to general.file_type
+	InBytes    int64          `json:"in_bytes"`
+	OutBytes   int64          `json:"out_bytes"`
+	Importance bool           `json:"imatrix"`
 }
 
 // llamaFtype maps a tensor type to the llama.cpp file type (llama.h,
@@ -160,6 +162,9 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) (*QuantizeResult, error) 
 		switch {
 		case selected && len(t.Dims) < 2:
 			rep.Note = "1-D tensor left as is"
+		case selected && !strings.HasSuffix(t.Name, ".weight"):
+			// Biases and scales stay exact, as llama.cpp leaves them.
+			rep.Note = "not a weight matrix: left as is"
 		case selected && t.Type == cfg.Type:
 			rep.Action, rep.Note = "copied", "already "+cfg.Type.String()
 		case selected:

@@ -21,7 +21,7 @@ type SynthConfig struct {
 	Embd        int
 	FF          int        // n_ff_exp
 	Type        quant.Type // expert type
-	DenseType   quant.Type // attention, embeddings, output; 0 means BF16
+	DenseType   quant.Type // attention, embeddings, output (the command's default is BF16)
 	Seed        uint64
 	Jobs        int
 	Progress    ProgressFunc
@@ -111,9 +111,6 @@ func Synth(ctx context.Context, cfg SynthConfig) (*SynthResult, error) {
 	}
 	if cfg.Embd%64 != 0 {
 		return nil, fmt.Errorf("--embd %d must be a multiple of 64 (heads of 64)", cfg.Embd)
-	}
-	if cfg.DenseType == 0 {
-		cfg.DenseType = quant.BF16
 	}
 	for _, t := range []quant.Type{cfg.Type, cfg.DenseType} {
 		if !canSynth(t) {

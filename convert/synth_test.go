@@ -27,7 +27,7 @@ func TestSynth(t *testing.T) {
 		{quant.BF16, 96, quant.BF16},
 	} {
 		out := filepath.Join(dir, c.typ.String()+strconv.Itoa(c.ff)+".gguf")
-		cfg := SynthConfig{Out: out, Arch: "qwen3moe", Layers: 2, Experts: 8, Embd: 256, FF: c.ff, Type: c.typ, Seed: 3, Jobs: 2}
+		cfg := SynthConfig{Out: out, Arch: "qwen3moe", Layers: 2, Experts: 8, Embd: 256, FF: c.ff, Type: c.typ, DenseType: quant.BF16, Seed: 3, Jobs: 2}
 		res, err := Synth(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -117,7 +117,7 @@ func TestFieldShapePackDeterministic(t *testing.T) {
 	var packs []string
 	for _, j := range []int{1, 2} {
 		out := filepath.Join(dir, "pack"+strconv.Itoa(j))
-		man, err := Pack(context.Background(), PackConfig{In: in, OutDir: out, Jobs: j})
+		man, err := Pack(context.Background(), PackConfig{Type: quant.Q2_0, In: in, OutDir: out, Jobs: j})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,6 +24,7 @@ const maxFindings = 1000
 type VerifyConfig struct {
 	Path     string // a pack folder or a GGUF file
 	Source   string // the source GGUF, or ""
+	Imatrix  string // the importance matrix the checked file was made with, when not recorded or moved
 	Jobs     int
 	Progress ProgressFunc
 }
@@ -122,7 +123,13 @@ func findingOf(check string, err error) Finding {
 	case errors.As(err, &se):
 		f.File, f.Offset, f.Layer, f.Expert, f.Part, f.Msg = se.File, se.Offset, se.Layer, se.Expert, se.Part, se.Msg
 	case errors.As(err, &ge):
-		f.File, f.Offset, f.Msg = ge.File, ge.Offset, err.Error()
+		f.File, f.Offset, f.Msg = ge.File, ge.Offset, ge.Msg
+		switch {
+		case ge.Tensor != "":
+			f.Msg = fmt.Sprintf("tensor %q: %s", ge.Tensor, ge.Msg)
+		case ge.Key != "":
+			f.Msg = fmt.Sprintf("key %q: %s", ge.Key, ge.Msg)
+		}
 	}
 	return f
 }
@@ -228,7 +235,7 @@ func checkDecodes(ctx context.Context, f *gguf.File, r *VerifyReport, check stri
 		if i := firstNonFinite(x); i >= 0 {
 			ti, _ := quant.Info(t.Type)
 			fd := Finding{Check: check, File: f.Path, Offset: f.DataStart(t) + u.off + int64(i/ti.BlockElements*ti.BlockBytes), Layer: -1, Expert: -1,
-				Msg: fmt.Sprintf("tensor %q element %d decodes to %v", t.Name, u.off/rb(t)*t.Dims[0]+int64(i), x[i])}
+				Msg: fmt.Sprintf("tensor %q element %d decodes to %v", t.Name, u.off/t.RowBytes()*t.Dims[0]+int64(i), x[i])}
 			return res{&fd}, nil
 		}
 		return res{}, nil
@@ -240,8 +247,6 @@ func checkDecodes(ctx context.Context, f *gguf.File, r *VerifyReport, check stri
 	})
 	return len(us), err
 }
-
-func rb(t *gguf.TensorInfo) int64 { return t.RowBytes() }
 
 // verifyGGUF checks any GGUF file: structure (the reader), padding, that
 // every tensor decodes to finite values, and with a source, every tensor
@@ -284,6 +289,17 @@ func verifyGGUF(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 	if c, err := f.Uint32("stratactl.quantize.q2_candidates"); err == nil {
 		q2.Candidates = int(c)
 	}
+	var imp *Importance
+	if name, err := f.String("stratactl.quantize.imatrix"); err == nil {
+		if cfg.Imatrix == "" {
+			r.failf("gguf.source", f.Path, f.KeyOffset("stratactl.quantize.imatrix"), "made with the importance matrix %q: pass it with --imatrix to re-quantize the source as the file was", name)
+			r.check("gguf.source", n, "tensors compared with the source")
+			return nil
+		}
+		if imp, err = LoadImportance(cfg.Imatrix); err != nil {
+			return err
+		}
+	}
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
 		s, ok := src.Tensor(t.Name)
@@ -295,7 +311,7 @@ func verifyGGUF(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 			r.failf("gguf.source", f.Path, t.InfoOffset, "tensor %q has ne %v, the source %v", t.Name, t.Dims, s.Dims)
 			continue
 		}
-		tc, err := compareTensor(ctx, f, t, src, s, q2, r)
+		tc, err := compareTensor(ctx, f, t, src, s, q2, imp, r)
 		if err != nil {
 			return err
 		}
@@ -325,7 +341,7 @@ func sameDims(a, b []int64) bool {
 // compareTensor compares t (in f) with its source s, a chunk at a time:
 // same type means same bytes; otherwise t's error against the source must
 // not exceed that of re-quantizing the source with the recorded settings.
-func compareTensor(ctx context.Context, f *gguf.File, t *gguf.TensorInfo, src *gguf.File, s *gguf.TensorInfo, q2 Q2Params, r *VerifyReport) (TensorCompare, error) {
+func compareTensor(ctx context.Context, f *gguf.File, t *gguf.TensorInfo, src *gguf.File, s *gguf.TensorInfo, q2 Q2Params, imp *Importance, r *VerifyReport) (TensorCompare, error) {
 	tc := TensorCompare{Name: t.Name, Type: t.Type.String(), Source: s.Type.String(), Identical: true}
 	per := max(1, chunkElems/t.Dims[0])
 	ne1 := t.Ne(1)
@@ -358,7 +374,10 @@ func compareTensor(ctx context.Context, f *gguf.File, t *gguf.TensorInfo, src *g
 		if !quant.CanDequantize(s.Type) || !quant.CanDequantize(t.Type) || !quant.CanQuantize(t.Type) {
 			return tc, fmt.Errorf("tensor %q: cannot compare %s with %s", t.Name, t.Type, s.Type)
 		}
-		opt := &quant.QuantizeOptions{Q2Mode: q2.Mode, Q2Candidates: q2.Candidates}
+		opt, err := quantOptions(t.Type, q2, imp, s, int(m))
+		if err != nil {
+			return tc, err
+		}
 		expect := make([]byte, len(tb))
 		st, err := convertSpan(s.Type, t.Type, sb, expect, int(n*t.Dims[0]), &sc, opt, span{file: src.Path, tensor: s.Name, expert: -1, firstElem: row * t.Dims[0], fileOff: src.DataStart(s) + row*s.RowBytes()})
 		if err != nil {
@@ -542,9 +561,13 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 		}
 		if man != nil {
 			params = &man.Parameters
-			if params.Imatrix != "" {
-				if imp, err = LoadImportance(params.Imatrix); err != nil {
-					r.failf("source", params.Imatrix, -1, "the pack was made with this importance matrix, which cannot be read now: %v", err)
+			path := params.Imatrix
+			if cfg.Imatrix != "" {
+				path = cfg.Imatrix
+			}
+			if path != "" {
+				if imp, err = LoadImportance(path); err != nil {
+					r.failf("source", path, -1, "the pack was made with an importance matrix (%s), which cannot be read now: %v", params.Imatrix, err)
 				} else {
 					defer imp.Close()
 				}
@@ -785,6 +808,7 @@ func compareDense(mf, src *gguf.File, sm *gguf.MoE, keep *strata.Keep, r *Verify
 	for i, l := range sm.Layers {
 		layerOf[l.Block] = i
 	}
+	var sb, mb []byte
 	for i := range mf.Tensors {
 		t := &mf.Tensors[i]
 		b, rest, inBlock := gguf.SplitBlockName(t.Name)
@@ -796,28 +820,49 @@ func compareDense(mf, src *gguf.File, sm *gguf.MoE, keep *strata.Keep, r *Verify
 			r.failf("source.dense", mf.Path, t.InfoOffset, "tensor %q is not in the source", t.Name)
 			continue
 		}
-		var want []byte
-		var err error
-		if l, moe := layerOf[b]; inBlock && moe && (gguf.IsExpertTensor(t.Name) || contains(routerLike, rest)) {
-			want, err = keptRows(src, s, keep.Keep[l])
-		} else {
-			want, err = src.ReadTensor(s)
-		}
-		if err != nil {
-			r.failf("source.dense", src.Path, s.InfoOffset, "%v", err)
-			continue
-		}
-		got, err := mf.ReadTensor(t)
-		if err != nil {
-			r.failf("source.dense", mf.Path, t.InfoOffset, "%v", err)
-			continue
-		}
 		if t.Type != s.Type {
 			r.failf("source.dense", mf.Path, t.InfoOffset, "tensor %q is %s, the source's %s", t.Name, t.Type, s.Type)
 			continue
 		}
-		if i := firstDiff(got, want); i >= 0 {
-			r.failf("source.dense", mf.Path, mf.DataStart(t)+int64(i), "tensor %q differs from the source's (kept rows) at byte %d of the tensor", t.Name, i)
+		if l, moe := layerOf[b]; inBlock && moe && (gguf.IsExpertTensor(t.Name) || contains(routerLike, rest)) {
+			// Per-expert tensors are small (routers, biases): compare whole.
+			want, err := keptRows(src, s, keep.Keep[l])
+			if err != nil {
+				r.failf("source.dense", src.Path, s.InfoOffset, "%v", err)
+				continue
+			}
+			got, err := mf.ReadTensor(t)
+			if err != nil {
+				r.failf("source.dense", mf.Path, t.InfoOffset, "%v", err)
+				continue
+			}
+			if i := firstDiff(got, want); i >= 0 {
+				r.failf("source.dense", mf.Path, mf.DataStart(t)+int64(i), "tensor %q differs from the source's kept rows at byte %d of the tensor", t.Name, i)
+			}
+			continue
+		}
+		if t.Size != s.Size {
+			r.failf("source.dense", mf.Path, t.InfoOffset, "tensor %q has %d bytes, the source's %d", t.Name, t.Size, s.Size)
+			continue
+		}
+		// Copies can be large (embeddings): compare a chunk at a time.
+		if sb == nil {
+			sb, mb = make([]byte, copyChunk), make([]byte, copyChunk)
+		}
+		for off := int64(0); off < t.Size; off += copyChunk {
+			n := min(copyChunk, t.Size-off)
+			if err := src.ReadTensorAt(s, sb[:n], off); err != nil {
+				r.failf("source.dense", src.Path, s.InfoOffset, "%v", err)
+				break
+			}
+			if err := mf.ReadTensorAt(t, mb[:n], off); err != nil {
+				r.failf("source.dense", mf.Path, t.InfoOffset, "%v", err)
+				break
+			}
+			if i := firstDiff(sb[:n], mb[:n]); i >= 0 {
+				r.failf("source.dense", mf.Path, mf.DataStart(t)+off+int64(i), "tensor %q differs from the source's at byte %d of the tensor", t.Name, off+int64(i))
+				break
+			}
 		}
 	}
 }

@@ -17,9 +17,13 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int) []float32 {
 	q := make([]float32, T*qdim)
 	k := make([]float32, T*kdim)
 	v := make([]float32, T*vdim)
-	m.Pool.MatMul(&L.Q, xn, T, q)
-	m.Pool.MatMul(&L.K, xn, T, k)
-	m.Pool.MatMul(&L.V, xn, T, v)
+	if T == 1 {
+		m.Pool.MatVecs([]*kernels.Matrix{&L.Q, &L.K, &L.V}, [][]float32{xn, xn, xn}, [][]float32{q, k, v})
+	} else {
+		m.Pool.MatMul(&L.Q, xn, T, q)
+		m.Pool.MatMul(&L.K, xn, T, k)
+		m.Pool.MatMul(&L.V, xn, T, v)
+	}
 	inv := m.ropeInv()
 	for t := 0; t < T; t++ {
 		pos := s.Pos + t

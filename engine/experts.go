@@ -26,6 +26,8 @@ type ExpertStore interface {
 	Guess(layer int, ids []int)
 	// Resident reports whether the expert is in memory or being read.
 	Resident(layer, e int) bool
+	// Ready reports whether Get would return at once (in memory, read).
+	Ready(layer, e int) bool
 	// Streaming reports whether experts come from disk (read-ahead pays).
 	Streaming() bool
 	Close() error
@@ -77,6 +79,7 @@ func (s *mappedExperts) Release(layer, e int)              {}
 func (s *mappedExperts) Need(layer int, ids []int)         {}
 func (s *mappedExperts) Guess(layer int, ids []int)        {}
 func (s *mappedExperts) Resident(layer, e int) bool        { return true }
+func (s *mappedExperts) Ready(layer, e int) bool           { return true }
 func (s *mappedExperts) Streaming() bool                   { return false }
 func (s *mappedExperts) Close() error                      { return nil }
 

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"math"
+
+	"github.com/stratactl/stratactl/kernels"
 )
 
 // moe runs the mixture-of-experts block on the normed inputs xn of T tokens
@@ -10,7 +12,7 @@ import (
 func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error) {
 	m := s.m
 	c := &m.Config
-	E, K, D, F := c.Experts, c.ExpertsUsed, c.Embd, c.ExpertFF
+	E, K, D := c.Experts, c.ExpertsUsed, c.Embd
 	logits := make([]float32, T*E)
 	m.Pool.MatMul(&L.Router, xn, T, logits)
 	probs := make([]float32, T*E)
@@ -36,38 +38,12 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	s.Stats.ExpertUses += len(ids)
 	m.Experts.Need(l, distinct)
 	ys := make([]float32, T*K*D)
-	n := 0
-	for _, u := range users {
-		n = max(n, len(u))
-	}
-	xs := make([]float32, n*D)
-	g := make([]float32, n*F)
-	up := make([]float32, n*F)
-	y := make([]float32, n*D)
-	for e, u := range users {
-		if len(u) == 0 {
-			continue
+	if T == 1 {
+		if err := s.expertsOneToken(l, ids, xn, ys); err != nil {
+			return nil, err
 		}
-		ex, err := m.Experts.Get(l, e)
-		if err != nil {
-			return nil, fmt.Errorf("layer %d expert %d: %w", l, e, err)
-		}
-		s.Stats.DistinctLoads++
-		nt := len(u)
-		for j, slot := range u {
-			t := slot / K
-			copy(xs[j*D:(j+1)*D], xn[t*D:(t+1)*D])
-		}
-		m.Pool.MatMul(&ex.Gate, xs[:nt*D], nt, g[:nt*F])
-		m.Pool.MatMul(&ex.Up, xs[:nt*D], nt, up[:nt*F])
-		for i := 0; i < nt*F; i++ {
-			g[i] = silu(g[i]) * up[i]
-		}
-		m.Pool.MatMul(&ex.Down, g[:nt*F], nt, y[:nt*D])
-		m.Experts.Release(l, e)
-		for j, slot := range u {
-			copy(ys[slot*D:(slot+1)*D], y[j*D:(j+1)*D])
-		}
+	} else if err := s.expertsBatch(l, users, T, xn, ys); err != nil {
+		return nil, err
 	}
 	out := make([]float32, T*D)
 	for t := 0; t < T; t++ {
@@ -148,4 +124,122 @@ func (s *Session) route(probs, logits []float32, resident func(int) bool, ids []
 			weights[k] = float32(float64(weights[k]) / sum)
 		}
 	}
+}
+
+// expertsBatch runs each needed expert once over all the tokens routed to
+// it (users[e] lists its (token, rank) slots), writing outputs to ys.
+func (s *Session) expertsBatch(l int, users [][]int, T int, xn, ys []float32) error {
+	m := s.m
+	c := &m.Config
+	K, D, F := c.ExpertsUsed, c.Embd, c.ExpertFF
+	n := 0
+	for _, u := range users {
+		n = max(n, len(u))
+	}
+	xs := make([]float32, n*D)
+	g := make([]float32, n*F)
+	up := make([]float32, n*F)
+	y := make([]float32, n*D)
+	for e, u := range users {
+		if len(u) == 0 {
+			continue
+		}
+		ex, err := m.Experts.Get(l, e)
+		if err != nil {
+			return fmt.Errorf("layer %d expert %d: %w", l, e, err)
+		}
+		s.Stats.DistinctLoads++
+		nt := len(u)
+		for j, slot := range u {
+			t := slot / K
+			copy(xs[j*D:(j+1)*D], xn[t*D:(t+1)*D])
+		}
+		m.Pool.MatMul(&ex.Gate, xs[:nt*D], nt, g[:nt*F])
+		m.Pool.MatMul(&ex.Up, xs[:nt*D], nt, up[:nt*F])
+		for i := 0; i < nt*F; i++ {
+			g[i] = silu(g[i]) * up[i]
+		}
+		m.Pool.MatMul(&ex.Down, g[:nt*F], nt, y[:nt*D])
+		m.Experts.Release(l, e)
+		for j, slot := range u {
+			copy(ys[slot*D:(slot+1)*D], y[j*D:(j+1)*D])
+		}
+	}
+	return nil
+}
+
+// expertsOneToken runs the K experts of one token: first those already in
+// memory, while the reads of the others go on, then the rest; each group in
+// one parallel pass per stage (gate and up, then down) rather than three per
+// expert. Every output element is the same Dot, so the bits are
+// expertsBatch's whatever the grouping.
+func (s *Session) expertsOneToken(l int, ids []int32, xn, ys []float32) error {
+	m := s.m
+	var now, later []int
+	for k, e := range ids {
+		if m.Experts.Ready(l, int(e)) {
+			now = append(now, k)
+		} else {
+			later = append(later, k)
+		}
+	}
+	for _, group := range [][]int{now, later} {
+		if len(group) == 0 {
+			continue
+		}
+		if err := s.expertGroup(l, ids, group, xn, ys); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// expertGroup runs the experts ids[k] for k in ranks, pinned together.
+func (s *Session) expertGroup(l int, ids []int32, ranks []int, xn, ys []float32) error {
+	m := s.m
+	c := &m.Config
+	D, F := c.Embd, c.ExpertFF
+	n := len(ranks)
+	exs := make([]*Expert, n)
+	defer func() {
+		for j, ex := range exs {
+			if ex != nil {
+				m.Experts.Release(l, int(ids[ranks[j]]))
+			}
+		}
+	}()
+	for j, k := range ranks {
+		ex, err := m.Experts.Get(l, int(ids[k]))
+		if err != nil {
+			return fmt.Errorf("layer %d expert %d: %w", l, ids[k], err)
+		}
+		exs[j] = ex
+		s.Stats.DistinctLoads++
+	}
+	gu := make([]float32, 2*n*F)
+	ms := make([]*kernels.Matrix, 0, 2*n)
+	xs := make([][]float32, 0, 2*n)
+	outs := make([][]float32, 0, 2*n)
+	for j, ex := range exs {
+		ms = append(ms, &ex.Gate, &ex.Up)
+		xs = append(xs, xn, xn)
+		outs = append(outs, gu[2*j*F:(2*j+1)*F], gu[(2*j+1)*F:(2*j+2)*F])
+	}
+	m.Pool.MatVecs(ms, xs, outs)
+	h := make([]float32, n*F)
+	for j := 0; j < n; j++ {
+		g, u := gu[2*j*F:(2*j+1)*F], gu[(2*j+1)*F:(2*j+2)*F]
+		for i := range g {
+			h[j*F+i] = silu(g[i]) * u[i]
+		}
+	}
+	ms, xs, outs = ms[:0], xs[:0], outs[:0]
+	for j, ex := range exs {
+		k := ranks[j]
+		ms = append(ms, &ex.Down)
+		xs = append(xs, h[j*F:(j+1)*F])
+		outs = append(outs, ys[k*D:(k+1)*D])
+	}
+	m.Pool.MatVecs(ms, xs, outs)
+	return nil
 }

@@ -40,7 +40,7 @@ func benchDequant(b *testing.B, t quant.Type, weights int, vector bool) {
 }
 
 func BenchmarkDequantize(b *testing.B) {
-	for _, t := range []quant.Type{quant.Q8_0, quant.IQ4_NL, quant.IQ3_S, quant.Q2_0} {
+	for _, t := range vectorTypes {
 		for _, size := range benchSizes {
 			b.Run(t.String()+"/"+size.name+"/generic", func(b *testing.B) { benchDequant(b, t, size.weights, false) })
 			b.Run(t.String()+"/"+size.name+"/avx2", func(b *testing.B) { benchDequant(b, t, size.weights, true) })

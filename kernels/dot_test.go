@@ -219,3 +219,35 @@ func TestAxpySameBitsEveryPath(t *testing.T) {
 		}
 	}
 }
+
+func TestMatVecsEqualsMatVec(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	var ms []*Matrix
+	var xs, outs [][]float32
+	for i, typ := range []quant.Type{quant.Q2_0, quant.Q8_0, quant.BF16, quant.IQ4_NL} {
+		cols, rows := 128*(i+1), 50+i*31
+		var data []byte
+		for r := 0; r < rows; r++ {
+			data = append(data, randomRow(rng, typ, cols)...)
+		}
+		m, err := NewMatrix(typ, data, cols, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := make([]float32, cols)
+		for j := range x {
+			x[j] = float32(rng.NormFloat64())
+		}
+		ms, xs, outs = append(ms, &m), append(xs, x), append(outs, make([]float32, rows))
+	}
+	NewPool(3).MatVecs(ms, xs, outs)
+	for i, m := range ms {
+		want := make([]float32, m.Rows)
+		NewPool(1).MatVec(m, xs[i], want)
+		for r := range want {
+			if math.Float32bits(outs[i][r]) != math.Float32bits(want[r]) {
+				t.Fatalf("matrix %d row %d: %g vs %g", i, r, outs[i][r], want[r])
+			}
+		}
+	}
+}

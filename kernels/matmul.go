@@ -147,3 +147,37 @@ func (p *Pool) MatMul(m *Matrix, xs []float32, ntok int, out []float32) {
 		p.scratch.Put(bp)
 	})
 }
+
+// MatVecs computes outs[i][r] = row r of ms[i] . xs[i] for several matrices
+// in one parallel pass over all their rows: one decode step has dozens of
+// small products (the experts of a layer, q/k/v), and one pass instead of
+// one each saves the goroutine start-ups. The bits are MatVec's.
+func (p *Pool) MatVecs(ms []*Matrix, xs, outs [][]float32) {
+	start := make([]int, len(ms)+1)
+	work := 0
+	for i, m := range ms {
+		if len(xs[i]) < m.Cols || len(outs[i]) < m.Rows {
+			panic(fmt.Sprintf("kernels: MatVecs shapes: matrix %d is %d x %d, len(x)=%d len(out)=%d", i, m.Rows, m.Cols, len(xs[i]), len(outs[i])))
+		}
+		start[i+1] = start[i] + m.Rows
+		work = max(work, m.Cols)
+	}
+	p.Parallel(start[len(ms)], work, func(lo, hi int) {
+		maxCols := 0
+		for _, m := range ms {
+			maxCols = max(maxCols, m.Cols)
+		}
+		bp := p.buf(maxCols)
+		buf := *bp
+		i := 0
+		for g := lo; g < hi; g++ {
+			for g >= start[i+1] {
+				i++
+			}
+			m := ms[i]
+			r := g - start[i]
+			outs[i][r] = Dot(m.Type, m.Row(r), xs[i][:m.Cols], buf)
+		}
+		p.scratch.Put(bp)
+	})
+}

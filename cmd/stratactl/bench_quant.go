@@ -105,7 +105,7 @@ type quantBenchReport struct {
 	ReferenceNote string      `json:"reference_note"`
 }
 
-const anchorNote = "ggml reference figures are copied from shared/QUANT-FORMATS.md section 5 (ggml d99724f2, one core of a different, 2-vCPU Xeon); they were not measured in this run"
+const anchorNote = "ggml reference figures are copied from shared/QUANT-FORMATS.md section 5 (ggml d99724f2, one pinned core of a 2-vCPU Xeon family 6 model 207); they were not measured in this run"
 
 func newBenchQuantCmd(env *cli.Env) *cobra.Command {
 	var seconds float64

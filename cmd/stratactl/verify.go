@@ -12,15 +12,15 @@ func init() { register(newVerifyCmd) }
 
 func newVerifyCmd(env *cli.Env) *cobra.Command {
 	var (
-		source string
-		jobs   int
+		source, imatrix string
+		jobs            int
 	)
 	cmd := &cobra.Command{
 		Use:   "verify PATH",
 		Short: "Check a pack folder or a GGUF byte by byte; with --source, against the model it was made from",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := convert.Verify(cmd.Context(), convert.VerifyConfig{Path: args[0], Source: source, Jobs: jobs, Progress: progressFor(env)})
+			rep, err := convert.Verify(cmd.Context(), convert.VerifyConfig{Path: args[0], Source: source, Imatrix: imatrix, Jobs: jobs, Progress: progressFor(env)})
 			if err != nil {
 				return err
 			}
@@ -38,6 +38,7 @@ func newVerifyCmd(env *cli.Env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&source, "source", "", "the GGUF the checked file was made from: compare every expert and tensor with it")
+	cmd.Flags().StringVar(&imatrix, "imatrix", "", "the importance matrix the file was made with (default: the one the pack's manifest names)")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", 0, "worker threads (0: all cores)")
 	return cmd
 }
