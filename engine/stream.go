@@ -31,14 +31,14 @@ type StreamOptions struct {
 
 // StreamCounters are cumulative counts of a pack's expert store.
 type StreamCounters struct {
-	Demands       int64 // distinct (layer, expert) needed per batch
-	Hits          int64 // of those, resident (or already being read) when needed
-	Misses        int64 // not resident when needed: a read on the critical path
-	ReadAheadHits int64 // hits on slots that read-ahead brought in
-	Guesses       int64 // read-ahead reads started
-	Reads         int64 // slot reads, any cause
-	BytesRead     int64
-	WaitNanos     int64 // time the forward pass waited for reads
+	Demands       int64 `json:"demands"`        // distinct (layer, expert) needed per batch
+	Hits          int64 `json:"hits"`           // of those, resident (or already being read) when needed
+	Misses        int64 `json:"misses"`         // not resident when needed: a read on the critical path
+	ReadAheadHits int64 `json:"readahead_hits"` // hits on slots that read-ahead brought in
+	Guesses       int64 `json:"readahead_reads"`
+	Reads         int64 `json:"reads"` // slot reads, any cause
+	BytesRead     int64 `json:"bytes_read"`
+	WaitNanos     int64 `json:"wait_ns"` // time the forward pass waited for reads
 }
 
 func (c StreamCounters) sub(o StreamCounters) StreamCounters {
@@ -49,22 +49,22 @@ func (c StreamCounters) sub(o StreamCounters) StreamCounters {
 
 // StreamReport is the summary run prints for a pack.
 type StreamReport struct {
-	Tokens                int     `json:"tokens"`
-	HitRate               float64 `json:"hit_rate"`
-	MissesPerToken        float64 `json:"misses_per_token"`
-	ReadMBPerToken        float64 `json:"read_mb_per_token"`
-	ReadAheadHitsPerToken float64 `json:"readahead_hits_per_token"`
-	GuessesPerToken       float64 `json:"readahead_reads_per_token"`
-	WaitMsPerToken        float64 `json:"wait_ms_per_token"`
-	ArenaSlots            int     `json:"arena_slots"`
-	ArenaMB               float64 `json:"arena_mb"`
-	TotalSlots            int     `json:"total_slots"`
-	SlotBytes             int64   `json:"slot_bytes"`
-	DirectIO              bool    `json:"direct_io"`
-	DirectIONote          string  `json:"direct_io_note,omitempty"`
-	FillSlots             int     `json:"fill_slots"`
-	FillSeconds           float64 `json:"fill_seconds"`
-	Counters              StreamCounters
+	Tokens                int            `json:"tokens"`
+	HitRate               float64        `json:"hit_rate"`
+	MissesPerToken        float64        `json:"misses_per_token"`
+	ReadMBPerToken        float64        `json:"read_mb_per_token"`
+	ReadAheadHitsPerToken float64        `json:"readahead_hits_per_token"`
+	GuessesPerToken       float64        `json:"readahead_reads_per_token"`
+	WaitMsPerToken        float64        `json:"wait_ms_per_token"`
+	ArenaSlots            int            `json:"arena_slots"`
+	ArenaMB               float64        `json:"arena_mb"`
+	TotalSlots            int            `json:"total_slots"`
+	SlotBytes             int64          `json:"slot_bytes"`
+	DirectIO              bool           `json:"direct_io"`
+	DirectIONote          string         `json:"direct_io_note,omitempty"`
+	FillSlots             int            `json:"fill_slots"`
+	FillSeconds           float64        `json:"fill_seconds"`
+	Counters              StreamCounters `json:"counters"`
 }
 
 const (
