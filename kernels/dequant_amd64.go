@@ -37,6 +37,40 @@ func dequantF16AVX2(src *byte, dst *float32, groups int)
 //go:noescape
 func dequantBF16AVX2(src *byte, dst *float32, groups int)
 
+//go:noescape
+func dequantQ6KAVX2(src *byte, dst *float32, blocks int, factors *float32)
+
+//go:noescape
+func dequantQ4KAVX2(src *byte, dst *float32, blocks int, factors *float32)
+
+// kBatch is how many k-quant blocks get their scale factors computed (by
+// quant, the one definition) before the vector kernel decodes them.
+const kBatch = 64
+
+func dequantQ6KVector(src []byte, dst []float32) {
+	var f [kBatch][16]float32
+	blocks := len(dst) / 256
+	for b0 := 0; b0 < blocks; b0 += kBatch {
+		n := min(kBatch, blocks-b0)
+		for i := 0; i < n; i++ {
+			quant.Q6KFactors(src[(b0+i)*210:], &f[i])
+		}
+		dequantQ6KAVX2(&src[b0*210], &dst[b0*256], n, &f[0][0])
+	}
+}
+
+func dequantQ4KVector(src []byte, dst []float32) {
+	var f [kBatch][16]float32
+	blocks := len(dst) / 256
+	for b0 := 0; b0 < blocks; b0 += kBatch {
+		n := min(kBatch, blocks-b0)
+		for i := 0; i < n; i++ {
+			quant.Q4KFactors(src[(b0+i)*144:], &f[i])
+		}
+		dequantQ4KAVX2(&src[b0*144], &dst[b0*256], n, &f[0][0])
+	}
+}
+
 // halfWidth runs a 16-at-a-time kernel over the whole groups and quant's
 // portable path over the last len(dst)%16 values.
 func halfWidth(t quant.Type, kernel func(*byte, *float32, int)) func(src []byte, dst []float32) {
@@ -67,6 +101,10 @@ func vectorDequantizer(t quant.Type) func(src []byte, dst []float32) {
 		return halfWidth(quant.F16, dequantF16AVX2)
 	case quant.BF16:
 		return halfWidth(quant.BF16, dequantBF16AVX2)
+	case quant.Q6_K:
+		return dequantQ6KVector
+	case quant.Q4_K:
+		return dequantQ4KVector
 	case quant.Q8_0:
 		return func(src []byte, dst []float32) { dequantQ8_0AVX2(&src[0], &dst[0], len(dst)/32) }
 	case quant.IQ4_NL:

@@ -330,3 +330,141 @@ bf16loop:
 
 bf16done:
 	RET
+
+// Q6_K: 8 weights of one 32-wide column chunk. Per block the Go side has
+// put the 16 products d*scale[k] (ggml's first factor) at R8; SI is the
+// block, DI its output. Codes are 6-bit: a low nibble of ql and two bits of
+// qh, minus 32.
+#define Q6CHUNK(h, l0) \
+	VPMOVZXBD (64*h+l0)(SI), Y1; \
+	VPMOVZXBD (64*h+32+l0)(SI), Y2; \
+	VPMOVZXBD (128+32*h+l0)(SI), Y3; \
+	VPAND     Y15, Y1, Y4; \
+	VPAND     Y14, Y3, Y5; \
+	VPSLLD    $4, Y5, Y5; \
+	VPOR      Y5, Y4, Y4; \
+	VPSUBD    Y13, Y4, Y4; \
+	VCVTDQ2PS Y4, Y4; \
+	VBROADCASTSS (4*(8*h+l0/16))(R8), Y6; \
+	VMULPS    Y4, Y6, Y4; \
+	VMOVUPS   Y4, (4*(128*h+l0))(DI); \
+	VPAND     Y15, Y2, Y4; \
+	VPSRLD    $2, Y3, Y5; \
+	VPAND     Y14, Y5, Y5; \
+	VPSLLD    $4, Y5, Y5; \
+	VPOR      Y5, Y4, Y4; \
+	VPSUBD    Y13, Y4, Y4; \
+	VCVTDQ2PS Y4, Y4; \
+	VBROADCASTSS (4*(8*h+2+l0/16))(R8), Y6; \
+	VMULPS    Y4, Y6, Y4; \
+	VMOVUPS   Y4, (4*(128*h+32+l0))(DI); \
+	VPSRLD    $4, Y1, Y4; \
+	VPSRLD    $4, Y3, Y5; \
+	VPAND     Y14, Y5, Y5; \
+	VPSLLD    $4, Y5, Y5; \
+	VPOR      Y5, Y4, Y4; \
+	VPSUBD    Y13, Y4, Y4; \
+	VCVTDQ2PS Y4, Y4; \
+	VBROADCASTSS (4*(8*h+4+l0/16))(R8), Y6; \
+	VMULPS    Y4, Y6, Y4; \
+	VMOVUPS   Y4, (4*(128*h+64+l0))(DI); \
+	VPSRLD    $4, Y2, Y4; \
+	VPSRLD    $6, Y3, Y5; \
+	VPSLLD    $4, Y5, Y5; \
+	VPOR      Y5, Y4, Y4; \
+	VPSUBD    Y13, Y4, Y4; \
+	VCVTDQ2PS Y4, Y4; \
+	VBROADCASTSS (4*(8*h+6+l0/16))(R8), Y6; \
+	VMULPS    Y4, Y6, Y4; \
+	VMOVUPS   Y4, (4*(128*h+96+l0))(DI)
+
+// func dequantQ6KAVX2(src *byte, dst *float32, blocks int, factors *float32)
+// factors: 16 float32 per block, d * float32(int8 scale[k]) (quant.Q6KFactors).
+TEXT ·dequantQ6KAVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	MOVQ factors+24(FP), R8
+	TESTQ CX, CX
+	JZ   q6done
+	MOVL $15, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $3, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $32, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+
+q6loop:
+	Q6CHUNK(0, 0)
+	Q6CHUNK(0, 8)
+	Q6CHUNK(0, 16)
+	Q6CHUNK(0, 24)
+	Q6CHUNK(1, 0)
+	Q6CHUNK(1, 8)
+	Q6CHUNK(1, 16)
+	Q6CHUNK(1, 24)
+	ADDQ $210, SI
+	ADDQ $1024, DI
+	ADDQ $64, R8
+	DECQ CX
+	JNZ  q6loop
+	VZEROUPPER
+
+q6done:
+	RET
+
+// Q4_K: 8 weights of each nibble half of chunk c. R8 holds, per block,
+// d*sc[j] at [j] and dmin*m[j] at [8+j]; y = (d*sc)*q - (dmin*m) with the
+// product and the subtraction rounded separately, as ggml does.
+#define Q4CHUNK(c, l0) \
+	VPMOVZXBD (16+32*c+l0)(SI), Y1; \
+	VPAND     Y15, Y1, Y2; \
+	VCVTDQ2PS Y2, Y2; \
+	VBROADCASTSS (4*(2*c))(R8), Y3; \
+	VBROADCASTSS (4*(8+2*c))(R8), Y4; \
+	VMULPS    Y2, Y3, Y2; \
+	VSUBPS    Y4, Y2, Y2; \
+	VMOVUPS   Y2, (4*(64*c+l0))(DI); \
+	VPSRLD    $4, Y1, Y1; \
+	VCVTDQ2PS Y1, Y1; \
+	VBROADCASTSS (4*(2*c+1))(R8), Y3; \
+	VBROADCASTSS (4*(9+2*c))(R8), Y4; \
+	VMULPS    Y1, Y3, Y1; \
+	VSUBPS    Y4, Y1, Y1; \
+	VMOVUPS   Y1, (4*(64*c+32+l0))(DI)
+
+#define Q4C(c) \
+	Q4CHUNK(c, 0); \
+	Q4CHUNK(c, 8); \
+	Q4CHUNK(c, 16); \
+	Q4CHUNK(c, 24)
+
+// func dequantQ4KAVX2(src *byte, dst *float32, blocks int, factors *float32)
+TEXT ·dequantQ4KAVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	MOVQ factors+24(FP), R8
+	TESTQ CX, CX
+	JZ   q4kdone
+	MOVL $15, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+
+q4kloop:
+	Q4C(0)
+	Q4C(1)
+	Q4C(2)
+	Q4C(3)
+	ADDQ $144, SI
+	ADDQ $1024, DI
+	ADDQ $64, R8
+	DECQ CX
+	JNZ  q4kloop
+	VZEROUPPER
+
+q4kdone:
+	RET

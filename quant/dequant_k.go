@@ -76,17 +76,30 @@ func scaleMinK4(j int, b []byte) (sc, m byte) {
 	return b[j+4]&0xf | b[j-4]>>6<<4, b[j+4]>>4 | b[j]>>6<<4
 }
 
+// Q4KFactors writes the factors of one Q4_K or Q5_K block (b starts at its
+// d) exactly as the reference decoder forms them: d*sc[j] at out[j] and
+// dmin*m[j] at out[8+j], so y = out[j]*q - out[8+j]. Vector decoders use it
+// to share the definition.
+func Q4KFactors(b []byte, out *[16]float32) {
+	b = b[:16]
+	d, dmin := half(b), half(b[2:])
+	for j := 0; j < 8; j++ {
+		sc, m := scaleMinK4(j, b[4:16])
+		out[j] = d * float32(sc)
+		out[8+j] = dmin * float32(m)
+	}
+}
+
 func dequantQ4K(src []byte, dst []float32) {
+	var f [16]float32
 	for i := 0; i < len(dst)/256; i++ {
 		b := src[144*i : 144*i+144]
 		y := dst[256*i : 256*i+256]
-		d, dmin := half(b), half(b[2:])
-		scales, qs := b[4:16], b[16:144]
+		Q4KFactors(b, &f)
+		qs := b[16:144]
 		for c := 0; c < 4; c++ {
-			sc1, m1 := scaleMinK4(2*c, scales)
-			sc2, m2 := scaleMinK4(2*c+1, scales)
-			d1, dm1 := d*float32(sc1), dmin*float32(m1)
-			d2, dm2 := d*float32(sc2), dmin*float32(m2)
+			d1, dm1 := f[2*c], f[8+2*c]
+			d2, dm2 := f[2*c+1], f[9+2*c]
 			q := qs[32*c : 32*c+32]
 			lo, hi := y[64*c:64*c+32], y[64*c+32:64*c+64]
 			for l := range q {
@@ -98,16 +111,15 @@ func dequantQ4K(src []byte, dst []float32) {
 }
 
 func dequantQ5K(src []byte, dst []float32) {
+	var f [16]float32
 	for i := 0; i < len(dst)/256; i++ {
 		b := src[176*i : 176*i+176]
 		y := dst[256*i : 256*i+256]
-		d, dmin := half(b), half(b[2:])
-		scales, qh, qs := b[4:16], b[16:48], b[48:176]
+		Q4KFactors(b, &f)
+		qh, qs := b[16:48], b[48:176]
 		for c := 0; c < 4; c++ {
-			sc1, m1 := scaleMinK4(2*c, scales)
-			sc2, m2 := scaleMinK4(2*c+1, scales)
-			d1, dm1 := d*float32(sc1), dmin*float32(m1)
-			d2, dm2 := d*float32(sc2), dmin*float32(m2)
+			d1, dm1 := f[2*c], f[8+2*c]
+			d2, dm2 := f[2*c+1], f[9+2*c]
 			q := qs[32*c : 32*c+32]
 			lo, hi := y[64*c:64*c+32], y[64*c+32:64*c+64]
 			for l := range q {
@@ -120,15 +132,22 @@ func dequantQ5K(src []byte, dst []float32) {
 	}
 }
 
+// Q6KFactors writes d*scale[k] of one Q6_K block (b starts at the block),
+// the first factor of ggml's (d*sc)*q, for the portable and vector decoders.
+func Q6KFactors(b []byte, out *[16]float32) {
+	b = b[:210]
+	d := half(b[208:])
+	for k, s := range b[192:208] {
+		out[k] = d * float32(int8(s))
+	}
+}
+
 func dequantQ6K(src []byte, dst []float32) {
-	var ds [16]float32 // d * scale, the first factor of ggml's (d*sc)*q
+	var ds [16]float32
 	for i := 0; i < len(dst)/256; i++ {
 		b := src[210*i : 210*i+210]
 		y := dst[256*i : 256*i+256]
-		d := half(b[208:])
-		for k, s := range b[192:208] {
-			ds[k] = d * float32(int8(s))
-		}
+		Q6KFactors(b, &ds)
 		for h := 0; h < 2; h++ {
 			ql := b[64*h : 64*h+64]
 			qh := b[128+32*h : 128+32*h+32]
