@@ -201,7 +201,9 @@ func Pack(ctx context.Context, cfg PackConfig) (*Manifest, error) {
 	}()
 
 	// The source is hashed by a sequential read beside the conversion.
-	hg, hctx := errgroup.WithContext(ctx)
+	hashCtx, stopHash := context.WithCancel(ctx)
+	defer stopHash()
+	hg, hctx := errgroup.WithContext(hashCtx)
 	inputs := []FileRecord{{Role: "model", Path: cfg.In}}
 	if cfg.Keep != "" {
 		inputs = append(inputs, FileRecord{Role: "keep", Path: cfg.Keep})
@@ -225,14 +227,17 @@ func Pack(ctx context.Context, cfg PackConfig) (*Manifest, error) {
 
 	layerStats, err := writeExperts(ctx, filepath.Join(tmp, PackExperts), f, m, keep, h, cfg, imp, prog)
 	if err != nil {
+		stopHash()
 		hg.Wait()
 		return nil, interrupted(err, "pack")
 	}
 	if err := writePackModel(ctx, filepath.Join(tmp, PackModel), f, m, keep, h, prog); err != nil {
+		stopHash()
 		hg.Wait()
 		return nil, interrupted(err, "pack")
 	}
 	if err := strata.WriteKeep(filepath.Join(tmp, PackKeep), keep); err != nil {
+		stopHash()
 		hg.Wait()
 		return nil, err
 	}
