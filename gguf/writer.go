@@ -416,7 +416,12 @@ func CreateAtomic(path string) (*AtomicFile, error) {
 	}
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
-		return nil, err
+		// The temporary name means nothing to the user; the path they gave does.
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, &os.PathError{Op: "create", Path: path, Err: err}
 	}
 	return &AtomicFile{File: f, path: path}, nil
 }
