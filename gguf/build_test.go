@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/stratactl/stratactl/quant"
@@ -139,7 +140,7 @@ func sameContent(t testing.TB, a, b *File) string {
 	}
 	for i := range a.Tensors {
 		x, y := &a.Tensors[i], &b.Tensors[i]
-		if x.Name != y.Name || x.Type != y.Type || !equalDims(x.Dims, y.Dims) || x.Size != y.Size {
+		if x.Name != y.Name || x.Type != y.Type || !slices.Equal(x.Dims, y.Dims) || x.Size != y.Size {
 			return "tensor " + x.Name + " declaration differs"
 		}
 		dx, err := a.ReadTensor(x)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	parser "github.com/gpustack/gguf-parser-go"
@@ -84,7 +85,7 @@ func TestCrossCheckIndependentParser(t *testing.T) {
 				for d, n := range ti.Dimensions {
 					dims[d] = int64(n)
 				}
-				if ti.Name != mine.Name || uint32(ti.Type) != uint32(mine.Type) || !equalDims(dims, mine.Dims) ||
+				if ti.Name != mine.Name || uint32(ti.Type) != uint32(mine.Type) || !slices.Equal(dims, mine.Dims) ||
 					ti.Offset != uint64(mine.Offset) || ti.StartOffset != mine.InfoOffset || ti.Bytes() != uint64(mine.Size) {
 					t.Fatalf("tensor %d: theirs %s %v %v at %d (info %d, %d bytes); ours %s %v %v at %d (info %d, %d bytes)",
 						i, ti.Name, ti.Type, ti.Dimensions, ti.Offset, ti.StartOffset, ti.Bytes(),

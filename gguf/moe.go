@@ -3,6 +3,7 @@ package gguf
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -227,13 +228,13 @@ func (f *File) MoE() (*MoE, error) {
 			}
 		}
 		want := []int64{m.Embd, m.ExpertFF, int64(m.Experts)}
-		if l.Gate != nil && !equalDims(l.Gate.Dims, want) {
+		if l.Gate != nil && !slices.Equal(l.Gate.Dims, want) {
 			return nil, bad(l.Gate, "ne %v, want [n_embd, n_ff_exp, n_expert] = %v", l.Gate.Dims, want)
 		}
-		if !equalDims(up.Dims, want) {
+		if !slices.Equal(up.Dims, want) {
 			return nil, bad(up, "ne %v, want [n_embd, n_ff_exp, n_expert] = %v like block %d", up.Dims, want, blocks[0])
 		}
-		if wantDown := []int64{m.ExpertFF, m.Embd, int64(m.Experts)}; !equalDims(l.Down.Dims, wantDown) {
+		if wantDown := []int64{m.ExpertFF, m.Embd, int64(m.Experts)}; !slices.Equal(l.Down.Dims, wantDown) {
 			return nil, bad(l.Down, "ne %v, want [n_ff_exp, n_embd, n_expert] = %v", l.Down.Dims, wantDown)
 		}
 		for _, x := range l.Extra {
@@ -245,7 +246,7 @@ func (f *File) MoE() (*MoE, error) {
 		if !ok {
 			return nil, bad(up, "block %d has experts but no router blk.%d.ffn_gate_inp.weight", b, b)
 		}
-		if wantR := []int64{m.Embd, int64(m.Experts)}; !equalDims(router.Dims, wantR) {
+		if wantR := []int64{m.Embd, int64(m.Experts)}; !slices.Equal(router.Dims, wantR) {
 			return nil, bad(router, "ne %v, want [n_embd, n_expert] = %v", router.Dims, wantR)
 		}
 		l.Router = router
@@ -321,16 +322,4 @@ func optionalCount(f *File, key string) (uint64, bool, error) {
 		return 0, true, &FormatError{File: f.Path, Offset: f.KeyOffset(key), Key: key, Msg: fmt.Sprintf("holds %s, want a non-negative integer", describe(v))}
 	}
 	return n, true, nil
-}
-
-func equalDims(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -212,7 +213,7 @@ func TestRandomRoundTrip(t *testing.T) {
 		}
 		for i, s := range specs {
 			ti := &f.Tensors[i]
-			if ti.Name != s.Name || ti.Type != s.Type || !equalDims(ti.Dims, s.Dims) || ti.Offset != l.Offsets[i] || ti.Size != l.Sizes[i] {
+			if ti.Name != s.Name || ti.Type != s.Type || !slices.Equal(ti.Dims, s.Dims) || ti.Offset != l.Offsets[i] || ti.Size != l.Sizes[i] {
 				t.Fatalf("%s: tensor %d: read %+v, wrote %+v at %d", name, i, ti, s, l.Offsets[i])
 			}
 			got, _ := f.Bytes(ti)

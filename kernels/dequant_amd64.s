@@ -468,3 +468,56 @@ q4kloop:
 
 q4kdone:
 	RET
+
+// IQ4_XS: one 32-weight sub-block ib: 16 bytes of nibbles through the IQ4_NL
+// codebook (X8), times dl[ib] from R8.
+#define IQ4XSSUB(ib) \
+	VMOVDQU   (8+16*ib)(SI), X1; \
+	VPSRLW    $4, X1, X2; \
+	VPAND     X9, X1, X1; \
+	VPAND     X9, X2, X2; \
+	VPSHUFB   X1, X8, X1; \
+	VPSHUFB   X2, X8, X2; \
+	VBROADCASTSS (4*ib)(R8), Y0; \
+	VPMOVSXBD X1, Y3; \
+	VPSRLDQ   $8, X1, X1; \
+	VPMOVSXBD X1, Y4; \
+	VPMOVSXBD X2, Y5; \
+	VPSRLDQ   $8, X2, X2; \
+	VPMOVSXBD X2, Y6; \
+	SCALESTORE(Y3, (128*ib)); \
+	SCALESTORE(Y4, (128*ib+32)); \
+	SCALESTORE(Y5, (128*ib+64)); \
+	SCALESTORE(Y6, (128*ib+96))
+
+// func dequantIQ4XSAVX2(src *byte, dst *float32, blocks int, table *int8, factors *float32)
+// factors: 8 float32 per block (quant.IQ4XSFactors).
+TEXT ·dequantIQ4XSAVX2(SB), NOSPLIT, $0-40
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	MOVQ table+24(FP), DX
+	MOVQ factors+32(FP), R8
+	TESTQ CX, CX
+	JZ   xsdone
+	VMOVDQU (DX), X8
+	VMOVDQU nibmask<>(SB), X9
+
+xsloop:
+	IQ4XSSUB(0)
+	IQ4XSSUB(1)
+	IQ4XSSUB(2)
+	IQ4XSSUB(3)
+	IQ4XSSUB(4)
+	IQ4XSSUB(5)
+	IQ4XSSUB(6)
+	IQ4XSSUB(7)
+	ADDQ $136, SI
+	ADDQ $1024, DI
+	ADDQ $32, R8
+	DECQ CX
+	JNZ  xsloop
+	VZEROUPPER
+
+xsdone:
+	RET

@@ -165,21 +165,32 @@ func dequantQ6K(src []byte, dst []float32) {
 	}
 }
 
+// IQ4XSFactors writes dl = d * float32(ls - 32) of each 32-weight sub-block
+// of one IQ4_XS block (b starts at the block), for the portable and vector
+// decoders.
+func IQ4XSFactors(b []byte, out *[8]float32) {
+	b = b[:8]
+	d := half(b)
+	sh := le16(b[2:])
+	for ib := 0; ib < 8; ib++ {
+		ls := int(b[4+ib/2]>>(4*(ib%2))&0xf) | int(sh>>(2*ib)&3)<<4
+		out[ib] = d * float32(ls-32)
+	}
+}
+
 func dequantIQ4XS(src []byte, dst []float32) {
+	var dl [8]float32
 	for i := 0; i < len(dst)/256; i++ {
 		b := src[136*i : 136*i+136]
 		y := dst[256*i : 256*i+256]
-		d := half(b)
-		sh := le16(b[2:])
-		sl, qs := b[4:8], b[8:136]
+		IQ4XSFactors(b, &dl)
+		qs := b[8:136]
 		for ib := 0; ib < 8; ib++ {
-			ls := int(sl[ib/2]>>(4*(ib%2))&0xf) | int(sh>>(2*ib)&3)<<4
-			dl := d * float32(ls-32)
 			q := qs[16*ib : 16*ib+16]
 			out := y[32*ib : 32*ib+32]
 			for j := 0; j < 16; j++ {
-				out[j] = dl * float32(KvaluesIQ4NL[q[j]&0xf])
-				out[j+16] = dl * float32(KvaluesIQ4NL[q[j]>>4])
+				out[j] = dl[ib] * float32(KvaluesIQ4NL[q[j]&0xf])
+				out[j+16] = dl[ib] * float32(KvaluesIQ4NL[q[j]>>4])
 			}
 		}
 	}

@@ -119,6 +119,24 @@ func TestFloat32ToFP16(t *testing.T) {
 	}
 }
 
+// BF16RoundingCases are float32 bit patterns and the BF16 that ggml's
+// round-to-nearest-even conversion gives, shared with the Quantize test.
+var BF16RoundingCases = []struct {
+	In   uint32
+	Want uint16
+}{
+	{0x3f808000, 0x3f80}, // tie, even stays
+	{0x3f818000, 0x3f82}, // tie, odd rounds up
+	{0x3f808001, 0x3f81},
+	{0x7f7fffff, 0x7f80}, // rounds into inf
+	{0xff7f8000, 0xff80},
+	{0x7f800001, 0x7fc0}, // signalling NaN whose top bits are inf stays NaN
+	{0xffffffff, 0xffff},
+	{0x00000001, 0x0000}, // subnormals are rounded, not flushed
+	{0x00008000, 0x0000},
+	{0x00018000, 0x0002},
+}
+
 func TestBF16(t *testing.T) {
 	for i := 0; i < 1<<16; i++ {
 		h := uint16(i)
@@ -131,22 +149,9 @@ func TestBF16(t *testing.T) {
 			t.Fatalf("bf16 round trip %#04x -> %#04x", h, got)
 		}
 	}
-	cases := []struct {
-		in   uint32
-		want uint16
-	}{
-		{0x3f808000, 0x3f80}, // tie, even stays
-		{0x3f818000, 0x3f82}, // tie, odd rounds up
-		{0x3f808001, 0x3f81},
-		{0x7f7fffff, 0x7f80}, // rounds into inf
-		{0xff7f8000, 0xff80},
-		{0x7f800001, 0x7fc0}, // signalling NaN whose top bits are inf stays NaN
-		{0xffffffff, 0xffff},
-		{0x00008000, 0x0000},
-	}
-	for _, c := range cases {
-		if got := Float32ToBF16(math.Float32frombits(c.in)); got != c.want {
-			t.Errorf("Float32ToBF16(%#08x) = %#04x, want %#04x", c.in, got, c.want)
+	for _, c := range BF16RoundingCases {
+		if got := Float32ToBF16(math.Float32frombits(c.In)); got != c.Want {
+			t.Errorf("Float32ToBF16(%#08x) = %#04x, want %#04x", c.In, got, c.Want)
 		}
 	}
 }

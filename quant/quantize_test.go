@@ -109,24 +109,13 @@ func TestHalfRounding(t *testing.T) {
 }
 
 func TestBF16Rounding(t *testing.T) {
-	cases := []struct {
-		in   uint32
-		want uint16
-	}{
-		{0x3f808000, 0x3f80}, // halfway, even stays
-		{0x3f818000, 0x3f82}, // halfway, odd rounds up
-		{0x3f808001, 0x3f81},
-		{0x7f7fffff, 0x7f80}, // max float rounds to inf
-		{0x7f800001, 0x7fc0}, // signalling NaN made quiet
-		{0x00000001, 0x0000}, // subnormals are rounded, not flushed
-		{0x00008000, 0x0000},
-		{0x00018000, 0x0002},
-	}
-	for _, c := range cases {
+	for _, c := range quant.BF16RoundingCases {
 		dst := make([]byte, 2)
-		quant.Quantize(quant.BF16, []float32{math.Float32frombits(c.in)}, dst, nil)
-		if got := binary.LittleEndian.Uint16(dst); got != c.want {
-			t.Errorf("bf16(%#08x) = %#04x, want %#04x", c.in, got, c.want)
+		if err := quant.Quantize(quant.BF16, []float32{math.Float32frombits(c.In)}, dst, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := binary.LittleEndian.Uint16(dst); got != c.Want {
+			t.Errorf("bf16(%#08x) = %#04x, want %#04x", c.In, got, c.Want)
 		}
 	}
 }

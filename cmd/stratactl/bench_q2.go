@@ -65,6 +65,11 @@ func newBenchQ2Cmd(env *cli.Env) *cobra.Command {
 		Short: "Compare Q2_0's scale rules (ggml, field, search) by relative MSE on the fixtures, gaussian blocks and a model's experts",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Flags and inputs are checked before any work: a bad --model must
+			// not cost the fixture and gaussian passes first.
+			if blocks <= 0 || candidates < 0 {
+				return fmt.Errorf("--gaussian-blocks must be positive and --candidates not negative")
+			}
 			if fixtures == "" || model == "" {
 				shared, err := findShared()
 				if err != nil {
@@ -77,9 +82,6 @@ func newBenchQ2Cmd(env *cli.Env) *cobra.Command {
 					model = filepath.Join(shared, "models", "tiny-qwen3moe", "model-bf16.gguf")
 				}
 			}
-			if blocks <= 0 || candidates < 0 {
-				return fmt.Errorf("--gaussian-blocks must be positive and --candidates not negative")
-			}
 			rep := q2RulesReport{Candidates: candidates, Kernels: kernels.Describe(), Imatrix: imat}
 			if rep.Candidates == 0 {
 				rep.Candidates = quant.DefaultQ2Candidates
@@ -89,6 +91,19 @@ func newBenchQ2Cmd(env *cli.Env) *cobra.Command {
 				var err error
 				if m, err = imatrix.Open(imat); err != nil {
 					return err
+				}
+			}
+			f, experts, err := openQ2Experts(model)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if m != nil {
+				for _, ti := range experts {
+					// The last expert's vector exists only if the entry fits the weight.
+					if _, err := m.Importance(ti.Name, int(ti.Dims[2])-1, int(ti.Dims[0])); err != nil {
+						return err
+					}
 				}
 			}
 			rows, err := q2FixtureRows(fixtures, candidates)
@@ -101,7 +116,7 @@ func newBenchQ2Cmd(env *cli.Env) *cobra.Command {
 				return err
 			}
 			rep.Rows = append(rep.Rows, q2Row(fmt.Sprintf("gaussian (%d blocks, seed 1)", blocks), nil, g))
-			rows, err = q2ExpertRows(env, model, m, candidates)
+			rows, err = q2ExpertRows(env, f, experts, m, candidates)
 			if err != nil {
 				return err
 			}
@@ -218,36 +233,47 @@ func q2FixtureRows(dir string, candidates int) ([]q2RulesRow, error) {
 
 // q2ExpertRows compares the rules on every *_exps tensor of a model,
 // one expert at a time, totalled per tensor kind (gate, up, down).
-func q2ExpertRows(env *cli.Env, path string, m *imatrix.Matrix, candidates int) ([]q2RulesRow, error) {
-	f, err := gguf.Open(path)
+// openQ2Experts opens the model whose experts q2rules compares and checks
+// that it has unquantized expert tensors of whole Q2_0 blocks.
+func openQ2Experts(path string) (*gguf.File, []*gguf.TensorInfo, error) {
+	f, err := gguf.OpenModel(path, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer f.Close()
-	kinds := map[string]*kernels.Q2RuleErrors{}
-	var names []string
-	var total int64
-	for i := range f.Tensors {
-		if strings.Contains(f.Tensors[i].Name, "_exps.") {
-			total += f.Tensors[i].Elements()
-		}
-	}
-	if total == 0 {
-		return nil, fmt.Errorf("%s: no expert (*_exps) tensors", path)
-	}
-	prog := env.NewProgress(total, "q2rules experts", false)
-	defer prog.Done()
+	var experts []*gguf.TensorInfo
 	for i := range f.Tensors {
 		ti := &f.Tensors[i]
 		if !strings.Contains(ti.Name, "_exps.") {
 			continue
 		}
 		if len(ti.Dims) != 3 || ti.Dims[0]%64 != 0 {
-			return nil, fmt.Errorf("%s: tensor %q: shape %v is not [ne0 (multiple of 64), ne1, experts]", path, ti.Name, ti.Dims)
+			f.Close()
+			return nil, nil, fmt.Errorf("%s: tensor %q: shape %v is not [ne0 (multiple of 64), ne1, experts]", path, ti.Name, ti.Dims)
 		}
 		if ti.Type != quant.BF16 && ti.Type != quant.F16 && ti.Type != quant.F32 {
-			return nil, fmt.Errorf("%s: tensor %q: type %s, want an unquantized (F32/F16/BF16) model", path, ti.Name, ti.Type)
+			f.Close()
+			return nil, nil, fmt.Errorf("%s: tensor %q: type %s, want an unquantized (F32/F16/BF16) model", path, ti.Name, ti.Type)
 		}
+		experts = append(experts, ti)
+	}
+	if len(experts) == 0 {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: no expert (*_exps) tensors", path)
+	}
+	return f, experts, nil
+}
+
+func q2ExpertRows(env *cli.Env, f *gguf.File, experts []*gguf.TensorInfo, m *imatrix.Matrix, candidates int) ([]q2RulesRow, error) {
+	path := f.Path
+	kinds := map[string]*kernels.Q2RuleErrors{}
+	var names []string
+	var total int64
+	for _, ti := range experts {
+		total += ti.Elements()
+	}
+	prog := env.NewProgress(total, "q2rules experts", false)
+	defer prog.Done()
+	for _, ti := range experts {
 		ne0, per := int(ti.Dims[0]), ti.Dims[0]*ti.Dims[1]
 		rowBytes, _ := quant.RowBytes(ti.Type, per)
 		raw := make([]byte, rowBytes)
@@ -276,6 +302,7 @@ func q2ExpertRows(env *cli.Env, path string, m *imatrix.Matrix, candidates int) 
 			}
 			var imp []float32
 			if m != nil {
+				var err error
 				if imp, err = m.Importance(ti.Name, int(e), ne0); err != nil {
 					return nil, err
 				}

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -56,37 +59,73 @@ type demoStep struct {
 	Summary string         `json:"summary"`
 }
 
-func demoRun(cmd *cobra.Command, env *cli.Env, o *demoOptions) error {
+// demoOutputs are the names demo writes in its folder, removed again when a
+// step fails so that a failed demo leaves nothing half made.
+var demoOutputs = []string{"profile.strp", "pruned.gguf", "keep.strp", "pack"}
+
+func demoRun(cmd *cobra.Command, env *cli.Env, o *demoOptions) (err error) {
+	if o.keep < 0 || o.ctx < 2 || o.tokens < 1 {
+		return fmt.Errorf("demo: --keep must be >= 0, --ctx >= 2 and --tokens >= 1 (have %d, %d, %d)", o.keep, o.ctx, o.tokens)
+	}
 	for _, p := range []string{o.model, o.calib, o.heldout} {
 		if _, err := os.Stat(p); err != nil {
 			return fmt.Errorf("demo: %w (run it from the repository root, or pass --model/--calib/--heldout)", err)
 		}
 	}
 	dir := o.out
+	created := false
 	if dir == "" {
 		d, err := os.MkdirTemp("", "stratactl-demo-")
 		if err != nil {
 			return err
 		}
-		dir = d
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		dir, created = d, true
+	} else {
+		if _, statErr := os.Stat(dir); errors.Is(statErr, fs.ErrNotExist) {
+			created = true
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
 	}
+	defer func() {
+		if err == nil {
+			return
+		}
+		if created {
+			os.RemoveAll(dir)
+			return
+		}
+		for _, name := range demoOutputs {
+			os.RemoveAll(filepath.Join(dir, name))
+		}
+	}()
 	var steps []demoStep
 	step := func(name string, summarize func(doc) string, args ...string) (doc, error) {
 		line := "stratactl " + quoteArgs(args)
 		if !env.JSON {
 			fmt.Fprintf(env.Err, "==> %s\n", line)
 		}
-		var out bytes.Buffer
-		sub := &cli.Env{Stdin: env.Stdin, Out: &out, Err: env.Err, Terminal: env.Terminal && !env.JSON, Args: append([]string{"stratactl"}, args...)}
+		var out, errOut bytes.Buffer
+		// The step's error is repeated in demo's own, so that the last line
+		// says both what failed and why; a terminal still sees progress bars.
+		var stepErr io.Writer = &errOut
+		terminal := env.Terminal && !env.JSON
+		if terminal {
+			stepErr = io.MultiWriter(env.Err, &errOut)
+		}
+		sub := &cli.Env{Stdin: env.Stdin, Out: &out, Err: stepErr, Terminal: terminal, Args: append([]string{"stratactl"}, args...)}
 		start := time.Now()
 		code := run(cmd.Context(), sub, append(append([]string(nil), args...), "--json"))
 		secs := time.Since(start).Seconds()
 		var missing []string
 		d := doc{missing: &missing}
 		if code != 0 {
-			return d, fmt.Errorf("demo: step %s failed (exit %d): %s", name, code, line)
+			why := strings.TrimPrefix(lastLine(errOut.String()), "stratactl: ")
+			return d, fmt.Errorf("demo: step %s failed (exit %d): %s: %s", name, code, line, why)
+		}
+		if !terminal {
+			env.Err.Write(errOut.Bytes())
 		}
 		if err := json.Unmarshal(out.Bytes(), &d.m); err != nil {
 			return d, fmt.Errorf("demo: %s printed no JSON document: %v", name, err)
@@ -106,6 +145,13 @@ func demoRun(cmd *cobra.Command, env *cli.Env, o *demoOptions) error {
 			r.str("architecture"), m.num("layers"), m.num("experts"), m.num("experts_used"), 100*m.flt("expert_share"), size(r.flt("file_bytes")))
 	}, "inspect", o.model)
 	if err != nil {
+		if v, ok := ins.m["moe"]; ok && v == nil {
+			why, _ := ins.m["moe_error"].(string)
+			if why == "" {
+				why = "no mixture-of-experts layers"
+			}
+			return fmt.Errorf("demo: %s: %s", o.model, why)
+		}
 		return err
 	}
 	keep := o.keep
@@ -145,9 +191,11 @@ func demoRun(cmd *cobra.Command, env *cli.Env, o *demoOptions) error {
 	}, "verify", path("pack"), "--source", o.model); err != nil {
 		return err
 	}
-	// A quarter of the kept experts fit in the arena, so the decode streams.
+	// A quarter of the kept experts fit in the arena, so the decode streams;
+	// never fewer than a token's experts and one more, the engine's minimum.
 	model := pk.obj("model")
-	arenaMB := model.flt("slot_bytes") * model.flt("n_expert") * model.flt("moe_layers") / 4 / (1 << 20)
+	slots := max(model.num("n_expert")*model.num("moe_layers")/4, ins.obj("moe").num("experts_used")+1)
+	arenaMB := float64(slots) * model.flt("slot_bytes") / (1 << 20)
 	if _, err := step("run", func(r doc) string {
 		s := r.obj("stream")
 		io := "buffered"
@@ -156,7 +204,7 @@ func demoRun(cmd *cobra.Command, env *cli.Env, o *demoOptions) error {
 		}
 		return fmt.Sprintf("%d tokens at %.1f tokens/s; arena %d of %d slots, hit rate %.2f, %.2f MB read per token (%s); %q",
 			len(r.arr("generated_ids")), r.flt("decode_tokens_per_s"), s.num("arena_slots"), s.num("total_slots"), s.flt("hit_rate"), s.flt("read_mb_per_token"), io, r.str("text"))
-	}, "run", path("pack"), "--prompt", o.prompt, "-n", strconv.Itoa(o.tokens), "--arena-mb", strconv.FormatFloat(arenaMB, 'f', 3, 64)); err != nil {
+	}, "run", path("pack"), "--prompt", o.prompt, "-n", strconv.Itoa(o.tokens), "--arena-mb", strconv.FormatFloat(arenaMB, 'f', -1, 64)); err != nil {
 		return err
 	}
 	if _, err := step("eval", func(r doc) string {
@@ -181,6 +229,12 @@ func demoRun(cmd *cobra.Command, env *cli.Env, o *demoOptions) error {
 		fmt.Fprintf(env.Out, "  %s\n", s.Command)
 	}
 	return nil
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
 }
 
 func quoteArgs(args []string) string {

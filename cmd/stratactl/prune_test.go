@@ -251,4 +251,11 @@ func TestPrunedModelWithTheToolchain(t *testing.T) {
 	if a, b := mustRead(t, filepath.Join(packA, "model.experts")), mustRead(t, filepath.Join(packB, "model.experts")); !bytes.Equal(a, b) {
 		t.Error("prune then pack and pack --keep give different expert slots")
 	}
+	// The pack computes what the pruned GGUF quantized to Q2_0 computes.
+	q2 := filepath.Join(dir, "pruned-q2.gguf")
+	stratactl(t, "quantize", pruned, "--type", "q2_0", "-o", q2)
+	ev := decode[evalReport](t, stratactl(t, "eval", packB, "--ref", q2, "--ids", testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"), "--ctx", "128", "--chunks", "1", "--json"))
+	if ev.KLDMean != 0 || ev.Top1Agreement != 1 || ev.PPL != ev.PPLRef {
+		t.Errorf("pack --keep against prune + quantize: %+v", ev.Result)
+	}
 }

@@ -59,7 +59,10 @@ func Open(path string) (*Matrix, error) {
 	}
 	defer f.Close()
 	var magic [4]byte
-	if _, err := io.ReadFull(f, magic[:]); err != nil {
+	if n, err := io.ReadFull(f, magic[:]); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("imatrix %s: byte 0: %d bytes is too short to be an importance matrix (GGUF or legacy)", path, n)
+		}
 		return nil, fmt.Errorf("imatrix %s: %w", path, err)
 	}
 	if string(magic[:]) == gguf.Magic {
