@@ -158,6 +158,10 @@ func (s *Session) batch(ids []int32, all, last bool) ([]float32, error) {
 		for i := range x {
 			x[i] += moeOut[i]
 		}
+		if i := firstNonFinite(x); i >= 0 {
+			return nil, fmt.Errorf("%s: layer %d gave a non-finite hidden value (%v at position %d, element %d): the weights of blk.%d.* or earlier hold NaN or infinity, or overflow",
+				m.File.Path, l, x[i], s.Pos+i/D, i%D, l)
+		}
 		if s.Observer != nil {
 			s.traceHidden(x)
 		}
@@ -178,6 +182,9 @@ func (s *Session) batch(ids []int32, all, last bool) ([]float32, error) {
 	rmsNormRows(xn[:n*D], x[first*D:], m.OutNorm, D, c.Eps)
 	logits := make([]float32, n*c.Vocab)
 	m.Pool.MatMul(&m.Output, xn[:n*D], n, logits)
+	if i := firstNonFinite(logits); i >= 0 {
+		return nil, fmt.Errorf("%s: non-finite logit %v (token %d): output.weight or output_norm.weight holds NaN or infinity", m.File.Path, logits[i], i%c.Vocab)
+	}
 	return logits, nil
 }
 
@@ -241,4 +248,14 @@ func (s *Session) readAhead(l int, x []float32, T int) {
 		}
 	}
 	m.Experts.Guess(l, guess)
+}
+
+// firstNonFinite is the index of the first NaN or infinity in v, or -1.
+func firstNonFinite(v []float32) int {
+	for i, x := range v {
+		if x-x != 0 {
+			return i
+		}
+	}
+	return -1
 }

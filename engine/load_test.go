@@ -90,3 +90,46 @@ func TestForwardRejectsBadTokens(t *testing.T) {
 		t.Fatal("empty input accepted")
 	}
 }
+
+// TestNaNWeightsAreReported: a NaN in a layer's weights stops the forward
+// pass with an error naming the layer, not garbage tokens.
+func TestNaNWeightsAreReported(t *testing.T) {
+	src, err := gguf.OpenMapped(testutil.TinyModel(t, "model-bf16.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ti, _ := src.Tensor("blk.1.attn_v.weight")
+	b, _ := src.Bytes(ti)
+	bad := append([]byte(nil), b...)
+	for i := 0; i < len(bad); i += 2 {
+		bad[i], bad[i+1] = 0xc0, 0x7f // BF16 NaN
+	}
+	path := filepath.Join(t.TempDir(), "nan.gguf")
+	w, err := gguf.Create(path, src.KV, src.Specs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range src.Specs() {
+		ti, _ := src.Tensor(s.Name)
+		data, _ := src.Bytes(ti)
+		if s.Name == "blk.1.attn_v.weight" {
+			data = bad
+		}
+		if err := w.WriteTensor(s.Name, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	_, err = m.NewSession().Forward([]int32{726, 2611, 10}, false)
+	if err == nil || !strings.Contains(err.Error(), "layer 1") {
+		t.Fatalf("error %v, want one naming layer 1", err)
+	}
+}
