@@ -61,3 +61,26 @@ func TestRoundTripSharedFiles(t *testing.T) {
 		})
 	}
 }
+
+// An atomic output gets an ordinary file's mode, not CreateTemp's private one.
+func TestAtomicFileMode(t *testing.T) {
+	dir := t.TempDir()
+	a, err := CreateAtomic(filepath.Join(dir, "out.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Write([]byte("x"))
+	if err := a.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := os.Create(filepath.Join(dir, "ref.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Close()
+	got, _ := os.Stat(filepath.Join(dir, "out.bin"))
+	want, _ := os.Stat(filepath.Join(dir, "ref.bin"))
+	if got.Mode() != want.Mode() {
+		t.Fatalf("mode %v, want %v (as os.Create gives)", got.Mode(), want.Mode())
+	}
+}

@@ -423,6 +423,14 @@ func CreateAtomic(path string) (*AtomicFile, error) {
 		}
 		return nil, &os.PathError{Op: "create", Path: path, Err: err}
 	}
+	// CreateTemp makes the file private (0600); an output should get the
+	// mode any other new file gets (0666 less the umask, applied by the
+	// kernel to OpenFile's mode, which Chmod does not do, hence the probe).
+	if err := f.Chmod(outputMode()); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
 	return &AtomicFile{File: f, path: path}, nil
 }
 

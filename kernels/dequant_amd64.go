@@ -71,6 +71,66 @@ func dequantQ4KVector(src []byte, dst []float32) {
 	}
 }
 
+//go:noescape
+func dequantIQ4XSAVX2(src *byte, dst *float32, blocks int, table *int8, factors *float32)
+
+func dequantIQ4XSVector(src []byte, dst []float32) {
+	var f [kBatch][8]float32
+	blocks := len(dst) / 256
+	for b0 := 0; b0 < blocks; b0 += kBatch {
+		n := min(kBatch, blocks-b0)
+		for i := 0; i < n; i++ {
+			quant.IQ4XSFactors(src[(b0+i)*136:], &f[i])
+		}
+		dequantIQ4XSAVX2(&src[b0*136], &dst[b0*256], n, &kvaluesIQ4NLAsm[0], &f[0][0])
+	}
+}
+
+//go:noescape
+func dequantQ5KAVX2(src *byte, dst *float32, blocks int, factors *float32)
+
+//go:noescape
+func dequantQ2KAVX2(src *byte, dst *float32, blocks int, factors *float32)
+
+//go:noescape
+func dequantQ3KAVX2(src *byte, dst *float32, blocks int, factors *float32)
+
+func dequantQ5KVector(src []byte, dst []float32) {
+	var f [kBatch][16]float32
+	blocks := len(dst) / 256
+	for b0 := 0; b0 < blocks; b0 += kBatch {
+		n := min(kBatch, blocks-b0)
+		for i := 0; i < n; i++ {
+			quant.Q4KFactors(src[(b0+i)*176:], &f[i])
+		}
+		dequantQ5KAVX2(&src[b0*176], &dst[b0*256], n, &f[0][0])
+	}
+}
+
+func dequantQ2KVector(src []byte, dst []float32) {
+	var f [kBatch][32]float32
+	blocks := len(dst) / 256
+	for b0 := 0; b0 < blocks; b0 += kBatch {
+		n := min(kBatch, blocks-b0)
+		for i := 0; i < n; i++ {
+			quant.Q2KFactors(src[(b0+i)*84:], &f[i])
+		}
+		dequantQ2KAVX2(&src[b0*84], &dst[b0*256], n, &f[0][0])
+	}
+}
+
+func dequantQ3KVector(src []byte, dst []float32) {
+	var f [kBatch][16]float32
+	blocks := len(dst) / 256
+	for b0 := 0; b0 < blocks; b0 += kBatch {
+		n := min(kBatch, blocks-b0)
+		for i := 0; i < n; i++ {
+			quant.Q3KFactors(src[(b0+i)*110:], &f[i])
+		}
+		dequantQ3KAVX2(&src[b0*110], &dst[b0*256], n, &f[0][0])
+	}
+}
+
 // halfWidth runs a 16-at-a-time kernel over the whole groups and quant's
 // portable path over the last len(dst)%16 values.
 func halfWidth(t quant.Type, kernel func(*byte, *float32, int)) func(src []byte, dst []float32) {
@@ -101,6 +161,14 @@ func vectorDequantizer(t quant.Type) func(src []byte, dst []float32) {
 		return halfWidth(quant.F16, dequantF16AVX2)
 	case quant.BF16:
 		return halfWidth(quant.BF16, dequantBF16AVX2)
+	case quant.IQ4_XS:
+		return dequantIQ4XSVector
+	case quant.Q5_K:
+		return dequantQ5KVector
+	case quant.Q2_K:
+		return dequantQ2KVector
+	case quant.Q3_K:
+		return dequantQ3KVector
 	case quant.Q6_K:
 		return dequantQ6KVector
 	case quant.Q4_K:

@@ -1,8 +1,11 @@
 package prune
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -93,6 +96,8 @@ type Result struct {
 	NKeep         int    `json:"n_expert"`
 	SlicedTensors int    `json:"sliced_tensors"`
 	CopiedTensors int    `json:"copied_tensors"`
+	// Shards lists the files of a split output (absent for one file).
+	Shards []string `json:"shards,omitempty"`
 }
 
 // Options tune Write.
@@ -105,6 +110,9 @@ type Options struct {
 	Progress func(n int64)
 	// SliceBuffer bounds the bytes read at once (default 8 MiB).
 	SliceBuffer int
+	// Split writes the output as shards (llama.cpp's gguf-split naming);
+	// the zero value writes one file.
+	Split gguf.SplitOptions
 }
 
 // Write streams src into a GGUF at out that holds only the experts of plan:
@@ -162,7 +170,7 @@ func Write(ctx context.Context, src *gguf.File, plan *Plan, out string, opt Opti
 		res.SlicedTensors++
 	}
 
-	w, err := gguf.Create(out, kv, specs)
+	w, paths, err := gguf.CreateSplit(out, kv, specs, opt.Split)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", out, err)
 	}
@@ -176,56 +184,58 @@ func Write(ctx context.Context, src *gguf.File, plan *Plan, out string, opt Opti
 	if bufSize <= 0 {
 		bufSize = 8 << 20
 	}
-	buf := make([]byte, bufSize)
-	progress := func(n int64) {
-		if opt.Progress != nil {
-			opt.Progress(n)
-		}
-	}
 	for i := range specs {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
 		t := &src.Tensors[i]
+		var parts []io.Reader
 		if sliced[i] == 0 {
-			if err := copyRange(ctx, w, src, t, 0, t.Size, buf, progress); err != nil {
-				return nil, err
+			parts = append(parts, src.SectionReader(t))
+		} else {
+			per := t.Size / int64(nExpert)
+			for _, e := range plan.Keep[sliced[i]-1] {
+				parts = append(parts, io.NewSectionReader(src.SectionReader(t), int64(e)*per, per))
 			}
-			continue
 		}
-		per := t.Size / int64(nExpert)
-		for _, e := range plan.Keep[sliced[i]-1] {
-			if err := copyRange(ctx, w, src, t, int64(e)*per, per, buf, progress); err != nil {
-				return nil, err
+		r := &progressReader{ctx: ctx, r: bufio.NewReaderSize(io.MultiReader(parts...), bufSize), progress: opt.Progress}
+		if err := w.CopyTensor(t.Name, r); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
 			}
+			return nil, fmt.Errorf("%s: tensor %q: %w", src.Path, t.Name, err)
 		}
 	}
 	if err := w.Commit(); err != nil {
 		return nil, err
 	}
 	ok = true
-	res.Bytes = w.Layout().FileSize
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		res.Bytes += st.Size()
+	}
+	if len(paths) > 1 {
+		res.Shards = paths
+	}
 	return res, nil
 }
 
-// copyRange streams n bytes of t starting at off into w through buf.
-func copyRange(ctx context.Context, w *gguf.FileWriter, src *gguf.File, t *gguf.TensorInfo, off, n int64, buf []byte, progress func(int64)) error {
-	for n > 0 {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		c := min(n, int64(len(buf)))
-		if err := src.ReadTensorAt(t, buf[:c], off); err != nil {
-			return err
-		}
-		if _, err := w.Write(buf[:c]); err != nil {
-			return fmt.Errorf("writing tensor %q: %w", t.Name, err)
-		}
-		progress(c)
-		off += c
-		n -= c
+// progressReader reports bytes as they are read and stops when ctx is done.
+type progressReader struct {
+	ctx      context.Context
+	r        io.Reader
+	progress func(int64)
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	if err := p.ctx.Err(); err != nil {
+		return 0, err
 	}
-	return nil
+	n, err := p.r.Read(b)
+	if p.progress != nil && n > 0 {
+		p.progress(int64(n))
+	}
+	return n, err
 }
 
 // prunedKV is src's metadata with the expert count set to k and the source

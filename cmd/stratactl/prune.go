@@ -18,6 +18,7 @@ func init() { register(newPruneCmd) }
 type pruneFlags struct {
 	profile, keepMap, by, out, keepOut string
 	keep                               int
+	split                              splitFlags
 }
 
 func newPruneCmd(env *cli.Env) *cobra.Command {
@@ -52,6 +53,7 @@ experts serve.`,
 	fl.StringVar(&f.keepMap, "keep-map", "", "apply this keep map instead of choosing from a profile")
 	fl.StringVarP(&f.out, "output", "o", "", "pruned GGUF to write")
 	fl.StringVar(&f.keepOut, "keep-out", "", "where to write the keep map (default: OUT with .keep.strp for .gguf)")
+	f.split.add(fl)
 	cmd.MarkFlagRequired("output")
 	return cmd
 }
@@ -141,14 +143,24 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 		total += src.Tensors[i].Size
 	}
 	prog := env.NewProgress(total*int64(plan.NKeep())/int64(plan.NExpert), "prune", true)
-	res, err := prune.Write(cmd.Context(), src, plan, f.out, prune.Options{Criterion: criterion, Progress: prog.Add})
+	split, err := f.split.options()
+	if err != nil {
+		return err
+	}
+	res, err := prune.Write(cmd.Context(), src, plan, f.out, prune.Options{Criterion: criterion, Progress: prog.Add, Split: split})
 	prog.Done()
 	if err != nil {
 		return err
 	}
 	if keepOut != "" {
 		if err := strata.WriteKeep(keepOut, keep); err != nil {
-			os.Remove(f.out) // both outputs or neither
+			// Both outputs or neither.
+			if len(res.Shards) == 0 {
+				os.Remove(f.out)
+			}
+			for _, p := range res.Shards {
+				os.Remove(p)
+			}
 			return err
 		}
 	}

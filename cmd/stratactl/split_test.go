@@ -103,3 +103,70 @@ func TestSplitModelInspectAndDump(t *testing.T) {
 		}
 	}
 }
+
+// sameTensors checks that two models (either may be split) hold the same
+// metadata keys and the same tensors, byte for byte.
+func sameTensors(t *testing.T, a, b string) {
+	t.Helper()
+	fa, err := gguf.OpenModel(a, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fa.Close()
+	fb, err := gguf.OpenModel(b, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fb.Close()
+	if len(fa.KV) != len(fb.KV) || len(fa.Tensors) != len(fb.Tensors) {
+		t.Fatalf("%s and %s differ in metadata (%d/%d) or tensors (%d/%d)", a, b, len(fa.KV), len(fb.KV), len(fa.Tensors), len(fb.Tensors))
+	}
+	for i := range fa.KV {
+		if fa.KV[i].Key != fb.KV[i].Key || !reflect.DeepEqual(fa.KV[i].Value.JSON(), fb.KV[i].Value.JSON()) {
+			t.Fatalf("metadata %s differs", fa.KV[i].Key)
+		}
+	}
+	for i := range fa.Tensors {
+		x, err := fa.ReadTensor(&fa.Tensors[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := fb.ReadTensor(&fb.Tensors[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fa.Tensors[i].Name != fb.Tensors[i].Name || fa.Tensors[i].Type != fb.Tensors[i].Type || !bytes.Equal(x, y) {
+			t.Fatalf("tensor %s differs", fa.Tensors[i].Name)
+		}
+	}
+}
+
+func TestPruneSplitInAndOut(t *testing.T) {
+	src := testutil.TinyModel(t, "model-iq3s.gguf")
+	shards := splitModel(t, src, 3)
+	dir := t.TempDir()
+	// A profile of a few calibration windows chooses the experts.
+	runOK(t, "profile", src, "--calib-ids", testutil.TinyModel(t, "calib_tokens.i32.bin"), "--ctx", "64", "--max-tokens", "256", "-o", filepath.Join(dir, "p.strp"))
+	runOK(t, "prune", src, "--profile", filepath.Join(dir, "p.strp"), "--keep", "16", "-o", filepath.Join(dir, "one.gguf"))
+	// Sharded in, sharded out: the same model as single in, single out.
+	out := runOK(t, "prune", shards[0], "--profile", filepath.Join(dir, "p.strp"), "--keep", "16", "--split-max-size", "3M", "-o", filepath.Join(dir, "split.gguf"), "--json")
+	var rep struct{ Shards []string }
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Shards) < 2 {
+		t.Fatalf("--split-max-size 3M gave %d shards", len(rep.Shards))
+	}
+	for _, p := range rep.Shards {
+		f, err := gguf.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := os.Stat(p)
+		if st.Size() > 3e6 && len(f.Tensors) > 1 {
+			t.Errorf("%s: %d bytes with %d tensors exceeds 3M", p, st.Size(), len(f.Tensors))
+		}
+		f.Close()
+	}
+	sameTensors(t, filepath.Join(dir, "one.gguf"), rep.Shards[0])
+}
