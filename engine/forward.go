@@ -53,8 +53,8 @@ type Session struct {
 	// MaxBatch bounds the tokens run through the layers at once in prefill
 	// (memory); it changes no result.
 	MaxBatch int
-	// Stats counts routed experts and resident hits (cache-aware routing
-	// and stores report through it).
+	// Stats counts the work of this session; a pack's hits and misses are
+	// the store's (Model.Stream).
 	Stats SessionStats
 
 	trace *LayerTrace
@@ -117,6 +117,13 @@ func (s *Session) Forward(ids []int32, all bool) ([]float32, error) {
 		last := hi == len(ids)
 		logits, err := s.batch(ids[lo:hi], all, last)
 		if err != nil {
+			// Drop the keys and values the failed batch appended, so the
+			// session stays usable at its last good position.
+			for l := range s.kcache {
+				s.kcache[l] = s.kcache[l][:s.Pos*c.HeadsKV*c.HeadDim]
+				s.vcache[l] = s.vcache[l][:s.Pos*c.HeadsKV*c.ValueDim]
+			}
+			s.trace = nil
 			return nil, err
 		}
 		if all {

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"errors"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -132,4 +134,48 @@ func TestNaNWeightsAreReported(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "layer 1") {
 		t.Fatalf("error %v, want one naming layer 1", err)
 	}
+}
+
+// TestFailedForwardKeepsSession: after a failed batch the session goes on
+// from its last good position with the same results.
+func TestFailedForwardKeepsSession(t *testing.T) {
+	m := openModel(t, "model-iq4nl.gguf")
+	tokens := readI32(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))[:12]
+	want, err := m.NewSession().Forward(tokens, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := m.NewSession()
+	if _, err := s.Forward(tokens[:6], false); err != nil {
+		t.Fatal(err)
+	}
+	store := m.Experts
+	m.Experts = failingStore{store}
+	if _, err := s.Forward(tokens[6:], false); err == nil {
+		t.Fatal("a failing expert store gave no error")
+	}
+	m.Experts = store
+	if s.Pos != 6 {
+		t.Fatalf("position %d after a failed batch, want 6", s.Pos)
+	}
+	got, err := s.Forward(tokens[6:], true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	V := m.Config.Vocab
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[6*V+i]) {
+			t.Fatalf("logit %d differs after recovery", i)
+		}
+	}
+}
+
+// failingStore fails every Get of layer 2.
+type failingStore struct{ ExpertStore }
+
+func (f failingStore) Get(layer, e int) (*Expert, error) {
+	if layer == 2 {
+		return nil, errors.New("injected read error")
+	}
+	return f.ExpertStore.Get(layer, e)
 }
