@@ -699,3 +699,48 @@ q3kloop:
 
 q3kdone:
 	RET
+
+// func dequantNib32AVX2(src *byte, dst *float32, blocks int, table *int8, factors *float32, blockBytes int, qsOff int)
+// Any block of 32 weights stored as 16 bytes of nibbles at qsOff (low
+// nibble -> j, high -> j+16) with one float32 factor per block, given by
+// the Go side: y = factor * float32(table[nibble]).
+TEXT ·dequantNib32AVX2(SB), NOSPLIT, $0-56
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	MOVQ table+24(FP), DX
+	MOVQ factors+32(FP), R8
+	MOVQ blockBytes+40(FP), R9
+	MOVQ qsOff+48(FP), R10
+	TESTQ CX, CX
+	JZ   n32done
+	VMOVDQU (DX), X8
+	VMOVDQU nibmask<>(SB), X9
+
+n32loop:
+	VBROADCASTSS (R8), Y0
+	VMOVDQU (SI)(R10*1), X1
+	VPSRLW  $4, X1, X2
+	VPAND   X9, X1, X1
+	VPAND   X9, X2, X2
+	VPSHUFB X1, X8, X1
+	VPSHUFB X2, X8, X2
+	VPMOVSXBD X1, Y3
+	VPSRLDQ $8, X1, X1
+	VPMOVSXBD X1, Y4
+	VPMOVSXBD X2, Y5
+	VPSRLDQ $8, X2, X2
+	VPMOVSXBD X2, Y6
+	SCALESTORE(Y3, 0)
+	SCALESTORE(Y4, 32)
+	SCALESTORE(Y5, 64)
+	SCALESTORE(Y6, 96)
+	ADDQ R9, SI
+	ADDQ $128, DI
+	ADDQ $4, R8
+	DECQ CX
+	JNZ  n32loop
+	VZEROUPPER
+
+n32done:
+	RET
