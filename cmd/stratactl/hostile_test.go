@@ -36,6 +36,7 @@ type hostileInputs struct {
 	keepMap  string // keep map of 4 of 8 experts
 	pruned   string // model pruned to those 4 experts
 	pack     string // pack folder of model
+	packKeep string // pack folder of model keeping the 4 experts of keepMap
 	nan      string // model with a NaN scale in blk.0.ffn_up_exps's first Q8_0 block
 	fixtures string // ggml fixture folder
 	broken   []brokenFile
@@ -69,6 +70,7 @@ func newHostileInputs(t *testing.T) *hostileInputs {
 		pruned:   filepath.Join(dir, "pruned.gguf"),
 		keepMap:  filepath.Join(dir, "pruned.keep.strp"),
 		pack:     filepath.Join(dir, "pack"),
+		packKeep: filepath.Join(dir, "pack-keep"),
 	}
 	mustRun(t, "synth", "-o", in.model, "--layers", "2", "--experts", "8", "--experts-used", "2",
 		"--embd", "64", "--ff", "64", "--type", "q8_0", "--seed", "7")
@@ -81,6 +83,7 @@ func newHostileInputs(t *testing.T) *hostileInputs {
 	mustRun(t, "profile", in.model, "--calib-ids", in.ids, "--ctx", "16", "-o", in.profile)
 	mustRun(t, "prune", in.model, "--profile", in.profile, "--keep", "4", "--by", "frequency", "-o", in.pruned)
 	mustRun(t, "pack", in.model, "-o", in.pack)
+	mustRun(t, "pack", in.model, "--keep", in.keepMap, "-o", in.packKeep)
 
 	src, err := os.ReadFile(in.model)
 	if err != nil {
@@ -343,6 +346,8 @@ func TestHostilePackFolders(t *testing.T) {
 		// payloadOnly: only verify can tell (run streams the bytes as they
 		// are, by design).
 		payloadOnly bool
+		// sourceKnown: the reported bug that breaks verify --source here.
+		sourceKnown string
 	}{
 		{name: "experts-missing", file: "model.experts", apply: func(t *testing.T, p string) { os.Remove(p) }},
 		{name: "experts-truncated", file: "model.experts", apply: func(t *testing.T, p string) { os.Truncate(p, int64(len(ef))/2) }},
@@ -352,6 +357,9 @@ func TestHostilePackFolders(t *testing.T) {
 		{name: "gguf-truncated", file: "model.gguf", apply: func(t *testing.T, p string) { os.Truncate(p, 1000) }},
 		{name: "gguf-missing", file: "model.gguf", apply: func(t *testing.T, p string) { os.Remove(p) }},
 		{name: "keep-truncated", file: "keep.strp", apply: func(t *testing.T, p string) { os.Truncate(p, 20) }},
+		// Files of the same model's pack pruned to 4 experts.
+		{name: "experts-of-pruned-pack", file: "model.experts", apply: func(t *testing.T, p string) { copyFile(t, filepath.Join(in.packKeep, "model.experts"), p) }},
+		{name: "keep-of-pruned-pack", file: "keep.strp", sourceKnown: "verify --source panics (index out of range, convert/verify.go:936 keep.Keep[l][e]) when keep.strp keeps fewer experts than model.experts holds", apply: func(t *testing.T, p string) { copyFile(t, filepath.Join(in.packKeep, "keep.strp"), p) }},
 	}
 	for _, br := range breaks {
 		t.Run(br.name, func(t *testing.T) {
@@ -362,7 +370,7 @@ func TestHostilePackFolders(t *testing.T) {
 					args: func(o string) []string { return []string{"verify", pack} }})
 			})
 			t.Run("verify-source", func(t *testing.T) {
-				expectFailure(t, hostileCase{stdoutReport: true, want: []string{br.file},
+				expectFailure(t, hostileCase{stdoutReport: true, want: []string{br.file}, known: br.sourceKnown,
 					args: func(o string) []string { return []string{"verify", pack, "--source", in.model} }})
 			})
 			if br.payloadOnly {
@@ -382,6 +390,15 @@ func TestHostilePackFolders(t *testing.T) {
 			})
 		})
 	}
+}
+
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dst, b)
 }
 
 func flipByte(t *testing.T, path string, at int64) {
