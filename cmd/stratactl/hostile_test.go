@@ -36,6 +36,7 @@ type hostileInputs struct {
 	keepMap  string // keep map of 4 of 8 experts
 	pruned   string // model pruned to those 4 experts
 	pack     string // pack folder of model
+	nan      string // model with a NaN scale in blk.0.ffn_up_exps's first Q8_0 block
 	fixtures string // ggml fixture folder
 	broken   []brokenFile
 }
@@ -126,6 +127,14 @@ func newHostileInputs(t *testing.T) *hostileInputs {
 	// (0), a valid type whose data no longer fits before the next tensor.
 	flip("type-bit7-unknown", 7, fmt.Sprintf("byte %d", typeAt), "136")
 	flip("type-bit3-f32", 3, "byte ")
+
+	up, ok := f.Tensor("blk.0.ffn_up_exps.weight")
+	if !ok {
+		t.Fatal("synthetic model lacks blk.0.ffn_up_exps.weight")
+	}
+	b := slices.Clone(src)
+	binary.LittleEndian.PutUint16(b[f.DataOffset+up.Offset:], 0x7e00) // fp16 quiet NaN
+	in.nan = writeFile(t, filepath.Join(dir, "nan.gguf"), b)
 	return in
 }
 
@@ -440,7 +449,9 @@ func TestHostileFlags(t *testing.T) {
 		{name: "quantize/imatrix-not-one", args: []any{"quantize", m, "-o", o("q.gguf"), "--type", "q2_0", "--imatrix", m}, want: []string{m, "imatrix"}},
 		{name: "quantize/imatrix-other-model", args: []any{"quantize", m, "-o", o("q.gguf"), "--type", "q2_0", "--imatrix", imat}, want: []string{imat, "blk.0."}},
 		{name: "quantize/output-dir-missing", args: []any{"quantize", m, "-o", o("no/q.gguf"), "--type", "q2_0"}, want: []string{"no/q.gguf"}},
+		{name: "quantize/nan-weights", args: []any{"quantize", in.nan, "-o", o("q.gguf"), "--type", "q2_0"}, want: []string{in.nan, "blk.0.ffn_up_exps.weight", "NaN"}},
 		// pack
+		{name: "pack/nan-weights", args: []any{"pack", in.nan, "-o", o("p")}, want: []string{in.nan, "blk.0.ffn_up_exps.weight", "NaN"}},
 		{name: "pack/type-nonsense", args: []any{"pack", m, "-o", o("p"), "--type", "nonsense"}, want: []string{"nonsense"}},
 		{name: "pack/jobs-negative", args: []any{"pack", m, "-o", o("p"), "-j", "-1"}, want: []string{"-j"}, known: negJ},
 		{name: "pack/keep-missing", args: []any{"pack", m, "-o", o("p"), "--keep", missing}, want: []string{missing}},
