@@ -555,6 +555,7 @@ func TestHostileFlags(t *testing.T) {
 		{name: "synth/jobs-negative", args: []any{"synth", "-o", o("s.gguf"), "--layers", "1", "--experts", "2", "--embd", "64", "--ff", "64", "-j", "-1"}, want: []string{"-j"}, known: negJ},
 		// dump
 		{name: "dump/tensor-missing", args: []any{"dump", m, "no.such.tensor", "-o", o("w.f32")}, want: []string{m, "no.such.tensor"}},
+		{name: "dump/output-is-input", args: []any{"dump", in.pruned, "blk.0.ffn_up_exps.weight", "-o", in.pruned}, want: []string{in.pruned}},
 		{name: "dump/output-dir-missing", args: []any{"dump", m, "blk.0.ffn_up_exps.weight", "-o", o("no/w.f32")}, want: []string{"no/w.f32"}},
 		// demo
 		{name: "demo/keep-negative", args: []any{"demo", "--model", m, "--calib", in.text, "--heldout", in.text, "--keep", "-1", "-o", o("demo")}, want: []string{"--keep"}},
