@@ -283,6 +283,9 @@ func (in *hostileInputs) modelCommands() []modelCommand {
 		{name: "bench-q2rules", needsMoE: true, args: func(m, o string) []string {
 			return []string{"bench", "q2rules", "--model", m, "--fixtures", in.fixtures, "--no-speed", "--gaussian-blocks", "1"}
 		}},
+		{name: "bench-pack", needsMoE: true, args: func(m, o string) []string {
+			return []string{"bench", "pack", "--input", m, "--keep", "4", "--in-process", "--dir", o}
+		}},
 		{name: "demo", needsMoE: true, steps: true, args: func(m, o string) []string {
 			return []string{"demo", "--model", m, "--calib", in.text, "--heldout", in.text, "-o", filepath.Join(o, "demo")}
 		}},
@@ -563,6 +566,14 @@ func TestHostileFlags(t *testing.T) {
 		{name: "bench-decode/expert-type", args: []any{"bench", "decode", "--expert-type", "nonsense", "--dir", o("d")}, want: []string{"nonsense"}},
 		{name: "bench-decode/arena-frac", args: []any{"bench", "decode", "--arena-frac", "2", "--dir", o("d")}, want: []string{"--arena-frac"}},
 		{name: "bench-decode/jobs-negative", args: []any{"bench", "decode", "-j", "-1", "--dir", o("d")}, want: []string{"-j"}, known: negJ},
+		{name: "bench-pack/keep-zero", args: []any{"bench", "pack", "--input", m, "--keep", "0", "--in-process", "--dir", o("")}, want: []string{"--keep"}},
+		{name: "bench-pack/keep-beyond-experts", args: []any{"bench", "pack", "--input", m, "--keep", "9", "--in-process", "--dir", o("")}, want: []string{"--keep"}},
+		{name: "bench-pack/synthetic-keep-zero", args: []any{"bench", "pack", "--keep", "0", "--in-process", "--dir", o("")}, want: []string{"--keep"},
+			known: "bench pack synthesizes the whole default model (48 layers × 512 experts, minutes) before it checks --keep against the experts"},
+		{name: "bench-pack/layers-zero", args: []any{"bench", "pack", "--layers", "0", "--in-process", "--dir", o("")}, want: []string{"0"}},
+		{name: "bench-pack/type-nonsense", args: []any{"bench", "pack", "--type", "nonsense", "--in-process", "--dir", o("")}, want: []string{"nonsense"}},
+		{name: "bench-pack/dir-missing", args: []any{"bench", "pack", "--input", m, "--keep", "4", "--in-process", "--dir", o("no")}, want: []string{"no"}},
+		{name: "bench-pack/jobs-negative", args: []any{"bench", "pack", "--input", m, "--keep", "4", "--in-process", "-j", "-1", "--dir", o("")}, want: []string{"-j"}, known: negJ},
 		// synth
 		{name: "synth/layers-zero", args: []any{"synth", "-o", o("s.gguf"), "--layers", "0"}, want: []string{"0"}},
 		{name: "synth/embd-not-64", args: []any{"synth", "-o", o("s.gguf"), "--embd", "63"}, want: []string{"63"}},
