@@ -122,7 +122,7 @@ func newBenchQ2Cmd(env *cli.Env) *cobra.Command {
 			}
 			rep.Rows = append(rep.Rows, rows...)
 			if !noSpeed {
-				if rep.Speed, rep.SpeedClock, err = q2Speed(candidates); err != nil {
+				if rep.Speed, rep.SpeedClock, err = q2Speed(candidates, q2SpeedWeights); err != nil {
 					return err
 				}
 			}
@@ -345,10 +345,10 @@ const (
 // q2Speed times each rule on one goroutine locked to its thread, by the
 // thread's CPU time where the system has that clock (a busy shared machine
 // then does not distort it), else by the wall clock; clock says which.
-func q2Speed(candidates int) (rows []q2SpeedRow, clock string, err error) {
+func q2Speed(candidates, weights int) (rows []q2SpeedRow, clock string, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	x := gaussianWeights(q2SpeedWeights, 2)
+	x := gaussianWeights(weights, 2)
 	for i := range x {
 		x[i] *= q2SpeedSigma
 	}
