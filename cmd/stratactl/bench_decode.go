@@ -125,8 +125,13 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 	// The pack goes into a new folder of its own (inside --dir when given),
 	// so that removing it afterwards can never remove a user's files.
 	if f.dir != "" {
-		if err := os.MkdirAll(f.dir, 0o755); err != nil {
-			return err
+		if _, err := os.Stat(f.dir); os.IsNotExist(err) {
+			if err := os.MkdirAll(f.dir, 0o755); err != nil {
+				return err
+			}
+			if !f.keep {
+				defer os.Remove(f.dir) // made here, so removed here
+			}
 		}
 	}
 	dir, err := os.MkdirTemp(f.dir, "stratactl-bench-decode-")
