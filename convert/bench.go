@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -157,7 +158,13 @@ func BenchPack(ctx context.Context, cfg BenchPackConfig) (*BenchPackResult, erro
 	}
 
 	// The floor: read the input once, cold, and write as many bytes as the
-	// pack wrote, synced.
+	// pack wrote, synced. The pack, measured, makes room first: a field-scale
+	// source, its pack and the floor's copy would not all fit on many disks.
+	if !cfg.KeepFiles {
+		if err := os.RemoveAll(out); err != nil {
+			return nil, err
+		}
+	}
 	dropCache(in)
 	if res.ReadSeconds, err = timeRead(ctx, in); err != nil {
 		return nil, err
@@ -183,8 +190,11 @@ func timeRead(ctx context.Context, path string) (float64, error) {
 			return 0, err
 		}
 		n, err := fh.Read(buf)
-		if n == 0 || err != nil {
+		if err == io.EOF || (n == 0 && err == nil) {
 			break
+		}
+		if err != nil {
+			return 0, err
 		}
 	}
 	return time.Since(t0).Seconds(), nil

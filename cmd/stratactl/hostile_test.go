@@ -241,9 +241,7 @@ type modelCommand struct {
 	name string
 	args func(model, out string) []string
 	// needsMoE: the command must refuse a model without experts.
-	needsMoE bool
-	// noMoEKnown: the reported bug that lets it accept one.
-	noMoEKnown   string
+	needsMoE     bool
 	stdoutReport bool
 	steps        bool
 }
@@ -306,7 +304,7 @@ func TestHostileModelFiles(t *testing.T) {
 			if cmd.needsMoE {
 				t.Run("no-experts", func(t *testing.T) {
 					expectFailure(t, hostileCase{args: func(o string) []string { return cmd.args(in.nonMoE, o) },
-						want: []string{in.nonMoE}, steps: cmd.steps, known: cmd.noMoEKnown})
+						want: []string{in.nonMoE}, steps: cmd.steps})
 				})
 			}
 		})
@@ -348,8 +346,6 @@ func TestHostilePackFolders(t *testing.T) {
 		// payloadOnly: only verify can tell (run streams the bytes as they
 		// are, by design).
 		payloadOnly bool
-		// sourceKnown: the reported bug that breaks verify --source here.
-		sourceKnown string
 	}{
 		{name: "experts-missing", file: "model.experts", apply: func(t *testing.T, p string) { os.Remove(p) }},
 		{name: "experts-truncated", file: "model.experts", apply: func(t *testing.T, p string) { os.Truncate(p, int64(len(ef))/2) }},
@@ -372,7 +368,7 @@ func TestHostilePackFolders(t *testing.T) {
 					args: func(o string) []string { return []string{"verify", pack} }})
 			})
 			t.Run("verify-source", func(t *testing.T) {
-				expectFailure(t, hostileCase{stdoutReport: true, want: []string{br.file}, known: br.sourceKnown,
+				expectFailure(t, hostileCase{stdoutReport: true, want: []string{br.file},
 					args: func(o string) []string { return []string{"verify", pack, "--source", in.model} }})
 			})
 			if br.payloadOnly {
