@@ -62,6 +62,10 @@ type BenchPackResult struct {
 // writing the output bytes, in the same run on the same disk.
 func BenchPack(ctx context.Context, cfg BenchPackConfig) (*BenchPackResult, error) {
 	res := &BenchPackResult{Jobs: jobsOr(cfg.Jobs), Machine: machine()}
+	// Without --input the expert count is known before minutes of synthesis.
+	if cfg.Input == "" && (cfg.Keep <= 0 || cfg.Keep > cfg.Experts) {
+		return nil, fmt.Errorf("--keep %d: want 1..%d", cfg.Keep, cfg.Experts)
+	}
 	dir, err := os.MkdirTemp(cfg.Dir, "stratactl-bench-pack-")
 	if err != nil {
 		return nil, err

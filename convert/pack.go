@@ -133,7 +133,7 @@ func Pack(ctx context.Context, cfg PackConfig) (*Manifest, error) {
 	if !quant.CanQuantize(cfg.Type) {
 		return nil, fmt.Errorf("cannot quantize to %s (this build quantizes to %s)", cfg.Type, quantizableTypes())
 	}
-	f, err := gguf.Open(cfg.In)
+	f, err := gguf.OpenModel(cfg.In, false)
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +205,13 @@ func Pack(ctx context.Context, cfg PackConfig) (*Manifest, error) {
 	defer stopHash()
 	hg, hctx := errgroup.WithContext(hashCtx)
 	inputs := []FileRecord{{Role: "model", Path: cfg.In}}
+	if len(f.Shards) > 0 {
+		// A split model's provenance is every one of its files.
+		inputs = inputs[:0]
+		for _, sh := range f.Shards {
+			inputs = append(inputs, FileRecord{Role: "model", Path: sh.Path})
+		}
+	}
 	if cfg.Keep != "" {
 		inputs = append(inputs, FileRecord{Role: "keep", Path: cfg.Keep})
 	}
@@ -345,8 +352,9 @@ func writeExperts(ctx context.Context, path string, f *gguf.File, m *gguf.MoE, k
 			}
 			r.parts[p] = make([]byte, h.Parts[p].Bytes)
 			n := int(t.Dims[0] * t.Dims[1])
+			file, fileOff := f.Locate(t)
 			s := <-scratches
-			r.st[p], err = convertSpan(t.Type, cfg.Type, in, r.parts[p], n, s, opt, span{file: f.Path, tensor: t.Name, expert: src, firstElem: int64(src) * int64(n), fileOff: f.DataStart(t) + off})
+			r.st[p], err = convertSpan(t.Type, cfg.Type, in, r.parts[p], n, s, opt, span{file: file, tensor: t.Name, expert: src, firstElem: int64(src) * int64(n), fileOff: fileOff + off})
 			scratches <- s
 			if err != nil {
 				return r, err
@@ -427,7 +435,7 @@ func writePackModel(ctx context.Context, path string, f *gguf.File, m *gguf.MoE,
 	kv = setKV(kv, KeySourceNExpert, gguf.Uint32(uint32(m.Experts)))
 	w, err := gguf.Create(path, kv, specs)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return err
 	}
 	for k, j := range jobs {
 		if err := ctx.Err(); err != nil {

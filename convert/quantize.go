@@ -3,6 +3,7 @@ package convert
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -70,6 +71,9 @@ type QuantizeConfig struct {
 	Jobs     int
 	Version  string // tool version, recorded in the output
 	Progress ProgressFunc
+	// Split writes the output as shards (llama.cpp's gguf-split naming); the
+	// zero value writes one file.
+	Split gguf.SplitOptions
 }
 
 // TensorReport is one tensor's fate.
@@ -92,7 +96,8 @@ type QuantizeResult struct {
 	Type       string         `json:"type"`
 	Tensors    []TensorReport `json:"tensors"`
 	Converted  int            `json:"converted"`
-	FileType   string         `json:"file_type"` // what happened to general.file_type
+	Shards     []string       `json:"shards,omitempty"` // the files of a split output
+	FileType   string         `json:"file_type"`        // what happened to general.file_type
 	InBytes    int64          `json:"in_bytes"`
 	OutBytes   int64          `json:"out_bytes"`
 	Importance bool           `json:"imatrix"`
@@ -136,11 +141,14 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) (*QuantizeResult, error) 
 	if !quant.CanQuantize(cfg.Type) {
 		return nil, fmt.Errorf("cannot quantize to %s (this build quantizes to %s)", cfg.Type, quantizableTypes())
 	}
-	f, err := gguf.Open(cfg.In)
+	f, err := gguf.OpenModel(cfg.In, false)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if err := notSameFile(cfg.Out, f); err != nil {
+		return nil, err
+	}
 	var imp *Importance
 	if cfg.Imatrix != "" {
 		if imp, err = LoadImportance(cfg.Imatrix); err != nil {
@@ -152,6 +160,7 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) (*QuantizeResult, error) 
 	specs := f.Specs()
 	var units []unit
 	var convElems, allElems int64
+	matched := 0
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
 		rep := TensorReport{Name: t.Name, From: t.Type.String(), To: t.Type.String(), Elements: t.Elements(), InBytes: t.Size, Action: "kept"}
@@ -159,6 +168,9 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) (*QuantizeResult, error) 
 			allElems += t.Elements()
 		}
 		selected := re.MatchString(t.Name)
+		if selected {
+			matched++
+		}
 		switch {
 		case selected && len(t.Dims) < 2:
 			rep.Note = "1-D tensor left as is"
@@ -198,12 +210,19 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) (*QuantizeResult, error) 
 			res.Converted++
 		}
 	}
+	if matched == 0 {
+		return nil, fmt.Errorf("%s: --tensors %q selects none of its %d tensors: nothing to quantize", f.Path, pattern, len(f.Tensors))
+	}
 
 	kv := f.KV
 	kv, res.FileType = quantizeKeys(f, kv, cfg, pattern, res.Converted, imp, 2*convElems > allElems)
-	out, err := gguf.Create(cfg.Out, kv, specs)
+	layout, err := gguf.Plan(kv, specs)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Out, err)
+	}
+	out, paths, err := gguf.CreateSplit(cfg.Out, kv, specs, cfg.Split)
+	if err != nil {
+		return nil, err
 	}
 	var total int64
 	for _, u := range units {
@@ -240,7 +259,8 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) (*QuantizeResult, error) 
 		if gguf.IsExpertTensor(t.Name) && len(t.Dims) == 3 {
 			expert = u.matrix
 		}
-		st, err := convertSpan(t.Type, cfg.Type, src, dst, u.elems, s, opt, span{file: f.Path, tensor: t.Name, expert: expert, firstElem: first, fileOff: f.DataStart(t) + u.off})
+		file, off := f.Locate(t)
+		st, err := convertSpan(t.Type, cfg.Type, src, dst, u.elems, s, opt, span{file: file, tensor: t.Name, expert: expert, firstElem: first, fileOff: off + u.off})
 		return unitResult{data: dst, st: st}, err
 	}, func(k int, r unitResult) error {
 		if _, err := out.Write(r.data); err != nil {
@@ -259,10 +279,19 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) (*QuantizeResult, error) 
 	}
 	for i := range res.Tensors {
 		res.Tensors[i].RelMSE = stats[i].RelMSE()
-		res.Tensors[i].OutBytes = out.Layout().Sizes[i]
+		res.Tensors[i].OutBytes = layout.Sizes[i]
 		res.InBytes += res.Tensors[i].InBytes
 	}
-	res.OutBytes = out.Layout().FileSize
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		res.OutBytes += st.Size()
+	}
+	if len(paths) > 1 {
+		res.Shards = paths
+	}
 	return res, nil
 }
 
@@ -361,4 +390,23 @@ func quantizeKeys(f *gguf.File, src []gguf.KV, cfg QuantizeConfig, pattern strin
 		kv = setKV(kv, "stratactl.quantize.imatrix", gguf.String(filepath.Base(cfg.Imatrix)))
 	}
 	return kv, note
+}
+
+// notSameFile refuses an output path that names the input (or one of its
+// shards): writing it would replace the model while it is being read.
+func notSameFile(out string, in *gguf.File) error {
+	o, err := os.Stat(out)
+	if err != nil {
+		return nil // does not exist yet
+	}
+	paths := []string{in.Path}
+	for _, sh := range in.Shards {
+		paths = append(paths, sh.Path)
+	}
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil && os.SameFile(o, st) {
+			return fmt.Errorf("%s: the output is the input %s", out, p)
+		}
+	}
+	return nil
 }

@@ -228,7 +228,7 @@ func Synth(ctx context.Context, cfg SynthConfig) (*SynthResult, error) {
 	}
 	w, err := gguf.Create(cfg.Out, kv, specs)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.Out, err)
+		return nil, err
 	}
 	// Units of whole rows (~1M weights); each draws from its own stream, so
 	// the bytes do not depend on which worker makes them.

@@ -274,7 +274,7 @@ func verifyGGUF(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 	if cfg.Source == "" {
 		return nil
 	}
-	src, err := gguf.Open(cfg.Source)
+	src, err := gguf.OpenModel(cfg.Source, false)
 	if err != nil {
 		return err
 	}
@@ -552,7 +552,7 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 	var params *PackParams
 	if cfg.Source != "" {
 		n = r.nfail()
-		if src, err = gguf.Open(cfg.Source); err != nil {
+		if src, err = gguf.OpenModel(cfg.Source, false); err != nil {
 			return err
 		}
 		defer src.Close()
@@ -583,6 +583,12 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 			compareDense(mf, src, sm, keep, r)
 		}
 		r.check("source.dense", n, "every non-expert tensor of model.gguf equals the source's (kept rows for routers)")
+	}
+	if src != nil && !keepMatchesSlots(keep, x) {
+		// Without a keep entry for every slot there is no saying which source
+		// expert a slot holds.
+		r.failf("source", kpath, -1, "keep.strp keeps %d experts in each of %d layers, but model.experts holds %d in each of %d: slots cannot be matched with source experts", keep.NKeep(), len(keep.Keep), x.NExpert, x.NLayer())
+		src = nil
 	}
 	n = r.nfail()
 	if err := verifySlots(ctx, cfg, x, keep, src, sm, params, imp, man, r); err != nil {
@@ -773,20 +779,35 @@ func checkManifest(ctx context.Context, dir, source string, r *VerifyReport) (*M
 		}
 	}
 	var keepIn *FileRecord
+	var models []FileRecord
 	for i, in := range man.Inputs {
 		switch in.Role {
 		case "keep":
 			keepIn = &man.Inputs[i]
 		case "model":
-			if source == "" {
-				continue
+			models = append(models, in)
+		}
+	}
+	if source != "" {
+		// A split source is compared shard by shard, in order.
+		files := []string{source}
+		if prefix, _, count, ok := gguf.ParseSplitPath(source); ok {
+			files = files[:0]
+			for k := 0; k < count; k++ {
+				files = append(files, gguf.SplitPath(prefix, k, count))
 			}
-			size, sum, err := hashFile(ctx, source)
-			if err != nil {
-				return nil, err
-			}
-			if size != in.Bytes || sum != in.SHA256 {
-				r.failf("manifest", source, -1, "the source has %d bytes sha256 %s; the pack was made from %d bytes sha256 %s", size, sum, in.Bytes, in.SHA256)
+		}
+		if len(files) != len(models) {
+			r.failf("manifest", source, -1, "the source is %d file(s); the pack was made from %d", len(files), len(models))
+		} else {
+			for k, in := range models {
+				size, sum, err := hashFile(ctx, files[k])
+				if err != nil {
+					return nil, err
+				}
+				if size != in.Bytes || sum != in.SHA256 {
+					r.failf("manifest", files[k], -1, "the source has %d bytes sha256 %s; the pack was made from %d bytes sha256 %s", size, sum, in.Bytes, in.SHA256)
+				}
 			}
 		}
 	}
@@ -1045,4 +1066,17 @@ func verifySlots(ctx context.Context, cfg VerifyConfig, x *strata.Experts, keep 
 
 func closeRel(a, b float64) bool {
 	return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))+1e-15
+}
+
+// keepMatchesSlots reports whether keep has one entry for every slot of x.
+func keepMatchesSlots(keep *strata.Keep, x *strata.Experts) bool {
+	if keep == nil || len(keep.Keep) != x.NLayer() {
+		return false
+	}
+	for _, ids := range keep.Keep {
+		if len(ids) != int(x.NExpert) {
+			return false
+		}
+	}
+	return true
 }

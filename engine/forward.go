@@ -53,8 +53,8 @@ type Session struct {
 	// MaxBatch bounds the tokens run through the layers at once in prefill
 	// (memory); it changes no result.
 	MaxBatch int
-	// Stats counts routed experts and resident hits (cache-aware routing
-	// and stores report through it).
+	// Stats counts the work of this session; a pack's hits and misses are
+	// the store's (Model.Stream).
 	Stats SessionStats
 
 	trace *LayerTrace
@@ -117,6 +117,13 @@ func (s *Session) Forward(ids []int32, all bool) ([]float32, error) {
 		last := hi == len(ids)
 		logits, err := s.batch(ids[lo:hi], all, last)
 		if err != nil {
+			// Drop the keys and values the failed batch appended, so the
+			// session stays usable at its last good position.
+			for l := range s.kcache {
+				s.kcache[l] = s.kcache[l][:s.Pos*c.HeadsKV*c.HeadDim]
+				s.vcache[l] = s.vcache[l][:s.Pos*c.HeadsKV*c.ValueDim]
+			}
+			s.trace = nil
 			return nil, err
 		}
 		if all {
@@ -158,6 +165,10 @@ func (s *Session) batch(ids []int32, all, last bool) ([]float32, error) {
 		for i := range x {
 			x[i] += moeOut[i]
 		}
+		if i := firstNonFinite(x); i >= 0 {
+			return nil, fmt.Errorf("%s: layer %d gave a non-finite hidden value (%v at position %d, element %d): the weights of blk.%d.* or earlier hold NaN or infinity, or overflow",
+				m.File.Path, l, x[i], s.Pos+i/D, i%D, l)
+		}
 		if s.Observer != nil {
 			s.traceHidden(x)
 		}
@@ -178,6 +189,9 @@ func (s *Session) batch(ids []int32, all, last bool) ([]float32, error) {
 	rmsNormRows(xn[:n*D], x[first*D:], m.OutNorm, D, c.Eps)
 	logits := make([]float32, n*c.Vocab)
 	m.Pool.MatMul(&m.Output, xn[:n*D], n, logits)
+	if i := firstNonFinite(logits); i >= 0 {
+		return nil, fmt.Errorf("%s: non-finite logit %v (token %d): output.weight or output_norm.weight holds NaN or infinity", m.File.Path, logits[i], i%c.Vocab)
+	}
 	return logits, nil
 }
 
@@ -241,4 +255,14 @@ func (s *Session) readAhead(l int, x []float32, T int) {
 		}
 	}
 	m.Experts.Guess(l, guess)
+}
+
+// firstNonFinite is the index of the first NaN or infinity in v, or -1.
+func firstNonFinite(v []float32) int {
+	for i, x := range v {
+		if x-x != 0 {
+			return i
+		}
+	}
+	return -1
 }

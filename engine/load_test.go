@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"errors"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,4 +91,91 @@ func TestForwardRejectsBadTokens(t *testing.T) {
 	if _, err := m.NewSession().Forward(nil, false); err == nil {
 		t.Fatal("empty input accepted")
 	}
+}
+
+// TestNaNWeightsAreReported: a NaN in a layer's weights stops the forward
+// pass with an error naming the layer, not garbage tokens.
+func TestNaNWeightsAreReported(t *testing.T) {
+	src, err := gguf.OpenMapped(testutil.TinyModel(t, "model-bf16.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ti, _ := src.Tensor("blk.1.attn_v.weight")
+	b, _ := src.Bytes(ti)
+	bad := append([]byte(nil), b...)
+	for i := 0; i < len(bad); i += 2 {
+		bad[i], bad[i+1] = 0xc0, 0x7f // BF16 NaN
+	}
+	path := filepath.Join(t.TempDir(), "nan.gguf")
+	w, err := gguf.Create(path, src.KV, src.Specs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range src.Specs() {
+		ti, _ := src.Tensor(s.Name)
+		data, _ := src.Bytes(ti)
+		if s.Name == "blk.1.attn_v.weight" {
+			data = bad
+		}
+		if err := w.WriteTensor(s.Name, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	_, err = m.NewSession().Forward([]int32{726, 2611, 10}, false)
+	if err == nil || !strings.Contains(err.Error(), "layer 1") {
+		t.Fatalf("error %v, want one naming layer 1", err)
+	}
+}
+
+// TestFailedForwardKeepsSession: after a failed batch the session goes on
+// from its last good position with the same results.
+func TestFailedForwardKeepsSession(t *testing.T) {
+	m := openModel(t, "model-iq4nl.gguf")
+	tokens := readI32(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))[:12]
+	want, err := m.NewSession().Forward(tokens, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := m.NewSession()
+	if _, err := s.Forward(tokens[:6], false); err != nil {
+		t.Fatal(err)
+	}
+	store := m.Experts
+	m.Experts = failingStore{store}
+	if _, err := s.Forward(tokens[6:], false); err == nil {
+		t.Fatal("a failing expert store gave no error")
+	}
+	m.Experts = store
+	if s.Pos != 6 {
+		t.Fatalf("position %d after a failed batch, want 6", s.Pos)
+	}
+	got, err := s.Forward(tokens[6:], true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	V := m.Config.Vocab
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[6*V+i]) {
+			t.Fatalf("logit %d differs after recovery", i)
+		}
+	}
+}
+
+// failingStore fails every Get of layer 2.
+type failingStore struct{ ExpertStore }
+
+func (f failingStore) Get(layer, e int) (*Expert, error) {
+	if layer == 2 {
+		return nil, errors.New("injected read error")
+	}
+	return f.ExpertStore.Get(layer, e)
 }

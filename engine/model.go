@@ -276,13 +276,14 @@ type Options struct {
 	Stream StreamOptions
 }
 
-// Open loads a model: a GGUF file (experts used in place from the mapping)
-// or a pack folder (experts streamed through an arena).
+// Open loads a model: a GGUF file or any shard of a split GGUF (experts used
+// in place from the mapping), or a pack folder (experts streamed through an
+// arena).
 func Open(path string, opt Options) (*Model, error) {
 	if isDir(path) {
 		return openPack(path, opt)
 	}
-	f, err := gguf.OpenMapped(path)
+	f, err := gguf.OpenModel(path, true)
 	if err != nil {
 		return nil, err
 	}

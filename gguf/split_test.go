@@ -224,3 +224,50 @@ func rewriteWith(t *testing.T, f *File, kv []KV, path string) {
 		t.Fatal(err)
 	}
 }
+
+// Streaming a model through Write in chunks that ignore tensor and shard
+// boundaries gives the same shards as writing it tensor by tensor.
+func TestSplitWriterStream(t *testing.T) {
+	src, err := Open(testutil.TinyModel(t, "model-iq3s.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	opt := SplitOptions{MaxBytes: 4 << 20}
+	want := writeSplit(t, src, t.TempDir(), opt)
+	sink, got, err := CreateSplit(filepath.Join(t.TempDir(), "model.gguf"), src.KV, src.Specs(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []byte
+	for i := range src.Tensors {
+		b, err := src.ReadTensor(&src.Tensors[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+	}
+	for len(all) > 0 {
+		n := min(len(all), 777_777)
+		if _, err := sink.Write(all[:n]); err != nil {
+			t.Fatal(err)
+		}
+		all = all[n:]
+	}
+	if _, err := sink.Write([]byte{0}); err == nil {
+		t.Fatal("a byte past the last tensor was accepted")
+	}
+	if err := sink.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) || len(got) < 3 {
+		t.Fatalf("%d shards, want %d (at least 3)", len(got), len(want))
+	}
+	for i := range want {
+		a, _ := os.ReadFile(want[i])
+		b, _ := os.ReadFile(got[i])
+		if !bytes.Equal(a, b) {
+			t.Fatalf("shard %d differs", i+1)
+		}
+	}
+}

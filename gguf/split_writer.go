@@ -114,7 +114,10 @@ func splitID(kv []KV, tensors []TensorSpec) string {
 }
 
 // TensorSink is what a converter writes a model into: one file or a split.
+// Tensors go in declaration order, whole (WriteTensor, CopyTensor) or as a
+// byte stream that runs on from one tensor into the next (Write).
 type TensorSink interface {
+	io.Writer
 	WriteTensor(name string, data []byte) error
 	CopyTensor(name string, r io.Reader) error
 	Commit() error
@@ -131,7 +134,8 @@ type SplitWriter struct {
 	paths   []string
 	bounds  []int
 	tensors []TensorSpec
-	next    int // next tensor
+	next    int     // next tensor, for WriteTensor and CopyTensor
+	left    []int64 // per shard, tensor bytes not yet written
 	done    bool
 }
 
@@ -145,7 +149,7 @@ func CreateSplit(path string, kv []KV, tensors []TensorSpec, opt SplitOptions) (
 	prefix := strings.TrimSuffix(path, ".gguf")
 	bounds, err := PlanSplit(kv, tensors, opt)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	count := len(bounds) - 1
 	id := splitID(kv, tensors)
@@ -155,50 +159,82 @@ func CreateSplit(path string, kv []KV, tensors []TensorSpec, opt SplitOptions) (
 		fw, err := Create(p, shardKV(kv, k == 0, k, count, len(tensors), id), tensors[bounds[k]:bounds[k+1]])
 		if err != nil {
 			sw.Abort()
-			return nil, nil, fmt.Errorf("%s: %w", p, err)
+			return nil, nil, err
 		}
 		sw.shards = append(sw.shards, fw)
 		sw.paths = append(sw.paths, p)
+		var data int64
+		for _, size := range fw.Layout().Sizes {
+			data += size
+		}
+		sw.left = append(sw.left, data)
 	}
 	return sw, sw.paths, nil
 }
 
-func (sw *SplitWriter) current(name string) (*FileWriter, error) {
+func (sw *SplitWriter) current(name string) (int, error) {
 	if sw.next >= len(sw.tensors) || sw.tensors[sw.next].Name != name {
-		return nil, fmt.Errorf("gguf: tensor %q written out of order", name)
+		return 0, fmt.Errorf("gguf: tensor %q written out of order", name)
 	}
 	for k := range sw.shards {
 		if sw.next < sw.bounds[k+1] {
-			return sw.shards[k], nil
+			return k, nil
 		}
 	}
-	return nil, errors.New("gguf: no shard for tensor " + name)
+	return 0, errors.New("gguf: no shard for tensor " + name)
 }
 
 // WriteTensor writes the next tensor into its shard.
 func (sw *SplitWriter) WriteTensor(name string, data []byte) error {
-	fw, err := sw.current(name)
+	k, err := sw.current(name)
 	if err != nil {
 		return err
 	}
-	if err := fw.WriteTensor(name, data); err != nil {
+	if err := sw.shards[k].WriteTensor(name, data); err != nil {
 		return err
 	}
+	sw.left[k] -= int64(len(data))
 	sw.next++
 	return nil
 }
 
 // CopyTensor streams the next tensor into its shard.
 func (sw *SplitWriter) CopyTensor(name string, r io.Reader) error {
-	fw, err := sw.current(name)
+	k, err := sw.current(name)
 	if err != nil {
 		return err
 	}
-	if err := fw.CopyTensor(name, r); err != nil {
+	size := sw.shards[k].Layout().Sizes[sw.next-sw.bounds[k]]
+	if err := sw.shards[k].CopyTensor(name, r); err != nil {
 		return err
 	}
+	sw.left[k] -= size
 	sw.next++
 	return nil
+}
+
+// Write streams tensor bytes in order, crossing from one shard into the next
+// where a shard's last tensor ends.
+func (sw *SplitWriter) Write(p []byte) (int, error) {
+	total := 0
+	for len(p) > 0 {
+		k := 0
+		for k < len(sw.left) && sw.left[k] == 0 {
+			k++
+		}
+		if k == len(sw.left) {
+			return total, errors.New("gguf: write past the last tensor")
+		}
+		n := int(min(int64(len(p)), sw.left[k]))
+		m, err := sw.shards[k].Write(p[:n])
+		total += m
+		sw.left[k] -= int64(m)
+		if err != nil {
+			return total, err
+		}
+		p = p[n:]
+	}
+	return total, nil
 }
 
 // Commit completes every shard, renaming the first one last.
@@ -206,9 +242,11 @@ func (sw *SplitWriter) Commit() error {
 	if sw.done {
 		return errors.New("gguf: split already committed or aborted")
 	}
-	if sw.next != len(sw.tensors) {
-		sw.Abort()
-		return fmt.Errorf("gguf: %d of %d tensors written", sw.next, len(sw.tensors))
+	for k, left := range sw.left {
+		if left != 0 {
+			sw.Abort()
+			return fmt.Errorf("%s: %d bytes of tensor data not written", sw.paths[k], left)
+		}
 	}
 	for _, fw := range sw.shards {
 		if err := fw.Writer.Flush(); err != nil {

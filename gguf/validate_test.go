@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -454,5 +455,38 @@ func TestHugeAlignmentWithoutTensors(t *testing.T) {
 	got := allocDuring(func() { out = rewriteBytes(t, f) })
 	if !bytes.Equal(out, r.Bytes()) || got > 1<<20 {
 		t.Fatalf("rewrite: %d bytes (want the %d of the input), %d allocated", len(out), r.Len(), got)
+	}
+}
+
+// A key of the wrong type is reported with the byte where its pair starts:
+// that byte holds the key's length and then the key.
+func TestKeyErrorNamesOffset(t *testing.T) {
+	kv := []KV{{Key: "general.architecture", Value: String("x")}, {Key: "x.count", Value: String("seven")}}
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, kv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := FromBytes(buf.Bytes(), "k.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Uint32("x.count")
+	var ke *KeyError
+	if !errors.As(err, &ke) || ke.Offset <= 0 {
+		t.Fatalf("error %v: want a *KeyError with the key's offset", err)
+	}
+	b := buf.Bytes()[ke.Offset:]
+	if n := binary.LittleEndian.Uint64(b); n != uint64(len("x.count")) || string(b[8:8+n]) != "x.count" {
+		t.Fatalf("byte %d does not start the pair of x.count: % x", ke.Offset, b[:16])
+	}
+	if want := fmt.Sprintf("k.gguf: byte %d: metadata key \"x.count\" holds", ke.Offset); !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("error %q does not start with %q", err, want)
+	}
+	if _, err := f.Uint32("x.absent"); err == nil || strings.Contains(err.Error(), "byte") {
+		t.Fatalf("missing key: %v", err)
 	}
 }

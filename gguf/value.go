@@ -323,13 +323,24 @@ func (m *Metadata) Has(key string) bool { _, ok := m.Get(key); return ok }
 type KeyError struct {
 	File, Key string
 	Want, Got string // Got is "" when the key is missing
+	// Offset is where the key's pair starts in File, 0 when unknown (a
+	// missing key, or metadata not read from a file).
+	Offset int64
 }
 
 func (e *KeyError) Error() string {
 	if e.Got == "" {
 		return fmt.Sprintf("%s: metadata key %q is missing (want %s)", e.File, e.Key, e.Want)
 	}
+	if e.Offset > 0 {
+		return fmt.Sprintf("%s: byte %d: metadata key %q holds %s, want %s", e.File, e.Offset, e.Key, e.Got, e.Want)
+	}
 	return fmt.Sprintf("%s: metadata key %q holds %s, want %s", e.File, e.Key, e.Got, e.Want)
+}
+
+// typeError is the KeyError of a key present with the wrong type.
+func (m *Metadata) typeError(key, want, got string) error {
+	return &KeyError{File: m.File, Key: key, Want: want, Got: got, Offset: m.KeyOffset(key)}
 }
 
 func (m *Metadata) lookup(key, want string) (Value, error) {
@@ -348,7 +359,7 @@ func (m *Metadata) String(key string) (string, error) {
 	}
 	s, ok := v.v.(string)
 	if !ok {
-		return "", &KeyError{File: m.File, Key: key, Want: "string", Got: v.TypeName()}
+		return "", m.typeError(key, "string", v.TypeName())
 	}
 	return s, nil
 }
@@ -361,7 +372,7 @@ func (m *Metadata) Uint32(key string) (uint32, error) {
 	}
 	u, ok := v.AsUint64()
 	if !ok || u > math.MaxUint32 {
-		return 0, &KeyError{File: m.File, Key: key, Want: "u32", Got: describe(v)}
+		return 0, m.typeError(key, "u32", describe(v))
 	}
 	return uint32(u), nil
 }
@@ -374,7 +385,7 @@ func (m *Metadata) Uint64(key string) (uint64, error) {
 	}
 	u, ok := v.AsUint64()
 	if !ok {
-		return 0, &KeyError{File: m.File, Key: key, Want: "u64", Got: describe(v)}
+		return 0, m.typeError(key, "u64", describe(v))
 	}
 	return u, nil
 }
@@ -387,7 +398,7 @@ func (m *Metadata) Int64(key string) (int64, error) {
 	}
 	i, ok := v.AsInt64()
 	if !ok {
-		return 0, &KeyError{File: m.File, Key: key, Want: "i64", Got: describe(v)}
+		return 0, m.typeError(key, "i64", describe(v))
 	}
 	return i, nil
 }
@@ -400,7 +411,7 @@ func (m *Metadata) Float32(key string) (float32, error) {
 	}
 	f, ok := v.AsFloat64()
 	if !ok {
-		return 0, &KeyError{File: m.File, Key: key, Want: "f32", Got: describe(v)}
+		return 0, m.typeError(key, "f32", describe(v))
 	}
 	return float32(f), nil
 }
@@ -413,7 +424,7 @@ func (m *Metadata) Bool(key string) (bool, error) {
 	}
 	b, ok := v.v.(bool)
 	if !ok {
-		return false, &KeyError{File: m.File, Key: key, Want: "bool", Got: v.TypeName()}
+		return false, m.typeError(key, "bool", v.TypeName())
 	}
 	return b, nil
 }
@@ -426,7 +437,7 @@ func (m *Metadata) Strings(key string) ([]string, error) {
 	}
 	s, ok := v.v.([]string)
 	if !ok {
-		return nil, &KeyError{File: m.File, Key: key, Want: "array[string]", Got: v.TypeName()}
+		return nil, m.typeError(key, "array[string]", v.TypeName())
 	}
 	return s, nil
 }
@@ -439,7 +450,7 @@ func (m *Metadata) Int32s(key string) ([]int32, error) {
 	}
 	s, ok := v.v.([]int32)
 	if !ok {
-		return nil, &KeyError{File: m.File, Key: key, Want: "array[i32]", Got: v.TypeName()}
+		return nil, m.typeError(key, "array[i32]", v.TypeName())
 	}
 	return s, nil
 }
@@ -452,7 +463,7 @@ func (m *Metadata) Float32s(key string) ([]float32, error) {
 	}
 	s, ok := v.v.([]float32)
 	if !ok {
-		return nil, &KeyError{File: m.File, Key: key, Want: "array[f32]", Got: v.TypeName()}
+		return nil, m.typeError(key, "array[f32]", v.TypeName())
 	}
 	return s, nil
 }

@@ -480,7 +480,7 @@ type FileWriter struct {
 }
 
 // Create starts writing a GGUF file at path; nothing appears there until
-// Commit succeeds.
+// Commit succeeds. Its errors name path.
 func Create(path string, kv []KV, tensors []TensorSpec) (*FileWriter, error) {
 	out, err := CreateAtomic(path)
 	if err != nil {
@@ -489,7 +489,7 @@ func Create(path string, kv []KV, tensors []TensorSpec) (*FileWriter, error) {
 	w, err := NewWriter(out, kv, tensors)
 	if err != nil {
 		out.Abort()
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &FileWriter{Writer: w, out: out}, nil
 }

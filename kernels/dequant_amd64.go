@@ -19,6 +19,13 @@ var iq3sGridAsm = quant.IQ3SGrid()
 // kvaluesIQ4NLAsm is the IQ4_NL codebook as the 16-byte VPSHUFB table.
 var kvaluesIQ4NLAsm = quant.KvaluesIQ4NL
 
+// q4_0Table maps a Q4_0 nibble to nibble - 8, so Q4_0 runs the IQ4_NL kernel
+// (same block layout; y = d * (nibble - 8) is the same exact product).
+var q4_0Table = [16]int8{-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7}
+
+// mxfp4Table is MXFP4's codebook for the shuffle.
+var mxfp4Table = quant.MXFP4Codebook()
+
 //go:noescape
 func dequantQ8_0AVX2(src *byte, dst *float32, blocks int)
 
@@ -86,6 +93,67 @@ func dequantIQ4XSVector(src []byte, dst []float32) {
 	}
 }
 
+//go:noescape
+func dequantQ5KAVX2(src *byte, dst *float32, blocks int, factors *float32)
+
+//go:noescape
+func dequantQ2KAVX2(src *byte, dst *float32, blocks int, factors *float32)
+
+//go:noescape
+func dequantQ3KAVX2(src *byte, dst *float32, blocks int, factors *float32)
+
+func dequantQ5KVector(src []byte, dst []float32) {
+	var f [kBatch][16]float32
+	blocks := len(dst) / 256
+	for b0 := 0; b0 < blocks; b0 += kBatch {
+		n := min(kBatch, blocks-b0)
+		for i := 0; i < n; i++ {
+			quant.Q4KFactors(src[(b0+i)*176:], &f[i])
+		}
+		dequantQ5KAVX2(&src[b0*176], &dst[b0*256], n, &f[0][0])
+	}
+}
+
+func dequantQ2KVector(src []byte, dst []float32) {
+	var f [kBatch][32]float32
+	blocks := len(dst) / 256
+	for b0 := 0; b0 < blocks; b0 += kBatch {
+		n := min(kBatch, blocks-b0)
+		for i := 0; i < n; i++ {
+			quant.Q2KFactors(src[(b0+i)*84:], &f[i])
+		}
+		dequantQ2KAVX2(&src[b0*84], &dst[b0*256], n, &f[0][0])
+	}
+}
+
+func dequantQ3KVector(src []byte, dst []float32) {
+	var f [kBatch][16]float32
+	blocks := len(dst) / 256
+	for b0 := 0; b0 < blocks; b0 += kBatch {
+		n := min(kBatch, blocks-b0)
+		for i := 0; i < n; i++ {
+			quant.Q3KFactors(src[(b0+i)*110:], &f[i])
+		}
+		dequantQ3KAVX2(&src[b0*110], &dst[b0*256], n, &f[0][0])
+	}
+}
+
+//go:noescape
+func dequantNib32AVX2(src *byte, dst *float32, blocks int, table *int8, factors *float32, blockBytes int, qsOff int)
+
+func dequantMXFP4Vector(src []byte, dst []float32) {
+	const bb = 17
+	var f [kBatch * 4]float32
+	blocks := len(dst) / 32
+	for b0 := 0; b0 < blocks; b0 += len(f) {
+		n := min(len(f), blocks-b0)
+		for i := 0; i < n; i++ {
+			f[i] = quant.E8M0Half(src[(b0+i)*bb])
+		}
+		dequantNib32AVX2(&src[b0*bb], &dst[b0*32], n, &mxfp4Table[0], &f[0], bb, 1)
+	}
+}
+
 // halfWidth runs a 16-at-a-time kernel over the whole groups and quant's
 // portable path over the last len(dst)%16 values.
 func halfWidth(t quant.Type, kernel func(*byte, *float32, int)) func(src []byte, dst []float32) {
@@ -116,8 +184,20 @@ func vectorDequantizer(t quant.Type) func(src []byte, dst []float32) {
 		return halfWidth(quant.F16, dequantF16AVX2)
 	case quant.BF16:
 		return halfWidth(quant.BF16, dequantBF16AVX2)
+	case quant.Q4_0:
+		return func(src []byte, dst []float32) {
+			dequantIQ4NLAVX2(&src[0], &dst[0], len(dst)/32, &q4_0Table[0])
+		}
+	case quant.MXFP4:
+		return dequantMXFP4Vector
 	case quant.IQ4_XS:
 		return dequantIQ4XSVector
+	case quant.Q5_K:
+		return dequantQ5KVector
+	case quant.Q2_K:
+		return dequantQ2KVector
+	case quant.Q3_K:
+		return dequantQ3KVector
 	case quant.Q6_K:
 		return dequantQ6KVector
 	case quant.Q4_K:

@@ -521,3 +521,226 @@ xsloop:
 
 xsdone:
 	RET
+
+// Q5_K: as Q4_K with a fifth bit per weight from qh (bit 2c for the low
+// nibbles of chunk c, bit 2c+1 for the high ones). Y15 = 15, Y14 = 1.
+#define Q5CHUNK(c, l0) \
+	VPMOVZXBD (48+32*c+l0)(SI), Y1; \
+	VPMOVZXBD (16+l0)(SI), Y7; \
+	VPAND     Y15, Y1, Y2; \
+	VPSRLD    $(2*c), Y7, Y8; \
+	VPAND     Y14, Y8, Y8; \
+	VPSLLD    $4, Y8, Y8; \
+	VPOR      Y8, Y2, Y2; \
+	VCVTDQ2PS Y2, Y2; \
+	VBROADCASTSS (4*(2*c))(R8), Y3; \
+	VBROADCASTSS (4*(8+2*c))(R8), Y4; \
+	VMULPS    Y2, Y3, Y2; \
+	VSUBPS    Y4, Y2, Y2; \
+	VMOVUPS   Y2, (4*(64*c+l0))(DI); \
+	VPSRLD    $4, Y1, Y1; \
+	VPSRLD    $(2*c+1), Y7, Y8; \
+	VPAND     Y14, Y8, Y8; \
+	VPSLLD    $4, Y8, Y8; \
+	VPOR      Y8, Y1, Y1; \
+	VCVTDQ2PS Y1, Y1; \
+	VBROADCASTSS (4*(2*c+1))(R8), Y3; \
+	VBROADCASTSS (4*(9+2*c))(R8), Y4; \
+	VMULPS    Y1, Y3, Y1; \
+	VSUBPS    Y4, Y1, Y1; \
+	VMOVUPS   Y1, (4*(64*c+32+l0))(DI)
+
+#define Q5C(c) \
+	Q5CHUNK(c, 0); \
+	Q5CHUNK(c, 8); \
+	Q5CHUNK(c, 16); \
+	Q5CHUNK(c, 24)
+
+// func dequantQ5KAVX2(src *byte, dst *float32, blocks int, factors *float32)
+// factors: 16 float32 per block (quant.Q4KFactors).
+TEXT ·dequantQ5KAVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	MOVQ factors+24(FP), R8
+	TESTQ CX, CX
+	JZ   q5kdone
+	MOVL $15, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $1, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+
+q5kloop:
+	Q5C(0)
+	Q5C(1)
+	Q5C(2)
+	Q5C(3)
+	ADDQ $176, SI
+	ADDQ $1024, DI
+	ADDQ $64, R8
+	DECQ CX
+	JNZ  q5kloop
+	VZEROUPPER
+
+q5kdone:
+	RET
+
+// Q2_K: 8 weights of sub-block k = 8h+2s+t: code = (qs[32h+16t+l] >> 2s) & 3,
+// y = (d*sc[k])*code - dmin*m[k] (factors at R8: [k] and [16+k]). Y14 = 3.
+#define Q2KGRP(h, s, t, l0) \
+	VPMOVZXBD (16+32*h+16*t+l0)(SI), Y1; \
+	VPSRLD    $(2*s), Y1, Y1; \
+	VPAND     Y14, Y1, Y1; \
+	VCVTDQ2PS Y1, Y1; \
+	VBROADCASTSS (4*(8*h+2*s+t))(R8), Y3; \
+	VBROADCASTSS (4*(16+8*h+2*s+t))(R8), Y4; \
+	VMULPS    Y1, Y3, Y1; \
+	VSUBPS    Y4, Y1, Y1; \
+	VMOVUPS   Y1, (4*(16*(8*h+2*s+t)+l0))(DI)
+
+#define Q2KSUB(h, s) \
+	Q2KGRP(h, s, 0, 0); \
+	Q2KGRP(h, s, 0, 8); \
+	Q2KGRP(h, s, 1, 0); \
+	Q2KGRP(h, s, 1, 8)
+
+// func dequantQ2KAVX2(src *byte, dst *float32, blocks int, factors *float32)
+// factors: 32 float32 per block (quant.Q2KFactors).
+TEXT ·dequantQ2KAVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	MOVQ factors+24(FP), R8
+	TESTQ CX, CX
+	JZ   q2kdone
+	MOVL $3, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+
+q2kloop:
+	Q2KSUB(0, 0)
+	Q2KSUB(0, 1)
+	Q2KSUB(0, 2)
+	Q2KSUB(0, 3)
+	Q2KSUB(1, 0)
+	Q2KSUB(1, 1)
+	Q2KSUB(1, 2)
+	Q2KSUB(1, 3)
+	ADDQ $84, SI
+	ADDQ $1024, DI
+	ADDQ $128, R8
+	DECQ CX
+	JNZ  q2kloop
+	VZEROUPPER
+
+q2kdone:
+	RET
+
+// Q3_K: 8 weights of sub-block k = 8h+2s+t: low 2 bits from qs, the high
+// bit from hmask[16t+l] bit 4h+s; q = low - 4 + 4*hbit; y = (d*s_k) * q.
+// Y14 = 3, Y13 = 1, Y12 = 4.
+#define Q3KGRP(h, s, t, l0) \
+	VPMOVZXBD (32+32*h+16*t+l0)(SI), Y1; \
+	VPSRLD    $(2*s), Y1, Y1; \
+	VPAND     Y14, Y1, Y1; \
+	VPMOVZXBD (16*t+l0)(SI), Y2; \
+	VPSRLD    $(4*h+s), Y2, Y2; \
+	VPAND     Y13, Y2, Y2; \
+	VPSLLD    $2, Y2, Y2; \
+	VPADDD    Y2, Y1, Y1; \
+	VPSUBD    Y12, Y1, Y1; \
+	VCVTDQ2PS Y1, Y1; \
+	VBROADCASTSS (4*(8*h+2*s+t))(R8), Y3; \
+	VMULPS    Y1, Y3, Y1; \
+	VMOVUPS   Y1, (4*(16*(8*h+2*s+t)+l0))(DI)
+
+#define Q3KSUB(h, s) \
+	Q3KGRP(h, s, 0, 0); \
+	Q3KGRP(h, s, 0, 8); \
+	Q3KGRP(h, s, 1, 0); \
+	Q3KGRP(h, s, 1, 8)
+
+// func dequantQ3KAVX2(src *byte, dst *float32, blocks int, factors *float32)
+// factors: 16 float32 per block (quant.Q3KFactors).
+TEXT ·dequantQ3KAVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	MOVQ factors+24(FP), R8
+	TESTQ CX, CX
+	JZ   q3kdone
+	MOVL $3, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $1, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL $4, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12
+
+q3kloop:
+	Q3KSUB(0, 0)
+	Q3KSUB(0, 1)
+	Q3KSUB(0, 2)
+	Q3KSUB(0, 3)
+	Q3KSUB(1, 0)
+	Q3KSUB(1, 1)
+	Q3KSUB(1, 2)
+	Q3KSUB(1, 3)
+	ADDQ $110, SI
+	ADDQ $1024, DI
+	ADDQ $64, R8
+	DECQ CX
+	JNZ  q3kloop
+	VZEROUPPER
+
+q3kdone:
+	RET
+
+// func dequantNib32AVX2(src *byte, dst *float32, blocks int, table *int8, factors *float32, blockBytes int, qsOff int)
+// Any block of 32 weights stored as 16 bytes of nibbles at qsOff (low
+// nibble -> j, high -> j+16) with one float32 factor per block, given by
+// the Go side: y = factor * float32(table[nibble]).
+TEXT ·dequantNib32AVX2(SB), NOSPLIT, $0-56
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	MOVQ table+24(FP), DX
+	MOVQ factors+32(FP), R8
+	MOVQ blockBytes+40(FP), R9
+	MOVQ qsOff+48(FP), R10
+	TESTQ CX, CX
+	JZ   n32done
+	VMOVDQU (DX), X8
+	VMOVDQU nibmask<>(SB), X9
+
+n32loop:
+	VBROADCASTSS (R8), Y0
+	VMOVDQU (SI)(R10*1), X1
+	VPSRLW  $4, X1, X2
+	VPAND   X9, X1, X1
+	VPAND   X9, X2, X2
+	VPSHUFB X1, X8, X1
+	VPSHUFB X2, X8, X2
+	VPMOVSXBD X1, Y3
+	VPSRLDQ $8, X1, X1
+	VPMOVSXBD X1, Y4
+	VPMOVSXBD X2, Y5
+	VPSRLDQ $8, X2, X2
+	VPMOVSXBD X2, Y6
+	SCALESTORE(Y3, 0)
+	SCALESTORE(Y4, 32)
+	SCALESTORE(Y5, 64)
+	SCALESTORE(Y6, 96)
+	ADDQ R9, SI
+	ADDQ $128, DI
+	ADDQ $4, R8
+	DECQ CX
+	JNZ  n32loop
+	VZEROUPPER
+
+n32done:
+	RET

@@ -13,7 +13,7 @@ import (
 )
 
 // vectorTypes are the types with a vector path on amd64.
-var vectorTypes = []quant.Type{quant.Q8_0, quant.IQ4_NL, quant.IQ3_S, quant.Q2_0, quant.F16, quant.BF16, quant.F32, quant.Q6_K, quant.Q4_K, quant.IQ4_XS}
+var vectorTypes = []quant.Type{quant.Q8_0, quant.IQ4_NL, quant.IQ3_S, quant.Q2_0, quant.F16, quant.BF16, quant.F32, quant.Q6_K, quant.Q4_K, quant.IQ4_XS, quant.Q5_K, quant.Q2_K, quant.Q3_K, quant.Q4_0, quant.MXFP4}
 
 // allTypes is every type quant decodes; Dequantize must agree with quant for
 // each, vector path or not.

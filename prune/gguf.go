@@ -172,7 +172,7 @@ func Write(ctx context.Context, src *gguf.File, plan *Plan, out string, opt Opti
 
 	w, paths, err := gguf.CreateSplit(out, kv, specs, opt.Split)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", out, err)
+		return nil, err
 	}
 	ok := false
 	defer func() {

@@ -12,18 +12,29 @@ func init() {
 	dequantizers[IQ4_XS] = dequantIQ4XS
 }
 
+// Q2KFactors writes the factors of one Q2_K block (b starts at the block):
+// d*sc[k] at out[k] and dmin*m[k] at out[16+k], so y = out[k]*q - out[16+k].
+func Q2KFactors(b []byte, out *[32]float32) {
+	b = b[:84]
+	d, dmin := half(b[80:]), half(b[82:])
+	for k, sc := range b[0:16] {
+		out[k] = d * float32(sc&0xf)
+		out[16+k] = dmin * float32(sc>>4)
+	}
+}
+
 func dequantQ2K(src []byte, dst []float32) {
+	var f [32]float32
 	for i := 0; i < len(dst)/256; i++ {
 		b := src[84*i : 84*i+84]
 		y := dst[256*i : 256*i+256]
-		scales, qs := b[0:16], b[16:80]
-		d, dmin := half(b[80:]), half(b[82:])
+		Q2KFactors(b, &f)
+		qs := b[16:80]
 		for h := 0; h < 2; h++ {
 			for s := 0; s < 4; s++ {
 				for t := 0; t < 2; t++ {
 					k := 8*h + 2*s + t
-					dl := d * float32(scales[k]&0xf)
-					ml := dmin * float32(scales[k]>>4)
+					dl, ml := f[k], f[16+k]
 					q := qs[32*h+16*t : 32*h+16*t+16]
 					out := y[16*k : 16*k+16]
 					for l := range out {
@@ -35,24 +46,36 @@ func dequantQ2K(src []byte, dst []float32) {
 	}
 }
 
+// Q3KFactors writes d * (signed 6-bit scale k) of one Q3_K block (b starts
+// at the block).
+func Q3KFactors(b []byte, out *[16]float32) {
+	b = b[:110]
+	scales := b[96:108]
+	d := half(b[108:])
+	for k := 0; k < 16; k++ {
+		var low4 byte
+		if k < 8 {
+			low4 = scales[k] & 0xf
+		} else {
+			low4 = scales[k-8] >> 4
+		}
+		high2 := scales[8+k%4] >> (2 * (k / 4)) & 3
+		out[k] = d * float32(int(low4|high2<<4)-32)
+	}
+}
+
 func dequantQ3K(src []byte, dst []float32) {
+	var f [16]float32
 	for i := 0; i < len(dst)/256; i++ {
 		b := src[110*i : 110*i+110]
 		y := dst[256*i : 256*i+256]
-		hmask, qs, scales := b[0:32], b[32:96], b[96:108]
-		d := half(b[108:])
+		Q3KFactors(b, &f)
+		hmask, qs := b[0:32], b[32:96]
 		for h := 0; h < 2; h++ {
 			for s := 0; s < 4; s++ {
 				for t := 0; t < 2; t++ {
 					k := 8*h + 2*s + t
-					var low4 byte
-					if k < 8 {
-						low4 = scales[k] & 0xf
-					} else {
-						low4 = scales[k-8] >> 4
-					}
-					high2 := scales[8+k%4] >> (2 * (k / 4)) & 3
-					dl := d * float32(int(low4|high2<<4)-32)
+					dl := f[k]
 					q := qs[32*h+16*t : 32*h+16*t+16]
 					hm := hmask[16*t : 16*t+16]
 					out := y[16*k : 16*k+16]

@@ -102,20 +102,25 @@ func dequantIQ4NL(src []byte, dst []float32) {
 	}
 }
 
-// e8m0Half is 2^(e-128) as ggml builds it from bits: the two smallest
-// exponents are float32 subnormals, and e = 255 is an ordinary 2^127.
-func e8m0Half(e byte) float32 {
+// E8M0Half is MXFP4's block factor 2^(e-128) as ggml builds it from bits:
+// the two smallest exponents are float32 subnormals, and e = 255 is an
+// ordinary 2^127 (not NaN).
+func E8M0Half(e byte) float32 {
 	if e < 2 {
 		return math.Float32frombits(0x00200000 << e)
 	}
 	return math.Float32frombits(uint32(e-1) << 23)
 }
 
+// MXFP4Codebook returns a copy of kvalues_mxfp4 (E2M1 values doubled), for
+// vector decoders.
+func MXFP4Codebook() [16]int8 { return kvaluesMXFP4 }
+
 func dequantMXFP4(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/32; i++ {
 		b := src[17*i : 17*i+17]
 		y := dst[32*i : 32*i+32]
-		d := e8m0Half(b[0])
+		d := E8M0Half(b[0])
 		qs := b[1:17]
 		for j := 0; j < 16; j++ {
 			y[j] = float32(kvaluesMXFP4[qs[j]&0xf]) * d

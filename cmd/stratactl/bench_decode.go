@@ -47,7 +47,7 @@ read per token). It prints each speed next to the limit those bandwidths give.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return benchDecode(cmd.Context(), env, &f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.dir, "dir", "", "folder for the synthetic pack (default: a new folder in the temp dir, removed after)")
+	fl.StringVar(&f.dir, "dir", "", "where to make the synthetic pack's own new folder (default: the temp dir); it is removed after unless --keep")
 	fl.BoolVar(&f.keep, "keep", false, "keep the synthetic pack")
 	fl.IntVar(&f.layers, "layers", 8, "MoE layers")
 	fl.IntVar(&f.embd, "embd", 2560, "hidden size")
@@ -122,12 +122,20 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 	if err != nil {
 		return err
 	}
-	dir := f.dir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "stratactl-bench-decode-"); err != nil {
-			return err
+	// The pack goes into a new folder of its own (inside --dir when given),
+	// so that removing it afterwards can never remove a user's files.
+	if f.dir != "" {
+		if _, err := os.Stat(f.dir); os.IsNotExist(err) {
+			if err := os.MkdirAll(f.dir, 0o755); err != nil {
+				return err
+			}
+			if !f.keep {
+				defer os.Remove(f.dir) // made here, so removed here
+			}
 		}
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	}
+	dir, err := os.MkdirTemp(f.dir, "stratactl-bench-decode-")
+	if err != nil {
 		return err
 	}
 	if !f.keep {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stratactl/stratactl/internal/cli"
@@ -35,5 +37,28 @@ func TestBenchDecodeSmall(t *testing.T) {
 	// x (gate + up + down) of 128 x 256 Q2_0 weights (18 bytes per 64).
 	if want := 2 * 2 * 3 * 128 * 256 / 64 * 18; rep.ExpertMBPerTok*1e6 != float64(want) {
 		t.Fatalf("expert bytes per token %.0f, want %d", rep.ExpertMBPerTok*1e6, want)
+	}
+}
+
+// --dir names where the benchmark's own folder goes: files already there are
+// never removed.
+func TestBenchDecodeKeepsUserFiles(t *testing.T) {
+	dir := t.TempDir()
+	mine := filepath.Join(dir, "precious.txt")
+	if err := os.WriteFile(mine, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var o, e bytes.Buffer
+	args := []string{"--json", "bench", "decode", "--dir", dir, "--layers", "1", "--embd", "256", "--ff", "128",
+		"--experts", "16", "--used", "2", "--vocab", "512", "--heads", "4", "--heads-kv", "2", "--head-dim", "64", "-n", "2", "--mem-mb", "8", "--disk-slots", "8"}
+	if code := run(context.Background(), cli.Test(&o, &e), args); code != 0 {
+		t.Fatalf("exit %d: %s", code, e.String())
+	}
+	if b, err := os.ReadFile(mine); err != nil || string(b) != "keep me" {
+		t.Fatalf("bench decode removed or changed a file in --dir: %v", err)
+	}
+	left, _ := os.ReadDir(dir)
+	if len(left) != 1 {
+		t.Fatalf("bench decode left %d entries in --dir, want only the user's file", len(left))
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -52,6 +51,7 @@ type q2RulesReport struct {
 	Imatrix    string       `json:"imatrix,omitempty"`
 	Rows       []q2RulesRow `json:"rows"`
 	Speed      []q2SpeedRow `json:"speed,omitempty"`
+	SpeedClock string       `json:"speed_clock,omitempty"`
 }
 
 func newBenchQ2Cmd(env *cli.Env) *cobra.Command {
@@ -122,7 +122,9 @@ func newBenchQ2Cmd(env *cli.Env) *cobra.Command {
 			}
 			rep.Rows = append(rep.Rows, rows...)
 			if !noSpeed {
-				rep.Speed = q2Speed(candidates)
+				if rep.Speed, rep.SpeedClock, err = q2Speed(candidates, q2SpeedWeights); err != nil {
+					return err
+				}
 			}
 			if env.JSON {
 				return env.PrintJSON(rep)
@@ -332,25 +334,23 @@ func gaussianWeights(n int, seed uint64) []float32 {
 	return x
 }
 
-// cpuTime is this process's user+system CPU time. The speed runs are
-// single-threaded, so it measures one core's work even when other
-// processes share the machine.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+// The speed measurement: q2SpeedWeights gaussian weights of deviation
+// q2SpeedSigma, the best of q2SpeedRuns runs of each rule.
+const (
+	q2SpeedWeights = 1 << 22
+	q2SpeedSigma   = 0.02
+	q2SpeedRuns    = 5
+)
 
-// q2Speed times each rule on 2^22 gaussian weights (sigma 0.02), the best
-// of five runs on one goroutine.
-func q2Speed(candidates int) []q2SpeedRow {
+// q2Speed times each rule on one goroutine locked to its thread, by the
+// thread's CPU time where the system has that clock (a busy shared machine
+// then does not distort it), else by the wall clock; clock says which.
+func q2Speed(candidates, weights int) (rows []q2SpeedRow, clock string, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	x := gaussianWeights(1<<22, 2)
+	x := gaussianWeights(weights, 2)
 	for i := range x {
-		x[i] *= 0.02
+		x[i] *= q2SpeedSigma
 	}
 	q := make([]byte, len(x)/64*18)
 	type rule struct {
@@ -373,25 +373,33 @@ func q2Speed(candidates int) []q2SpeedRow {
 			return kernels.QuantizeQ2_0(x, q, &quant.QuantizeOptions{Q2Candidates: candidates})
 		}},
 	}
-	var out []q2SpeedRow
+	clock = "thread CPU time"
 	for _, r := range rules {
 		best := q2SpeedRow{Rule: r.name, Path: r.path, Weights: len(x), CPUSeconds: math.Inf(1)}
-		for range 5 {
-			c0, w0 := cpuTime(), time.Now()
+		for range q2SpeedRuns {
+			c0, cok := threadCPU()
+			w0 := time.Now()
 			if err := r.run(); err != nil {
-				continue
+				return nil, "", fmt.Errorf("q2 speed, rule %s (%s): %w", r.name, r.path, err)
 			}
-			c, w := (cpuTime() - c0).Seconds(), time.Since(w0).Seconds()
+			w := time.Since(w0).Seconds()
+			c := w
+			if c1, ok := threadCPU(); ok && cok {
+				c = (c1 - c0).Seconds()
+			} else {
+				clock = "wall clock (no thread CPU clock here)"
+			}
 			if c > 0 && c < best.CPUSeconds {
 				best.CPUSeconds, best.WallSeconds = c, w
 			}
 		}
-		if !math.IsInf(best.CPUSeconds, 1) {
-			best.MWeightsPerCPU = float64(len(x)) / best.CPUSeconds / 1e6
-			out = append(out, best)
+		if math.IsInf(best.CPUSeconds, 1) {
+			return nil, "", fmt.Errorf("q2 speed, rule %s (%s): no run took measurable time", r.name, r.path)
 		}
+		best.MWeightsPerCPU = float64(len(x)) / best.CPUSeconds / 1e6
+		rows = append(rows, best)
 	}
-	return out
+	return rows, clock, nil
 }
 
 func printQ2Rules(env *cli.Env, rep *q2RulesReport) {
@@ -418,7 +426,8 @@ func printQ2Rules(env *cli.Env, rep *q2RulesReport) {
 		fmt.Fprintf(env.Out, "w.*: importance-weighted relative error, weights from %s (expert e uses row e)\n", rep.Imatrix)
 	}
 	if len(rep.Speed) > 0 {
-		fmt.Fprintln(env.Out, "\nQ2_0 quantize speed, one goroutine, 2^22 gaussian weights (sigma 0.02), best of 5 (CPU time of this process)")
+		fmt.Fprintf(env.Out, "\nQ2_0 quantize speed, one goroutine, %d gaussian weights (sigma %g), best of %d (%s)\n",
+			rep.Speed[0].Weights, q2SpeedSigma, q2SpeedRuns, rep.SpeedClock)
 		tw = tabwriter.NewWriter(env.Out, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "rule\tpath\tMweights/CPU-s\tcpu s\twall s")
 		for _, s := range rep.Speed {

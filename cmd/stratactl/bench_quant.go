@@ -244,7 +244,7 @@ func benchQuant(ctx context.Context, env *cli.Env, seconds float64, mib int, typ
 	rep.ReadGBs = bytes / ct.perCore().Seconds() / 1e9
 	other = nil
 
-	bar := env.NewProgress(int64(2*len(types)+2), "bench quant", false)
+	bar := env.NewProgress(int64(2*len(types)+3), "bench quant", false)
 	defer bar.Done()
 	for _, t := range types {
 		ti, _ := quant.Info(t)
@@ -286,12 +286,23 @@ func benchQuant(ctx context.Context, env *cli.Env, seconds float64, mib int, typ
 			x[i] = float32(rng.NormFloat64() * 0.02)
 		}
 		q := make([]byte, len(x)/64*18)
+		// The search is timed on the path the converter uses (kernels, vector
+		// code where the CPU has it) and on the portable reference.
+		searchPath := "q2-search portable"
+		if kernels.Features.AVX2 && !kernels.Features.NoAsm {
+			searchPath = "q2-search avx2"
+		}
 		for _, m := range []struct {
-			name string
-			mode quant.Q2Mode
-		}{{"q2-ggml", quant.Q2GGML}, {"q2-search", quant.Q2Search}} {
+			name     string
+			mode     quant.Q2Mode
+			quantize func(quant.Type, []float32, []byte, *quant.QuantizeOptions) error
+		}{
+			{"q2-ggml", quant.Q2GGML, kernels.Quantize},
+			{searchPath, quant.Q2Search, kernels.Quantize},
+			{"q2-search reference", quant.Q2Search, quant.Quantize},
+		} {
 			opt := &quant.QuantizeOptions{Q2Mode: m.mode}
-			ct, err := timeCalls(ctx, seconds, func() error { return quant.Quantize(quant.Q2_0, x, q, opt) })
+			ct, err := timeCalls(ctx, seconds, func() error { return m.quantize(quant.Q2_0, x, q, opt) })
 			if err != nil {
 				return nil, err
 			}

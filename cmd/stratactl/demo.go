@@ -29,7 +29,7 @@ func newDemoCmd(env *cli.Env) *cobra.Command {
 	o := &demoOptions{}
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run the whole pipeline on the embedded default model: inspect, profile, prune, pack, verify, run, eval",
+		Short: "Run the whole pipeline (inspect, profile, prune, pack, verify, run, eval) on the small model in testdata/",
 		Long: `demo runs, one after the other, the commands a user would run to convert a model,
 each with --json, and prints their command lines and one summary table of what they
 measured. By default it works on the small model in testdata/ (run it from the

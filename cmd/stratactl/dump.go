@@ -88,6 +88,9 @@ func runDump(ctx context.Context, env *cli.Env, path, name, out string) error {
 	var atomic *gguf.AtomicFile
 	switch {
 	case out != "":
+		if overwritesInput(out, f) {
+			return fmt.Errorf("-o %s is the model being read: choose another output", out)
+		}
 		if atomic, err = gguf.CreateAtomic(out); err != nil {
 			return err
 		}
@@ -100,7 +103,11 @@ func runDump(ctx context.Context, env *cli.Env, path, name, out string) error {
 		w = env.Out
 	}
 
-	st, err := dumpTensor(ctx, env, f, ti, w)
+	dest := out
+	if dest == "" {
+		dest = "stdout"
+	}
+	st, err := dumpTensor(ctx, env, f, ti, w, dest)
 	if err != nil {
 		return err
 	}
@@ -164,7 +171,7 @@ func (s *dumpStats) fill(d *dumpSummary) {
 
 // dumpTensor decodes ti a bounded chunk at a time (blocks never straddle
 // rows, so the tensor is one run of blocks) and writes each chunk to w.
-func dumpTensor(ctx context.Context, env *cli.Env, f *gguf.File, ti *gguf.TensorInfo, w io.Writer) (*dumpStats, error) {
+func dumpTensor(ctx context.Context, env *cli.Env, f *gguf.File, ti *gguf.TensorInfo, w io.Writer, dest string) (*dumpStats, error) {
 	info, _ := quant.Info(ti.Type)
 	be, bb := int64(info.BlockElements), int64(info.BlockBytes)
 	total := ti.Elements()
@@ -197,11 +204,30 @@ func dumpTensor(ctx context.Context, env *cli.Env, f *gguf.File, ti *gguf.Tensor
 				binary.LittleEndian.PutUint32(r[4*i:], math.Float32bits(v))
 			}
 			if _, err := w.Write(r); err != nil {
-				return nil, fmt.Errorf("writing weights of %q: %w", ti.Name, err)
+				return nil, fmt.Errorf("%s: writing weights of %q: %w", dest, ti.Name, err)
 			}
 		}
 		done += n
 		bar.Add(4 * n)
 	}
 	return st, nil
+}
+
+// overwritesInput reports whether out is one of the files of model f (the
+// rename into place would replace it while it is being read).
+func overwritesInput(out string, f *gguf.File) bool {
+	o, err := os.Stat(out)
+	if err != nil {
+		return false
+	}
+	paths := []string{f.Path}
+	for _, sh := range f.Shards {
+		paths = append(paths, sh.Path)
+	}
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil && os.SameFile(o, st) {
+			return true
+		}
+	}
+	return false
 }

@@ -89,7 +89,7 @@ func loadWindows(m *engine.Model, text, ids string, ctx, max int) ([][]int32, st
 		if err != nil {
 			return nil, "", err
 		}
-		tok, err := engine.NewTokenizer(m.File)
+		tok, err := m.Tokenizer()
 		if err != nil {
 			return nil, "", err
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 
 	"github.com/spf13/cobra"
 	"github.com/stratactl/stratactl/internal/cli"
@@ -29,6 +30,16 @@ func newRoot(env *cli.Env) *cobra.Command {
 	}
 	root.PersistentFlags().BoolVar(&env.JSON, "json", false, "print one JSON document for machines")
 	root.PersistentFlags().BoolVarP(&env.Verbose, "verbose", "v", false, "say more on stderr")
+	// Every command's worker count is -j (--jobs or --threads), where 0
+	// means all cores; a negative count is a mistake, refused in one place.
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if f := cmd.Flags().ShorthandLookup("j"); f != nil {
+			if n, err := strconv.Atoi(f.Value.String()); err == nil && n < 0 {
+				return fmt.Errorf("-j/--%s %d: want a count of threads, or 0 for all cores", f.Name, n)
+			}
+		}
+		return nil
+	}
 	root.SetOut(env.Out)
 	root.SetErr(env.Err)
 	for _, f := range commands {

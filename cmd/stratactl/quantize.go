@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -16,6 +17,7 @@ func newQuantizeCmd(env *cli.Env) *cobra.Command {
 	var (
 		out, typ, tensors, q2mode, imatrix string
 		q2cand, jobs                       int
+		split                              splitFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "quantize IN.gguf -o OUT.gguf --type TYPE",
@@ -36,8 +38,12 @@ func newQuantizeCmd(env *cli.Env) *cobra.Command {
 			if q2cand < 0 {
 				return fmt.Errorf("--q2-candidates must be positive")
 			}
+			so, err := split.options()
+			if err != nil {
+				return err
+			}
 			res, err := convert.Quantize(cmd.Context(), convert.QuantizeConfig{In: args[0], Out: out, Type: t, Tensors: tensors,
-				Q2: convert.Q2Params{Mode: mode, Candidates: q2cand}, Imatrix: imatrix, Jobs: jobs, Version: cli.Version, Progress: progressFor(env)})
+				Q2: convert.Q2Params{Mode: mode, Candidates: q2cand}, Imatrix: imatrix, Jobs: jobs, Version: cli.Version, Progress: progressFor(env), Split: so})
 			if err != nil {
 				return err
 			}
@@ -55,6 +61,9 @@ func newQuantizeCmd(env *cli.Env) *cobra.Command {
 			tw.Flush()
 			fmt.Fprintf(env.Out, "%d tensors converted to %s, %d kept; %d -> %d bytes; general.file_type %s\nwrote %s\n",
 				res.Converted, res.Type, len(res.Tensors)-res.Converted, res.InBytes, res.OutBytes, res.FileType, res.Out)
+			if len(res.Shards) > 1 {
+				fmt.Fprintf(env.Out, "as %d shards: %s\n", len(res.Shards), strings.Join(res.Shards, ", "))
+			}
 			return nil
 		},
 	}
@@ -66,6 +75,7 @@ func newQuantizeCmd(env *cli.Env) *cobra.Command {
 	f.IntVar(&q2cand, "q2-candidates", 0, "Q2_0 search: candidate scales per sign (0: the default)")
 	f.StringVar(&imatrix, "imatrix", "", "importance matrix (llama.cpp GGUF imatrix)")
 	f.IntVarP(&jobs, "jobs", "j", 0, "worker threads (0: all cores)")
+	split.add(f)
 	cmd.MarkFlagRequired("type")
 	return cmd
 }

@@ -111,6 +111,9 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	if f.exactPicks < 0 {
 		return fmt.Errorf("--exact-picks must be >= 0")
 	}
+	if f.readers < 1 {
+		return fmt.Errorf("--readers must be at least 1, have %d", f.readers)
+	}
 	cacheAware := !math.IsNaN(f.cacheBonus)
 	if cacheAware && math.IsInf(f.cacheBonus, 0) {
 		return fmt.Errorf("--cache-bonus must be finite")
@@ -126,7 +129,7 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	if cacheAware && ps == nil {
 		return fmt.Errorf("--cache-bonus needs a pack (MODEL is a GGUF: every expert is resident)")
 	}
-	tok, err := engine.NewTokenizer(m.File)
+	tok, err := m.Tokenizer()
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,14 @@ func newVerifyCmd(env *cli.Env) *cobra.Command {
 				printVerify(env, rep)
 			}
 			if !rep.OK {
-				return cli.Failed()
+				// The report is on stdout; stderr gets one line too, so that a
+				// redirected report never fails silently.
+				n := len(rep.Failures) + rep.Omitted
+				first := "a check failed"
+				if len(rep.Failures) > 0 {
+					first = rep.Failures[0].String()
+				}
+				return &cli.ExitError{Code: 1, Err: fmt.Errorf("verify %s: %d problem(s), the first: %s", rep.Path, n, first)}
 			}
 			return nil
 		},

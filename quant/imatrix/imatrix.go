@@ -142,13 +142,13 @@ func openGGUF(path string) (*Matrix, error) {
 	}
 	// llama-quantize refuses a GGUF imatrix without these three keys.
 	if m.Datasets, err = f.Strings("imatrix.datasets"); err != nil {
-		return nil, fmt.Errorf("%s: not a llama.cpp importance matrix: %w", path, err)
+		return nil, fmt.Errorf("%w: not a llama.cpp importance matrix", err)
 	}
 	if m.ChunkCount, err = f.Uint32("imatrix.chunk_count"); err != nil {
-		return nil, fmt.Errorf("%s: not a llama.cpp importance matrix: %w", path, err)
+		return nil, fmt.Errorf("%w: not a llama.cpp importance matrix", err)
 	}
 	if m.ChunkSize, err = f.Uint32("imatrix.chunk_size"); err != nil {
-		return nil, fmt.Errorf("%s: not a llama.cpp importance matrix: %w", path, err)
+		return nil, fmt.Errorf("%w: not a llama.cpp importance matrix", err)
 	}
 	readF32 := func(t *gguf.TensorInfo) ([]float32, error) {
 		if t.Type != quant.F32 {
