@@ -6,15 +6,15 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stratactl/stratactl/convert"
 	"github.com/stratactl/stratactl/internal/cli"
-	"github.com/stratactl/stratactl/quant"
 )
 
 func init() { register(newPackCmd) }
 
 func newPackCmd(env *cli.Env) *cobra.Command {
 	var (
-		out, typ, keep, imatrix, q2mode string
-		q2cand, jobs                    int
+		out, keep, imatrix string
+		jobs               int
+		qf                 quantFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "pack IN.gguf -o DIR",
@@ -24,19 +24,12 @@ func newPackCmd(env *cli.Env) *cobra.Command {
 			if out == "" {
 				return fmt.Errorf("-o DIR is required")
 			}
-			t, err := quant.ParseType(typ)
+			t, q2, err := qf.parse()
 			if err != nil {
 				return err
-			}
-			mode, err := convert.ParseQ2Mode(q2mode)
-			if err != nil {
-				return err
-			}
-			if q2cand < 0 {
-				return fmt.Errorf("--q2-candidates must be positive")
 			}
 			man, err := convert.Pack(cmd.Context(), convert.PackConfig{In: args[0], OutDir: out, Type: t, Keep: keep, Imatrix: imatrix,
-				Q2: convert.Q2Params{Mode: mode, Candidates: q2cand}, Jobs: jobs, Version: cli.Version, Args: env.Args, Progress: progressFor(env)})
+				Q2: q2, Jobs: jobs, Version: cli.Version, Args: env.Args, Progress: progressFor(env)})
 			if err != nil {
 				return err
 			}
@@ -63,11 +56,9 @@ func newPackCmd(env *cli.Env) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&out, "output", "o", "", "output folder (must not exist)")
-	f.StringVar(&typ, "type", "q2_0", "expert type in model.experts")
+	qf.add(f, "q2_0", "expert type in model.experts")
 	f.StringVar(&keep, "keep", "", "keep.strp: prune to the kept experts in the same pass")
 	f.StringVar(&imatrix, "imatrix", "", "importance matrix (llama.cpp GGUF imatrix)")
-	f.StringVar(&q2mode, "q2-mode", "search", "Q2_0 scale rule: search or ggml")
-	f.IntVar(&q2cand, "q2-candidates", 0, "Q2_0 search: candidate scales per sign (0: the default)")
 	f.IntVarP(&jobs, "jobs", "j", 0, "worker threads (0: all cores)")
 	return cmd
 }

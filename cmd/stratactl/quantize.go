@@ -8,16 +8,16 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stratactl/stratactl/convert"
 	"github.com/stratactl/stratactl/internal/cli"
-	"github.com/stratactl/stratactl/quant"
 )
 
 func init() { register(newQuantizeCmd) }
 
 func newQuantizeCmd(env *cli.Env) *cobra.Command {
 	var (
-		out, typ, tensors, q2mode, imatrix string
-		q2cand, jobs                       int
-		split                              splitFlags
+		out, tensors, imatrix string
+		jobs                  int
+		split                 splitFlags
+		qf                    quantFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "quantize IN.gguf -o OUT.gguf --type TYPE",
@@ -27,23 +27,16 @@ func newQuantizeCmd(env *cli.Env) *cobra.Command {
 			if out == "" {
 				return fmt.Errorf("-o OUT.gguf is required")
 			}
-			t, err := quant.ParseType(typ)
+			t, q2, err := qf.parse()
 			if err != nil {
 				return err
-			}
-			mode, err := convert.ParseQ2Mode(q2mode)
-			if err != nil {
-				return err
-			}
-			if q2cand < 0 {
-				return fmt.Errorf("--q2-candidates must be positive")
 			}
 			so, err := split.options()
 			if err != nil {
 				return err
 			}
 			res, err := convert.Quantize(cmd.Context(), convert.QuantizeConfig{In: args[0], Out: out, Type: t, Tensors: tensors,
-				Q2: convert.Q2Params{Mode: mode, Candidates: q2cand}, Imatrix: imatrix, Jobs: jobs, Version: cli.Version, Progress: progressFor(env), Split: so})
+				Q2: q2, Imatrix: imatrix, Jobs: jobs, Version: cli.Version, Progress: progressFor(env), Split: so})
 			if err != nil {
 				return err
 			}
@@ -69,10 +62,8 @@ func newQuantizeCmd(env *cli.Env) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&out, "output", "o", "", "output GGUF file")
-	f.StringVar(&typ, "type", "", "target type (q2_0, q8_0, bf16, f16, f32)")
+	qf.add(f, "", "target type (q2_0, q8_0, bf16, f16, f32)")
 	f.StringVar(&tensors, "tensors", convert.DefaultTensors, "regular expression selecting the tensors to convert")
-	f.StringVar(&q2mode, "q2-mode", "search", "Q2_0 scale rule: search or ggml")
-	f.IntVar(&q2cand, "q2-candidates", 0, "Q2_0 search: candidate scales per sign (0: the default)")
 	f.StringVar(&imatrix, "imatrix", "", "importance matrix (llama.cpp GGUF imatrix)")
 	f.IntVarP(&jobs, "jobs", "j", 0, "worker threads (0: all cores)")
 	split.add(f)

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+	"github.com/stratactl/stratactl/convert"
+	"github.com/stratactl/stratactl/quant"
+)
+
+// quantFlags are the target type and Q2_0 settings shared by quantize and
+// pack.
+type quantFlags struct {
+	typ, q2mode string
+	q2cand      int
+}
+
+func (q *quantFlags) add(fl *pflag.FlagSet, typeDefault, typeHelp string) {
+	fl.StringVar(&q.typ, "type", typeDefault, typeHelp)
+	fl.StringVar(&q.q2mode, "q2-mode", "search", "Q2_0 scale rule: search or ggml")
+	fl.IntVar(&q.q2cand, "q2-candidates", 0, "Q2_0 search: candidate scales per sign (0: the default)")
+}
+
+func (q *quantFlags) parse() (quant.Type, convert.Q2Params, error) {
+	t, err := quant.ParseType(q.typ)
+	if err != nil {
+		return 0, convert.Q2Params{}, err
+	}
+	mode, err := convert.ParseQ2Mode(q.q2mode)
+	if err != nil {
+		return 0, convert.Q2Params{}, err
+	}
+	if q.q2cand < 0 {
+		return 0, convert.Q2Params{}, fmt.Errorf("--q2-candidates must be positive")
+	}
+	return t, convert.Q2Params{Mode: mode, Candidates: q.q2cand}, nil
+}
