@@ -215,7 +215,8 @@ func WriteSyntheticPack(dir string, sp SynthSpec) error {
 			for i := range x {
 				x[i] = math.Float32frombits(binary.LittleEndian.Uint32(router[4*i:]))
 			}
-			return quantizeQ8(x), nil
+			q := make([]byte, len(x)/32*34)
+			return q, quant.Quantize(quant.Q8_0, x, q, nil)
 		}})
 	}
 	ones("output_norm.weight", D)
@@ -239,27 +240,4 @@ func WriteSyntheticPack(dir string, sp SynthSpec) error {
 		}
 	}
 	return w.Commit()
-}
-
-// quantizeQ8 is ggml's reference Q8_0 rounding: absmax / 127 as fp16, codes
-// rounded half away from zero.
-func quantizeQ8(x []float32) []byte {
-	out := make([]byte, 0, len(x)/32*34)
-	for b := 0; b < len(x)/32; b++ {
-		blk := x[32*b : 32*b+32]
-		var amax float32
-		for _, v := range blk {
-			amax = max(amax, float32(math.Abs(float64(v))))
-		}
-		d := amax / 127
-		id := float32(0)
-		if d != 0 {
-			id = 1 / d
-		}
-		out = binary.LittleEndian.AppendUint16(out, quant.Float32ToFP16(d))
-		for _, v := range blk {
-			out = append(out, byte(int8(math.Round(float64(v*id)))))
-		}
-	}
-	return out
 }

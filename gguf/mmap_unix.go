@@ -4,27 +4,20 @@ package gguf
 
 import (
 	"fmt"
-	"os"
 	"syscall"
+
+	"github.com/stratactl/stratactl/internal/osutil"
 )
 
 // OpenMapped opens a GGUF file and maps it read-only, so that tensors can be
 // used in place (Bytes) without a copy. The mapping is backed by the page
 // cache: it costs address space, not private memory.
 func OpenMapped(path string) (*File, error) {
-	fh, err := os.Open(path)
+	fh, size, err := osutil.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	size := st.Size()
 	if size == 0 {
 		return nil, &FormatError{File: path, Msg: "empty file"}
 	}

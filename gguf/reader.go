@@ -10,10 +10,10 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"os"
 	"sort"
 	"strings"
 
+	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/quant"
 )
 
@@ -107,20 +107,11 @@ func NewReader(r io.ReaderAt, size int64, name string) (*File, error) {
 
 // Open opens and parses a GGUF file; tensor data is read with pread.
 func Open(path string) (*File, error) {
-	fh, err := os.Open(path)
+	fh, size, err := osutil.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
-	st, err := fh.Stat()
-	if err != nil {
-		fh.Close()
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		fh.Close()
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	f, err := NewReader(fh, st.Size(), path)
+	f, err := NewReader(fh, size, path)
 	if err != nil {
 		fh.Close()
 		return nil, err

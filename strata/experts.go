@@ -6,10 +6,10 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
-	"os"
 	"sync"
 
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/quant"
 )
 
@@ -356,20 +356,11 @@ func (x *Experts) slotErr(at int64, layer, expert int, format string, args ...an
 
 // OpenExperts opens and checks an experts file; slots are read with pread.
 func OpenExperts(path string) (*Experts, error) {
-	fh, err := os.Open(path)
+	fh, size, err := osutil.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
-	st, err := fh.Stat()
-	if err != nil {
-		fh.Close()
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		fh.Close()
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	x, err := NewExpertsReader(fh, st.Size(), path)
+	x, err := NewExpertsReader(fh, size, path)
 	if err != nil {
 		fh.Close()
 		return nil, err

@@ -4,9 +4,7 @@
 package enginetest
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,29 +15,6 @@ import (
 	"github.com/stratactl/stratactl/quant"
 	"github.com/stratactl/stratactl/strata"
 )
-
-// quantizeQ8 is ggml's reference Q8_0 rounding (absmax / 127, fp16 scale,
-// round half away from zero), enough for the router copy a pack carries.
-func quantizeQ8(x []float32) []byte {
-	out := make([]byte, 0, len(x)/32*34)
-	for b := 0; b < len(x)/32; b++ {
-		blk := x[32*b : 32*b+32]
-		var amax float32
-		for _, v := range blk {
-			amax = max(amax, float32(math.Abs(float64(v))))
-		}
-		d := amax / 127
-		id := float32(0)
-		if d != 0 {
-			id = 1 / d
-		}
-		out = binary.LittleEndian.AppendUint16(out, quant.Float32ToFP16(d))
-		for _, v := range blk {
-			out = append(out, byte(int8(math.Round(float64(v*id)))))
-		}
-	}
-	return out
-}
 
 // BuildPack writes a pack of a tiny model GGUF into dir: model.gguf (dense
 // tensors, Q8_0 router copies, strata keys), model.experts, keep.strp with a
@@ -139,7 +114,11 @@ func BuildPack(t testing.TB, src, dir string) {
 			}
 			name := strings.Replace(s.Name, "ffn_gate_inp", "ffn_gate_inp_q8", 1)
 			specs = append(specs, gguf.TensorSpec{Name: name, Type: quant.Q8_0, Dims: s.Dims})
-			payload[name] = quantizeQ8(all)
+			q8 := make([]byte, len(all)/32*34)
+			if err := quant.Quantize(quant.Q8_0, all, q8, nil); err != nil {
+				t.Fatal(err)
+			}
+			payload[name] = q8
 		}
 	}
 	w, err := gguf.Create(filepath.Join(dir, "model.gguf"), kv, specs)
