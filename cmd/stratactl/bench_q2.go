@@ -19,7 +19,7 @@ import (
 	"github.com/stratactl/stratactl/internal/cli"
 	"github.com/stratactl/stratactl/kernels"
 	"github.com/stratactl/stratactl/quant"
-	"github.com/stratactl/stratactl/quant/imatrix"
+	"github.com/stratactl/stratactl/imatrix"
 )
 
 func init() { registerBench(newBenchQ2Cmd) }
