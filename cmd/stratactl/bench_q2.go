@@ -16,10 +16,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/imatrix"
 	"github.com/stratactl/stratactl/internal/cli"
 	"github.com/stratactl/stratactl/kernels"
 	"github.com/stratactl/stratactl/quant"
-	"github.com/stratactl/stratactl/quant/imatrix"
 )
 
 func init() { registerBench(newBenchQ2Cmd) }
