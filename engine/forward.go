@@ -22,6 +22,13 @@ type LayerTrace struct {
 	// ExpertOut is each selected expert's output vector before weighting,
 	// [Tokens][ExpertsUsed][Embd] (REAP: weight x L2 norm of it).
 	ExpertOut []float32
+	// MoEInput is the normed hidden state the router and every selected
+	// expert's gate and up projections read, [Tokens][Embd].
+	MoEInput []float32
+	// ExpertAct is each selected expert's SwiGLU product silu(gate x) *
+	// (up x), the input of its down projection, [Tokens][ExpertsUsed]
+	// [ExpertFF]; nil unless Session.TraceExpertAct is set.
+	ExpertAct []float32
 	// Hidden is the residual stream after the layer, [Tokens][Embd].
 	Hidden []float32
 	// MixerOut is the token mixer's output (attention or gated delta net,
@@ -60,7 +67,10 @@ type Session struct {
 	// delta per layer: the recurrent state, nil for attention layers.
 	delta    []*deltaState
 	Observer Observer
-	Routing  Routing
+	// TraceExpertAct makes the Observer's traces carry ExpertAct (costs
+	// Tokens x ExpertsUsed x ExpertFF floats per layer).
+	TraceExpertAct bool
+	Routing        Routing
 	// MaxBatch bounds the tokens run through the layers at once in prefill
 	// (memory); it changes no result.
 	MaxBatch int
