@@ -13,6 +13,7 @@ import (
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/kernels"
 	"github.com/stratactl/stratactl/quant"
+	"github.com/stratactl/stratactl/strata"
 )
 
 // Config is the architecture read from GGUF metadata.
@@ -257,8 +258,8 @@ func (m *Model) loadDense(f *gguf.File) error {
 				return err
 			}
 		}
-		if _, ok := f.Tensor(p + "ffn_gate_inp_q8.weight"); ok {
-			rq, err := l.matrix(p+"ffn_gate_inp_q8.weight", c.Embd, c.Experts)
+		if _, ok := f.Tensor(strata.RouterCopyName(i)); ok {
+			rq, err := l.matrix(strata.RouterCopyName(i), c.Embd, c.Experts)
 			if err != nil {
 				return err
 			}
