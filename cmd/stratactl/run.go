@@ -18,14 +18,11 @@ import (
 
 func init() { register(newRunCmd) }
 
-// The bounds of run's streaming flags: an arena of 16 TiB, 256 reader
-// goroutines, and a routing bonus of 1000 (router logits are of order 1-10:
-// a bonus far beyond them only ever picks resident experts) are past any
-// machine or purpose.
+// The bounds of run's streaming flags: an arena of 16 TiB and 256 reader
+// goroutines are past any machine.
 const (
-	maxArenaMB    = 1 << 24
-	maxReaders    = 256
-	maxCacheBonus = 1000
+	maxArenaMB = 1 << 24
+	maxReaders = 256
 )
 
 type runFlags struct {
@@ -42,8 +39,7 @@ type runFlags struct {
 	readers     int
 	noReadAhead bool
 	buffered    bool
-	cacheBonus  float64
-	exactPicks  int
+	cache       cacheFlags
 	trace       string
 }
 
@@ -77,8 +73,7 @@ of the vocabulary size.`,
 	cli.IntVar(fl, &f.readers, "readers", 4, 1, maxReaders, "pack: goroutines reading expert slots")
 	fl.BoolVar(&f.noReadAhead, "no-readahead", false, "pack: do not guess and read the next layer's experts early")
 	fl.BoolVar(&f.buffered, "buffered", false, "pack: read through the page cache instead of O_DIRECT")
-	cli.Float64Var(fl, &f.cacheBonus, "cache-bonus", 0, -maxCacheBonus, maxCacheBonus, "pack: cache-aware routing, adding this to the router logits of resident experts after the first --exact-picks picks (off unless given)")
-	cli.IntVar(fl, &f.exactPicks, "exact-picks", 3, 0, maxExperts, "pack: with --cache-bonus, picks made by the true router first")
+	f.cache.add(fl)
 	fl.StringVar(&f.trace, "trace", "", "pack: write the decode phase's expert demands to this file (STRC, docs/FORMATS.md; stratactl replay reads it)")
 	return cmd
 }
@@ -112,7 +107,8 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	if (f.prompt == "") == (f.idsFile == "") {
 		return fmt.Errorf("give exactly one of --prompt and --ids")
 	}
-	cacheAware := cmd.Flags().Changed("cache-bonus")
+	routing := f.cache.routing()
+	cacheAware := f.cache.on()
 	m, err := engine.Open(path, engine.Options{Threads: f.threads, Stream: engine.StreamOptions{
 		ArenaMB: f.arenaMB, Readers: f.readers, NoReadAhead: f.noReadAhead, Buffered: f.buffered,
 	}})
@@ -179,9 +175,7 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 		}
 	}
 	s := m.NewSession()
-	if cacheAware {
-		s.Routing = engine.Routing{CacheAware: true, Bonus: float32(f.cacheBonus), Exact: f.exactPicks}
-	}
+	s.Routing = routing
 	var before engine.StreamCounters
 	if ps != nil {
 		opt.AfterPrefill = func() { before = ps.Counters(); ps.StartTrace() }
@@ -220,9 +214,8 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	if ps != nil {
 		// Figures of the decode phase: the tokens that went through the
 		// layers one at a time.
-		rep.Stream = ps.Report(before, ps.Counters(), res.DecodeSteps)
-		tr := ps.StopTrace(res.DecodeSteps)
-		if err := rep.Stream.AddReplay(tr); err != nil {
+		var tr *cachesim.Trace
+		if rep.Stream, tr, err = ps.EndTrace(before, res.DecodeSteps); err != nil {
 			return err
 		}
 		if f.trace != "" {
@@ -232,7 +225,7 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 		}
 	}
 	if cacheAware {
-		rep.CacheBonus = &f.cacheBonus
+		rep.CacheBonus = &f.cache.bonus
 	}
 	if f.logits != "" {
 		rep.LogitsFile, rep.LogitsRows = f.logits, rows
