@@ -19,6 +19,7 @@ type PackConfig struct {
 	Type     quant.Type // expert type in model.experts (the command's default is Q2_0; the zero value is F32)
 	Keep     string     // keep.strp path, or "" to keep every expert
 	Imatrix  string
+	CarryMTP bool // keep the multi-token-prediction blocks (whole) in model.gguf instead of dropping them
 	Q2       Q2Params
 	Jobs     int
 	Version  string
@@ -49,11 +50,12 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 		return nil, err
 	}
 	for _, l := range m.Layers {
-		if l.Gate == nil {
+		parts, ok := l.Parts()
+		if !ok {
 			return nil, &gguf.FormatError{File: f.Path, Offset: l.Up.InfoOffset, Tensor: l.Up.Name, Msg: fmt.Sprintf("block %d has no ffn_gate_exps: a strata slot holds gate, up and down", l.Block)}
 		}
-		for _, t := range []*gguf.TensorInfo{l.Gate, l.Up, l.Down} {
-			if t.Type != cfg.Type && !quant.CanDequantize(t.Type) {
+		for _, pt := range parts {
+			if t := pt.Tensor; t.Type != cfg.Type && !quant.CanDequantize(t.Type) {
 				return nil, &gguf.FormatError{File: f.Path, Offset: t.InfoOffset, Tensor: t.Name, Msg: fmt.Sprintf("cannot decode type %s", t.Type)}
 			}
 		}
@@ -130,7 +132,14 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 	}
 	var work int64
 	for _, l := range m.Layers {
-		work += int64(nKeep) * (l.Gate.Size + l.Up.Size + l.Down.Size) / int64(m.Experts)
+		parts, _ := l.Parts()
+		for _, pt := range parts {
+			_, size, _ := pt.Slice(0)
+			work += int64(nKeep) * size
+		}
+	}
+	if cfg.CarryMTP {
+		work += m.MTPBytes
 	}
 	prog := cfg.Progress.start(work+m.DenseBytes, "pack")
 	defer prog.Done()
@@ -141,7 +150,7 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 		hg.Wait()
 		return nil, interrupted(err, "pack")
 	}
-	if err := writePackModel(ctx, filepath.Join(tmp, strata.ModelFile), f, m, keep, h, prog); err != nil {
+	if err := writePackModel(ctx, filepath.Join(tmp, strata.ModelFile), f, m, keep, h, cfg.CarryMTP, prog); err != nil {
 		stopHash()
 		hg.Wait()
 		return nil, interrupted(err, "pack")
@@ -163,6 +172,9 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 			Embd: m.Embd, ExpertFF: m.ExpertFF, SlotBytes: h.SlotBytes, PayloadBytes: h.PayloadBytes()},
 		Inputs: inputs,
 	}
+	if len(m.MTP) > 0 {
+		man.MTP = &strata.MTPRecord{Blocks: m.MTP, Carried: cfg.CarryMTP}
+	}
 	if cfg.Type == quant.Q2_0 {
 		man.Parameters.Q2Mode = Q2ModeName(cfg.Q2.Mode)
 		man.Parameters.Q2Candidates = cfg.Q2.effectiveCandidates()
@@ -171,13 +183,14 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 	for l, ml := range m.Layers {
 		le := strata.LayerError{Block: ml.Block}
 		var sum errStats
-		for p, t := range []*gguf.TensorInfo{ml.Gate, ml.Up, ml.Down} {
-			_, rest, _ := gguf.SplitBlockName(t.Name)
+		parts, _ := ml.Parts()
+		for p, pt := range parts {
+			t := pt.Tensor
 			action := "quantized"
 			if t.Type == cfg.Type {
 				action = "copied"
 			}
-			le.Parts = append(le.Parts, strata.PartError{Tensor: rest, From: t.Type.String(), To: cfg.Type.String(), Action: action, RelMSE: layerStats[l][p].RelMSE()})
+			le.Parts = append(le.Parts, strata.PartError{Tensor: pt.Label(), From: t.Type.String(), To: cfg.Type.String(), Action: action, RelMSE: layerStats[l][p].RelMSE()})
 			sum.add(layerStats[l][p])
 		}
 		le.RelMSE = sum.RelMSE()
@@ -220,8 +233,10 @@ func writeExperts(ctx context.Context, path string, f *gguf.File, m *gguf.MoE, k
 		ml := &m.Layers[l]
 		src := int(keep.Keep[l][e])
 		var r slotResult
-		for p, t := range []*gguf.TensorInfo{ml.Gate, ml.Up, ml.Down} {
-			off, size, err := gguf.ExpertSlice(t, src)
+		parts, _ := ml.Parts()
+		for p, pt := range parts {
+			t := pt.Tensor
+			off, size, err := pt.Slice(src)
 			if err != nil {
 				return r, err
 			}
@@ -239,10 +254,10 @@ func writeExperts(ctx context.Context, path string, f *gguf.File, m *gguf.MoE, k
 				return r, err
 			}
 			r.parts[p] = make([]byte, h.Parts[p].Bytes)
-			n := int(t.Dims[0] * t.Dims[1])
+			n := int(pt.Ne0 * pt.Rows)
 			file, fileOff := f.Locate(t)
 			s := <-scratches
-			r.st[p], err = convertSpan(t.Type, cfg.Type, in, r.parts[p], n, s, opt, span{file: file, tensor: t.Name, expert: src, firstElem: int64(src) * int64(n), fileOff: fileOff + off})
+			r.st[p], err = convertSpan(t.Type, cfg.Type, in, r.parts[p], n, s, opt, span{file: file, tensor: t.Name, expert: src, firstElem: pt.FirstElement(src), fileOff: fileOff + off})
 			scratches <- s
 			if err != nil {
 				return r, err
@@ -272,8 +287,9 @@ func writeExperts(ctx context.Context, path string, f *gguf.File, m *gguf.MoE, k
 
 // writePackModel writes model.gguf: every tensor but the expert matrices,
 // per-expert tensors reduced to the kept experts, and a Q8_0 copy after each
-// router.
-func writePackModel(ctx context.Context, path string, f *gguf.File, m *gguf.MoE, keep *strata.Keep, h *strata.Header, prog Progress) error {
+// router. The multi-token-prediction blocks are dropped unless carryMTP,
+// which copies them whole.
+func writePackModel(ctx context.Context, path string, f *gguf.File, m *gguf.MoE, keep *strata.Keep, h *strata.Header, carryMTP bool, prog Progress) error {
 	layerOf := map[int]int{}
 	for i, l := range m.Layers {
 		layerOf[l.Block] = i
@@ -287,12 +303,15 @@ func writePackModel(ctx context.Context, path string, f *gguf.File, m *gguf.MoE,
 	var specs []gguf.TensorSpec
 	matrices := map[*gguf.TensorInfo]bool{}
 	for _, l := range m.Layers {
-		matrices[l.Gate], matrices[l.Up], matrices[l.Down] = true, true, true
+		parts, _ := l.Parts()
+		for _, pt := range parts {
+			matrices[pt.Tensor] = true
+		}
 	}
 	nKeep := int64(keep.NKeep())
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
-		if matrices[t] {
+		if matrices[t] || (!carryMTP && m.InMTP(t.Name)) {
 			continue
 		}
 		b, rest, inBlock := gguf.SplitBlockName(t.Name)
@@ -315,6 +334,12 @@ func writePackModel(ctx context.Context, path string, f *gguf.File, m *gguf.MoE,
 		}
 	}
 	kv := append([]gguf.KV(nil), f.KV...)
+	if !carryMTP {
+		var err error
+		if kv, err = m.DropMTPKV(f, kv); err != nil {
+			return err
+		}
+	}
 	kv = setKV(kv, f.ArchKey("expert_count"), gguf.Uint32(uint32(nKeep)))
 	kv = setKV(kv, strata.KeyFormatVersion, gguf.Uint32(strata.FormatVersion))
 	kv = setKV(kv, strata.KeyExpertsFile, gguf.String(strata.ExpertsFile))

@@ -87,6 +87,13 @@ func readCommon(md meta, c *Config) error {
 			return err
 		}
 	}
+	// The multi-token-prediction blocks (the last nextn_predict_layers of
+	// block_count) are never run.
+	if first, n, err := md.f.MTPBlocks(); err != nil {
+		return err
+	} else if n > 0 {
+		c.Layers = first
+	}
 	c.HeadDim = c.Embd / c.Heads
 	if err := md.countOpt("attention.key_length", &c.HeadDim); err != nil {
 		return err

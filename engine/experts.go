@@ -43,7 +43,34 @@ func newMappedExperts(f *gguf.File, c *Config) (*mappedExperts, error) {
 	s := &mappedExperts{experts: make([][]Expert, c.Layers)}
 	for i := 0; i < c.Layers; i++ {
 		s.experts[i] = make([]Expert, c.Experts)
+		// The fused layout (ffn_gate_up_exps): each expert's slice is its
+		// gate rows, then its up rows.
+		fusedName := fmt.Sprintf("blk.%d.%s", i, gguf.FusedGateUp)
+		_, fused := f.Tensor(fusedName)
+		if fused {
+			cols, rows := c.expertShape(0)
+			t, data, err := l.info(fusedName, cols, 2*rows, c.Experts)
+			if err != nil {
+				return nil, err
+			}
+			if err := partType(t.Type); err != nil {
+				return nil, fmt.Errorf("%s: tensor %s: %w", f.Path, fusedName, err)
+			}
+			per := len(data) / c.Experts
+			for e := 0; e < c.Experts; e++ {
+				ex := &s.experts[i][e]
+				for h, dst := range []*kernels.Matrix{&ex.Gate, &ex.Up} {
+					lo := e*per + h*per/2
+					if *dst, err = kernels.NewMatrix(t.Type, data[lo:lo+per/2], cols, rows); err != nil {
+						return nil, fmt.Errorf("%s: tensor %s expert %d: %w", f.Path, fusedName, e, err)
+					}
+				}
+			}
+		}
 		for p, part := range expertParts {
+			if fused && p < 2 {
+				continue
+			}
 			name := fmt.Sprintf("blk.%d.%s.weight", i, part)
 			cols, rows := c.expertShape(p)
 			t, data, err := l.info(name, cols, rows, c.Experts)

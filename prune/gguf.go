@@ -27,6 +27,9 @@ type Result struct {
 	CopiedTensors int    `json:"copied_tensors"`
 	// Shards lists the files of a split output (absent for one file).
 	Shards []string `json:"shards,omitempty"`
+	// MTP says what became of the source's multi-token-prediction blocks
+	// (absent when it has none).
+	MTP *strata.MTPRecord `json:"mtp,omitempty"`
 }
 
 // Options tune Write.
@@ -42,14 +45,19 @@ type Options struct {
 	// Split writes the output as shards (llama.cpp's gguf-split naming);
 	// the zero value writes one file.
 	Split gguf.SplitOptions
+	// CarryMTP copies the multi-token-prediction blocks unchanged, every
+	// expert kept; by default they are dropped and the keys say so.
+	CarryMTP bool
 }
 
 // Write streams src into a GGUF at out that holds only the experts of keep:
 // every per-expert tensor of a MoE layer (strata.ExpertIndexed) is cut down
 // to the kept slices (in keep-map order), {arch}.expert_count becomes the
 // kept count, the source count and the criterion are recorded, and every
-// other tensor and key is copied unchanged. Nothing appears at out unless all
-// of it was written.
+// other tensor and key is copied unchanged. The multi-token-prediction
+// blocks (never run, in no keep map) are dropped, {arch}.nextn_predict_layers
+// set to 0 and {arch}.block_count reduced, unless opt.CarryMTP. Nothing
+// appears at out unless all of it was written.
 func Write(ctx context.Context, src *gguf.File, keep *strata.Keep, out string, opt Options) (*Result, error) {
 	if err := keep.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", src.Path, err)
@@ -75,11 +83,29 @@ func Write(ctx context.Context, src *gguf.File, keep *strata.Keep, out string, o
 	if err != nil {
 		return nil, err
 	}
-	specs := src.Specs()
-	sliced := make([]int, len(specs)) // MoE layer index + 1 of a sliced tensor, 0 to copy
 	res := &Result{Path: out, SourceBytes: src.Size, NExpert: nExpert, NKeep: k}
+	if len(m.MTP) > 0 {
+		res.MTP = &strata.MTPRecord{Blocks: m.MTP, Carried: opt.CarryMTP}
+		if !opt.CarryMTP {
+			if kv, err = m.DropMTPKV(src, kv); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// The source tensors written, in order: all, or all but the MTP blocks'.
+	var tensors []*gguf.TensorInfo
+	for i := range src.Tensors {
+		if opt.CarryMTP || !m.InMTP(src.Tensors[i].Name) {
+			tensors = append(tensors, &src.Tensors[i])
+		}
+	}
+	specs := make([]gguf.TensorSpec, len(tensors))
+	for i, t := range tensors {
+		specs[i] = gguf.TensorSpec{Name: t.Name, Type: t.Type, Dims: append([]int64(nil), t.Dims...)}
+	}
+	sliced := make([]int, len(specs)) // MoE layer index + 1 of a sliced tensor, 0 to copy
 	for i := range specs {
-		t := &src.Tensors[i]
+		t := tensors[i]
 		b, name, ok := gguf.SplitBlockName(t.Name)
 		l, moe := layerOf[b]
 		if !ok || !moe || !strata.ExpertIndexed(name) {
@@ -113,7 +139,7 @@ func Write(ctx context.Context, src *gguf.File, keep *strata.Keep, out string, o
 		bufSize = 8 << 20
 	}
 	for i := range specs {
-		t := &src.Tensors[i]
+		t := tensors[i]
 		var parts []io.Reader
 		if sliced[i] == 0 {
 			parts = append(parts, src.SectionReader(t))
@@ -185,7 +211,7 @@ func prunedKV(src *gguf.File, k, nExpert int, criterion string) ([]gguf.KV, erro
 				// Keep the source's integer type so readers that insist on it
 				// (u32 in llama.cpp) see what they expect.
 				var err error
-				if v, err = sameIntType(p.Value, uint64(k)); err != nil {
+				if v, err = gguf.SameIntType(p.Value, uint64(k)); err != nil {
 					return nil, fmt.Errorf("%s: key %q: %w", src.Path, p.Key, err)
 				}
 			}
@@ -201,20 +227,4 @@ func prunedKV(src *gguf.File, k, nExpert int, criterion string) ([]gguf.KV, erro
 		}
 	}
 	return kv, nil
-}
-
-func sameIntType(old gguf.Value, x uint64) (gguf.Value, error) {
-	switch old.Type {
-	case gguf.TypeUint32:
-		return gguf.Uint32(uint32(x)), nil
-	case gguf.TypeInt32:
-		return gguf.Int32(int32(x)), nil
-	case gguf.TypeUint64:
-		return gguf.Uint64(x), nil
-	case gguf.TypeInt64:
-		return gguf.Int64(int64(x)), nil
-	case gguf.TypeUint16:
-		return gguf.Uint16(uint16(x)), nil
-	}
-	return gguf.Value{}, fmt.Errorf("holds %s, want an integer", old.TypeName())
 }

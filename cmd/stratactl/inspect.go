@@ -56,18 +56,24 @@ type inspectTensor struct {
 }
 
 type inspectMoE struct {
-	Layers         int               `json:"layers"`
-	Blocks         int               `json:"blocks"`
-	Experts        int               `json:"experts"`
-	ExpertsUsed    int               `json:"experts_used"`
-	ExpertFF       int64             `json:"expert_ff"`
-	Embedding      int64             `json:"embedding"`
-	ExpertTypes    []string          `json:"expert_types"`
-	BytesPerExpert int64             `json:"bytes_per_expert"`
-	ExpertBytes    int64             `json:"expert_bytes"`
-	DenseBytes     int64             `json:"dense_bytes"`
-	ExpertShare    float64           `json:"expert_share"`
-	PerLayer       []inspectMoELayer `json:"per_layer"`
+	Layers         int      `json:"layers"`
+	Blocks         int      `json:"blocks"`
+	Experts        int      `json:"experts"`
+	ExpertsUsed    int      `json:"experts_used"`
+	ExpertFF       int64    `json:"expert_ff"`
+	Embedding      int64    `json:"embedding"`
+	ExpertTypes    []string `json:"expert_types"`
+	BytesPerExpert int64    `json:"bytes_per_expert"`
+	ExpertBytes    int64    `json:"expert_bytes"`
+	DenseBytes     int64    `json:"dense_bytes"`
+	ExpertShare    float64  `json:"expert_share"`
+	// FusedGateUp: the experts' gate and up come fused (ffn_gate_up_exps).
+	FusedGateUp bool `json:"fused_gate_up,omitempty"`
+	// MTPBlocks are the multi-token-prediction blocks (not in Layers), and
+	// MTPBytes all their tensors.
+	MTPBlocks []int             `json:"mtp_blocks,omitempty"`
+	MTPBytes  int64             `json:"mtp_bytes,omitempty"`
+	PerLayer  []inspectMoELayer `json:"per_layer"`
 }
 
 type inspectMoELayer struct {
@@ -146,6 +152,7 @@ func buildInspectReport(f *gguf.File) *inspectReport {
 			ExpertFF: m.ExpertFF, Embedding: m.Embd, BytesPerExpert: m.BytesPerExpert,
 			ExpertBytes: m.ExpertBytes, DenseBytes: m.DenseBytes,
 			ExpertShare: float64(m.ExpertBytes) / float64(f.Size),
+			FusedGateUp: m.Layers[0].GateUp != nil, MTPBlocks: m.MTP, MTPBytes: m.MTPBytes,
 		}
 		for _, ty := range m.ExpertTypes {
 			im.ExpertTypes = append(im.ExpertTypes, ty.String())
@@ -193,7 +200,11 @@ func printInspect(out io.Writer, f *gguf.File, rep *inspectReport, allKV, tensor
 			used = strconv.Itoa(m.ExpertsUsed)
 		}
 		row("  experts\t%d per layer, %s used per token", m.Experts, used)
-		row("  expert width\tn_embd %d, n_ff_exp %d", m.Embedding, m.ExpertFF)
+		fused := ""
+		if m.FusedGateUp {
+			fused = " (gate and up fused: ffn_gate_up_exps)"
+		}
+		row("  expert width\tn_embd %d, n_ff_exp %d%s", m.Embedding, m.ExpertFF, fused)
 		row("  expert types\t%s", strings.Join(m.ExpertTypes, ", "))
 		per := fmt.Sprintf("%s bytes (one expert of one layer, all its parts)", thousands(m.BytesPerExpert))
 		for _, l := range m.PerLayer {
@@ -205,6 +216,9 @@ func printInspect(out io.Writer, f *gguf.File, rep *inspectReport, allKV, tensor
 		row("  bytes per expert\t%s", per)
 		row("  expert bytes\t%s (%.1f%% of the file)", thousands(m.ExpertBytes), 100*m.ExpertShare)
 		row("  dense bytes\t%s (%.1f%% of the file)", thousands(m.DenseBytes), 100*float64(m.DenseBytes)/float64(rep.FileBytes))
+		if len(m.MTPBlocks) > 0 {
+			row("  MTP blocks\t%v (nextn_predict_layers; never run, dropped by prune and pack by default): %s bytes", m.MTPBlocks, thousands(m.MTPBytes))
+		}
 		tw.Flush()
 	case rep.MoEError != "":
 		fmt.Fprintf(out, "MoE: not usable: %s\n", rep.MoEError)
