@@ -8,22 +8,22 @@ import (
 	"github.com/stratactl/stratactl/engine"
 	"github.com/stratactl/stratactl/internal/cli"
 	"github.com/stratactl/stratactl/profile"
-	"github.com/stratactl/stratactl/prune"
 	"github.com/stratactl/stratactl/strata"
 )
 
 func init() { register(newProfileCmd) }
 
 type profileFlags struct {
-	calib, calibIDs, out string
-	ctx, maxTokens       int
-	threads              int
+	tokens         tokenFlags
+	out            string
+	ctx, maxTokens int
+	threads        int
 }
 
 func newProfileCmd(env *cli.Env) *cobra.Command {
 	var f profileFlags
 	cmd := &cobra.Command{
-		Use:   "profile MODEL (--calib TEXT | --calib-ids FILE) -o profile.strp",
+		Use:   "profile MODEL (--text FILE | --ids FILE) -o profile.strp",
 		Short: "Measure per-expert usage and REAP saliency on calibration text",
 		Long: `profile runs MODEL over calibration windows of --ctx tokens (each on its own
 from position 0, no BOS) and records, per MoE layer and expert: the tokens
@@ -33,54 +33,25 @@ tokens (reap). The result is a keep.strp (STRP) keeping every expert, ranked
 by count, with these statistics in its STAT block: the input of
 stratactl prune --profile.
 
---calib is a text file, tokenized with the model's tokenizer; --calib-ids a
-file of little-endian int32 token ids. --max-tokens stops after that many
-tokens (whole windows).`,
+The calibration tokens come from --text (a text file, tokenized with the
+model's tokenizer) or --ids (a file of little-endian int32 token ids).
+--max-tokens stops after that many tokens (whole windows).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runProfile(cmd, env, args[0], &f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.calib, "calib", "", "calibration text file")
-	fl.StringVar(&f.calibIDs, "calib-ids", "", "calibration token ids (little-endian int32)")
+	f.tokens.add(fl, "calibration")
 	fl.StringVarP(&f.out, "output", "o", "", "profile to write (keep.strp format)")
-	fl.IntVar(&f.ctx, "ctx", 512, "tokens per window")
-	fl.IntVar(&f.maxTokens, "max-tokens", 0, "stop after this many tokens, in whole windows (0: all)")
-	fl.IntVarP(&f.threads, "threads", "j", 0, "matmul threads (0: GOMAXPROCS); results do not depend on it")
+	ctxFlag(fl, &f.ctx)
+	cli.IntVar(fl, &f.maxTokens, "max-tokens", 0, 0, maxTokenCount, "stop after this many tokens, in whole windows (0: all)")
+	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS); results do not depend on it")
 	cmd.MarkFlagRequired("output")
 	return cmd
 }
 
-// profileLayer summarises one MoE layer in profile's report.
-type profileLayer struct {
-	Block    int     `json:"block"`
-	CountMin int64   `json:"count_min"`
-	CountMax int64   `json:"count_max"`
-	Unused   int     `json:"unused_experts"`
-	TopREAP  []int   `json:"top_reap"`
-	TopCount []int   `json:"top_count"`
-	REAPMin  float64 `json:"reap_min"`
-	REAPMax  float64 `json:"reap_max"`
-}
-
-type profileReport struct {
-	Model      string         `json:"model"`
-	Output     string         `json:"output"`
-	Source     string         `json:"source"`
-	Ctx        int            `json:"ctx"`
-	Windows    int            `json:"windows"`
-	Tokens     int64          `json:"tokens"`
-	NExpert    int            `json:"n_expert"`
-	Seconds    float64        `json:"seconds"`
-	TokensPerS float64        `json:"tokens_per_s"`
-	Layers     []profileLayer `json:"layers"`
-}
-
 func runProfile(cmd *cobra.Command, env *cli.Env, path string, f *profileFlags) error {
-	if f.maxTokens < 0 {
-		return fmt.Errorf("--max-tokens must be >= 0")
-	}
 	m, err := engine.Open(path, engine.Options{Threads: f.threads})
 	if err != nil {
 		return err
@@ -100,11 +71,11 @@ func runProfile(cmd *cobra.Command, env *cli.Env, path string, f *profileFlags) 
 			return fmt.Errorf("--max-tokens %d is less than one window of --ctx %d", f.maxTokens, f.ctx)
 		}
 	}
-	windows, src, err := loadWindows(m, f.calib, f.calibIDs, f.ctx, maxWindows)
+	windows, src, err := loadWindows(m, f.tokens, f.ctx, maxWindows)
 	if err != nil {
 		return err
 	}
-	prog := env.NewProgress(int64(len(windows)*f.ctx), "profile", false)
+	prog := env.NewProgress(int64(len(windows)*f.ctx), "profile", cli.Tokens)
 	start := time.Now()
 	stats, err := profile.Run(cmd.Context(), m, blocks, windows, func(n int) { prog.Add(int64(n)) })
 	prog.Done()
@@ -115,24 +86,9 @@ func runProfile(cmd *cobra.Command, env *cli.Env, path string, f *profileFlags) 
 	if err := strata.WriteKeep(f.out, stats.Keep()); err != nil {
 		return err
 	}
-	rep := profileReport{Model: path, Output: f.out, Source: src, Ctx: f.ctx, Windows: len(windows), Tokens: stats.Tokens,
-		NExpert: stats.NExpert, Seconds: secs, TokensPerS: float64(stats.Tokens) / secs}
-	const top = 8
-	for l, b := range stats.Blocks {
-		pl := profileLayer{Block: b, CountMin: stats.Count[l][0], CountMax: stats.Count[l][0], REAPMin: stats.REAP(l, 0), REAPMax: stats.REAP(l, 0)}
-		for e := range stats.NExpert {
-			c, r := stats.Count[l][e], stats.REAP(l, e)
-			pl.CountMin, pl.CountMax = min(pl.CountMin, c), max(pl.CountMax, c)
-			pl.REAPMin, pl.REAPMax = min(pl.REAPMin, r), max(pl.REAPMax, r)
-			if c == 0 {
-				pl.Unused++
-			}
-		}
-		n := min(top, stats.NExpert)
-		pl.TopREAP = prune.Order(stats, prune.REAP, l)[:n]
-		pl.TopCount = stats.ByCount(l)[:n]
-		rep.Layers = append(rep.Layers, pl)
-	}
+	// The top 8 of each ranking: what fits on a line.
+	rep := profile.Report{Model: path, Output: f.out, Source: src, Ctx: f.ctx, Windows: len(windows), Tokens: stats.Tokens,
+		NExpert: stats.NExpert, Seconds: secs, TokensPerS: float64(stats.Tokens) / secs, Layers: stats.Summary(8)}
 	if env.JSON {
 		return env.PrintJSON(rep)
 	}

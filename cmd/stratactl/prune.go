@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -37,7 +36,7 @@ that score highest by --by (reap: mean gate-weighted output norm over the
 tokens routed to the expert; frequency: tokens routed to it; ean: total
 gate-weighted output norm), ties to the lower id, and writes the keep map
 (ranking by routed tokens, with the profile's statistics) to --keep-out,
-by default OUT with .gguf replaced by .keep.strp. pack --keep accepts it.
+by default OUT with .gguf replaced by .keep.strp. pack --keep-map accepts it.
 With --keep-map it applies an existing keep map instead; given a --profile too
 (of any text), it also reports how much of that profile's routing the kept
 experts serve.`,
@@ -48,26 +47,15 @@ experts serve.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.profile, "profile", "", "profile (keep.strp with statistics) from stratactl profile")
-	fl.IntVar(&f.keep, "keep", 0, "experts to keep per MoE layer")
+	cli.IntVar(fl, &f.keep, "keep", 0, 1, maxExperts, "experts to keep per MoE layer")
 	fl.StringVar(&f.by, "by", "reap", "criterion: reap, frequency or ean")
 	fl.StringVar(&f.keepMap, "keep-map", "", "apply this keep map instead of choosing from a profile")
 	fl.StringVarP(&f.out, "output", "o", "", "pruned GGUF to write")
 	fl.StringVar(&f.keepOut, "keep-out", "", "where to write the keep map (default: OUT with .keep.strp for .gguf)")
 	f.split.add(fl)
+	cli.Verbose(fl, env, "also list the experts each layer keeps")
 	cmd.MarkFlagRequired("output")
 	return cmd
-}
-
-type pruneReport struct {
-	Model     string     `json:"model"`
-	Criterion string     `json:"criterion"`
-	KeepMap   string     `json:"keep_map"`
-	Keep      [][]uint32 `json:"keep"`
-	// Retained: per layer, the share of the profile's routing that the kept
-	// experts hold (absent without --profile).
-	Retained     []prune.Retained `json:"retained,omitempty"`
-	RetainedMean *prune.Retained  `json:"retained_mean,omitempty"`
-	*prune.Result
 }
 
 // keepMapPath is where prune writes the keep map by default.
@@ -102,8 +90,8 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 		}
 	}
 	if f.keepMap == "" {
-		if f.keep <= 0 {
-			return fmt.Errorf("--keep K (experts per layer, > 0) is required with --profile")
+		if f.keep == 0 {
+			return fmt.Errorf("--keep K (experts per layer) is required with --profile")
 		}
 		c, err := prune.ParseCriterion(f.by)
 		if err != nil {
@@ -139,38 +127,18 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 	for i := range src.Tensors {
 		total += src.Tensors[i].Size
 	}
-	prog := env.NewProgress(total*int64(keep.NKeep())/int64(keep.NExpert), "prune", true)
+	prog := env.NewProgress(total*int64(keep.NKeep())/int64(keep.NExpert), "prune", cli.Bytes)
 	split, err := f.split.options()
 	if err != nil {
 		return err
 	}
-	res, err := prune.Write(cmd.Context(), src, keep, f.out, prune.Options{Criterion: criterion, Progress: prog.Add, Split: split})
+	res, err := prune.Write(cmd.Context(), src, keep, f.out, prune.Options{Criterion: criterion, Progress: prog.Add, Split: split, KeepMap: keepOut})
 	prog.Done()
 	if err != nil {
 		return err
 	}
-	if keepOut != "" {
-		if err := strata.WriteKeep(keepOut, keep); err != nil {
-			// Both outputs or neither.
-			if len(res.Shards) == 0 {
-				os.Remove(f.out)
-			}
-			for _, p := range res.Shards {
-				os.Remove(p)
-			}
-			return err
-		}
-	}
-	rep := pruneReport{Model: path, Criterion: criterion, KeepMap: keepOut, Keep: keep.Keep, Retained: retained, Result: res}
-	if len(retained) > 0 {
-		m := prune.Retained{Block: -1}
-		for _, r := range retained {
-			m.Count += r.Count / float64(len(retained))
-			m.GateSum += r.GateSum / float64(len(retained))
-			m.EAN += r.EAN / float64(len(retained))
-		}
-		rep.RetainedMean = &m
-	}
+	rep := prune.Report{Model: path, Criterion: criterion, KeepMap: keepOut, Keep: keep.Keep, Retained: retained,
+		RetainedMean: prune.MeanRetained(retained), Result: res}
 	if keepOut == "" {
 		rep.KeepMap = f.keepMap
 	}
