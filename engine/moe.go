@@ -63,7 +63,36 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	if s.Observer != nil {
 		s.trace = &LayerTrace{Layer: l, Pos0: s.Pos, Tokens: T, Probs: probs, IDs: ids, Weights: weights, ExpertOut: ys, MoEInput: xn, ExpertAct: act}
 	}
+	if L.Shared != nil {
+		gate, sh := s.sharedExpert(L.Shared, xn, T)
+		for t := 0; t < T; t++ {
+			kernels.Axpy(out[t*D:(t+1)*D], gate[t], sh[t*D:(t+1)*D])
+		}
+		if s.trace != nil {
+			s.trace.SharedGate, s.trace.SharedOut = gate, sh
+		}
+	}
 	return out, nil
+}
+
+// sharedExpert runs the shared expert on T tokens: its gates
+// sigmoid(GateInp . x) [T] and its outputs before them [T][Embd].
+func (s *Session) sharedExpert(sh *SharedExpert, xn []float32, T int) (gate, y []float32) {
+	m := s.m
+	D, F := m.Config.Embd, m.Config.SharedFF
+	gate = make([]float32, T)
+	for t := range gate {
+		gate[t] = sigmoid(kernels.DotF32(sh.GateInp, xn[t*D:(t+1)*D]))
+	}
+	g := make([]float32, T*F)
+	u := make([]float32, T*F)
+	matVecsOrMul(m.Pool, []*kernels.Matrix{&sh.Gate, &sh.Up}, xn, T, [][]float32{g, u})
+	for i := range g {
+		g[i] = silu(g[i]) * u[i]
+	}
+	y = make([]float32, T*D)
+	m.Pool.MatMul(&sh.Down, g, T, y)
+	return gate, y
 }
 
 func silu(v float32) float32 { return v / (1 + float32(math.Exp(float64(-v)))) }

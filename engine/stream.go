@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
-	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/cachesim"
 	"github.com/stratactl/stratactl/kernels"
 	"github.com/stratactl/stratactl/strata"
 )
@@ -51,6 +50,7 @@ func (c StreamCounters) sub(o StreamCounters) StreamCounters {
 type StreamReport struct {
 	Tokens                int            `json:"tokens"`
 	HitRate               float64        `json:"hit_rate"`
+	BeladyHitRate         *float64       `json:"belady_hit_rate,omitempty"` // Belady's MIN on the same demands (AddReplay)
 	MissesPerToken        float64        `json:"misses_per_token"`
 	ReadMBPerToken        float64        `json:"read_mb_per_token"`
 	ReadAheadHitsPerToken float64        `json:"readahead_hits_per_token"`
@@ -114,76 +114,18 @@ type PackStore struct {
 	fillSlots   int
 	fillSeconds float64
 	readAhead   bool
+	rec         *traceRec // the demand trace being recorded (demandtrace.go), or nil
 }
 
-func openPack(dir string, opt Options) (*Model, error) {
-	gpath := filepath.Join(dir, "model.gguf")
-	f, err := gguf.OpenMapped(gpath)
-	if err != nil {
-		return nil, err
-	}
-	m, err := newModel(f, opt)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	store, err := newPackStore(dir, f, &m.Config, opt.Stream)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	m.Experts = store
-	return m, nil
-}
-
-func newPackStore(dir string, f *gguf.File, c *Config, opt StreamOptions) (*PackStore, error) {
-	name, err := f.String("strata.experts.file")
-	if err != nil {
-		return nil, fmt.Errorf("%s: not a pack's model.gguf: %w", f.Path, err)
-	}
-	if filepath.Base(name) != name {
-		return nil, fmt.Errorf("%s: strata.experts.file %q must be a file name beside it", f.Path, name)
-	}
-	xpath := filepath.Join(dir, name)
-	x, err := strata.OpenExperts(xpath)
-	if err != nil {
-		return nil, err
+// newPackStore is the expert store of the open pack p (its experts file is
+// the store's to close) for the model c.
+func newPackStore(p *strata.Pack, c *Config, opt StreamOptions) (*PackStore, error) {
+	x, xpath := p.Experts, p.Experts.Path
+	var rank [][]uint32
+	if p.Keep != nil {
+		rank = p.Keep.Rank
 	}
 	fail := func(err error) (*PackStore, error) { x.Close(); return nil, err }
-	if sb, err := f.Uint64("strata.experts.slot_bytes"); err == nil && sb != x.SlotBytes {
-		return fail(fmt.Errorf("%s: strata.experts.slot_bytes %d, %s has %d", f.Path, sb, xpath, x.SlotBytes))
-	}
-	if int(x.NExpert) != c.Experts {
-		return fail(fmt.Errorf("%s: %d experts per layer, %s has %d", f.Path, c.Experts, xpath, x.NExpert))
-	}
-	if len(x.Layers) != c.Layers {
-		return fail(fmt.Errorf("%s: %d MoE layers, the model has %d (every qwen3moe layer is MoE)", xpath, len(x.Layers), c.Layers))
-	}
-	for i, b := range x.Layers {
-		if int(b) != i {
-			return fail(fmt.Errorf("%s: stored layer %d is block %d, want %d", xpath, i, b, i))
-		}
-	}
-	for p := range x.Parts {
-		cols, rows := c.expertShape(p)
-		pt := x.Parts[p]
-		if int(pt.Ne0) != cols || int(pt.Ne1) != rows {
-			return fail(fmt.Errorf("%s: part %s is %d x %d, the model needs %d x %d", xpath, strata.PartNames[p], pt.Ne0, pt.Ne1, cols, rows))
-		}
-		if err := partType(pt.Type); err != nil {
-			return fail(fmt.Errorf("%s: part %s: %w", xpath, strata.PartNames[p], err))
-		}
-	}
-	var rank [][]uint32
-	kpath := filepath.Join(dir, "keep.strp")
-	if k, err := strata.ReadKeep(kpath); err == nil {
-		if k.NKeep() != c.Experts || len(k.Layers) != c.Layers {
-			return fail(fmt.Errorf("%s: keeps %d experts in %d layers, the model has %d in %d", kpath, k.NKeep(), len(k.Layers), c.Experts, c.Layers))
-		}
-		rank = k.Rank
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return fail(err)
-	}
 
 	total := x.NSlot()
 	nslots := total
@@ -290,7 +232,6 @@ func (s *PackStore) fill(rank [][]uint32) error {
 	}
 	s.fillSlots = len(order)
 	s.fillSeconds = time.Since(t0).Seconds()
-	s.counters.Reads, s.counters.BytesRead = 0, 0
 	s.mu.Unlock()
 	return nil
 }
@@ -337,15 +278,11 @@ func (s *PackStore) read(i, key int) (Expert, error) {
 	if err := s.readAt(buf, off); err != nil {
 		return Expert{}, fmt.Errorf("%s: reading layer %d expert %d at byte %d: %w", s.path, layer, e, off, err)
 	}
-	s.mu.Lock()
-	s.counters.Reads++
-	s.counters.BytesRead += int64(len(buf))
-	s.mu.Unlock()
-	pay := buf[:s.x.PayloadBytes()]
-	if got, want := strata.CRC32C(pay), s.x.Table[key].CRC; got != want {
-		return Expert{}, fmt.Errorf("%s: layer %d expert %d: slot payload at byte %d has CRC-32C %#08x, its table entry (byte %d) says %#08x",
-			s.path, layer, e, off, got, s.x.TableEntryOffset(key)+8, want)
+	sc, err := s.x.CheckSlot(key, buf)
+	if err != nil {
+		return Expert{}, err
 	}
+	pay := sc.Payload
 	var ex Expert
 	for p, dst := range []*kernels.Matrix{&ex.Gate, &ex.Up, &ex.Down} {
 		pt := s.x.Parts[p]
@@ -390,23 +327,38 @@ func (s *PackStore) readAt(buf []byte, off int64) error {
 }
 
 // claim takes a slot for key: a free one, else the least recently used one
-// that is ready and not pinned. It returns -1 when every slot is busy.
-// Called with s.mu held.
+// that is not pinned, waiting for its read to finish if it is still being
+// read, so that which expert goes depends only on the sequence of calls and
+// never on read timing (a trace replays exactly, cachesim). It returns -1
+// when every slot is pinned. Called with s.mu held; it counts the read
+// the caller starts.
 func (s *PackStore) claim(key int) int {
 	best := -1
-	for i := range s.slots {
-		sl := &s.slots[i]
-		if sl.key < 0 || sl.state == slotFailed {
-			best = i
+	for {
+		best = -1
+		for i := range s.slots {
+			sl := &s.slots[i]
+			if sl.key < 0 || sl.state == slotFailed {
+				best = i
+				break
+			}
+			if sl.pins == 0 && (best < 0 || sl.lastUse < s.slots[best].lastUse) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return -1
+		}
+		if s.slots[best].state != slotLoading || s.closed {
 			break
 		}
-		if sl.state == slotReady && sl.pins == 0 && (best < 0 || sl.lastUse < s.slots[best].lastUse) {
-			best = i
-		}
+		s.cond.Wait()
 	}
-	if best < 0 {
-		return -1
+	if s.slots[best].state == slotLoading {
+		return -1 // closed while a read was in flight
 	}
+	s.counters.Reads++
+	s.counters.BytesRead += int64(s.slotBytes)
 	sl := &s.slots[best]
 	if sl.key >= 0 {
 		s.where[sl.key] = -1
@@ -423,6 +375,9 @@ func (s *PackStore) Need(layer int, ids []int) {
 	E := s.cfg.Experts
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.rec != nil {
+		s.rec.add(cachesim.OpNeed, layer, ids)
+	}
 	started := 0
 	for _, e := range ids {
 		key := layer*E + e
@@ -457,6 +412,9 @@ func (s *PackStore) Guess(layer int, ids []int) {
 	E := s.cfg.Experts
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.rec != nil {
+		s.rec.add(cachesim.OpGuess, layer, ids)
+	}
 	budget := len(s.slots) / 2
 	for _, e := range ids {
 		key := layer*E + e
@@ -492,6 +450,9 @@ func (s *PackStore) Get(layer, e int) (*Expert, error) {
 				s.cond.Wait() // every slot is busy: wait for a read or release
 				continue
 			}
+			if s.rec != nil {
+				s.rec.claimed(s, key)
+			}
 			s.jobs <- i
 		}
 		sl := &s.slots[i]
@@ -507,9 +468,9 @@ func (s *PackStore) Get(layer, e int) (*Expert, error) {
 			sl.key = -1
 			return nil, err
 		}
+		// No recency here: Need gave it, in the batch's order (the order of
+		// Gets depends on which reads finished first).
 		sl.pins++
-		s.tick++
-		sl.lastUse = s.tick
 		return &sl.ex, nil
 	}
 }

@@ -105,9 +105,39 @@ func IsExpertTensor(name string) bool {
 	if !ok {
 		return false
 	}
-	part, _, _ := strings.Cut(rest, ".")
-	return strings.HasSuffix(part, "_exps") && len(part) > len("_exps")
+	base, _, _ := strings.Cut(rest, ".")
+	return isExpsBase(base)
 }
+
+func isExpsBase(base string) bool {
+	return strings.HasSuffix(base, "_exps") && len(base) > len("_exps")
+}
+
+// expertIndexedBases are the block tensors other than the expert tensors
+// whose last dimension is the expert: the router (one row per expert, and
+// its bias) and DeepSeek-style expert score biases.
+var expertIndexedBases = []string{"ffn_gate_inp", "exp_probs_b"}
+
+// ExpertIndexed is the per-expert rule: whether a tensor of a MoE block
+// (rest: its name after "blk.N.") holds one slice per expert along its last
+// dimension. Those are the expert tensors (IsExpertTensor: *_exps.*, the
+// only ones MoE counts as expert data), the router ffn_gate_inp.* and the
+// expert score biases exp_probs_b.*, matched by the name's first component.
+// Shared experts (*_shexp, ffn_gate_inp_shexp) are dense. Pruning cuts every
+// such tensor of a MoE layer to the kept experts; strata.ExpertIndexed adds
+// the pack's router copy.
+func ExpertIndexed(rest string) bool {
+	base, _, _ := strings.Cut(rest, ".")
+	return isExpsBase(base) || slices.Contains(expertIndexedBases, base)
+}
+
+// ExpertMatrices are the names (after "blk.N.") of a MoE layer's stacked
+// expert matrices: gate, up, down.
+var ExpertMatrices = [3]string{"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"}
+
+// RouterName is the name of block b's router (ffn_gate_inp, ne = [n_embd,
+// n_expert]: row e scores expert e).
+func RouterName(block int) string { return fmt.Sprintf("blk.%d.ffn_gate_inp.weight", block) }
 
 // ExpertSlice is the byte range of expert e inside per-expert tensor t's
 // data: [off, off+size) relative to the tensor's start. It relies on the
@@ -157,11 +187,11 @@ func (f *File) MoE() (*MoE, error) {
 			byBlock[b] = l
 		}
 		switch rest {
-		case "ffn_gate_exps.weight":
+		case ExpertMatrices[0]:
 			l.Gate = t
-		case "ffn_up_exps.weight":
+		case ExpertMatrices[1]:
 			l.Up = t
-		case "ffn_down_exps.weight":
+		case ExpertMatrices[2]:
 			l.Down = t
 		default:
 			l.Extra = append(l.Extra, t)
@@ -201,9 +231,9 @@ func (f *File) MoE() (*MoE, error) {
 		l := byBlock[b]
 		if l.Up == nil || l.Down == nil {
 			some := l.presentTensors()[0]
-			missing := "ffn_up_exps.weight"
+			missing := ExpertMatrices[1]
 			if l.Up != nil {
-				missing = "ffn_down_exps.weight"
+				missing = ExpertMatrices[2]
 			}
 			return nil, bad(some, "block %d has per-expert tensors but no blk.%d.%s", b, b, missing)
 		}
@@ -242,9 +272,9 @@ func (f *File) MoE() (*MoE, error) {
 				return nil, bad(x, "ne %v: a per-expert tensor's last dimension must be n_expert = %d", x.Dims, m.Experts)
 			}
 		}
-		router, ok := f.Tensor(fmt.Sprintf("blk.%d.ffn_gate_inp.weight", b))
+		router, ok := f.Tensor(RouterName(b))
 		if !ok {
-			return nil, bad(up, "block %d has experts but no router blk.%d.ffn_gate_inp.weight", b, b)
+			return nil, bad(up, "block %d has experts but no router %s", b, RouterName(b))
 		}
 		if wantR := []int64{m.Embd, int64(m.Experts)}; !slices.Equal(router.Dims, wantR) {
 			return nil, bad(router, "ne %v, want [n_embd, n_expert] = %v", router.Dims, wantR)

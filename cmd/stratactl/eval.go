@@ -2,11 +2,14 @@ package main
 
 import (
 	"fmt"
-	"os"
+	"math"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/stratactl/stratactl/cachesim"
 	"github.com/stratactl/stratactl/engine"
 	"github.com/stratactl/stratactl/evalq"
 	"github.com/stratactl/stratactl/internal/cli"
@@ -15,9 +18,14 @@ import (
 func init() { register(newEvalCmd) }
 
 type evalFlags struct {
-	ref, text, ids string
-	ctx, chunks    int
-	threads        int
+	ref         string
+	tokens      tokenFlags
+	score       string
+	ctx, chunks int
+	threads     int
+	arenaMB     float64
+	cache       cacheFlags
+	trace       string
 }
 
 func newEvalCmd(env *cli.Env) *cobra.Command {
@@ -31,13 +39,23 @@ perplexity of both (NLL of tokens 1..ctx-1), the KL divergence
 KL(P_ref || P_cand) of the next-token distributions at positions 0..ctx-2
 (softmax in float64), its mean, median and percentiles, top-1 agreement, and
 the change in probability of the actual next token (Δp) with the percentiles
-llama-perplexity --kl-divergence prints. Unlike llama-perplexity, every
-position of a window is scored (not only its second half) and no
-probability is dropped or quantized.
+llama-perplexity --kl-divergence prints. By default every position of a
+window is scored; --score second-half scores only what llama-perplexity
+scores (the logits at positions ctx/2..ctx-2, predicting tokens
+ctx/2+1..ctx-1), so the figures compare with llama.cpp's. Unlike
+llama-perplexity, no probability is dropped or quantized.
 
 The windows come from --ids (little-endian int32 token ids) or --text
 (tokenized with the reference's tokenizer), cut into --ctx tokens; --chunks
-limits how many are used.`,
+limits how many are used.
+
+With --arena-mb, --cache-bonus or --trace, a pack CANDIDATE runs through its
+expert store as run decodes: every window in order through one arena of
+--arena-mb (0: every expert), one token at a time, with cache-aware routing
+when --cache-bonus is given (REFERENCE is run as before; it may be the same
+pack, then all resident). The report adds the store's figures (hit rate and
+Belady's MIN hit rate on the same demands, misses, MB read, read-ahead hits
+and wait per token); --trace FILE writes the demands (docs/FORMATS.md, STRC).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runEval(cmd, env, args[0], &f)
@@ -45,11 +63,14 @@ limits how many are used.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.ref, "ref", "", "reference model (GGUF or pack)")
-	fl.StringVar(&f.text, "text", "", "evaluation text file")
-	fl.StringVar(&f.ids, "ids", "", "evaluation token ids (little-endian int32)")
-	fl.IntVar(&f.ctx, "ctx", 512, "tokens per window")
-	fl.IntVar(&f.chunks, "chunks", 0, "windows to evaluate (0: all)")
-	fl.IntVarP(&f.threads, "threads", "j", 0, "matmul threads (0: GOMAXPROCS); results do not depend on it")
+	f.tokens.add(fl, "evaluation")
+	ctxFlag(fl, &f.ctx)
+	cli.IntVar(fl, &f.chunks, "chunks", 0, 0, maxTokenCount, "windows to evaluate (0: all)")
+	fl.StringVar(&f.score, "score", evalq.ScoreAll.String(), "positions scored in each window: "+strings.Join(evalq.ScoringNames(), " or ")+" (llama-perplexity's)")
+	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS); results do not depend on it")
+	cli.Float64Var(fl, &f.arenaMB, "arena-mb", 0, 0, maxArenaMB, "pack candidate: run it through its expert store with this much memory for resident experts, in MiB (0: every expert)")
+	f.cache.add(fl)
+	fl.StringVar(&f.trace, "trace", "", "pack candidate: write its expert demands to this file (STRC, docs/FORMATS.md; stratactl replay reads it)")
 	cmd.MarkFlagRequired("ref")
 	return cmd
 }
@@ -60,76 +81,111 @@ type evalReport struct {
 	Reference string  `json:"reference"`
 	Source    string  `json:"source"`
 	Ctx       int     `json:"ctx"`
+	Score     string  `json:"score"`        // the scoring: all or second-half
+	FirstPos  int     `json:"first_scored"` // first scored position of each window
 	Seconds   float64 `json:"seconds"`
 	evalq.Result
+	// With the candidate through its expert store:
+	CacheBonus *float64             `json:"cache_bonus,omitempty"`
+	ExactPicks *int                 `json:"exact_picks,omitempty"`
+	Stream     *engine.StreamReport `json:"stream,omitempty"`
+}
+
+// tokenFlags are the token input of profile and eval: a text file or a file
+// of token ids, exactly one (run's prompt is --prompt TEXT or the same --ids).
+type tokenFlags struct{ text, ids string }
+
+func (t *tokenFlags) add(fl *pflag.FlagSet, role string) {
+	fl.StringVar(&t.text, "text", "", role+" text file, tokenized with the model's tokenizer")
+	idsFlag(fl, &t.ids, role+" token ids (little-endian int32)")
+}
+
+// idsFlag declares --ids, the token-id file of every command that reads one.
+func idsFlag(fl *pflag.FlagSet, p *string, usage string) { fl.StringVar(p, "ids", "", usage) }
+
+// maxCtx and maxTokenCount bound --ctx and the token and window counts: a
+// window longer than any model's context, or more tokens than a file of ids
+// could hold in memory, is a mistake.
+const (
+	maxCtx        = 1 << 20
+	maxTokenCount = math.MaxInt32
+)
+
+// ctxFlag declares --ctx, the window length of profile and eval.
+func ctxFlag(fl *pflag.FlagSet, p *int) {
+	cli.IntVar(fl, p, "ctx", 512, 2, maxCtx, "tokens per window")
 }
 
 // loadWindows reads the token windows of --text or --ids (exactly one) for
 // model m, at most max windows of ctx tokens.
-func loadWindows(m *engine.Model, text, ids string, ctx, max int) ([][]int32, string, error) {
-	if (text == "") == (ids == "") {
-		return nil, "", fmt.Errorf("give exactly one of --text and --ids (or --calib and --calib-ids)")
+func loadWindows(m *engine.Model, in tokenFlags, ctx, max int) ([][]int32, string, error) {
+	if (in.text == "") == (in.ids == "") {
+		return nil, "", fmt.Errorf("give exactly one of --text and --ids")
 	}
 	if ctx > m.Config.Context {
 		return nil, "", fmt.Errorf("--ctx %d exceeds the model's context length %d", ctx, m.Config.Context)
 	}
-	var toks []int32
-	src := ids
-	if ids != "" {
-		var err error
-		if toks, err = evalq.ReadIDs(ids); err != nil {
-			return nil, "", err
-		}
-		if err := evalq.CheckVocab(ids, toks, m.Config.Vocab); err != nil {
-			return nil, "", err
-		}
-	} else {
-		src = text
-		b, err := os.ReadFile(text)
-		if err != nil {
-			return nil, "", err
-		}
-		tok, err := m.Tokenizer()
-		if err != nil {
-			return nil, "", err
-		}
-		// Raw text, no BOS, special-token names taken literally: the same ids
-		// a --ids file of the tokenized text would hold.
-		toks = tok.Encode(string(b), false, false)
-	}
-	w, err := evalq.Windows(toks, ctx, max)
-	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", src, err)
-	}
-	return w, src, nil
+	t := evalq.Tokens{Text: in.text, IDs: in.ids}
+	w, err := t.Windows(m, ctx, max)
+	return w, t.Source(), err
 }
 
 func runEval(cmd *cobra.Command, env *cli.Env, candPath string, f *evalFlags) error {
-	if f.chunks < 0 {
-		return fmt.Errorf("--chunks must be >= 0")
+	score, err := evalq.ParseScoring(f.score)
+	if err != nil {
+		return fmt.Errorf("--score: %w", err)
+	}
+	if score.Scored(f.ctx) < 1 {
+		return fmt.Errorf("--ctx %d leaves no position to score under --score %s", f.ctx, score)
 	}
 	ref, err := engine.Open(f.ref, engine.Options{Threads: f.threads})
 	if err != nil {
 		return err
 	}
 	defer ref.Close()
-	cand, err := engine.Open(candPath, engine.Options{Threads: f.threads})
+	routing := f.cache.routing()
+	streaming := f.arenaMB > 0 || f.cache.on() || f.trace != ""
+	cand, err := engine.Open(candPath, engine.Options{Threads: f.threads, Stream: engine.StreamOptions{ArenaMB: f.arenaMB}})
 	if err != nil {
 		return err
 	}
 	defer cand.Close()
-	windows, src, err := loadWindows(ref, f.text, f.ids, f.ctx, f.chunks)
+	ps := cand.Stream()
+	if streaming && ps == nil {
+		return fmt.Errorf("--arena-mb, --cache-bonus and --trace need a pack candidate (%s is a GGUF: every expert is resident)", candPath)
+	}
+	windows, src, err := loadWindows(ref, f.tokens, f.ctx, f.chunks)
 	if err != nil {
 		return err
 	}
-	prog := env.NewProgress(int64(len(windows)*f.ctx), "eval", false)
+	prog := env.NewProgress(int64(len(windows)*f.ctx), "eval", cli.Tokens)
 	start := time.Now()
-	res, _, err := evalq.Run(cmd.Context(), ref, cand, windows, func(n int) { prog.Add(int64(n)) })
+	var before engine.StreamCounters
+	if streaming {
+		before = ps.Counters()
+		ps.StartTrace()
+	}
+	opt := evalq.Candidate{Routing: routing, TokenByToken: streaming}
+	res, _, err := evalq.RunCandidate(cmd.Context(), ref, cand, windows, score, opt, func(n int) { prog.Add(int64(n)) })
 	prog.Done()
 	if err != nil {
 		return err
 	}
-	rep := evalReport{Candidate: candPath, Reference: f.ref, Source: src, Ctx: f.ctx, Seconds: time.Since(start).Seconds(), Result: res}
+	rep := evalReport{Candidate: candPath, Reference: f.ref, Source: src, Ctx: f.ctx, Score: score.String(), FirstPos: score.First(f.ctx), Seconds: time.Since(start).Seconds(), Result: res}
+	if streaming {
+		var tr *cachesim.Trace
+		if rep.Stream, tr, err = ps.EndTrace(before, len(windows)*f.ctx); err != nil {
+			return err
+		}
+		if f.trace != "" {
+			if err := cachesim.WriteFile(f.trace, tr); err != nil {
+				return err
+			}
+		}
+		if f.cache.on() {
+			rep.CacheBonus, rep.ExactPicks = &f.cache.bonus, &f.cache.exact
+		}
+	}
 	if env.JSON {
 		return env.PrintJSON(rep)
 	}
@@ -139,8 +195,8 @@ func runEval(cmd *cobra.Command, env *cli.Env, candPath string, f *evalFlags) er
 
 func printEval(env *cli.Env, r *evalReport) {
 	w := env.Out
-	fmt.Fprintf(w, "%s against %s: %d windows of %d tokens from %s, %d positions scored (%.1f s)\n\n",
-		r.Candidate, r.Reference, r.Windows, r.Ctx, r.Source, r.Tokens, r.Seconds)
+	fmt.Fprintf(w, "%s against %s: %d windows of %d tokens from %s, %d positions scored (%d..%d of each window; %.1f s)\n\n",
+		r.Candidate, r.Reference, r.Windows, r.Ctx, r.Source, r.Tokens, r.FirstPos, r.Ctx-2, r.Seconds)
 	fmt.Fprintln(w, "====== Perplexity statistics ======")
 	fmt.Fprintf(w, "PPL(cand)           : %10.6f ± %10.6f\n", r.PPL, r.PPLErr)
 	fmt.Fprintf(w, "PPL(ref)            : %10.6f ± %10.6f\n", r.PPLRef, r.PPLRefErr)
@@ -162,6 +218,15 @@ func printEval(env *cli.Env, r *evalReport) {
 	tw.Flush()
 	fmt.Fprintf(w, "RMS Δp    : %7.3f %%\n", 100*r.DeltaPRMS)
 	fmt.Fprintf(w, "Same top p: %7.3f ± %5.3f %%\n", 100*r.Top1Agreement, 100*r.Top1AgreementErr)
+	if st := r.Stream; st != nil {
+		bonus := "no cache bonus"
+		if r.CacheBonus != nil {
+			bonus = fmt.Sprintf("cache bonus %g after %d exact picks", *r.CacheBonus, *r.ExactPicks)
+		}
+		fmt.Fprintf(w, "\n====== Expert store (candidate, %d of %d slots, %s) ======\n", st.ArenaSlots, st.TotalSlots, bonus)
+		fmt.Fprintf(w, "hit rate %.4f (Belady's MIN %.4f); per token: misses %.3f, read %.3f MB, read-ahead hits %.3f (of %.3f reads), waiting %.3f ms\n",
+			st.HitRate, *st.BeladyHitRate, st.MissesPerToken, st.ReadMBPerToken, st.ReadAheadHitsPerToken, st.GuessesPerToken, st.WaitMsPerToken)
+	}
 }
 
 // label prints a percentile's name as llama-perplexity does.

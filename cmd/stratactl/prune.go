@@ -37,7 +37,7 @@ that score highest by --by (reap: mean gate-weighted output norm over the
 tokens routed to the expert; frequency: tokens routed to it; ean: total
 gate-weighted output norm), ties to the lower id, and writes the keep map
 (ranking by routed tokens, with the profile's statistics) to --keep-out,
-by default OUT with .gguf replaced by .keep.strp. pack --keep accepts it.
+by default OUT with .gguf replaced by .keep.strp. pack --keep-map accepts it.
 With --keep-map it applies an existing keep map instead; given a --profile too
 (of any text), it also reports how much of that profile's routing the kept
 experts serve.`,
@@ -48,21 +48,22 @@ experts serve.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.profile, "profile", "", "profile (keep.strp with statistics) from stratactl profile")
-	fl.IntVar(&f.keep, "keep", 0, "experts to keep per MoE layer")
+	cli.IntVar(fl, &f.keep, "keep", 0, 1, maxExperts, "experts to keep per MoE layer")
 	fl.StringVar(&f.by, "by", "reap", "criterion: reap, frequency or ean")
 	fl.StringVar(&f.keepMap, "keep-map", "", "apply this keep map instead of choosing from a profile")
 	fl.StringVarP(&f.out, "output", "o", "", "pruned GGUF to write")
 	fl.StringVar(&f.keepOut, "keep-out", "", "where to write the keep map (default: OUT with .keep.strp for .gguf)")
 	f.split.add(fl)
+	cli.Verbose(fl, env, "also list the experts each layer keeps")
 	cmd.MarkFlagRequired("output")
 	return cmd
 }
 
 type pruneReport struct {
-	Model     string  `json:"model"`
-	Criterion string  `json:"criterion"`
-	KeepMap   string  `json:"keep_map"`
-	Keep      [][]int `json:"keep"`
+	Model     string     `json:"model"`
+	Criterion string     `json:"criterion"`
+	KeepMap   string     `json:"keep_map"`
+	Keep      [][]uint32 `json:"keep"`
 	// Retained: per layer, the share of the profile's routing that the kept
 	// experts hold (absent without --profile).
 	Retained     []prune.Retained `json:"retained,omitempty"`
@@ -85,7 +86,6 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 	}
 	defer src.Close()
 
-	var plan *prune.Plan
 	var keep *strata.Keep
 	var stats *profile.Stats
 	criterion := "keep-map"
@@ -103,18 +103,17 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 		}
 	}
 	if f.keepMap == "" {
-		if f.keep <= 0 {
-			return fmt.Errorf("--keep K (experts per layer, > 0) is required with --profile")
+		if f.keep == 0 {
+			return fmt.Errorf("--keep K (experts per layer) is required with --profile")
 		}
 		c, err := prune.ParseCriterion(f.by)
 		if err != nil {
 			return err
 		}
 		criterion = string(c)
-		if plan, err = prune.PlanFromProfile(stats, c, f.keep); err != nil {
+		if keep, err = prune.Choose(stats, c, f.keep); err != nil {
 			return fmt.Errorf("%s: %w", f.profile, err)
 		}
-		keep = prune.KeepMap(plan, stats)
 		if keepOut == "" {
 			keepOut = keepMapPath(f.out)
 		}
@@ -125,7 +124,6 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 		if keep, err = strata.ReadKeep(f.keepMap); err != nil {
 			return err
 		}
-		plan = prune.PlanFromKeep(keep)
 	}
 	if keepOut != "" && (keepOut == f.out || keepOut == path) {
 		return fmt.Errorf("the keep map %s would overwrite a model file", keepOut)
@@ -133,7 +131,7 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 
 	var retained []prune.Retained
 	if stats != nil {
-		if retained, err = prune.Retention(stats, plan); err != nil {
+		if retained, err = prune.Retention(stats, keep); err != nil {
 			return fmt.Errorf("%s against %s: %w", f.keepMap, f.profile, err)
 		}
 	}
@@ -142,12 +140,12 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 	for i := range src.Tensors {
 		total += src.Tensors[i].Size
 	}
-	prog := env.NewProgress(total*int64(plan.NKeep())/int64(plan.NExpert), "prune", true)
+	prog := env.NewProgress(total*int64(keep.NKeep())/int64(keep.NExpert), "prune", cli.Bytes)
 	split, err := f.split.options()
 	if err != nil {
 		return err
 	}
-	res, err := prune.Write(cmd.Context(), src, plan, f.out, prune.Options{Criterion: criterion, Progress: prog.Add, Split: split})
+	res, err := prune.Write(cmd.Context(), src, keep, f.out, prune.Options{Criterion: criterion, Progress: prog.Add, Split: split})
 	prog.Done()
 	if err != nil {
 		return err
@@ -164,7 +162,7 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 			return err
 		}
 	}
-	rep := pruneReport{Model: path, Criterion: criterion, KeepMap: keepOut, Keep: plan.Keep, Retained: retained, Result: res}
+	rep := pruneReport{Model: path, Criterion: criterion, KeepMap: keepOut, Keep: keep.Keep, Retained: retained, Result: res}
 	if len(retained) > 0 {
 		m := prune.Retained{Block: -1}
 		for _, r := range retained {
@@ -187,8 +185,8 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 			100*m.Count, 100*m.GateSum, 100*m.EAN)
 	}
 	if env.Verbose {
-		for l, b := range plan.Blocks {
-			fmt.Fprintf(env.Out, "  layer %d keeps %v\n", b, plan.Keep[l])
+		for l, b := range keep.Layers {
+			fmt.Fprintf(env.Out, "  layer %d keeps %v\n", b, keep.Keep[l])
 		}
 	}
 	fmt.Fprintf(env.Out, "wrote %s\n", f.out)

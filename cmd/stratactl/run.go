@@ -5,17 +5,25 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
 	"runtime"
 
 	"github.com/spf13/cobra"
+	"github.com/stratactl/stratactl/cachesim"
 	"github.com/stratactl/stratactl/engine"
+	"github.com/stratactl/stratactl/evalq"
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/cli"
 	"github.com/stratactl/stratactl/kernels"
 )
 
 func init() { register(newRunCmd) }
+
+// The bounds of run's streaming flags: an arena of 16 TiB and 256 reader
+// goroutines are past any machine.
+const (
+	maxArenaMB = 1 << 24
+	maxReaders = 256
+)
 
 type runFlags struct {
 	prompt  string
@@ -31,8 +39,8 @@ type runFlags struct {
 	readers     int
 	noReadAhead bool
 	buffered    bool
-	cacheBonus  float64
-	exactPicks  int
+	cache       cacheFlags
+	trace       string
 }
 
 func newRunCmd(env *cli.Env) *cobra.Command {
@@ -54,19 +62,19 @@ of the vocabulary size.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.prompt, "prompt", "", "prompt text")
-	fl.StringVar(&f.idsFile, "ids", "", "prompt as a file of little-endian int32 token ids")
-	fl.IntVarP(&f.n, "tokens", "n", 32, "tokens to generate")
-	fl.Float64Var(&f.temp, "temp", 0, "sampling temperature; 0 is greedy")
-	fl.Float64Var(&f.topP, "top-p", 1, "nucleus sampling: keep the smallest set of tokens with this much probability")
+	idsFlag(fl, &f.idsFile, "prompt as a file of little-endian int32 token ids")
+	cli.IntVarP(fl, &f.n, "tokens", "n", 32, 1, maxCtx, "tokens to generate")
+	cli.Float64Var(fl, &f.temp, "temp", 0, 0, 100, "sampling temperature; 0 is greedy")
+	cli.Float64VarOpen(fl, &f.topP, "top-p", 1, 0, 1, "nucleus sampling: keep the smallest set of tokens with this much probability")
 	fl.Uint64Var(&f.seed, "seed", 1, "sampling seed")
 	fl.StringVar(&f.logits, "logits", "", "write every prompt position's and decode step's logits (float32 LE rows) to this file")
-	fl.IntVarP(&f.threads, "threads", "j", 0, "matmul threads (0: GOMAXPROCS); results do not depend on it")
-	fl.Float64Var(&f.arenaMB, "arena-mb", 0, "pack: memory for resident experts in MiB (0: every expert)")
-	fl.IntVar(&f.readers, "readers", 4, "pack: goroutines reading expert slots")
+	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS); results do not depend on it")
+	cli.Float64Var(fl, &f.arenaMB, "arena-mb", 0, 0, maxArenaMB, "pack: memory for resident experts in MiB (0: every expert)")
+	cli.IntVar(fl, &f.readers, "readers", 4, 1, maxReaders, "pack: goroutines reading expert slots")
 	fl.BoolVar(&f.noReadAhead, "no-readahead", false, "pack: do not guess and read the next layer's experts early")
 	fl.BoolVar(&f.buffered, "buffered", false, "pack: read through the page cache instead of O_DIRECT")
-	fl.Float64Var(&f.cacheBonus, "cache-bonus", math.NaN(), "pack: cache-aware routing, adding this to the router logits of resident experts after the first --exact-picks picks (off unless given)")
-	fl.IntVar(&f.exactPicks, "exact-picks", 3, "pack: with --cache-bonus, picks made by the true router first")
+	f.cache.add(fl)
+	fl.StringVar(&f.trace, "trace", "", "pack: write the decode phase's expert demands to this file (STRC, docs/FORMATS.md; stratactl replay reads it)")
 	return cmd
 }
 
@@ -99,25 +107,8 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	if (f.prompt == "") == (f.idsFile == "") {
 		return fmt.Errorf("give exactly one of --prompt and --ids")
 	}
-	if f.n < 1 {
-		return fmt.Errorf("-n must be at least 1, have %d", f.n)
-	}
-	if math.IsNaN(f.temp) || f.temp < 0 || math.IsNaN(f.topP) || f.topP <= 0 || f.topP > 1 {
-		return fmt.Errorf("--temp must be >= 0 and --top-p in (0, 1]")
-	}
-	if f.arenaMB < 0 || math.IsNaN(f.arenaMB) {
-		return fmt.Errorf("--arena-mb must be >= 0")
-	}
-	if f.exactPicks < 0 {
-		return fmt.Errorf("--exact-picks must be >= 0")
-	}
-	if f.readers < 1 {
-		return fmt.Errorf("--readers must be at least 1, have %d", f.readers)
-	}
-	cacheAware := !math.IsNaN(f.cacheBonus)
-	if cacheAware && math.IsInf(f.cacheBonus, 0) {
-		return fmt.Errorf("--cache-bonus must be finite")
-	}
+	routing := f.cache.routing()
+	cacheAware := f.cache.on()
 	m, err := engine.Open(path, engine.Options{Threads: f.threads, Stream: engine.StreamOptions{
 		ArenaMB: f.arenaMB, Readers: f.readers, NoReadAhead: f.noReadAhead, Buffered: f.buffered,
 	}})
@@ -129,13 +120,16 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	if cacheAware && ps == nil {
 		return fmt.Errorf("--cache-bonus needs a pack (MODEL is a GGUF: every expert is resident)")
 	}
+	if f.trace != "" && ps == nil {
+		return fmt.Errorf("--trace needs a pack (MODEL is a GGUF: no expert store)")
+	}
 	tok, err := m.Tokenizer()
 	if err != nil {
 		return err
 	}
 	var prompt []int32
 	if f.idsFile != "" {
-		if prompt, err = readIDs(f.idsFile, m.Config.Vocab); err != nil {
+		if prompt, err = evalq.ReadModelIDs(f.idsFile, m); err != nil {
 			return err
 		}
 	} else {
@@ -181,12 +175,10 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 		}
 	}
 	s := m.NewSession()
-	if cacheAware {
-		s.Routing = engine.Routing{CacheAware: true, Bonus: float32(f.cacheBonus), Exact: f.exactPicks}
-	}
+	s.Routing = routing
 	var before engine.StreamCounters
 	if ps != nil {
-		opt.AfterPrefill = func() { before = ps.Counters() }
+		opt.AfterPrefill = func() { before = ps.Counters(); ps.StartTrace() }
 	}
 	res, err := s.Generate(cmd.Context(), prompt, opt)
 	if err != nil {
@@ -222,10 +214,18 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	if ps != nil {
 		// Figures of the decode phase: the tokens that went through the
 		// layers one at a time.
-		rep.Stream = ps.Report(before, ps.Counters(), res.DecodeSteps)
+		var tr *cachesim.Trace
+		if rep.Stream, tr, err = ps.EndTrace(before, res.DecodeSteps); err != nil {
+			return err
+		}
+		if f.trace != "" {
+			if err := cachesim.WriteFile(f.trace, tr); err != nil {
+				return err
+			}
+		}
 	}
 	if cacheAware {
-		rep.CacheBonus = &f.cacheBonus
+		rep.CacheBonus = &f.cache.bonus
 	}
 	if f.logits != "" {
 		rep.LogitsFile, rep.LogitsRows = f.logits, rows
@@ -246,8 +246,8 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 		if !st.DirectIO {
 			io = "buffered: " + st.DirectIONote
 		}
-		fmt.Fprintf(env.Err, "experts (decode, per token): hit rate %.3f, misses %.2f, read %.3f MB, read-ahead hits %.2f (of %.2f reads), waiting %.3f ms\n",
-			st.HitRate, st.MissesPerToken, st.ReadMBPerToken, st.ReadAheadHitsPerToken, st.GuessesPerToken, st.WaitMsPerToken)
+		fmt.Fprintf(env.Err, "experts (decode, per token): hit rate %.3f (Belady's MIN %.3f), misses %.2f, read %.3f MB, read-ahead hits %.2f (of %.2f reads), waiting %.3f ms\n",
+			st.HitRate, *st.BeladyHitRate, st.MissesPerToken, st.ReadMBPerToken, st.ReadAheadHitsPerToken, st.GuessesPerToken, st.WaitMsPerToken)
 		fmt.Fprintf(env.Err, "arena: %d of %d slots (%.1f MiB, %d bytes each), filled %d in %.3f s, reads: %s\n",
 			st.ArenaSlots, st.TotalSlots, st.ArenaMB, st.SlotBytes, st.FillSlots, st.FillSeconds, io)
 	}
@@ -255,23 +255,4 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 		fmt.Fprintf(env.Err, "logits: %d rows of %d to %s\n", rep.LogitsRows, rep.Vocab, rep.LogitsFile)
 	}
 	return nil
-}
-
-// readIDs reads a prompt of little-endian int32 token ids.
-func readIDs(path string, vocab int) ([]int32, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if len(b) == 0 || len(b)%4 != 0 {
-		return nil, fmt.Errorf("%s: %d bytes is not a whole, non-empty number of int32 ids", path, len(b))
-	}
-	ids := make([]int32, len(b)/4)
-	for i := range ids {
-		ids[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
-		if ids[i] < 0 || int(ids[i]) >= vocab {
-			return nil, fmt.Errorf("%s: id %d at byte offset %d is outside the vocabulary of %d", path, ids[i], 4*i, vocab)
-		}
-	}
-	return ids, nil
 }
