@@ -75,7 +75,3 @@ func calibratedSpan(ctx context.Context, eq ExpertQuantizer, t *gguf.TensorInfo,
 	}
 	return dst, measure(x, y), nil
 }
-
-// HashFile is a file's size and sha256, read sequentially (the manifest's
-// rule for input records).
-func HashFile(ctx context.Context, path string) (int64, string, error) { return hashFile(ctx, path) }

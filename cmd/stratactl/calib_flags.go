@@ -12,6 +12,7 @@ import (
 	"github.com/stratactl/stratactl/internal/cli"
 	"github.com/stratactl/stratactl/quant"
 	"github.com/stratactl/stratactl/quant/optq"
+	"github.com/stratactl/stratactl/strata"
 )
 
 // calibFlags are the calibrated quantizer's flags, shared by quantize and
@@ -32,15 +33,15 @@ type calibFlags struct {
 func (c *calibFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&c.text, "calib", "", "calibration text: quantize the experts against the inputs they see on it (Q2_0 only)")
 	f.StringVar(&c.ids, "calib-ids", "", "calibration token ids (little-endian int32), instead of --calib")
-	f.IntVar(&c.ctx, "ctx", 256, "tokens per calibration window")
-	f.IntVar(&c.self, "calib-self", 0, "add this many windows of text the model samples itself (temperature 1)")
-	f.Uint64Var(&c.seed, "calib-seed", 1, "seed of --calib-self's sampling")
-	f.Float64Var(&c.damp, "damp", optq.DefaultDamp, "Hessian damping, as a fraction of its mean diagonal")
-	f.Float64Var(&c.selfDamp, "damp-self", optq.DefaultSelfDamp, "damping when --calib-self windows are used (overrides --damp unless --damp is given)")
-	f.IntVar(&c.refine, "refine", optq.Defaults().Refine, "refinement passes over codes and scales against the full Hessian")
-	f.Float64Var(&c.refineDamp, "refine-damp", optq.Defaults().RefineDamp, "Hessian damping of the refinement, as a fraction of its mean diagonal")
-	f.IntVar(&c.holdEvery, "calib-hold", calib.DefaultHoldEvery, "hold back every Nth calibration window to measure the output error (0: none)")
-	f.IntVar(&c.candidates, "calib-candidates", optq.Defaults().Candidates, "grid scales per sign scored by the Hessian-weighted error")
+	ctxFlag(f, &c.ctx)
+	cli.IntVar(f, &c.self, "calib-self", 0, 0, 1<<20, "add this many windows of --ctx tokens the model samples itself (temperature 1)")
+	f.Uint64Var(&c.seed, "calib-seed", 1, "seed of --calib-self's sampling (window i uses seed+i)")
+	cli.Float64Var(f, &c.damp, "damp", optq.DefaultDamp, 0, 1e6, "Hessian damping, as a fraction of its mean diagonal")
+	cli.Float64Var(f, &c.selfDamp, "damp-self", optq.DefaultSelfDamp, 0, 1e6, "damping when --calib-self windows are used and --damp is not given")
+	cli.IntVar(f, &c.refine, "refine", optq.Defaults().Refine, 0, 1000, "refinement passes over codes and scales against the full Hessian")
+	cli.Float64Var(f, &c.refineDamp, "refine-damp", optq.Defaults().RefineDamp, 0, 1e6, "Hessian damping of the refinement, as a fraction of its mean diagonal")
+	cli.IntVar(f, &c.holdEvery, "calib-hold", calib.DefaultHoldEvery, 0, 1<<20, "hold back every Nth calibration window to measure the output error (0: none)")
+	cli.IntVar(f, &c.candidates, "calib-candidates", optq.Defaults().Candidates, 0, 1000, "grid scales per sign scored by the Hessian-weighted error")
 }
 
 func (c *calibFlags) active() bool { return c.text != "" || c.ids != "" || c.self > 0 }
@@ -74,9 +75,6 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 	if c.text != "" && c.ids != "" {
 		return nil, fmt.Errorf("give one of --calib and --calib-ids")
 	}
-	if c.self < 0 || c.ctx < 2 || c.holdEvery < 0 || c.refine < 0 || c.candidates < 0 {
-		return nil, fmt.Errorf("--calib-self %d, --ctx %d, --calib-hold %d, --refine %d, --calib-candidates %d: need >= 0, >= 2, >= 0, >= 0, >= 0", c.self, c.ctx, c.holdEvery, c.refine, c.candidates)
-	}
 	opt := optq.Defaults()
 	opt.Damp, opt.Refine, opt.Candidates, opt.RefineDamp = c.damp, c.refine, c.candidates, c.refineDamp
 	if c.self > 0 && !fs.Changed("damp") {
@@ -105,16 +103,16 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 	var windows [][]int32
 	if c.text != "" || c.ids != "" {
 		var src string
-		if windows, src, err = loadWindows(m, c.text, c.ids, c.ctx, 0); err != nil {
+		if windows, src, err = loadWindows(m, tokenFlags{text: c.text, ids: c.ids}, c.ctx, 0); err != nil {
 			return nil, err
 		}
 		info.Source = src
-		if _, info.SHA256, err = convert.HashFile(ctx, src); err != nil {
+		if _, info.SHA256, err = strata.HashFile(ctx, src); err != nil {
 			return nil, err
 		}
 	}
 	if c.self > 0 {
-		prog := env.NewProgress(int64(c.self*c.ctx), "calib-self", false)
+		prog := env.NewProgress(int64(c.self*c.ctx), "calib-self", cli.Tokens)
 		gen, err := calib.Generate(ctx, m, c.self, c.ctx, c.seed, func(n int) { prog.Add(int64(n)) })
 		prog.Done()
 		if err != nil {
@@ -127,7 +125,7 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 	for _, l := range moe.Layers {
 		blocks = append(blocks, l.Block)
 	}
-	prog := env.NewProgress(int64(len(windows)*c.ctx), "calibrate", false)
+	prog := env.NewProgress(int64(len(windows)*c.ctx), "calibrate", cli.Tokens)
 	hold := c.holdEvery
 	if hold == 0 {
 		hold = 1 // calib.Options: 1 holds nothing back
