@@ -18,7 +18,7 @@ import (
 // calibFlags are the calibrated quantizer's flags, shared by quantize and
 // pack.
 type calibFlags struct {
-	text, ids  string
+	tokens     tokenFlags
 	ctx        int
 	self       int
 	seed       uint64
@@ -31,11 +31,10 @@ type calibFlags struct {
 }
 
 func (c *calibFlags) add(f *pflag.FlagSet) {
-	f.StringVar(&c.text, "calib", "", "calibration text: quantize the experts against the inputs they see on it (Q2_0 only)")
-	f.StringVar(&c.ids, "calib-ids", "", "calibration token ids (little-endian int32), instead of --calib")
+	c.tokens.add(f, "calibration (Q2_0: quantize the experts against the inputs they see on it):")
 	ctxFlag(f, &c.ctx)
 	cli.IntVar(f, &c.self, "calib-self", 0, 0, 1<<20, "add this many windows of --ctx tokens the model samples itself (temperature 1)")
-	f.Uint64Var(&c.seed, "calib-seed", 1, "seed of --calib-self's sampling (window i uses seed+i)")
+	f.Uint64Var(&c.seed, "seed", 1, "seed of --calib-self's sampling (window i uses seed+i)")
 	cli.Float64Var(f, &c.damp, "damp", optq.DefaultDamp, 0, 1e6, "Hessian damping, as a fraction of its mean diagonal")
 	cli.Float64Var(f, &c.selfDamp, "damp-self", optq.DefaultSelfDamp, 0, 1e6, "damping when --calib-self windows are used and --damp is not given")
 	cli.IntVar(f, &c.refine, "refine", optq.Defaults().Refine, 0, 1000, "refinement passes over codes and scales against the full Hessian")
@@ -44,7 +43,7 @@ func (c *calibFlags) add(f *pflag.FlagSet) {
 	cli.IntVar(f, &c.candidates, "calib-candidates", optq.Defaults().Candidates, 0, 1000, "grid scales per sign scored by the Hessian-weighted error")
 }
 
-func (c *calibFlags) active() bool { return c.text != "" || c.ids != "" || c.self > 0 }
+func (c *calibFlags) active() bool { return c.tokens.text != "" || c.tokens.ids != "" || c.self > 0 }
 
 // calibrated is a prepared calibrated quantizer and what to record of it.
 type calibrated struct {
@@ -70,10 +69,10 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 		return nil, nil
 	}
 	if t != quant.Q2_0 {
-		return nil, fmt.Errorf("--calib, --calib-ids and --calib-self need --type q2_0 (the calibrated quantizer is for Q2_0), not %s", t)
+		return nil, fmt.Errorf("--text, --ids and --calib-self need --type q2_0 (the calibrated quantizer is for Q2_0), not %s", t)
 	}
-	if c.text != "" && c.ids != "" {
-		return nil, fmt.Errorf("give one of --calib and --calib-ids")
+	if c.tokens.text != "" && c.tokens.ids != "" {
+		return nil, fmt.Errorf("give one of --text and --ids")
 	}
 	opt := optq.Defaults()
 	opt.Damp, opt.Refine, opt.Candidates, opt.RefineDamp = c.damp, c.refine, c.candidates, c.refineDamp
@@ -101,9 +100,9 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 	}
 	info := &convert.CalibInfo{Source: "self", Ctx: c.ctx}
 	var windows [][]int32
-	if c.text != "" || c.ids != "" {
+	if c.tokens.text != "" || c.tokens.ids != "" {
 		var src string
-		if windows, src, err = loadWindows(m, tokenFlags{text: c.text, ids: c.ids}, c.ctx, 0); err != nil {
+		if windows, src, err = loadWindows(m, c.tokens, c.ctx, 0); err != nil {
 			return nil, err
 		}
 		info.Source = src

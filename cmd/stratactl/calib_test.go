@@ -10,7 +10,7 @@ import (
 	"github.com/stratactl/stratactl/internal/testutil"
 )
 
-// TestQuantizeCalibrated: quantize --calib-ids records the calibration in
+// TestQuantizeCalibrated: quantize --ids records the calibration in
 // the output's metadata and the report, and every calibrated tensor's
 // output error on held-back tokens; layer 0 only, on three short windows.
 func TestQuantizeCalibrated(t *testing.T) {
@@ -25,7 +25,7 @@ func TestQuantizeCalibrated(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "c.gguf")
 	rep := decode[convert.QuantizeResult](t, stratactl(t, "quantize", src, "-o", out, "--type", "q2_0", "--tensors", `^blk\.0\.ffn_.*_exps`,
-		"--calib-ids", ids, "--ctx", "64", "--calib-hold", "3", "--json"))
+		"--ids", ids, "--ctx", "64", "--calib-hold", "3", "--json"))
 	c := rep.Calib
 	if c == nil || c.Tokens != 3*64 || c.Windows != 3 || c.HeldTokens != 64 || c.SHA256 == "" || c.Damp != 0.3 {
 		t.Fatalf("calibration record %+v", c)
@@ -51,8 +51,8 @@ func TestQuantizeCalibrated(t *testing.T) {
 	if v, ok := f.Get("stratactl.quantize.calib.sha256"); !ok || v.Any() != c.SHA256 {
 		t.Errorf("calib.sha256 in the output: %v, want %s", v, c.SHA256)
 	}
-	stratactlFails(t, "quantize", src, "-o", out, "--type", "q8_0", "--calib-ids", ids)                 // not Q2_0
-	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--calib-ids", ids, "--calib", ids) // both
-	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--calib-ids", ids, "--ctx", "1")   // no window
-	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--calib-ids", ids, "--damp", "-1") // bad damping
+	stratactlFails(t, "quantize", src, "-o", out, "--type", "q8_0", "--ids", ids)                 // not Q2_0
+	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--ids", ids, "--text", ids) // both
+	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--ids", ids, "--ctx", "1")   // no window
+	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--ids", ids, "--damp", "-1") // bad damping
 }
