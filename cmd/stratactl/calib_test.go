@@ -52,7 +52,7 @@ func TestQuantizeCalibrated(t *testing.T) {
 		t.Errorf("calib.sha256 in the output: %v, want %s", v, c.SHA256)
 	}
 	stratactlFails(t, "quantize", src, "-o", out, "--type", "q8_0", "--ids", ids)                 // not Q2_0
-	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--ids", ids, "--text", ids) // both
+	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--ids", ids, "--text", ids)  // both
 	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--ids", ids, "--ctx", "1")   // no window
 	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--ids", ids, "--damp", "-1") // bad damping
 }
