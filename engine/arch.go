@@ -87,13 +87,6 @@ func readCommon(md meta, c *Config) error {
 			return err
 		}
 	}
-	// The multi-token-prediction blocks (the last nextn_predict_layers of
-	// block_count) are never run.
-	if first, n, err := md.f.MTPBlocks(); err != nil {
-		return err
-	} else if n > 0 {
-		c.Layers = first
-	}
 	c.HeadDim = c.Embd / c.Heads
 	if err := md.countOpt("attention.key_length", &c.HeadDim); err != nil {
 		return err
@@ -145,6 +138,20 @@ func (md meta) countOpt(suffix string, dst *int) error {
 	}
 	*dst = int(x)
 	return nil
+}
+
+// nonNegative reads an optional integer >= 0 (0 when absent).
+func (md meta) nonNegative(suffix string) (int, error) {
+	key := md.key(suffix)
+	v, ok := md.f.Get(key)
+	if !ok {
+		return 0, nil
+	}
+	x, ok := v.AsUint64()
+	if !ok || x > 1<<31 {
+		return 0, fmt.Errorf("%s: metadata key %s: want a non-negative integer, have %s", md.f.Path, key, v.TypeName())
+	}
+	return int(x), nil
 }
 
 // positive reads a positive finite number; def (when not 0) is the value

@@ -43,35 +43,17 @@ func newMappedExperts(f *gguf.File, c *Config) (*mappedExperts, error) {
 	s := &mappedExperts{experts: make([][]Expert, c.Layers)}
 	for i := 0; i < c.Layers; i++ {
 		s.experts[i] = make([]Expert, c.Experts)
-		// The fused layout (ffn_gate_up_exps): each expert's slice is its
-		// gate rows, then its up rows.
-		fusedName := fmt.Sprintf("blk.%d.%s", i, gguf.FusedGateUp)
-		_, fused := f.Tensor(fusedName)
-		if fused {
-			cols, rows := c.expertShape(0)
-			t, data, err := l.info(fusedName, cols, 2*rows, c.Experts)
-			if err != nil {
+		first := 0 // the first part still to map
+		// The fused layout (gguf.FusedGateUp): each expert's gate rows, then
+		// its up rows, in place of ffn_gate_exps and ffn_up_exps.
+		if name := fmt.Sprintf("blk.%d.%s", i, gguf.FusedGateUp); hasTensor(f, name) {
+			if err := s.mapGateUp(l, c, i, name); err != nil {
 				return nil, err
 			}
-			if err := partType(t.Type); err != nil {
-				return nil, fmt.Errorf("%s: tensor %s: %w", f.Path, fusedName, err)
-			}
-			per := len(data) / c.Experts
-			for e := 0; e < c.Experts; e++ {
-				ex := &s.experts[i][e]
-				for h, dst := range []*kernels.Matrix{&ex.Gate, &ex.Up} {
-					lo := e*per + h*per/2
-					if *dst, err = kernels.NewMatrix(t.Type, data[lo:lo+per/2], cols, rows); err != nil {
-						return nil, fmt.Errorf("%s: tensor %s expert %d: %w", f.Path, fusedName, e, err)
-					}
-				}
-			}
+			first = 2
 		}
-		for p, part := range expertParts {
-			if fused && p < 2 {
-				continue
-			}
-			name := fmt.Sprintf("blk.%d.%s.weight", i, part)
+		for p := first; p < len(expertParts); p++ {
+			name := fmt.Sprintf("blk.%d.%s.weight", i, expertParts[p])
 			cols, rows := c.expertShape(p)
 			t, data, err := l.info(name, cols, rows, c.Experts)
 			if err != nil {
@@ -99,6 +81,41 @@ func newMappedExperts(f *gguf.File, c *Config) (*mappedExperts, error) {
 		}
 	}
 	return s, nil
+}
+
+// mapGateUp maps layer i's fused gate/up tensor: per expert, the first
+// ExpertFF rows are the gate, the next ExpertFF the up projection.
+func (s *mappedExperts) mapGateUp(l tensorLoader, c *Config, i int, name string) error {
+	f := l.f
+	for _, part := range expertParts[:2] {
+		if n := fmt.Sprintf("blk.%d.%s.weight", i, part); hasTensor(f, n) {
+			return fmt.Errorf("%s: block %d has both %s and %s", f.Path, i, name, n)
+		}
+	}
+	t, data, err := l.info(name, c.Embd, 2*c.ExpertFF, c.Experts)
+	if err != nil {
+		return err
+	}
+	if err := partType(t.Type); err != nil {
+		return fmt.Errorf("%s: tensor %s: %w", f.Path, name, err)
+	}
+	per := len(data) / c.Experts
+	for e := 0; e < c.Experts; e++ {
+		d := data[e*per : (e+1)*per]
+		ex := &s.experts[i][e]
+		if ex.Gate, err = kernels.NewMatrix(t.Type, d[:per/2], c.Embd, c.ExpertFF); err == nil {
+			ex.Up, err = kernels.NewMatrix(t.Type, d[per/2:], c.Embd, c.ExpertFF)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: tensor %s expert %d: %w", f.Path, name, e, err)
+		}
+	}
+	return nil
+}
+
+func hasTensor(f *gguf.File, name string) bool {
+	_, ok := f.Tensor(name)
+	return ok
 }
 
 func (s *mappedExperts) Get(layer, e int) (*Expert, error) { return &s.experts[layer][e], nil }

@@ -164,51 +164,6 @@ func (f *File) MTPBlocks() (first, n int, err error) {
 	return int(bc - nn), int(nn), nil
 }
 
-// DropMTPKV returns kv (f's metadata, perhaps already edited) without m's
-// MTP blocks: {arch}.nextn_predict_layers = 0 and {arch}.block_count = the
-// first MTP block, each in the integer type the source used.
-func (m *MoE) DropMTPKV(f *File, kv []KV) ([]KV, error) {
-	if len(m.MTP) == 0 {
-		return kv, nil
-	}
-	out := append([]KV(nil), kv...)
-	for i := range out {
-		var x uint64
-		switch out[i].Key {
-		case f.ArchKey(NextNKey):
-			x = 0
-		case f.ArchKey("block_count"):
-			x = uint64(m.MTP[0])
-		default:
-			continue
-		}
-		v, err := SameIntType(out[i].Value, x)
-		if err != nil {
-			return nil, &FormatError{File: f.Path, Offset: f.KeyOffset(out[i].Key), Key: out[i].Key, Msg: err.Error()}
-		}
-		out[i].Value = v
-	}
-	return out, nil
-}
-
-// SameIntType is x in the integer type of old, so that readers insisting on
-// a key's type (u32 in llama.cpp) still find it.
-func SameIntType(old Value, x uint64) (Value, error) {
-	switch old.Type {
-	case TypeUint32:
-		return Uint32(uint32(x)), nil
-	case TypeInt32:
-		return Int32(int32(x)), nil
-	case TypeUint64:
-		return Uint64(x), nil
-	case TypeInt64:
-		return Int64(int64(x)), nil
-	case TypeUint16:
-		return Uint16(uint16(x)), nil
-	}
-	return Value{}, fmt.Errorf("holds %s, want an integer", old.TypeName())
-}
-
 // InMTP reports whether the tensor name belongs to one of m's MTP blocks.
 func (m *MoE) InMTP(name string) bool {
 	b, _, ok := SplitBlockName(name)

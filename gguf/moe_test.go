@@ -291,17 +291,6 @@ func TestMoEFusedAndMTP(t *testing.T) {
 			t.Errorf("part %d of expert 3: [%d, +%d) %v; want [%d, +%d)", p, off, size, err, want[0], want[1])
 		}
 	}
-	kv, err := m.DropMTPKV(f, f.KV)
-	if err != nil {
-		t.Fatal(err)
-	}
-	md := Metadata{KV: kv}
-	if n, _ := md.Uint32("testmoe.block_count"); n != 2 {
-		t.Errorf("block_count %d after dropping the MTP block", n)
-	}
-	if n, _ := md.Uint32("testmoe.nextn_predict_layers"); n != 0 {
-		t.Errorf("nextn_predict_layers %d after dropping the MTP block", n)
-	}
 }
 
 func TestMoEInconsistent(t *testing.T) {

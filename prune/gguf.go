@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/stratactl/stratactl/gguf"
-	"github.com/stratactl/stratactl/quant"
 	"github.com/stratactl/stratactl/strata"
 )
 
@@ -46,18 +45,21 @@ type Options struct {
 	// the zero value writes one file.
 	Split gguf.SplitOptions
 	// CarryMTP copies the multi-token-prediction blocks unchanged, every
-	// expert kept; by default they are dropped and the keys say so.
+	// expert kept; by default they are dropped and the keys say so
+	// (strata.KeptTensors, strata.KeptKV).
 	CarryMTP bool
+	// KeepMap, when set, is where the keep map is written beside the model:
+	// both outputs or neither (the model's files are removed again when the
+	// keep map cannot be written).
+	KeepMap string
 }
 
 // Write streams src into a GGUF at out that holds only the experts of keep:
 // every per-expert tensor of a MoE layer (strata.ExpertIndexed) is cut down
 // to the kept slices (in keep-map order), {arch}.expert_count becomes the
 // kept count, the source count and the criterion are recorded, and every
-// other tensor and key is copied unchanged. The multi-token-prediction
-// blocks (never run, in no keep map) are dropped, {arch}.nextn_predict_layers
-// set to 0 and {arch}.block_count reduced, unless opt.CarryMTP. Nothing
-// appears at out unless all of it was written.
+// other tensor and key is copied unchanged. Nothing appears at out unless all
+// of it was written.
 func Write(ctx context.Context, src *gguf.File, keep *strata.Keep, out string, opt Options) (*Result, error) {
 	if err := keep.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", src.Path, err)
@@ -74,54 +76,30 @@ func Write(ctx context.Context, src *gguf.File, keep *strata.Keep, out string, o
 	if g, err := src.Uint32(src.ArchKey("expert_group_count")); err == nil && g > 1 {
 		return nil, fmt.Errorf("%s: %s = %d: grouped routing ties experts to fixed groups, which pruning would break", src.Path, src.ArchKey("expert_group_count"), g)
 	}
-	layerOf := map[int]int{}
-	for l, ml := range m.Layers {
-		layerOf[ml.Block] = l
+	set := []gguf.KV{{Key: strata.KeySourceNExpert, Value: gguf.Uint32(uint32(nExpert))}}
+	if opt.Criterion != "" {
+		set = append(set, gguf.KV{Key: KeyCriterion, Value: gguf.String(opt.Criterion)})
 	}
-
-	kv, err := prunedKV(src, k, nExpert, opt.Criterion)
+	kv, err := strata.KeptKV(src, m, k, opt.CarryMTP, set)
 	if err != nil {
 		return nil, err
 	}
+	kept, err := strata.KeptTensors(src, m, keep, opt.CarryMTP)
+	if err != nil {
+		return nil, err
+	}
+	specs := make([]gguf.TensorSpec, len(kept))
 	res := &Result{Path: out, SourceBytes: src.Size, NExpert: nExpert, NKeep: k}
 	if len(m.MTP) > 0 {
 		res.MTP = &strata.MTPRecord{Blocks: m.MTP, Carried: opt.CarryMTP}
-		if !opt.CarryMTP {
-			if kv, err = m.DropMTPKV(src, kv); err != nil {
-				return nil, err
-			}
-		}
 	}
-	// The source tensors written, in order: all, or all but the MTP blocks'.
-	var tensors []*gguf.TensorInfo
-	for i := range src.Tensors {
-		if opt.CarryMTP || !m.InMTP(src.Tensors[i].Name) {
-			tensors = append(tensors, &src.Tensors[i])
-		}
-	}
-	specs := make([]gguf.TensorSpec, len(tensors))
-	for i, t := range tensors {
-		specs[i] = gguf.TensorSpec{Name: t.Name, Type: t.Type, Dims: append([]int64(nil), t.Dims...)}
-	}
-	sliced := make([]int, len(specs)) // MoE layer index + 1 of a sliced tensor, 0 to copy
-	for i := range specs {
-		t := tensors[i]
-		b, name, ok := gguf.SplitBlockName(t.Name)
-		l, moe := layerOf[b]
-		if !ok || !moe || !strata.ExpertIndexed(name) {
+	for i := range kept {
+		specs[i] = kept[i].Spec
+		if kept[i].Layer < 0 {
 			res.CopiedTensors++
-			continue
+		} else {
+			res.SlicedTensors++
 		}
-		last := len(t.Dims) - 1
-		if t.Dims[last] != int64(nExpert) {
-			return nil, fmt.Errorf("%s: tensor %q (info at byte %d): last dimension %d is not the %d experts", src.Path, t.Name, t.InfoOffset, t.Dims[last], nExpert)
-		}
-		if per, err := quant.RowBytes(t.Type, t.Elements()/int64(nExpert)); err != nil || per*int64(nExpert) != t.Size {
-			return nil, fmt.Errorf("%s: tensor %q (info at byte %d): %d bytes of %s do not split into %d whole experts", src.Path, t.Name, t.InfoOffset, t.Size, t.Type, nExpert)
-		}
-		specs[i].Dims[last] = int64(k)
-		sliced[i] = l + 1
-		res.SlicedTensors++
 	}
 
 	w, paths, err := gguf.CreateSplit(out, kv, specs, opt.Split)
@@ -138,18 +116,9 @@ func Write(ctx context.Context, src *gguf.File, keep *strata.Keep, out string, o
 	if bufSize <= 0 {
 		bufSize = 8 << 20
 	}
-	for i := range specs {
-		t := tensors[i]
-		var parts []io.Reader
-		if sliced[i] == 0 {
-			parts = append(parts, src.SectionReader(t))
-		} else {
-			per := t.Size / int64(nExpert)
-			for _, e := range keep.Keep[sliced[i]-1] {
-				parts = append(parts, io.NewSectionReader(src.SectionReader(t), int64(e)*per, per))
-			}
-		}
-		r := &progressReader{ctx: ctx, r: bufio.NewReaderSize(io.MultiReader(parts...), bufSize), progress: opt.Progress}
+	for i := range kept {
+		t := kept[i].Src
+		r := &progressReader{ctx: ctx, r: bufio.NewReaderSize(kept[i].Reader(src, keep), bufSize), progress: opt.Progress}
 		if err := w.CopyTensor(t.Name, r); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -161,6 +130,14 @@ func Write(ctx context.Context, src *gguf.File, keep *strata.Keep, out string, o
 		return nil, err
 	}
 	ok = true
+	if opt.KeepMap != "" {
+		if err := strata.WriteKeep(opt.KeepMap, keep); err != nil {
+			for _, p := range paths {
+				os.Remove(p)
+			}
+			return nil, err
+		}
+	}
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
@@ -190,41 +167,4 @@ func (p *progressReader) Read(b []byte) (int, error) {
 		p.progress(int64(n))
 	}
 	return n, err
-}
-
-// prunedKV is src's metadata with the expert count set to k and the source
-// count and criterion recorded, in the source's key order (new keys last).
-func prunedKV(src *gguf.File, k, nExpert int, criterion string) ([]gguf.KV, error) {
-	countKey := src.ArchKey("expert_count")
-	kv := make([]gguf.KV, 0, len(src.KV)+2)
-	set := map[string]gguf.Value{
-		countKey:                gguf.Uint32(uint32(k)),
-		strata.KeySourceNExpert: gguf.Uint32(uint32(nExpert)),
-	}
-	if criterion != "" {
-		set[KeyCriterion] = gguf.String(criterion)
-	}
-	done := map[string]bool{}
-	for _, p := range src.KV {
-		if v, ok := set[p.Key]; ok {
-			if p.Key == countKey {
-				// Keep the source's integer type so readers that insist on it
-				// (u32 in llama.cpp) see what they expect.
-				var err error
-				if v, err = gguf.SameIntType(p.Value, uint64(k)); err != nil {
-					return nil, fmt.Errorf("%s: key %q: %w", src.Path, p.Key, err)
-				}
-			}
-			kv = append(kv, gguf.KV{Key: p.Key, Value: v})
-			done[p.Key] = true
-			continue
-		}
-		kv = append(kv, p)
-	}
-	for _, key := range []string{countKey, strata.KeySourceNExpert, KeyCriterion} {
-		if v, ok := set[key]; ok && !done[key] {
-			kv = append(kv, gguf.KV{Key: key, Value: v})
-		}
-	}
-	return kv, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stratactl/stratactl/internal/testmodels"
 	"github.com/stratactl/stratactl/internal/testutil"
+	"github.com/stratactl/stratactl/prune"
 	"github.com/stratactl/stratactl/strata"
 )
 
@@ -39,7 +40,7 @@ func TestMTPAndFusedPipeline(t *testing.T) {
 		if carry {
 			args = append(args, "--carry-mtp")
 		}
-		r := decode[pruneReport](t, stratactl(t, args...))
+		r := decode[prune.Report](t, stratactl(t, args...))
 		if r.MTP == nil || r.MTP.Carried != carry || !slices.Equal(r.MTP.Blocks, []int{4}) {
 			t.Errorf("prune carry %v: mtp %+v", carry, r.MTP)
 		}
