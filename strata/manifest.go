@@ -77,6 +77,7 @@ type LayerError struct {
 type Manifest struct {
 	Format        string       `json:"format"`
 	FormatVersion int          `json:"format_version"`
+	PackID        string       `json:"pack_id,omitempty"` // version 2 on
 	Tool          string       `json:"tool"`
 	ToolVersion   string       `json:"tool_version"`
 	CommandLine   []string     `json:"command_line"`
@@ -123,8 +124,8 @@ func ParseManifest(b []byte, name string) (*Manifest, error) {
 	if err := dec.Decode(&man); err != nil {
 		return nil, formatErr(name, dec.InputOffset(), "not a pack manifest: %v", err)
 	}
-	if man.Format != ManifestFormat || man.FormatVersion != FormatVersion {
-		return &man, formatErr(name, -1, "format %q version %d, want %q %d", man.Format, man.FormatVersion, ManifestFormat, FormatVersion)
+	if man.Format != ManifestFormat || man.FormatVersion < 1 || man.FormatVersion > FormatVersion {
+		return &man, formatErr(name, -1, "format %q version %d, want %q version 1..%d", man.Format, man.FormatVersion, ManifestFormat, FormatVersion)
 	}
 	return &man, nil
 }
