@@ -100,6 +100,15 @@ func (p ExpertPart) FirstElement(e int) int64 {
 	return int64(e)*2*n + int64(p.Half-1)*n
 }
 
+// RowOffset is the first row of the part within one expert's matrix of
+// the tensor: 0, or n_ff_exp for the up half of the fused gate_up.
+func (p ExpertPart) RowOffset() int64 {
+	if p.Half == 0 {
+		return 0
+	}
+	return int64(p.Half-1) * p.Rows
+}
+
 // Label names the part in reports: the tensor's name after "blk.N.", with
 // the half for the fused tensor.
 func (p ExpertPart) Label() string {

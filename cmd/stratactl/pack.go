@@ -16,6 +16,7 @@ func newPackCmd(env *cli.Env) *cobra.Command {
 		jobs               int
 		carryMTP           bool
 		qf                 quantFlags
+		cf                 calibFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "pack IN.gguf -o DIR",
@@ -29,8 +30,17 @@ func newPackCmd(env *cli.Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			man, err := convert.Pack(cmd.Context(), convert.PackConfig{In: args[0], OutDir: out, Type: t, Keep: keep, Imatrix: imatrix, CarryMTP: carryMTP,
-				Q2: q2, Jobs: jobs, Version: cli.Version, Args: env.Args, Progress: progressFor(env)})
+			cal, err := cf.prepare(cmd.Context(), env, cmd.Flags(), args[0], t, jobs)
+			if err != nil {
+				return err
+			}
+			pc := convert.PackConfig{In: args[0], OutDir: out, Type: t, Keep: keep, Imatrix: imatrix, CarryMTP: carryMTP,
+				Q2: q2, Jobs: jobs, Version: cli.Version, Args: env.Args, Progress: progressFor(env)}
+			if cal != nil {
+				defer cal.Close()
+				pc.Experts, pc.Calib = cal.q, cal.info
+			}
+			man, err := convert.Pack(cmd.Context(), pc)
 			if err != nil {
 				return err
 			}
@@ -65,5 +75,6 @@ func newPackCmd(env *cli.Env) *cobra.Command {
 	f.StringVar(&imatrix, "imatrix", "", "importance matrix (llama.cpp GGUF imatrix)")
 	f.BoolVar(&carryMTP, "carry-mtp", false, "keep the multi-token-prediction blocks (nextn_predict_layers), whole, in model.gguf instead of dropping them")
 	cli.Threads(f, &jobs, "worker threads (0: all cores)")
+	cf.add(f)
 	return cmd
 }
