@@ -75,7 +75,7 @@ type Trace struct {
 	// (≤ Tick; before any demand the pack's ranking, as 0, -1, -2, ...
 	// from the hottest) and its demands. The store's eviction score is
 	// Keep(Last, Uses, UseWeight).
-	UseWeight int64
+	UseWeight  int64
 	Tick       int64
 	Last, Uses []int64
 	Records    []Record

@@ -110,7 +110,7 @@ type PackStore struct {
 	// keyLast and keyUses are each expert's history, resident or not: the
 	// tick of its last demand and its demands.
 	keyLast, keyUses []int64
-	useWeight        int64 // cachesim.UseWeight of the model
+	useWeight        int64    // cachesim.UseWeight of the model
 	jobs             chan int // reads the forward pass waits for
 	guesses          chan int // read-ahead, served only when no demand read waits
 	wg               sync.WaitGroup
