@@ -3,10 +3,13 @@ package main
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/stratactl/stratactl/engine"
 	"github.com/stratactl/stratactl/evalq"
 	"github.com/stratactl/stratactl/internal/cli"
@@ -47,9 +50,10 @@ with M the row's arena_mb.`,
 	cli.IntVar(fl, &f.ctx, "ctx", 256, 2, maxCtx, "tokens per window")
 	cli.IntVar(fl, &f.chunks, "chunks", 4, 0, math.MaxInt32, "windows to evaluate (0: all)")
 	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS); results do not depend on it")
-	fl.Float64SliceVar(&f.arenas, "arenas", []float64{0.25, 0.5}, "arena sizes, as fractions of the pack's experts, in (0, 1]")
-	fl.Float64SliceVar(&f.bonuses, "bonuses", []float64{0.5, 0.85, 1.5}, "cache bonuses to measure (besides no bonus)")
-	fl.IntSliceVar(&f.exact, "exact", []int{1, 2, 3}, "exact picks to measure with each bonus")
+	f.arenas, f.bonuses, f.exact = []float64{0.25, 0.5}, []float64{0.5, 0.85, 1.5}, []int{1, 2, 3}
+	numList(fl, &f.arenas, "arenas", 0, 1, true, "arena sizes, as fractions of the pack's experts")
+	numList(fl, &f.bonuses, "bonuses", -maxCacheBonus, maxCacheBonus, false, "cache bonuses to measure (besides no bonus)")
+	numList(fl, &f.exact, "exact", 0, maxExperts, false, "exact picks to measure with each bonus")
 	return cmd
 }
 
@@ -85,21 +89,6 @@ type routingReport struct {
 }
 
 func benchRouting(cmd *cobra.Command, env *cli.Env, pack string, f *benchRoutingFlags) error {
-	for _, a := range f.arenas {
-		if !(a > 0 && a <= 1) {
-			return fmt.Errorf("--arenas: %g is not a fraction in (0, 1]", a)
-		}
-	}
-	for _, b := range f.bonuses {
-		if math.IsNaN(b) || math.Abs(b) > maxCacheBonus {
-			return fmt.Errorf("--bonuses: %g is outside -%d..%d", b, maxCacheBonus, maxCacheBonus)
-		}
-	}
-	for _, j := range f.exact {
-		if j < 0 || j > maxExperts {
-			return fmt.Errorf("--exact: %d is outside 0..%d", j, maxExperts)
-		}
-	}
 	ref, err := engine.Open(pack, engine.Options{Threads: f.threads})
 	if err != nil {
 		return err
@@ -183,4 +172,48 @@ func benchRouting(cmd *cobra.Command, env *cli.Env, pack string, f *benchRouting
 			r.KLDMean, r.Top1, r.HitRate, r.BeladyHit, r.OfBelady, r.MissesPerT, r.ReadMBPerT)
 	}
 	return tw.Flush()
+}
+
+// numListValue is a comma-separated list flag whose every number is in
+// [lo, hi] (lo excluded when loOpen).
+type numListValue[T int | float64] struct {
+	p      *[]T
+	lo, hi T
+	loOpen bool
+}
+
+func numList[T int | float64](fl *pflag.FlagSet, p *[]T, name string, lo, hi T, loOpen bool, usage string) {
+	v := &numListValue[T]{p: p, lo: lo, hi: hi, loOpen: loOpen}
+	fl.Var(v, name, fmt.Sprintf("%s, comma-separated, each %s", usage, v.Range()))
+}
+
+func (v *numListValue[T]) Range() string {
+	if v.loOpen {
+		return fmt.Sprintf("over %v, up to %v", v.lo, v.hi)
+	}
+	return fmt.Sprintf("%v..%v", v.lo, v.hi)
+}
+
+func (v *numListValue[T]) String() string {
+	parts := make([]string, len(*v.p))
+	for i, x := range *v.p {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (v *numListValue[T]) Type() string { return "list" }
+
+func (v *numListValue[T]) Set(s string) error {
+	var out []T
+	for _, f := range strings.Split(s, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		t := T(x)
+		if err != nil || math.IsNaN(x) || float64(t) != x || t > v.hi || t < v.lo || (v.loOpen && t == v.lo) {
+			return fmt.Errorf("%q: want numbers %s", f, v.Range())
+		}
+		out = append(out, t)
+	}
+	*v.p = out
+	return nil
 }
