@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stratactl/stratactl/engine/enginetest"
+	"github.com/stratactl/stratactl/evalq"
 	"github.com/stratactl/stratactl/internal/testutil"
 )
 
@@ -33,7 +34,7 @@ func TestBenchRouting(t *testing.T) {
 		if r.Bonus != nil {
 			args = append(args, "--cache-bonus", "1.5", "--exact-picks", "1")
 		}
-		ev := decode[evalReport](t, stratactl(t, args...))
+		ev := decode[evalq.Report](t, stratactl(t, args...))
 		if ev.KLDMean != r.KLDMean || ev.Top1Agreement != r.Top1 || ev.Stream.HitRate != r.HitRate ||
 			*ev.Stream.BeladyHitRate != r.BeladyHit || ev.Stream.MissesPerToken != r.MissesPerT || ev.Stream.ArenaSlots != r.ArenaSlots {
 			t.Errorf("row %+v; eval gives KLD %v top-1 %v hit rate %v Belady %v misses %v in %d slots", r,
