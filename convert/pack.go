@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/quant"
 	"github.com/stratactl/stratactl/strata"
 	"golang.org/x/sync/errgroup"
@@ -189,15 +190,21 @@ func Pack(ctx context.Context, cfg PackConfig) (*Manifest, error) {
 	if _, err := os.Lstat(out); err == nil {
 		return nil, fmt.Errorf("%s already exists: remove it or choose another -o", out)
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-")
+	// The room: model.experts exactly, model.gguf about the dense bytes.
+	if err := osutil.CheckSpace(out, int64(h.FileBytes)+m.DenseBytes); err != nil {
+		return nil, err
+	}
+	tmpDir, err := osutil.MkdirTemp(out)
 	if err != nil {
 		return nil, err
 	}
+	tmp := tmpDir.Path
 	done := false
 	defer func() {
 		if !done {
 			os.RemoveAll(tmp)
 		}
+		tmpDir.Release()
 	}()
 
 	// The source is hashed by a sequential read beside the conversion.
@@ -354,7 +361,7 @@ func writeExperts(ctx context.Context, path string, f *gguf.File, m *gguf.MoE, k
 			n := int(t.Dims[0] * t.Dims[1])
 			file, fileOff := f.Locate(t)
 			s := <-scratches
-			r.st[p], err = convertSpan(t.Type, cfg.Type, in, r.parts[p], n, s, opt, span{file: file, tensor: t.Name, expert: src, firstElem: int64(src) * int64(n), fileOff: fileOff + off})
+			r.st[p], err = convertSpan(t.Type, cfg.Type, in, r.parts[p], n, s, opt, span{ctx: ctx, file: file, tensor: t.Name, expert: src, firstElem: int64(src) * int64(n), fileOff: fileOff + off})
 			scratches <- s
 			if err != nil {
 				return r, err
@@ -516,7 +523,7 @@ func writeRouterCopy(w *gguf.FileWriter, name string, f *gguf.File, router *gguf
 
 // hashFile reads a file sequentially and returns its size and sha256.
 func hashFile(ctx context.Context, path string) (int64, string, error) {
-	fh, err := os.Open(path)
+	fh, _, err := osutil.OpenRegular(path)
 	if err != nil {
 		return 0, "", err
 	}

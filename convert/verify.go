@@ -12,6 +12,7 @@ import (
 	"sort"
 
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/quant"
 	"github.com/stratactl/stratactl/strata"
 )
@@ -379,7 +380,7 @@ func compareTensor(ctx context.Context, f *gguf.File, t *gguf.TensorInfo, src *g
 			return tc, err
 		}
 		expect := make([]byte, len(tb))
-		st, err := convertSpan(s.Type, t.Type, sb, expect, int(n*t.Dims[0]), &sc, opt, span{file: src.Path, tensor: s.Name, expert: -1, firstElem: row * t.Dims[0], fileOff: src.DataStart(s) + row*s.RowBytes()})
+		st, err := convertSpan(s.Type, t.Type, sb, expect, int(n*t.Dims[0]), &sc, opt, span{ctx: ctx, file: src.Path, tensor: s.Name, expert: -1, firstElem: row * t.Dims[0], fileOff: src.DataStart(s) + row*s.RowBytes()})
 		if err != nil {
 			return tc, err
 		}
@@ -739,7 +740,7 @@ func checkRouters(mf *gguf.File, x *strata.Experts, r *VerifyReport) (int, error
 
 func checkManifest(ctx context.Context, dir, source string, r *VerifyReport) (*Manifest, error) {
 	path := filepath.Join(dir, PackManifest)
-	b, err := os.ReadFile(path)
+	b, err := osutil.ReadFile(ctx, path, osutil.MaxMetaBytes)
 	if err != nil {
 		r.failf("manifest", path, -1, "%v", err)
 		return nil, nil
@@ -980,7 +981,7 @@ func verifySlots(ctx context.Context, cfg VerifyConfig, x *strata.Experts, keep 
 				}
 				expect = make([]byte, pt.Bytes)
 				// convertSpan leaves the source values in s.x.
-				if sc.want[p], err = convertSpan(st.Type, pt.Type, sb, expect, n, s, opt, span{file: src.Path, tensor: st.Name, expert: srcID, firstElem: int64(srcID) * int64(n), fileOff: src.DataStart(st) + so}); err != nil {
+				if sc.want[p], err = convertSpan(st.Type, pt.Type, sb, expect, n, s, opt, span{ctx: ctx, file: src.Path, tensor: st.Name, expert: srcID, firstElem: int64(srcID) * int64(n), fileOff: src.DataStart(st) + so}); err != nil {
 					return sc, err
 				}
 				xs, ye := s.floats(n)

@@ -1,14 +1,16 @@
 package evalq
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
-	"os"
+
+	"github.com/stratactl/stratactl/internal/osutil"
 )
 
 // ReadIDs reads a file of little-endian int32 token ids.
 func ReadIDs(path string) ([]int32, error) {
-	b, err := os.ReadFile(path)
+	b, err := osutil.ReadFile(context.Background(), path, osutil.MaxTextBytes)
 	if err != nil {
 		return nil, err
 	}

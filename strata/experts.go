@@ -535,6 +535,10 @@ func CreateExperts(path string, h *Header) (*ExpertsFile, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := out.Reserve(int64(h.FileBytes)); err != nil {
+		out.Abort()
+		return nil, err
+	}
 	xw, err := NewExpertsWriter(out.File, h, path)
 	if err != nil {
 		out.Abort()

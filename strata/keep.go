@@ -1,12 +1,13 @@
 package strata
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
 
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/osutil"
 )
 
 // STRP constants (docs/FORMATS.md, "keep.strp (STRP), version 1").
@@ -299,7 +300,7 @@ func ParseKeep(b []byte, name string) (*Keep, error) {
 
 // ReadKeep reads and checks a keep.strp file.
 func ReadKeep(path string) (*Keep, error) {
-	b, err := os.ReadFile(path)
+	b, err := osutil.ReadFile(context.Background(), path, osutil.MaxMetaBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -10,6 +10,7 @@ import (
 	"github.com/stratactl/stratactl/engine"
 	"github.com/stratactl/stratactl/evalq"
 	"github.com/stratactl/stratactl/internal/cli"
+	"github.com/stratactl/stratactl/internal/osutil"
 )
 
 func init() { register(newEvalCmd) }
@@ -85,7 +86,7 @@ func loadWindows(m *engine.Model, text, ids string, ctx, max int) ([][]int32, st
 		}
 	} else {
 		src = text
-		b, err := os.ReadFile(text)
+		b, err := osutil.ReadFile(context.Background(), text, osutil.MaxTextBytes)
 		if err != nil {
 			return nil, "", err
 		}

@@ -81,6 +81,9 @@ func runProfile(cmd *cobra.Command, env *cli.Env, path string, f *profileFlags) 
 	if f.maxTokens < 0 {
 		return fmt.Errorf("--max-tokens must be >= 0")
 	}
+	if err := checkFiles([]string{path, f.calib, f.calibIDs}, []string{f.out}); err != nil {
+		return err
+	}
 	m, err := engine.Open(path, engine.Options{Threads: f.threads})
 	if err != nil {
 		return err

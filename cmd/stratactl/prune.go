@@ -127,8 +127,12 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 		}
 		plan = prune.PlanFromKeep(keep)
 	}
-	if keepOut != "" && (keepOut == f.out || keepOut == path) {
-		return fmt.Errorf("the keep map %s would overwrite a model file", keepOut)
+	split, err := f.split.options()
+	if err != nil {
+		return err
+	}
+	if err := checkFiles([]string{path, f.profile, f.keepMap}, append(outputs(f.out, split), keepOut)); err != nil {
+		return err
 	}
 
 	var retained []prune.Retained
@@ -143,10 +147,6 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 		total += src.Tensors[i].Size
 	}
 	prog := env.NewProgress(total*int64(plan.NKeep())/int64(plan.NExpert), "prune", true)
-	split, err := f.split.options()
-	if err != nil {
-		return err
-	}
 	res, err := prune.Write(cmd.Context(), src, plan, f.out, prune.Options{Criterion: criterion, Progress: prog.Add, Split: split})
 	prog.Done()
 	if err != nil {

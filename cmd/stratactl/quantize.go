@@ -35,6 +35,9 @@ func newQuantizeCmd(env *cli.Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := checkFiles([]string{args[0], imatrix}, outputs(out, so)); err != nil {
+				return err
+			}
 			res, err := convert.Quantize(cmd.Context(), convert.QuantizeConfig{In: args[0], Out: out, Type: t, Tensors: tensors,
 				Q2: q2, Imatrix: imatrix, Jobs: jobs, Version: cli.Version, Progress: progressFor(env), Split: so})
 			if err != nil {

@@ -2,16 +2,17 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
 	"runtime"
 
 	"github.com/spf13/cobra"
 	"github.com/stratactl/stratactl/engine"
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/cli"
+	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/kernels"
 )
 
@@ -117,6 +118,9 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	cacheAware := !math.IsNaN(f.cacheBonus)
 	if cacheAware && math.IsInf(f.cacheBonus, 0) {
 		return fmt.Errorf("--cache-bonus must be finite")
+	}
+	if err := checkFiles([]string{path, f.idsFile}, []string{f.logits}); err != nil {
+		return err
 	}
 	m, err := engine.Open(path, engine.Options{Threads: f.threads, Stream: engine.StreamOptions{
 		ArenaMB: f.arenaMB, Readers: f.readers, NoReadAhead: f.noReadAhead, Buffered: f.buffered,
@@ -259,7 +263,7 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 
 // readIDs reads a prompt of little-endian int32 token ids.
 func readIDs(path string, vocab int) ([]int32, error) {
-	b, err := os.ReadFile(path)
+	b, err := osutil.ReadFile(context.Background(), path, osutil.MaxTextBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,9 @@ func newSynthCmd(env *cli.Env) *cobra.Command {
 			if cfg.Out == "" {
 				return fmt.Errorf("-o FILE is required")
 			}
+			if err := checkFiles(nil, []string{cfg.Out}); err != nil {
+				return err
+			}
 			var err error
 			if cfg.Type, err = quant.ParseType(typ); err != nil {
 				return err

@@ -146,8 +146,8 @@ func ExitCode(err error) int {
 	return 1
 }
 
-// SignalContext is cancelled on SIGINT or SIGTERM, so long work stops
-// promptly and removes its partial output.
+// SignalContext is cancelled on SIGINT, SIGTERM or SIGHUP (a closed
+// terminal), so long work stops promptly and removes its partial output.
 func SignalContext(parent context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 }
