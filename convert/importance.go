@@ -3,10 +3,10 @@ package convert
 import (
 	"errors"
 
-	"github.com/stratactl/stratactl/quant/imatrix"
+	"github.com/stratactl/stratactl/imatrix"
 )
 
-// Importance is an importance matrix (package quant/imatrix) as the
+// Importance is an importance matrix (package imatrix) as the
 // pipelines ask for it: by tensor name and ne0×ne1 matrix (expert).
 type Importance struct {
 	Path string

@@ -14,7 +14,7 @@ import (
 // SynthConfig describes a synthetic model.
 type SynthConfig struct {
 	Out         string
-	Arch        string // only "qwen3moe"
+	Arch        string // "qwen3moe" or "qwen35moe"
 	Layers      int
 	Experts     int
 	ExpertsUsed int // 0: min(8, Experts)
@@ -25,6 +25,7 @@ type SynthConfig struct {
 	Seed        uint64
 	Jobs        int
 	Progress    ProgressFunc
+	Hybrid      HybridShape // qwen35moe only: the token mixers' geometry
 }
 
 // SynthResult says what was written.
@@ -38,6 +39,10 @@ type SynthResult struct {
 	HeadsKV  int               `json:"head_count_kv"`
 	HeadDim  int               `json:"head_dim"`
 	Vocab    int               `json:"vocab"`
+	// qwen35moe: the layers of full attention (the others are gated delta
+	// nets) and the geometry used.
+	AttentionLayers []int        `json:"attention_layers,omitempty"`
+	Hybrid          *HybridShape `json:"hybrid,omitempty"`
 }
 
 // synthMerges are the tokenizer's merges; each result is a token too.
@@ -103,13 +108,13 @@ func canSynth(t quant.Type) bool {
 // Synth writes a complete synthetic model, streaming: memory does not grow
 // with its size, and the bytes depend only on the configuration and seed.
 func Synth(ctx context.Context, cfg SynthConfig) (*SynthResult, error) {
-	if cfg.Arch != "qwen3moe" {
-		return nil, fmt.Errorf("synth makes qwen3moe models, not %q", cfg.Arch)
+	if cfg.Arch != "qwen3moe" && cfg.Arch != "qwen35moe" {
+		return nil, fmt.Errorf("synth makes qwen3moe and qwen35moe models, not %q", cfg.Arch)
 	}
 	if cfg.Layers <= 0 || cfg.Experts <= 0 || cfg.Embd <= 0 || cfg.FF <= 0 {
 		return nil, fmt.Errorf("layers, experts, embd and ff must be positive (got %d, %d, %d, %d)", cfg.Layers, cfg.Experts, cfg.Embd, cfg.FF)
 	}
-	if cfg.Embd%64 != 0 {
+	if cfg.Arch == "qwen3moe" && cfg.Embd%64 != 0 {
 		return nil, fmt.Errorf("--embd %d must be a multiple of 64 (heads of 64)", cfg.Embd)
 	}
 	for _, t := range []quant.Type{cfg.Type, cfg.DenseType} {
@@ -128,6 +133,15 @@ func Synth(ctx context.Context, cfg SynthConfig) (*SynthResult, error) {
 	res.HeadsKV = res.Heads
 	if res.Heads%4 == 0 {
 		res.HeadsKV = res.Heads / 4
+	}
+	var hy HybridShape
+	if cfg.Arch == "qwen35moe" {
+		var err error
+		if hy, err = cfg.Hybrid.resolve(cfg.Embd, cfg.FF); err != nil {
+			return nil, err
+		}
+		res.Heads, res.HeadsKV, res.HeadDim = hy.Heads, hy.HeadsKV, hy.HeadDim
+		res.Hybrid = &hy
 	}
 	// Tokenizer: control tokens, the 256 bytes, the merges' results.
 	tokens := []string{"<|endoftext|>", "<|im_start|>", "<|im_end|>"}
@@ -169,6 +183,13 @@ func Synth(ctx context.Context, cfg SynthConfig) (*SynthResult, error) {
 	}
 	must(add("token_embd.weight", cfg.DenseType, 0, 0.02, D, V))
 	for b := range cfg.Layers {
+		if cfg.Arch == "qwen35moe" {
+			if hy.isAttention(b) {
+				res.AttentionLayers = append(res.AttentionLayers, b)
+			}
+			must(hy.addBlock(b, cfg, add))
+			continue
+		}
 		p := fmt.Sprintf("blk.%d.", b)
 		must(add(p+"attn_norm.weight", quant.F32, 1, 0.02, D))
 		must(add(p+"attn_q.weight", cfg.DenseType, 0, inv(D), D, qd))
@@ -189,7 +210,6 @@ func Synth(ctx context.Context, cfg SynthConfig) (*SynthResult, error) {
 		return nil, err
 	}
 
-	arch := cfg.Arch + "."
 	kv := []gguf.KV{
 		{Key: "general.architecture", Value: gguf.String(cfg.Arch)},
 		{Key: "general.name", Value: gguf.String(fmt.Sprintf("synth-%s-%dx%d-%dx%d-%s", cfg.Arch, cfg.Layers, cfg.Experts, cfg.Embd, cfg.FF, cfg.Type))},
@@ -198,6 +218,32 @@ func Synth(ctx context.Context, cfg SynthConfig) (*SynthResult, error) {
 	if ft, ok := llamaFtype[cfg.Type]; ok {
 		kv = append(kv, gguf.KV{Key: "general.file_type", Value: gguf.Uint32(ft)})
 	}
+	if cfg.Arch == "qwen35moe" {
+		kv = append(kv, hy.metadata(cfg, used)...)
+	} else {
+		kv = append(kv, qwen3moeKV(cfg, res, used)...)
+	}
+	pre := "gpt-2"
+	if cfg.Arch == "qwen35moe" {
+		pre = "qwen35" // what real Qwen3.5 GGUFs name
+	}
+	kv = append(kv,
+		gguf.KV{Key: "tokenizer.ggml.model", Value: gguf.String("gpt2")},
+		gguf.KV{Key: "tokenizer.ggml.pre", Value: gguf.String(pre)},
+		gguf.KV{Key: "tokenizer.ggml.tokens", Value: gguf.MustArray(tokens)},
+		gguf.KV{Key: "tokenizer.ggml.token_type", Value: gguf.MustArray(types)},
+		gguf.KV{Key: "tokenizer.ggml.merges", Value: gguf.MustArray(merges)},
+		gguf.KV{Key: "tokenizer.ggml.bos_token_id", Value: gguf.Uint32(0)},
+		gguf.KV{Key: "tokenizer.ggml.eos_token_id", Value: gguf.Uint32(0)},
+		gguf.KV{Key: "tokenizer.ggml.add_bos_token", Value: gguf.Bool(false)},
+	)
+	return synthWrite(ctx, cfg, res, kv, ts)
+}
+
+// qwen3moeKV is qwen3moe's hyperparameter block.
+func qwen3moeKV(cfg SynthConfig, res *SynthResult, used int) []gguf.KV {
+	arch := cfg.Arch + "."
+	var kv []gguf.KV
 	u := func(k string, v int) { kv = append(kv, gguf.KV{Key: arch + k, Value: gguf.Uint32(uint32(v))}) }
 	u("block_count", cfg.Layers)
 	u("context_length", 2048)
@@ -212,16 +258,11 @@ func Synth(ctx context.Context, cfg SynthConfig) (*SynthResult, error) {
 		gguf.KV{Key: arch + "attention.layer_norm_rms_epsilon", Value: gguf.Float32(1e-6)})
 	u("expert_count", cfg.Experts)
 	u("expert_used_count", used)
-	kv = append(kv,
-		gguf.KV{Key: "tokenizer.ggml.model", Value: gguf.String("gpt2")},
-		gguf.KV{Key: "tokenizer.ggml.pre", Value: gguf.String("gpt-2")},
-		gguf.KV{Key: "tokenizer.ggml.tokens", Value: gguf.MustArray(tokens)},
-		gguf.KV{Key: "tokenizer.ggml.token_type", Value: gguf.MustArray(types)},
-		gguf.KV{Key: "tokenizer.ggml.merges", Value: gguf.MustArray(merges)},
-		gguf.KV{Key: "tokenizer.ggml.bos_token_id", Value: gguf.Uint32(0)},
-		gguf.KV{Key: "tokenizer.ggml.eos_token_id", Value: gguf.Uint32(0)},
-		gguf.KV{Key: "tokenizer.ggml.add_bos_token", Value: gguf.Bool(false)},
-	)
+	return kv
+}
+
+// synthWrite writes the tensors ts under the metadata kv, streaming.
+func synthWrite(ctx context.Context, cfg SynthConfig, res *SynthResult, kv []gguf.KV, ts []synthTensor) (*SynthResult, error) {
 	specs := make([]gguf.TensorSpec, len(ts))
 	for i, t := range ts {
 		specs[i] = t.spec

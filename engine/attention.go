@@ -8,13 +8,19 @@ import (
 
 // attention runs the attention block on the normed inputs xn of T tokens at
 // positions s.Pos.., appends their keys and values to the cache and returns
-// the concatenated head outputs [T][Heads*ValueDim].
+// the concatenated head outputs [T][Heads*ValueDim] (times sigmoid of the
+// output gate when the layer has one), before the output projection.
 func (s *Session) attention(l int, L *Layer, xn []float32, T int) []float32 {
 	m := s.m
 	c := &m.Config
 	hd, vd := c.HeadDim, c.ValueDim
 	qdim, kdim, vdim := c.Heads*hd, c.HeadsKV*hd, c.HeadsKV*vd
-	q := make([]float32, T*qdim)
+	// With an output gate, head h's rows of Q are its query then its gate.
+	qstride, hstride := qdim, hd
+	if L.QGate {
+		qstride, hstride = 2*qdim, 2*hd
+	}
+	q := make([]float32, T*qstride)
 	k := make([]float32, T*kdim)
 	v := make([]float32, T*vdim)
 	if T == 1 {
@@ -24,18 +30,18 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int) []float32 {
 		m.Pool.MatMul(&L.K, xn, T, k)
 		m.Pool.MatMul(&L.V, xn, T, v)
 	}
-	inv := m.ropeInv()
+	r := m.ropeTable()
 	for t := 0; t < T; t++ {
-		pos := s.Pos + t
+		pos := textPos(s.Pos + t)
 		for h := 0; h < c.Heads; h++ {
-			qh := q[t*qdim+h*hd : t*qdim+(h+1)*hd]
+			qh := q[t*qstride+h*hstride : t*qstride+h*hstride+hd]
 			rmsNorm(qh, qh, L.QNorm, c.Eps)
-			ropeNeox(qh, pos, inv)
+			r.apply(qh, pos)
 		}
 		for h := 0; h < c.HeadsKV; h++ {
 			kh := k[t*kdim+h*hd : t*kdim+(h+1)*hd]
 			rmsNorm(kh, kh, L.KNorm, c.Eps)
-			ropeNeox(kh, pos, inv)
+			r.apply(kh, pos)
 		}
 	}
 	s.kcache[l] = append(s.kcache[l], k...)
@@ -50,7 +56,7 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int) []float32 {
 			t, h := i/c.Heads, i%c.Heads
 			kvh := h / group
 			n := s.Pos + t + 1
-			qh := q[t*qdim+h*hd : t*qdim+(h+1)*hd]
+			qh := q[t*qstride+h*hstride : t*qstride+h*hstride+hd]
 			mx := float32(math.Inf(-1))
 			for j := 0; j < n; j++ {
 				sc := kernels.DotF32(kc[j*kdim+kvh*hd:j*kdim+(kvh+1)*hd], qh) * scale
@@ -69,28 +75,82 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int) []float32 {
 				p := scores[j] * inv
 				kernels.Axpy(o, p, vc[j*vdim+kvh*vd:j*vdim+(kvh+1)*vd])
 			}
+			if L.QGate {
+				g := q[t*qstride+h*hstride+hd : t*qstride+(h+1)*hstride]
+				for i := range o {
+					o[i] *= sigmoid(g[i])
+				}
+			}
 		}
 	})
 	return out
 }
 
-// ropeInv is theta_i = base^(-2i/head_dim) for the NEOX pairs.
-func (m *Model) ropeInv() []float64 {
+// rope is the rotary embedding of a model: theta_i = base^(-2i/RopeDims)
+// for the NEOX pairs (i, i+RopeDims/2) of the first RopeDims dims, and for
+// multi-section RoPE the position component each pair reads.
+type rope struct {
+	inv  []float64
+	sect []uint8 // nil: every pair reads component 0
+}
+
+// textPos is the position of a text token for every RoPE variant: M-RoPE's
+// time, height and width components are the token index, the extra one 0
+// (llama.cpp's layout for text).
+func textPos(p int) [4]int { return [4]int{p, p, p, 0} }
+
+func (m *Model) ropeTable() *rope {
 	m.ropeOnce.Do(func() {
-		hd := m.Config.HeadDim
-		m.rope = make([]float64, hd/2)
-		for i := range m.rope {
-			m.rope[i] = math.Pow(m.Config.RopeBase, -2*float64(i)/float64(hd))
+		c := &m.Config
+		n := c.RopeDims
+		r := &rope{inv: make([]float64, n/2)}
+		for i := range r.inv {
+			r.inv[i] = math.Pow(c.RopeBase, -2*float64(i)/float64(n))
 		}
+		if c.RopeSections != nil {
+			r.sect = imropeSections(c.RopeSections, n/2)
+		}
+		m.rope = r
 	})
 	return m.rope
 }
 
-// ropeNeox rotates pairs (i, i+d/2) by pos*theta_i (rotate-half style).
-func ropeNeox(x []float32, pos int, inv []float64) {
-	half := len(x) / 2
+// imropeSections assigns each of n pairs its position component the way
+// interleaved M-RoPE (ggml's IMROPE) does: pair i is in sector i mod
+// sum(sections); sectors cycle time, height, width while each component
+// has sections left (3*sections[k] sectors), the rest read the extra one.
+func imropeSections(sections []int, n int) []uint8 {
+	total := 0
+	for _, v := range sections {
+		total += v
+	}
+	out := make([]uint8, n)
+	for i := range out {
+		sector := i % total
+		switch {
+		case sector%3 == 0 && sector < 3*sections[0]:
+			out[i] = 0
+		case sector%3 == 1 && sector < 3*sections[1]:
+			out[i] = 1
+		case sector%3 == 2 && sector < 3*sections[2]:
+			out[i] = 2
+		default:
+			out[i] = 3
+		}
+	}
+	return out
+}
+
+// apply rotates the first 2*len(inv) dims of x, pairs (i, i+len(inv)), by
+// pos*theta_i (rotate-half style); the rest of x passes through.
+func (r *rope) apply(x []float32, pos [4]int) {
+	half := len(r.inv)
 	for i := 0; i < half; i++ {
-		sin, cos := math.Sincos(float64(pos) * inv[i])
+		p := pos[0]
+		if r.sect != nil {
+			p = pos[r.sect[i]]
+		}
+		sin, cos := math.Sincos(float64(p) * r.inv[i])
 		c, s := float32(cos), float32(sin)
 		x0, x1 := x[i], x[i+half]
 		x[i] = float32(x0*c) - float32(x1*s)

@@ -22,8 +22,23 @@ type LayerTrace struct {
 	// ExpertOut is each selected expert's output vector before weighting,
 	// [Tokens][ExpertsUsed][Embd] (REAP: weight x L2 norm of it).
 	ExpertOut []float32
+	// MoEInput is the normed hidden state the router and every selected
+	// expert's gate and up projections read, [Tokens][Embd].
+	MoEInput []float32
+	// ExpertAct is each selected expert's SwiGLU product silu(gate x) *
+	// (up x), the input of its down projection, [Tokens][ExpertsUsed]
+	// [ExpertFF]; nil unless Session.TraceExpertAct is set.
+	ExpertAct []float32
 	// Hidden is the residual stream after the layer, [Tokens][Embd].
 	Hidden []float32
+	// MixerOut is the token mixer's output (attention or gated delta net,
+	// after its output projection, before the residual add), [Tokens][Embd].
+	MixerOut []float32
+	// SharedGate is sigmoid(ffn_gate_inp_shexp . x) per token and
+	// SharedOut the shared expert's output before that gate,
+	// [Tokens][Embd]; both nil for a model without a shared expert.
+	SharedGate []float32
+	SharedOut  []float32
 }
 
 // Observer is called by the forward pass after each layer.
@@ -42,13 +57,19 @@ type Routing struct {
 	Exact      int
 }
 
-// Session is one sequence being decoded: positions so far and the KV cache.
+// Session is one sequence being decoded: positions so far, the KV cache of
+// each attention layer and the recurrent state of each gated delta net.
 type Session struct {
 	m   *Model
 	Pos int
-	// kcache/vcache per layer: position-major [pos][HeadsKV*dim].
+	// kcache/vcache per attention layer: position-major [pos][HeadsKV*dim].
 	kcache, vcache [][]float32
-	Observer       Observer
+	// delta per layer: the recurrent state, nil for attention layers.
+	delta    []*deltaState
+	Observer Observer
+	// TraceExpertAct makes the Observer's traces carry ExpertAct (costs
+	// Tokens x ExpertsUsed x ExpertFF floats per layer).
+	TraceExpertAct bool
 	Routing        Routing
 	// MaxBatch bounds the tokens run through the layers at once in prefill
 	// (memory); it changes no result.
@@ -69,12 +90,19 @@ type SessionStats struct {
 
 // NewSession starts an empty sequence.
 func (m *Model) NewSession() *Session {
-	return &Session{
+	s := &Session{
 		m:        m,
 		kcache:   make([][]float32, m.Config.Layers),
 		vcache:   make([][]float32, m.Config.Layers),
+		delta:    make([]*deltaState, m.Config.Layers),
 		MaxBatch: 64,
 	}
+	for l := range m.Layers {
+		if m.Layers[l].Delta != nil {
+			s.delta[l] = newDeltaState(&m.Config.SSM)
+		}
+	}
+	return s
 }
 
 // Model is the session's model.
@@ -86,6 +114,9 @@ func (s *Session) Reset() {
 	for i := range s.kcache {
 		s.kcache[i] = s.kcache[i][:0]
 		s.vcache[i] = s.vcache[i][:0]
+		if s.delta[i] != nil {
+			s.delta[i].reset()
+		}
 	}
 }
 
@@ -118,8 +149,12 @@ func (s *Session) Forward(ids []int32, all bool) ([]float32, error) {
 		logits, err := s.batch(ids[lo:hi], all, last)
 		if err != nil {
 			// Drop the keys and values the failed batch appended, so the
-			// session stays usable at its last good position.
+			// session stays usable at its last good position (the failed
+			// batch's recurrent states were never committed).
 			for l := range s.kcache {
+				if s.delta[l] != nil {
+					continue
+				}
 				s.kcache[l] = s.kcache[l][:s.Pos*c.HeadsKV*c.HeadDim]
 				s.vcache[l] = s.vcache[l][:s.Pos*c.HeadsKV*c.ValueDim]
 			}
@@ -151,9 +186,14 @@ func (s *Session) batch(ids []int32, all, last bool) ([]float32, error) {
 	for l := range m.Layers {
 		L := &m.Layers[l]
 		rmsNormRows(xn, x, L.AttnNorm, D, c.Eps)
-		att := s.attention(l, L, xn, T)
-		o := make([]float32, T*D)
-		m.Pool.MatMul(&L.O, att, T, o)
+		var o []float32
+		if L.Delta != nil {
+			o = s.deltaNet(l, L, xn, T)
+		} else {
+			att := s.attention(l, L, xn, T)
+			o = make([]float32, T*D)
+			m.Pool.MatMul(&L.O, att, T, o)
+		}
 		for i := range x {
 			x[i] += o[i]
 		}
@@ -170,10 +210,15 @@ func (s *Session) batch(ids []int32, all, last bool) ([]float32, error) {
 				m.File.Path, l, x[i], s.Pos+i/D, i%D, l)
 		}
 		if s.Observer != nil {
-			s.traceHidden(x)
+			s.traceHidden(x, o)
 		}
 		if l+1 < len(m.Layers) && m.Layers[l+1].RouterQ8 != nil && m.Experts.Streaming() {
 			s.readAhead(l+1, x, T)
+		}
+	}
+	for _, st := range s.delta {
+		if st != nil {
+			st.commit()
 		}
 	}
 	s.Pos += T
@@ -197,9 +242,10 @@ func (s *Session) batch(ids []int32, all, last bool) ([]float32, error) {
 
 // pendingTrace carries the layer trace from moe (routing, expert outputs)
 // to the end of the layer (hidden state).
-func (s *Session) traceHidden(x []float32) {
+func (s *Session) traceHidden(x, mixer []float32) {
 	if s.trace != nil {
 		s.trace.Hidden = x
+		s.trace.MixerOut = mixer
 		s.Observer.Layer(s.trace)
 		s.trace = nil
 	}

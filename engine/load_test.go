@@ -68,6 +68,11 @@ func TestRefusesUnknownArchitecture(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "mamba") {
 		t.Fatalf("error %v, want one naming the architecture", err)
 	}
+	for _, a := range []string{"qwen3moe", "qwen35moe", "qwen3next"} {
+		if !strings.Contains(err.Error(), a) {
+			t.Fatalf("error %v, want one listing the supported %s", err, a)
+		}
+	}
 	path = rewrite(t, func(kv []gguf.KV) []gguf.KV {
 		var out []gguf.KV
 		for _, x := range kv {

@@ -1,4 +1,6 @@
-// Package engine runs Mixture-of-Experts transformers (qwen3moe) on the CPU:
+// Package engine runs Mixture-of-Experts transformers on the CPU (the
+// architectures of SupportedArchitectures: qwen3moe, and the hybrid
+// qwen35moe and qwen3next with gated delta nets and shared experts):
 // model loading from GGUF or a strata pack, the forward pass (batched
 // prefill, single-token decode with a KV cache), routing, sampling, and the
 // expert store that streams experts of a pack from disk.
@@ -34,110 +36,86 @@ type Config struct {
 	// NormTopK renormalises the top-k router probabilities to sum to 1
 	// (Qwen3-MoE's norm_topk_prob).
 	NormTopK bool
+	// SharedFF is the shared expert's feed-forward length; 0: no shared
+	// expert.
+	SharedFF int
+	// RopeDims is how many leading dimensions of each query and key head
+	// RoPE rotates (NEOX pairs (i, i+RopeDims/2)); the rest pass through.
+	RopeDims int
+	// RopeSections are the multi-section (interleaved M-RoPE) sizes of
+	// the position components (time, height, width, extra), in pairs; nil
+	// for plain RoPE.
+	RopeSections []int
+	// Recurrent marks the layers whose token mixer is a gated delta net
+	// (the others are attention); nil when every layer is attention.
+	Recurrent []bool
+	// SSM is the gated delta net's shape (when some layer is recurrent).
+	SSM SSMConfig
 }
 
-// supportedArch lists the architectures whose graph this package implements.
-var supportedArch = map[string]bool{"qwen3moe": true}
-
-// ReadConfig reads and checks the architecture of f.
-func ReadConfig(f *gguf.File) (Config, error) {
-	arch := f.Architecture()
-	if arch == "" {
-		return Config{}, fmt.Errorf("%s: no general.architecture", f.Path)
-	}
-	if !supportedArch[arch] {
-		return Config{}, fmt.Errorf("%s: architecture %q is not supported (supported: qwen3moe)", f.Path, arch)
-	}
-	c := Config{Arch: arch}
-	u := func(suffix string, dst *int) error {
-		key := arch + "." + suffix
-		v, ok := f.Get(key)
-		if !ok {
-			return fmt.Errorf("%s: missing metadata key %s", f.Path, key)
-		}
-		x, ok := v.AsUint64()
-		if !ok || x == 0 || x > 1<<31 {
-			return fmt.Errorf("%s: metadata key %s: want a positive integer, have %s", f.Path, key, v.TypeName())
-		}
-		*dst = int(x)
-		return nil
-	}
-	for _, k := range []struct {
-		s string
-		d *int
-	}{
-		{"block_count", &c.Layers}, {"embedding_length", &c.Embd},
-		{"attention.head_count", &c.Heads}, {"attention.head_count_kv", &c.HeadsKV},
-		{"expert_count", &c.Experts}, {"expert_used_count", &c.ExpertsUsed},
-		{"expert_feed_forward_length", &c.ExpertFF}, {"context_length", &c.Context},
-	} {
-		if err := u(k.s, k.d); err != nil {
-			return Config{}, err
-		}
-	}
-	c.HeadDim = c.Embd / c.Heads
-	if f.Has(arch + ".attention.key_length") {
-		if err := u("attention.key_length", &c.HeadDim); err != nil {
-			return Config{}, err
-		}
-	}
-	c.ValueDim = c.HeadDim
-	if f.Has(arch + ".attention.value_length") {
-		if err := u("attention.value_length", &c.ValueDim); err != nil {
-			return Config{}, err
-		}
-	}
-	fl := func(suffix string, def float64) (float64, error) {
-		key := arch + "." + suffix
-		v, ok := f.Get(key)
-		if !ok {
-			if def != 0 {
-				return def, nil
-			}
-			return 0, fmt.Errorf("%s: missing metadata key %s", f.Path, key)
-		}
-		x, ok := v.AsFloat64()
-		if !ok || math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 {
-			return 0, fmt.Errorf("%s: metadata key %s: want a positive number", f.Path, key)
-		}
-		return x, nil
-	}
-	var err error
-	if c.RopeBase, err = fl("rope.freq_base", 10000); err != nil {
-		return Config{}, err
-	}
-	eps, err := fl("attention.layer_norm_rms_epsilon", 0)
-	if err != nil {
-		return Config{}, err
-	}
-	c.Eps = float32(eps)
-	c.NormTopK = true
-	if v, ok := f.Get(arch + ".expert_weights_norm"); ok {
-		b, isBool := v.Any().(bool)
-		if !isBool {
-			return Config{}, fmt.Errorf("%s: metadata key %s.expert_weights_norm: want bool, have %s", f.Path, arch, v.TypeName())
-		}
-		c.NormTopK = b
-	}
-	switch {
-	case c.Heads%c.HeadsKV != 0:
-		return Config{}, fmt.Errorf("%s: head_count %d is not a multiple of head_count_kv %d", f.Path, c.Heads, c.HeadsKV)
-	case c.ExpertsUsed > c.Experts:
-		return Config{}, fmt.Errorf("%s: expert_used_count %d > expert_count %d", f.Path, c.ExpertsUsed, c.Experts)
-	case c.HeadDim%2 != 0:
-		return Config{}, fmt.Errorf("%s: head dimension %d is odd (RoPE pairs dimensions)", f.Path, c.HeadDim)
-	}
-	return c, nil
+// SSMConfig is the shape of a gated delta net (llama.cpp's ssm.* keys).
+type SSMConfig struct {
+	ConvKernel int // ssm.conv_kernel: taps of the causal depthwise conv
+	KeyHeads   int // ssm.group_count
+	KeyDim     int // ssm.state_size: per key head (and value head)
+	ValueHeads int // ssm.time_step_rank
+	ValueDim   int // ssm.inner_size / ValueHeads
+	// GroupedHeads: value head h reads key head h / (ValueHeads/KeyHeads)
+	// (qwen3next's layout); otherwise key head h % KeyHeads (qwen35moe's).
+	GroupedHeads bool
 }
 
-// Layer holds one decoder block's dense weights.
+// Channels is the conv's channel count: q, k (KeyHeads*KeyDim each) and v.
+func (s *SSMConfig) Channels() int { return 2*s.KeyHeads*s.KeyDim + s.ValueHeads*s.ValueDim }
+
+// keyHead is the key head value head h reads.
+func (s *SSMConfig) keyHead(h int) int {
+	if s.GroupedHeads {
+		return h / (s.ValueHeads / s.KeyHeads)
+	}
+	return h % s.KeyHeads
+}
+
+// Layer holds one decoder block's dense weights. Its token mixer is the
+// gated delta net when Delta is set, else attention (Q, K, V, O and the q/k
+// norms); FFNNorm is the norm before the MoE (ffn_norm or
+// post_attention_norm).
 type Layer struct {
 	AttnNorm, QNorm, KNorm, FFNNorm []float32
 	Q, K, V, O                      kernels.Matrix
-	Router                          kernels.Matrix
+	// QGate: each head's rows of Q are its query, then its output gate
+	// (the attention output is multiplied by sigmoid(gate)).
+	QGate  bool
+	Delta  *DeltaNet
+	Router kernels.Matrix
 	// RouterQ8 is the pack's Q8_0 copy of the router, used only to guess
 	// the next layer's experts for read-ahead; nil in a plain GGUF.
 	RouterQ8 *kernels.Matrix
+	// Shared is the always-run shared expert, nil when the model has none.
+	Shared *SharedExpert
+}
+
+// DeltaNet is a gated delta net's weights.
+type DeltaNet struct {
+	QKV  kernels.Matrix // input -> conv channels (q | k | v)
+	Z    kernels.Matrix // input -> output gate, ValueHeads*ValueDim
+	Beta kernels.Matrix // input -> per value head beta logit
+	// Alpha is input -> per value head decay logit. With BA set instead
+	// (qwen3next's ssm_ba), one matrix gives both, per key head: its
+	// value heads' beta logits, then their alpha logits.
+	Alpha     kernels.Matrix
+	BA        *kernels.Matrix
+	Conv      []float32      // [Channels][ConvKernel]
+	DtBias, A []float32      // [ValueHeads]; A = -exp(A_log)
+	Norm      []float32      // [ValueDim]
+	Out       kernels.Matrix // ValueHeads*ValueDim -> Embd
+}
+
+// SharedExpert is a dense SwiGLU expert every token runs, scaled by
+// sigmoid(GateInp . x).
+type SharedExpert struct {
+	Gate, Up, Down kernels.Matrix
+	GateInp        []float32
 }
 
 // Model is a loaded model: configuration, dense weights used in place from
@@ -153,7 +131,7 @@ type Model struct {
 	Pool    *kernels.Pool
 
 	ropeOnce sync.Once
-	rope     []float64
+	rope     *rope
 }
 
 // tensorLoader looks tensors up by name and checks shapes, naming the file
@@ -200,9 +178,18 @@ func (l tensorLoader) matrix(name string, cols, rows int) (kernels.Matrix, error
 
 // vector decodes a small 1-D tensor (norm weights) to float32.
 func (l tensorLoader) vector(name string, n int) ([]float32, error) {
-	t, data, err := l.info(name, n)
+	return l.floats(name, n)
+}
+
+// floats decodes a small tensor of shape ne (ggml order) to float32.
+func (l tensorLoader) floats(name string, ne ...int) ([]float32, error) {
+	t, data, err := l.info(name, ne...)
 	if err != nil {
 		return nil, err
+	}
+	n := 1
+	for _, d := range ne {
+		n *= d
 	}
 	out := make([]float32, n)
 	if err := kernels.DecodeRow(t.Type, data, out); err != nil {
@@ -235,34 +222,11 @@ func (m *Model) loadDense(f *gguf.File) error {
 	if m.Output, err = l.matrix("output.weight", c.Embd, c.Vocab); err != nil {
 		return err
 	}
-	qdim, kvdim := c.Heads*c.HeadDim, c.HeadsKV*c.HeadDim
-	vdim := c.HeadsKV * c.ValueDim
+	spec := archs[c.Arch]
 	m.Layers = make([]Layer, c.Layers)
 	for i := range m.Layers {
-		L := &m.Layers[i]
-		p := fmt.Sprintf("blk.%d.", i)
-		steps := []func() error{
-			func() (e error) { L.AttnNorm, e = l.vector(p+"attn_norm.weight", c.Embd); return },
-			func() (e error) { L.QNorm, e = l.vector(p+"attn_q_norm.weight", c.HeadDim); return },
-			func() (e error) { L.KNorm, e = l.vector(p+"attn_k_norm.weight", c.HeadDim); return },
-			func() (e error) { L.FFNNorm, e = l.vector(p+"ffn_norm.weight", c.Embd); return },
-			func() (e error) { L.Q, e = l.matrix(p+"attn_q.weight", c.Embd, qdim); return },
-			func() (e error) { L.K, e = l.matrix(p+"attn_k.weight", c.Embd, kvdim); return },
-			func() (e error) { L.V, e = l.matrix(p+"attn_v.weight", c.Embd, vdim); return },
-			func() (e error) { L.O, e = l.matrix(p+"attn_output.weight", c.Heads*c.ValueDim, c.Embd); return },
-			func() (e error) { L.Router, e = l.matrix(p+"ffn_gate_inp.weight", c.Embd, c.Experts); return },
-		}
-		for _, s := range steps {
-			if err := s(); err != nil {
-				return err
-			}
-		}
-		if _, ok := f.Tensor(p + "ffn_gate_inp_q8.weight"); ok {
-			rq, err := l.matrix(p+"ffn_gate_inp_q8.weight", c.Embd, c.Experts)
-			if err != nil {
-				return err
-			}
-			L.RouterQ8 = &rq
+		if err := spec.layer(l, c, i, &m.Layers[i]); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -320,7 +284,7 @@ func (m *Model) DenseBytesPerToken() int64 {
 	n := int64(m.Embd.RowBytes) + int64(len(m.Output.Data))
 	for i := range m.Layers {
 		L := &m.Layers[i]
-		for _, mm := range []*kernels.Matrix{&L.Q, &L.K, &L.V, &L.O, &L.Router} {
+		for _, mm := range L.denseMatrices() {
 			n += int64(len(mm.Data))
 		}
 		if L.RouterQ8 != nil && m.Experts.Streaming() {
@@ -328,6 +292,26 @@ func (m *Model) DenseBytesPerToken() int64 {
 		}
 	}
 	return n
+}
+
+// denseMatrices are the layer's matrices outside the routed experts (the
+// Q8_0 router copy aside).
+func (L *Layer) denseMatrices() []*kernels.Matrix {
+	ms := []*kernels.Matrix{&L.Router}
+	if d := L.Delta; d != nil {
+		ms = append(ms, &d.QKV, &d.Z, &d.Out)
+		if d.BA != nil {
+			ms = append(ms, d.BA)
+		} else {
+			ms = append(ms, &d.Beta, &d.Alpha)
+		}
+	} else {
+		ms = append(ms, &L.Q, &L.K, &L.V, &L.O)
+	}
+	if sh := L.Shared; sh != nil {
+		ms = append(ms, &sh.Gate, &sh.Up, &sh.Down)
+	}
+	return ms
 }
 
 // Stream is the pack's expert store, or nil for a plain GGUF.

@@ -38,11 +38,15 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	s.Stats.ExpertUses += len(ids)
 	m.Experts.Need(l, distinct)
 	ys := make([]float32, T*K*D)
+	var act []float32 // [T][K][ExpertFF] SwiGLU products, traced on request
+	if s.Observer != nil && s.TraceExpertAct {
+		act = make([]float32, T*K*c.ExpertFF)
+	}
 	if T == 1 {
-		if err := s.expertsOneToken(l, ids, xn, ys); err != nil {
+		if err := s.expertsOneToken(l, ids, xn, ys, act); err != nil {
 			return nil, err
 		}
-	} else if err := s.expertsBatch(l, users, T, xn, ys); err != nil {
+	} else if err := s.expertsBatch(l, users, T, xn, ys, act); err != nil {
 		return nil, err
 	}
 	out := make([]float32, T*D)
@@ -57,9 +61,38 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 		}
 	}
 	if s.Observer != nil {
-		s.trace = &LayerTrace{Layer: l, Pos0: s.Pos, Tokens: T, Probs: probs, IDs: ids, Weights: weights, ExpertOut: ys}
+		s.trace = &LayerTrace{Layer: l, Pos0: s.Pos, Tokens: T, Probs: probs, IDs: ids, Weights: weights, ExpertOut: ys, MoEInput: xn, ExpertAct: act}
+	}
+	if L.Shared != nil {
+		gate, sh := s.sharedExpert(L.Shared, xn, T)
+		for t := 0; t < T; t++ {
+			kernels.Axpy(out[t*D:(t+1)*D], gate[t], sh[t*D:(t+1)*D])
+		}
+		if s.trace != nil {
+			s.trace.SharedGate, s.trace.SharedOut = gate, sh
+		}
 	}
 	return out, nil
+}
+
+// sharedExpert runs the shared expert on T tokens: its gates
+// sigmoid(GateInp . x) [T] and its outputs before them [T][Embd].
+func (s *Session) sharedExpert(sh *SharedExpert, xn []float32, T int) (gate, y []float32) {
+	m := s.m
+	D, F := m.Config.Embd, m.Config.SharedFF
+	gate = make([]float32, T)
+	for t := range gate {
+		gate[t] = sigmoid(kernels.DotF32(sh.GateInp, xn[t*D:(t+1)*D]))
+	}
+	g := make([]float32, T*F)
+	u := make([]float32, T*F)
+	matVecsOrMul(m.Pool, []*kernels.Matrix{&sh.Gate, &sh.Up}, xn, T, [][]float32{g, u})
+	for i := range g {
+		g[i] = silu(g[i]) * u[i]
+	}
+	y = make([]float32, T*D)
+	m.Pool.MatMul(&sh.Down, g, T, y)
+	return gate, y
 }
 
 func silu(v float32) float32 { return v / (1 + float32(math.Exp(float64(-v)))) }
@@ -127,8 +160,9 @@ func (s *Session) route(probs, logits []float32, resident func(int) bool, ids []
 }
 
 // expertsBatch runs each needed expert once over all the tokens routed to
-// it (users[e] lists its (token, rank) slots), writing outputs to ys.
-func (s *Session) expertsBatch(l int, users [][]int, T int, xn, ys []float32) error {
+// it (users[e] lists its (token, rank) slots), writing outputs to ys and,
+// when act is not nil, the SwiGLU products to act.
+func (s *Session) expertsBatch(l int, users [][]int, T int, xn, ys, act []float32) error {
 	m := s.m
 	c := &m.Config
 	K, D, F := c.ExpertsUsed, c.Embd, c.ExpertFF
@@ -163,6 +197,9 @@ func (s *Session) expertsBatch(l int, users [][]int, T int, xn, ys []float32) er
 		m.Experts.Release(l, e)
 		for j, slot := range u {
 			copy(ys[slot*D:(slot+1)*D], y[j*D:(j+1)*D])
+			if act != nil {
+				copy(act[slot*F:(slot+1)*F], g[j*F:(j+1)*F])
+			}
 		}
 	}
 	return nil
@@ -173,7 +210,7 @@ func (s *Session) expertsBatch(l int, users [][]int, T int, xn, ys []float32) er
 // one parallel pass per stage (gate and up, then down) rather than three per
 // expert. Every output element is the same Dot, so the bits are
 // expertsBatch's whatever the grouping.
-func (s *Session) expertsOneToken(l int, ids []int32, xn, ys []float32) error {
+func (s *Session) expertsOneToken(l int, ids []int32, xn, ys, act []float32) error {
 	m := s.m
 	var now, later []int
 	for k, e := range ids {
@@ -187,15 +224,16 @@ func (s *Session) expertsOneToken(l int, ids []int32, xn, ys []float32) error {
 		if len(group) == 0 {
 			continue
 		}
-		if err := s.expertGroup(l, ids, group, xn, ys); err != nil {
+		if err := s.expertGroup(l, ids, group, xn, ys, act); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// expertGroup runs the experts ids[k] for k in ranks, pinned together.
-func (s *Session) expertGroup(l int, ids []int32, ranks []int, xn, ys []float32) error {
+// expertGroup runs the experts ids[k] for k in ranks, pinned together;
+// act, when not nil, gets rank k's SwiGLU product at [k*ExpertFF:].
+func (s *Session) expertGroup(l int, ids []int32, ranks []int, xn, ys, act []float32) error {
 	m := s.m
 	c := &m.Config
 	D, F := c.Embd, c.ExpertFF
@@ -231,6 +269,11 @@ func (s *Session) expertGroup(l int, ids []int32, ranks []int, xn, ys []float32)
 		g, u := gu[2*j*F:(2*j+1)*F], gu[(2*j+1)*F:(2*j+2)*F]
 		for i := range g {
 			h[j*F+i] = silu(g[i]) * u[i]
+		}
+	}
+	if act != nil {
+		for j, k := range ranks {
+			copy(act[k*F:(k+1)*F], h[j*F:(j+1)*F])
 		}
 	}
 	ms, xs, outs = ms[:0], xs[:0], outs[:0]

@@ -23,6 +23,17 @@ import (
 //	(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,digits}|
 //	 ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 //
+// qwen35 (llama.cpp's LLAMA_VOCAB_PRE_TYPE_QWEN35, the Qwen3.5 tokenizer):
+// qwen2 with combining marks (\p{M}, unicode.Mark) joining the letter runs
+// and kept out of the "other" runs:
+//
+//	(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}|
+//	 ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//
+// llama.cpp spells the contractions of qwen2 and qwen35 with ASCII classes
+// ('[sS]...) where tokenizer.json has (?i:...); the two differ only on
+// U+017F LONG S after an apostrophe, where this follows tokenizer.json.
+//
 // A byte that is not part of valid UTF-8 counts as one character of the
 // "other" class ([^\s\p{L}\p{N}]), so any byte string splits into words
 // that concatenate back to it.
@@ -34,6 +45,7 @@ const (
 	preGPT2 preStyle = iota
 	preQwen2
 	preLlama3
+	preQwen35
 )
 
 // charClass partitions characters the way every expression above does.
@@ -44,6 +56,7 @@ const (
 	classLetter
 	classNumber
 	classSpace
+	classMark // \p{M}; only qwen35 tells marks apart (preCharAtMarks)
 )
 
 var preASCIIClass = func() (t [utf8.RuneSelf]charClass) {
@@ -81,6 +94,16 @@ func preCharAt(s string, i int) (rune, int, charClass) {
 		return r, w, classSpace
 	}
 	return r, w, classOther
+}
+
+// preCharAtMarks is preCharAt under qwen35's classes, where combining marks
+// are a class of their own instead of "other". ASCII holds no marks.
+func preCharAtMarks(s string, i int) (rune, int, charClass) {
+	r, w, cls := preCharAt(s, i)
+	if cls == classOther && r >= utf8.RuneSelf && unicode.Is(unicode.Mark, r) {
+		cls = classMark
+	}
+	return r, w, cls
 }
 
 // preClassAt is preCharAt without the rune; at the end of s it reports ok false.
@@ -204,8 +227,11 @@ func preFoldsTo(r, want rune) bool {
 // nextWord returns the end of the pre-token that starts at s[i] (i < len(s)).
 // Every call consumes at least one byte.
 func (p preStyle) nextWord(s string, i int) int {
-	if p == preGPT2 {
+	switch p {
+	case preGPT2:
 		return nextWordGPT2(s, i)
+	case preQwen35:
+		return nextWordQwen35(s, i)
 	}
 	digits := 1
 	if p == preLlama3 {
@@ -269,6 +295,66 @@ func nextWordQwen2(s string, i, digits int) int {
 	if r == ' ' {
 		if next, ok := preClassAt(s, i+1); ok && next == classOther {
 			return preCRLFRun(s, preRunOf(s, i+1, classOther))
+		}
+	}
+	return preSpaceTail(s, i, true)
+}
+
+// preWordRunMarks returns the end of the run of letters and marks
+// ([\p{L}\p{M}]*) starting at i.
+func preWordRunMarks(s string, i int) int {
+	for i < len(s) {
+		_, w, c := preCharAtMarks(s, i)
+		if c != classLetter && c != classMark {
+			break
+		}
+		i += w
+	}
+	return i
+}
+
+// preOtherRunMarks returns the end of the run of [^\s\p{L}\p{M}\p{N}]
+// starting at i.
+func preOtherRunMarks(s string, i int) int {
+	for i < len(s) {
+		_, w, c := preCharAtMarks(s, i)
+		if c != classOther {
+			break
+		}
+		i += w
+	}
+	return i
+}
+
+func nextWordQwen35(s string, i int) int {
+	r, w, cls := preCharAtMarks(s, i)
+	if r == '\'' {
+		if e := preContractionEnd(s, i, true); e > 0 {
+			return e
+		}
+	}
+	// [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+: a mark may be the optional
+	// leading character too, which gives the same match as taking it as the
+	// first of the run.
+	if cls == classLetter || cls == classMark {
+		return preWordRunMarks(s, i+w)
+	}
+	if cls != classNumber && !preIsCRLF(r) && i+w < len(s) {
+		if _, _, next := preCharAtMarks(s, i+w); next == classLetter || next == classMark {
+			return preWordRunMarks(s, i+w)
+		}
+	}
+	// \p{N}
+	if cls == classNumber {
+		return i + w
+	}
+	// ` ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*`
+	if cls == classOther {
+		return preCRLFRun(s, preOtherRunMarks(s, i+w))
+	}
+	if r == ' ' && i+1 < len(s) {
+		if _, _, next := preCharAtMarks(s, i+1); next == classOther {
+			return preCRLFRun(s, preOtherRunMarks(s, i+1))
 		}
 	}
 	return preSpaceTail(s, i, true)

@@ -27,8 +27,8 @@ func TestPretokenizeMatchesRegexGolden(t *testing.T) {
 	if err := json.Unmarshal(b, &golden); err != nil {
 		t.Fatal(err)
 	}
-	styles := map[string]preStyle{"gpt-2": preGPT2, "qwen2": preQwen2, "llama3": preLlama3}
-	checked := 0
+	styles := map[string]preStyle{"gpt-2": preGPT2, "qwen2": preQwen2, "llama3": preLlama3, "qwen35": preQwen35}
+	checked, perStyle := 0, map[string]int{}
 	for _, c := range golden.Cases {
 		for name, want := range c.Splits {
 			style, ok := styles[name]
@@ -43,10 +43,11 @@ func TestPretokenizeMatchesRegexGolden(t *testing.T) {
 				t.Errorf("%s split of %q:\n got  %q\n want %q", name, c.Text, got, want)
 			}
 			checked++
+			perStyle[name]++
 		}
 	}
-	if checked < 1000 {
-		t.Fatalf("only %d golden splits checked; the golden file is truncated", checked)
+	if checked < 4000 || perStyle["qwen35"] < 3000 {
+		t.Fatalf("only %d golden splits checked (%v); the golden file is truncated", checked, perStyle)
 	}
 }
 
@@ -99,11 +100,40 @@ func TestPretokenizeQwen2Semantics(t *testing.T) {
 	}
 }
 
+// Hand-derived qwen35 cases: qwen2's expression with \p{M} beside \p{L} in
+// the word runs and out of the "other" runs.
+func TestPretokenizeQwen35Semantics(t *testing.T) {
+	cases := []struct {
+		text       string
+		want, qwen string // qwen35's split and qwen2's, words joined by "|"
+		why        string
+	}{
+		{"e\u0301", "e\u0301", "e|\u0301", "a combining mark stays with its letter"},
+		{"नमस्ते", "नमस्ते", "नमस|्त|े", "Devanagari vowel signs and virama are marks"},
+		{"\u0301\u0301ab", "\u0301\u0301ab", "\u0301\u0301|ab", "marks may start a word run"},
+		{"a \u0301b", "a| \u0301b", "a| \u0301|b", "a space may lead a run that starts with a mark"},
+		{"!!\u0301x", "!!|\u0301x", "!!\u0301|x", "marks are not \"other\": the punctuation run stops before one"},
+		{"!\u0301", "!\u0301", "!\u0301", "one non-letter may lead a mark run, as it leads letters"},
+		{"1\u0301", "1|\u0301", "1|\u0301", "digits never lead a run"},
+		{"\n\u0301", "\n|\u0301", "\n|\u0301", "neither do line breaks"},
+		{"x\u200d\u0301", "x|\u200d\u0301", "x|\u200d\u0301", "a zero-width joiner (Cf) is other, and leads the mark"},
+		{"12 don't", "1|2| don|'t", "1|2| don|'t", "without marks qwen35 splits as qwen2"},
+	}
+	for _, c := range cases {
+		if got := strings.Join(preQwen35.splitWords(c.text), "|"); got != c.want {
+			t.Errorf("qwen35 split of %q = %q, want %q (%s)", c.text, got, c.want, c.why)
+		}
+		if got := strings.Join(preQwen2.splitWords(c.text), "|"); got != c.qwen {
+			t.Errorf("qwen2 split of %q = %q, want %q (%s)", c.text, got, c.qwen, c.why)
+		}
+	}
+}
+
 // Words always concatenate back to the input and are never empty.
 func TestPretokenizeCoversInput(t *testing.T) {
 	inputs := []string{"", "\xff", "\xc3", "a\xc3", "\xe2\x82", " \xf0\x9f\x98", strings.Repeat(" ", 100), "'", "' ", "'\xff"}
 	for _, s := range inputs {
-		for _, p := range []preStyle{preGPT2, preQwen2, preLlama3} {
+		for _, p := range []preStyle{preGPT2, preQwen2, preLlama3, preQwen35} {
 			words := p.splitWords(s)
 			for _, w := range words {
 				if w == "" {

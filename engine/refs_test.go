@@ -96,6 +96,7 @@ func compareLogits(t testing.TB, what string, got, want []float32, vocab int) fl
 // recorder keeps every layer trace of a run.
 type recorder struct {
 	probs, weights, hidden [][]float32 // per layer, appended over batches
+	mixer, shared          [][]float32
 	ids                    [][]int32
 }
 
@@ -105,8 +106,12 @@ func (r *recorder) Layer(tr *LayerTrace) {
 		r.weights = append(r.weights, nil)
 		r.hidden = append(r.hidden, nil)
 		r.ids = append(r.ids, nil)
+		r.mixer = append(r.mixer, nil)
+		r.shared = append(r.shared, nil)
 	}
 	l := tr.Layer
+	r.mixer[l] = append(r.mixer[l], tr.MixerOut...)
+	r.shared[l] = append(r.shared[l], tr.SharedGate...)
 	r.probs[l] = append(r.probs[l], tr.Probs...)
 	r.weights[l] = append(r.weights[l], tr.Weights...)
 	r.hidden[l] = append(r.hidden[l], tr.Hidden...)

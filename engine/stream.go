@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/stratactl/stratactl/cachesim"
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/kernels"
@@ -52,6 +53,7 @@ func (c StreamCounters) sub(o StreamCounters) StreamCounters {
 type StreamReport struct {
 	Tokens                int            `json:"tokens"`
 	HitRate               float64        `json:"hit_rate"`
+	BeladyHitRate         *float64       `json:"belady_hit_rate,omitempty"` // Belady's MIN on the same demands (AddReplay)
 	MissesPerToken        float64        `json:"misses_per_token"`
 	ReadMBPerToken        float64        `json:"read_mb_per_token"`
 	ReadAheadHitsPerToken float64        `json:"readahead_hits_per_token"`
@@ -115,6 +117,7 @@ type PackStore struct {
 	fillSlots   int
 	fillSeconds float64
 	readAhead   bool
+	rec         *traceRec // the demand trace being recorded (demandtrace.go), or nil
 }
 
 func openPack(dir string, opt Options) (*Model, error) {
@@ -291,7 +294,6 @@ func (s *PackStore) fill(rank [][]uint32) error {
 	}
 	s.fillSlots = len(order)
 	s.fillSeconds = time.Since(t0).Seconds()
-	s.counters.Reads, s.counters.BytesRead = 0, 0
 	s.mu.Unlock()
 	return nil
 }
@@ -338,10 +340,6 @@ func (s *PackStore) read(i, key int) (Expert, error) {
 	if err := s.readAt(buf, off); err != nil {
 		return Expert{}, fmt.Errorf("%s: reading layer %d expert %d at byte %d: %w", s.path, layer, e, off, err)
 	}
-	s.mu.Lock()
-	s.counters.Reads++
-	s.counters.BytesRead += int64(len(buf))
-	s.mu.Unlock()
 	pay := buf[:s.x.PayloadBytes()]
 	if got, want := strata.CRC32C(pay), s.x.Table[key].CRC; got != want {
 		return Expert{}, fmt.Errorf("%s: layer %d expert %d: slot payload at byte %d has CRC-32C %#08x, its table entry (byte %d) says %#08x",
@@ -391,23 +389,38 @@ func (s *PackStore) readAt(buf []byte, off int64) error {
 }
 
 // claim takes a slot for key: a free one, else the least recently used one
-// that is ready and not pinned. It returns -1 when every slot is busy.
-// Called with s.mu held.
+// that is not pinned, waiting for its read to finish if it is still being
+// read, so that which expert goes depends only on the sequence of calls and
+// never on read timing (a trace replays exactly, cachesim). It returns -1
+// when every slot is pinned. Called with s.mu held; it counts the read
+// the caller starts.
 func (s *PackStore) claim(key int) int {
 	best := -1
-	for i := range s.slots {
-		sl := &s.slots[i]
-		if sl.key < 0 || sl.state == slotFailed {
-			best = i
+	for {
+		best = -1
+		for i := range s.slots {
+			sl := &s.slots[i]
+			if sl.key < 0 || sl.state == slotFailed {
+				best = i
+				break
+			}
+			if sl.pins == 0 && (best < 0 || sl.lastUse < s.slots[best].lastUse) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return -1
+		}
+		if s.slots[best].state != slotLoading || s.closed {
 			break
 		}
-		if sl.state == slotReady && sl.pins == 0 && (best < 0 || sl.lastUse < s.slots[best].lastUse) {
-			best = i
-		}
+		s.cond.Wait()
 	}
-	if best < 0 {
-		return -1
+	if s.slots[best].state == slotLoading {
+		return -1 // closed while a read was in flight
 	}
+	s.counters.Reads++
+	s.counters.BytesRead += int64(s.slotBytes)
 	sl := &s.slots[best]
 	if sl.key >= 0 {
 		s.where[sl.key] = -1
@@ -424,6 +437,9 @@ func (s *PackStore) Need(layer int, ids []int) {
 	E := s.cfg.Experts
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.rec != nil {
+		s.rec.add(cachesim.OpNeed, layer, ids)
+	}
 	started := 0
 	for _, e := range ids {
 		key := layer*E + e
@@ -458,6 +474,9 @@ func (s *PackStore) Guess(layer int, ids []int) {
 	E := s.cfg.Experts
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.rec != nil {
+		s.rec.add(cachesim.OpGuess, layer, ids)
+	}
 	budget := len(s.slots) / 2
 	for _, e := range ids {
 		key := layer*E + e
@@ -493,6 +512,9 @@ func (s *PackStore) Get(layer, e int) (*Expert, error) {
 				s.cond.Wait() // every slot is busy: wait for a read or release
 				continue
 			}
+			if s.rec != nil {
+				s.rec.claimed(s, key)
+			}
 			s.jobs <- i
 		}
 		sl := &s.slots[i]
@@ -508,9 +530,9 @@ func (s *PackStore) Get(layer, e int) (*Expert, error) {
 			sl.key = -1
 			return nil, err
 		}
+		// No recency here: Need gave it, in the batch's order (the order of
+		// Gets depends on which reads finished first).
 		sl.pins++
-		s.tick++
-		sl.lastUse = s.tick
 		return &sl.ex, nil
 	}
 }

@@ -47,6 +47,7 @@ var preTokenizers = map[string]preStyle{
 	"gpt-2": preGPT2, "phi-2": preGPT2, "mpt": preGPT2, "olmo": preGPT2, "jais": preGPT2,
 	"qwen2": preQwen2, "deepseek-r1-qwen": preQwen2,
 	"llama3": preLlama3, "llama-v3": preLlama3, "llama-bpe": preLlama3,
+	"qwen35": preQwen35,
 }
 
 // SupportedPreTokenizers lists the accepted tokenizer.ggml.pre values.

@@ -43,13 +43,13 @@ var (
 )
 
 // tinyVariants is the tiny model's vocabulary under every pre-tokenizer
-// style, so the fuzz target covers all three scanners on a real vocabulary.
+// style, so the fuzz target covers every scanner on a real vocabulary.
 func tinyVariants(t testing.TB) []*Tokenizer {
 	t.Helper()
 	tinyTokenizer(t)
 	v := tinyVocab(t)
 	variantsOnce.Do(func() {
-		for _, pre := range []string{"gpt-2", "qwen2", "llama3"} {
+		for _, pre := range []string{"gpt-2", "qwen2", "llama3", "qwen35"} {
 			v.Pre = pre
 			tok, err := NewTokenizerFromVocab(v)
 			if err != nil {

@@ -65,11 +65,47 @@ func firstIDDiff(a, b []int32) int {
 	return -1
 }
 
+// tokenizerFixtures are the fixture models whose refs hold token ids made by
+// their own tokenizer (transformers' for both): the qwen3moe one and the
+// qwen35moe one, each loaded from its own GGUF.
+var tokenizerFixtures = []string{"tiny-qwen3moe", "tiny-qwen35moe"}
+
+var fixtureToks sync.Map // fixture name -> *Tokenizer
+
+// fixtureTokenizer loads the tokenizer of a fixture model's model-bf16.gguf once.
+func fixtureTokenizer(t testing.TB, name string) *Tokenizer {
+	t.Helper()
+	if name == "tiny-qwen3moe" {
+		return tinyTokenizer(t)
+	}
+	if tok, ok := fixtureToks.Load(name); ok {
+		return tok.(*Tokenizer)
+	}
+	f, err := gguf.Open(testutil.Path(t, "models", name, "model-bf16.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tok, err := NewTokenizer(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixtureToks.Store(name, tok)
+	return tok
+}
+
 // The held-out text, tokenized as one string with no BOS, must give the
 // reference ids behind the perplexity windows and the eval sequences.
 func TestTokenizerHeldoutMatchesReference(t *testing.T) {
-	tok := tinyTokenizer(t)
-	text, err := os.ReadFile(testutil.TinyModel(t, "heldout_eval.txt"))
+	for _, name := range tokenizerFixtures {
+		t.Run(name, func(t *testing.T) { checkHeldoutIDs(t, name) })
+	}
+}
+
+func checkHeldoutIDs(t *testing.T, name string) {
+	tok := fixtureTokenizer(t, name)
+	file := func(elem ...string) string { return testutil.Path(t, append([]string{"models", name}, elem...)...) }
+	text, err := os.ReadFile(file("heldout_eval.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +114,7 @@ func TestTokenizerHeldoutMatchesReference(t *testing.T) {
 		t.Fatalf("decode(encode(heldout)) differs from the text (%d vs %d bytes)", len(got), len(text))
 	}
 
-	ppl := readRefIDs(t, testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"))
+	ppl := readRefIDs(t, file("refs", "ppl_tokens.i32.bin"))
 	if len(ids) < len(ppl) {
 		t.Fatalf("heldout gives %d tokens, fewer than the %d reference ids", len(ids), len(ppl))
 	}
@@ -93,7 +129,7 @@ func TestTokenizerHeldoutMatchesReference(t *testing.T) {
 		t.Fatalf("Decode(ppl_tokens) is not a prefix of the held-out text")
 	}
 
-	eval := readRefIDs(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))
+	eval := readRefIDs(t, file("refs", "eval_tokens.i32.bin"))
 	offsets := []int{20000, 29000, 38000, 47000}
 	const seqLen = 64
 	if len(eval) != len(offsets)*seqLen {
@@ -114,9 +150,17 @@ func TestTokenizerHeldoutMatchesReference(t *testing.T) {
 	t.Logf("heldout: %d bytes -> %d tokens", len(text), len(ids))
 }
 
+// The greedy reference's prompt encodes to its ids, and its generated ids
+// decode to its text.
 func TestTokenizerGreedyReference(t *testing.T) {
-	tok := tinyTokenizer(t)
-	b, err := os.ReadFile(testutil.TinyModel(t, "refs", "greedy.json"))
+	for _, name := range tokenizerFixtures {
+		t.Run(name, func(t *testing.T) { checkGreedyText(t, name) })
+	}
+}
+
+func checkGreedyText(t *testing.T, name string) {
+	tok := fixtureTokenizer(t, name)
+	b, err := os.ReadFile(testutil.Path(t, "models", name, "refs", "greedy.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,12 +8,12 @@ import (
 )
 
 // Run evaluates cand against ref over windows. Each window is run on its own
-// from position 0 with no BOS (the ids are used as given), and positions
-// 0..len-2 are scored: the logits there predict tokens 1..len-1, so
-// perplexity is over the NLL of tokens 1..len-1 and the divergences over the
-// distributions at positions 0..len-2. progress, when not nil, is told the
-// tokens of each window once both models have run it.
-func Run(ctx context.Context, ref, cand *engine.Model, windows [][]int32, progress func(tokens int)) (Result, []Position, error) {
+// from position 0 with no BOS (the ids are used as given), and the positions
+// score picks are scored (ScoreAll: 0..len-2, whose logits predict tokens
+// 1..len-1), so perplexity is over the NLL of the tokens they predict and
+// the divergences over the distributions there. progress, when not nil, is
+// told the tokens of each window once both models have run it.
+func Run(ctx context.Context, ref, cand *engine.Model, windows [][]int32, score Scoring, progress func(tokens int)) (Result, []Position, error) {
 	if rv, cv := ref.Config.Vocab, cand.Config.Vocab; rv != cv {
 		return Result{}, nil, fmt.Errorf("the reference has a vocabulary of %d tokens, the candidate %d: their distributions cannot be compared", rv, cv)
 	}
@@ -24,8 +24,8 @@ func Run(ctx context.Context, ref, cand *engine.Model, windows [][]int32, progre
 		if err := ctx.Err(); err != nil {
 			return Result{}, nil, err
 		}
-		if len(w) < 2 {
-			return Result{}, nil, fmt.Errorf("window %d: %d tokens, need at least 2", i, len(w))
+		if score.Scored(len(w)) < 1 {
+			return Result{}, nil, fmt.Errorf("window %d: %d tokens leave no position to score (scoring %s)", i, len(w), score)
 		}
 		rs.Reset()
 		rl, err := rs.Forward(w, true)
@@ -37,7 +37,7 @@ func Run(ctx context.Context, ref, cand *engine.Model, windows [][]int32, progre
 		if err != nil {
 			return Result{}, nil, fmt.Errorf("candidate, window %d: %w", i, err)
 		}
-		for t := 0; t+1 < len(w); t++ {
+		for t := score.First(len(w)); t+1 < len(w); t++ {
 			p, err := Compare(rl[t*v:(t+1)*v], cl[t*v:(t+1)*v], w[t+1])
 			if err != nil {
 				return Result{}, nil, fmt.Errorf("window %d position %d: %w", i, t, err)

@@ -52,7 +52,7 @@ func ppTokens(t *testing.T, n int) [][]int32 {
 // agreement 1 exactly, and the same perplexity on both sides.
 func TestSelfEvalIsExact(t *testing.T) {
 	a, b := openModel(t, "model-iq3s.gguf"), openModel(t, "model-iq3s.gguf")
-	r, pos, err := Run(context.Background(), a, b, ppTokens(t, 2), nil)
+	r, pos, err := Run(context.Background(), a, b, ppTokens(t, 2), ScoreAll, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +61,41 @@ func TestSelfEvalIsExact(t *testing.T) {
 	}
 	if r.KLDMean != 0 || r.KLDMedian != 0 || r.Top1Agreement != 1 || r.DeltaPRMS != 0 || r.PPL != r.PPLRef {
 		t.Errorf("self evaluation: %+v", r)
+	}
+}
+
+// TestSecondHalfScoring: ScoreSecondHalf scores exactly llama-perplexity's
+// positions, 128..254 of a 256-token window (127 per window), with the same
+// per-position figures as scoring every position, and summarizes only those.
+func TestSecondHalfScoring(t *testing.T) {
+	ref, cand := openModel(t, "model-bf16.gguf"), openModel(t, "model-iq3s.gguf")
+	windows := ppTokens(t, 2)
+	_, all, err := Run(context.Background(), ref, cand, windows, ScoreAll, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, half, err := Run(context.Background(), ref, cand, windows, ScoreSecondHalf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Tokens != 2*127 || len(half) != r.Tokens || r.Windows != 2 || len(all) != 2*255 {
+		t.Fatalf("second half: %d positions over %d windows (all: %d)", r.Tokens, r.Windows, len(all))
+	}
+	var want []Position
+	for w := range 2 {
+		want = append(want, all[w*255+128:(w+1)*255]...)
+	}
+	for i := range want {
+		if half[i] != want[i] {
+			t.Fatalf("scored position %d: %+v, scoring every position gives %+v there", i, half[i], want[i])
+		}
+	}
+	if s := Summarize(want, 2); s.KLDMean != r.KLDMean || s.PPL != r.PPL || s.Top1Agreement != r.Top1Agreement {
+		t.Errorf("summary %+v, want %+v", r, s)
+	}
+	// A window too short to leave a position to score is refused.
+	if _, _, err := Run(context.Background(), ref, cand, [][]int32{windows[0][:2]}, ScoreSecondHalf, nil); err == nil {
+		t.Error("a 2-token window under second-half scoring was accepted")
 	}
 }
 
@@ -161,7 +196,7 @@ func TestPublishedQuality(t *testing.T) {
 			if err := json.Unmarshal(b, &q); err != nil {
 				t.Fatal(err)
 			}
-			r, _, err := Run(context.Background(), ref, openModel(t, "model-"+v+".gguf"), windows, nil)
+			r, _, err := Run(context.Background(), ref, openModel(t, "model-"+v+".gguf"), windows, ScoreAll, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,28 +1,72 @@
 // Package kernels holds the hot loops (dequantize, dot products, the Q2_0
-// scale search) with a portable Go path and vector paths picked at run time
-// from the CPU's features. Every path gives the same bits.
+// scale search) with a portable Go path and vector paths picked once, at
+// start-up, from the CPU's features. Every path gives the same bits.
+//
+// Build with -tags noasm to leave out every assembly file: the package is
+// then plain Go on every architecture.
 package kernels
 
-import "github.com/klauspost/cpuid/v2"
+import (
+	"github.com/klauspost/cpuid/v2"
+	"github.com/stratactl/stratactl/quant"
+)
 
-// Features are the CPU features the vector paths use, read once at start-up.
-// Tests clear them to exercise the portable path.
-var Features = struct {
-	AVX2 bool // AVX2 and FMA3
-	// NoAsm forces the portable Go path everywhere.
-	NoAsm bool
-}{
-	AVX2: cpuid.CPU.Supports(cpuid.AVX2, cpuid.FMA3),
+// cpuFeatures are the instruction-set extensions the vector kernels use.
+// Each kernel is bound only where the CPU has every extension its
+// instructions need (see chooseKernels), nothing more.
+type cpuFeatures struct {
+	avx, avx2, f16c bool
+	brand           string
 }
+
+// hostCPU is read once, at start-up.
+var hostCPU = cpuFeatures{
+	avx:   cpuid.CPU.Supports(cpuid.AVX),
+	avx2:  cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2),
+	f16c:  cpuid.CPU.Supports(cpuid.AVX, cpuid.F16C),
+	brand: cpuid.CPU.BrandName,
+}
+
+// fusedDot is a dot product that decodes the weights in registers. It takes
+// len(x) a positive multiple of unit and a row of at least
+// len(x)/blockElems*blockBytes bytes.
+type fusedDot struct {
+	f                            func(row []byte, x []float32) float32
+	unit, blockElems, blockBytes int
+}
+
+// kernelSet is one complete choice of kernels. A nil member means that step
+// runs the portable Go code, so the zero kernelSet is the portable path.
+type kernelSet struct {
+	// paths names the vector extensions the set uses ("" for none).
+	paths string
+	// dotF32 takes n a multiple of 32 (dot.go's order).
+	dotF32 func(w, x *float32, n int) float32
+	// axpy takes n a multiple of 8.
+	axpy func(y *float32, a float32, x *float32, n int)
+	// dot is the fused dot product per stored type.
+	dot [quant.NumTypes]fusedDot
+	// dequant decodes whole blocks (sizes checked by the caller, len(dst) > 0).
+	dequant [quant.NumTypes]func(src []byte, dst []float32)
+	// q2 runs Q2Search's hot loops (nil: quant.Q2SearchRef).
+	q2 *quant.Q2SearchKernels
+}
+
+// host is the set this CPU runs, chosen once from hostCPU and never changed;
+// portable is the plain-Go definition every vector path is tested against.
+var (
+	host     = chooseKernels(hostCPU)
+	portable kernelSet
+)
 
 // Describe names the paths in use, for benchmarks and manifests.
 func Describe() string {
-	switch {
-	case Features.NoAsm:
-		return "generic (forced)"
-	case Features.AVX2:
-		return "avx2+fma (" + cpuid.CPU.BrandName + ")"
-	default:
-		return "generic (" + cpuid.CPU.BrandName + ")"
+	if host.paths == "" {
+		return "generic (" + hostCPU.brand + ")"
 	}
+	return host.paths + " (" + hostCPU.brand + ")"
 }
+
+// HasVectorQ2Search reports whether QuantizeQ2_0's search runs vector code
+// on this CPU.
+func HasVectorQ2Search() bool { return host.q2 != nil }

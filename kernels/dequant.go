@@ -15,8 +15,11 @@ import (
 // quant.Dequantize does (same bits), through a vector path when this CPU has
 // one for t.
 func Dequantize(t quant.Type, src []byte, dst []float32) error {
-	f := vectorDequantizer(t)
-	if f == nil {
+	return host.dequantize(t, src, dst)
+}
+
+func (k *kernelSet) dequantize(t quant.Type, src []byte, dst []float32) error {
+	if int(t) >= len(k.dequant) || k.dequant[t] == nil {
 		return quant.Dequantize(t, src, dst)
 	}
 	want, err := quant.RowBytes(t, int64(len(dst)))
@@ -27,14 +30,16 @@ func Dequantize(t quant.Type, src []byte, dst []float32) error {
 		return fmt.Errorf("dequantize %s: %d bytes for %d weights, want %d", t, len(src), len(dst), want)
 	}
 	if len(dst) > 0 {
-		f(src, dst)
+		k.dequant[t](src, dst)
 	}
 	return nil
 }
 
 // HasVectorDequantize reports whether Dequantize uses a vector path for t
-// with the current Features.
-func HasVectorDequantize(t quant.Type) bool { return vectorDequantizer(t) != nil }
+// on this CPU.
+func HasVectorDequantize(t quant.Type) bool {
+	return int(t) < len(host.dequant) && host.dequant[t] != nil
+}
 
 // DequantizeQ8_0 is Dequantize for Q8_0 (34-byte blocks of 32 weights).
 func DequantizeQ8_0(src []byte, dst []float32) error { return Dequantize(quant.Q8_0, src, dst) }

@@ -5,13 +5,8 @@ package kernels
 import (
 	"unsafe"
 
-	"github.com/klauspost/cpuid/v2"
 	"github.com/stratactl/stratactl/quant"
 )
-
-// The vector dequantizers convert the fp16 block scales with F16C, which
-// every AVX2 CPU has, but the check costs nothing.
-var hasF16C = cpuid.CPU.Supports(cpuid.F16C)
 
 // iq3sGridAsm is quant's iq3s_grid, kept here so the assembly can index it.
 var iq3sGridAsm = quant.IQ3SGrid()
@@ -169,51 +164,23 @@ func halfWidth(t quant.Type, kernel func(*byte, *float32, int)) func(src []byte,
 	}
 }
 
-// Features is read at every call, so tests can switch paths at run time.
-func vectorDequantizer(t quant.Type) func(src []byte, dst []float32) {
-	if !Features.AVX2 || Features.NoAsm || !hasF16C {
-		return nil
-	}
-	switch t {
-	case quant.F32:
-		// The bytes are the values on this little-endian machine.
-		return func(src []byte, dst []float32) {
-			copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*len(dst)), src)
-		}
-	case quant.F16:
-		return halfWidth(quant.F16, dequantF16AVX2)
-	case quant.BF16:
-		return halfWidth(quant.BF16, dequantBF16AVX2)
-	case quant.Q4_0:
-		return func(src []byte, dst []float32) {
-			dequantIQ4NLAVX2(&src[0], &dst[0], len(dst)/32, &q4_0Table[0])
-		}
-	case quant.MXFP4:
-		return dequantMXFP4Vector
-	case quant.IQ4_XS:
-		return dequantIQ4XSVector
-	case quant.Q5_K:
-		return dequantQ5KVector
-	case quant.Q2_K:
-		return dequantQ2KVector
-	case quant.Q3_K:
-		return dequantQ3KVector
-	case quant.Q6_K:
-		return dequantQ6KVector
-	case quant.Q4_K:
-		return dequantQ4KVector
-	case quant.Q8_0:
-		return func(src []byte, dst []float32) { dequantQ8_0AVX2(&src[0], &dst[0], len(dst)/32) }
-	case quant.IQ4_NL:
-		return func(src []byte, dst []float32) {
-			dequantIQ4NLAVX2(&src[0], &dst[0], len(dst)/32, &kvaluesIQ4NLAsm[0])
-		}
-	case quant.Q2_0:
-		return func(src []byte, dst []float32) { dequantQ2_0AVX2(&src[0], &dst[0], len(dst)/64) }
-	case quant.IQ3_S:
-		return func(src []byte, dst []float32) {
-			dequantIQ3SAVX2(&src[0], &dst[0], len(dst)/256, &iq3sGridAsm[0])
-		}
-	}
-	return nil
+// dequantF32LE: on this little-endian machine the bytes are the values.
+func dequantF32LE(src []byte, dst []float32) {
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*len(dst)), src)
+}
+
+func dequantQ4_0Vector(src []byte, dst []float32) {
+	dequantIQ4NLAVX2(&src[0], &dst[0], len(dst)/32, &q4_0Table[0])
+}
+
+func dequantQ8_0Vector(src []byte, dst []float32) { dequantQ8_0AVX2(&src[0], &dst[0], len(dst)/32) }
+
+func dequantIQ4NLVector(src []byte, dst []float32) {
+	dequantIQ4NLAVX2(&src[0], &dst[0], len(dst)/32, &kvaluesIQ4NLAsm[0])
+}
+
+func dequantQ2_0Vector(src []byte, dst []float32) { dequantQ2_0AVX2(&src[0], &dst[0], len(dst)/64) }
+
+func dequantIQ3SVector(src []byte, dst []float32) {
+	dequantIQ3SAVX2(&src[0], &dst[0], len(dst)/256, &iq3sGridAsm[0])
 }

@@ -24,14 +24,6 @@ var allTypes = []quant.Type{
 	quant.IQ4_XS, quant.MXFP4, quant.TQ1_0, quant.TQ2_0, quant.Q1_0, quant.Q2_0,
 }
 
-// withFeatures runs f with the vector paths switched on or off.
-func withFeatures(noAsm bool, f func()) {
-	saved := Features.NoAsm
-	Features.NoAsm = noAsm
-	defer func() { Features.NoAsm = saved }()
-	f()
-}
-
 // guard is the sentinel around every output buffer: a NaN no decoder makes.
 const guard = 0x7fa5a5a5
 
@@ -56,7 +48,7 @@ func randomBlocks(rng *rand.Rand, t quant.Type, n int) []byte {
 
 // decodeGuarded decodes src into a buffer that starts `shift` floats into a
 // larger one, and fails if anything outside dst was written.
-func decodeGuarded(t *testing.T, typ quant.Type, src []byte, n, shift int, noAsm bool) []float32 {
+func decodeGuarded(t *testing.T, k *kernelSet, typ quant.Type, src []byte, n, shift int) []float32 {
 	t.Helper()
 	const band = 16
 	buf := make([]float32, shift+n+band+band)
@@ -64,9 +56,7 @@ func decodeGuarded(t *testing.T, typ quant.Type, src []byte, n, shift int, noAsm
 		buf[i] = math.Float32frombits(guard)
 	}
 	dst := buf[band+shift : band+shift+n : band+shift+n]
-	var err error
-	withFeatures(noAsm, func() { err = Dequantize(typ, src, dst) })
-	if err != nil {
+	if err := k.dequantize(typ, src, dst); err != nil {
 		t.Fatal(err)
 	}
 	for i, v := range buf {
@@ -93,12 +83,14 @@ func TestVectorMatchesPortable(t *testing.T) {
 			dstShift := rng.IntN(8)
 			src := raw[srcShift : srcShift+blocks*ti.BlockBytes]
 			n := blocks * ti.BlockElements
-			want := decodeGuarded(t, typ, src, n, dstShift, true)
-			got := decodeGuarded(t, typ, src, n, 7-dstShift, false)
-			for i := range want {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("%s: %d blocks, element %d: vector %#08x, portable %#08x", typ, blocks, i,
-						math.Float32bits(got[i]), math.Float32bits(want[i]))
+			want := decodeGuarded(t, &portable, typ, src, n, dstShift)
+			for _, s := range testSets() {
+				got := decodeGuarded(t, s.k, typ, src, n, 7-dstShift)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s on %s: %d blocks, element %d: vector %#08x, portable %#08x", typ, s.name, blocks, i,
+							math.Float32bits(got[i]), math.Float32bits(want[i]))
+					}
 				}
 			}
 		}
@@ -137,7 +129,7 @@ func TestVectorFixtures(t *testing.T) {
 }
 
 func TestVectorPathsPresent(t *testing.T) {
-	if !Features.AVX2 || Features.NoAsm {
+	if !asmBuild || !hostCPU.avx2 || !hostCPU.f16c {
 		t.Logf("no vector paths on this CPU/build (%s)", Describe())
 		return
 	}

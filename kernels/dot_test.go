@@ -105,7 +105,7 @@ func TestDotEqualsDecodeThenDot(t *testing.T) {
 				x[i] = float32(rng.NormFloat64())
 			}
 			dec := make([]float32, n)
-			if err := DecodeRow(typ, row, dec); err != nil {
+			if err := quant.Dequantize(typ, row, dec); err != nil {
 				t.Fatal(err)
 			}
 			want := dotF32Generic(dec, x)
@@ -117,12 +117,161 @@ func TestDotEqualsDecodeThenDot(t *testing.T) {
 				t.Fatalf("%s n=%d: ordered dot %g far from float64 %g", typ, n, want, sum)
 			}
 			scratch := make([]float32, n)
-			for _, noAsm := range []bool{false, true} {
-				Features.NoAsm = noAsm
-				got := Dot(typ, row, x, scratch)
-				Features.NoAsm = false
+			for _, s := range append(testSets(), namedSet{"portable", &portable}) {
+				if got := s.k.dotRow(typ, row, x, scratch); math.Float32bits(got) != math.Float32bits(want) {
+					t.Fatalf("%s n=%d on %s: got %g want %g", typ, n, s.name, got, want)
+				}
+			}
+		}
+	}
+}
+
+// guardedFloats returns a slice of n floats inside a buffer whose band
+// floats on each side hold the guard NaN, and a check that they still do.
+func guardedFloats(n, shift int) ([]float32, func() bool) {
+	const band = 16
+	buf := make([]float32, band+shift+n+band)
+	for i := range buf {
+		buf[i] = math.Float32frombits(guard)
+	}
+	lo, hi := band+shift, band+shift+n
+	return buf[lo:hi:hi], func() bool {
+		for i, v := range buf {
+			if (i < lo || i >= hi) && math.Float32bits(v) != guard {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// guardedBytes is guardedFloats for a row's bytes, the bands all 0xff (NaN
+// scales and values in every type here, so a read past the row shows).
+func guardedBytes(b []byte, shift int) []byte {
+	const band = 64
+	buf := make([]byte, band+shift+len(b)+band)
+	for i := range buf {
+		buf[i] = 0xff
+	}
+	lo, hi := band+shift, band+shift+len(b)
+	copy(buf[lo:hi], b)
+	return buf[lo:hi:hi]
+}
+
+// TestDotLengthsGuarded: Dot over every row length 0..1024 (every whole
+// number of blocks), unaligned rows and activations between NaN guard bands,
+// on every kernel set, equals DotF32 of quant's decoding, bit for bit, and
+// writes nothing outside its scratch.
+func TestDotLengthsGuarded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, typ := range []quant.Type{quant.F32, quant.BF16, quant.F16, quant.Q8_0, quant.IQ4_NL, quant.Q2_0, quant.IQ3_S, quant.Q4_K} {
+		ti, _ := quant.Info(typ)
+		for n := 0; n <= 1024; n += ti.BlockElements {
+			row := guardedBytes(randomRow(rng, typ, n), rng.IntN(8))
+			x, xOK := guardedFloats(n, rng.IntN(8))
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			dec := make([]float32, n)
+			if err := quant.Dequantize(typ, row, dec); err != nil {
+				t.Fatal(err)
+			}
+			want := dotF32Generic(dec, x)
+			for _, s := range append(testSets(), namedSet{"portable", &portable}) {
+				scratch, scratchOK := guardedFloats(n, rng.IntN(8))
+				got := s.k.dotRow(typ, row, x, scratch)
 				if math.Float32bits(got) != math.Float32bits(want) {
-					t.Fatalf("%s n=%d noasm=%v: got %g want %g", typ, n, noAsm, got, want)
+					t.Fatalf("%s n=%d on %s: got %g want %g", typ, n, s.name, got, want)
+				}
+				if !xOK() || !scratchOK() {
+					t.Fatalf("%s n=%d on %s: wrote outside x or scratch", typ, n, s.name)
+				}
+			}
+		}
+	}
+}
+
+// TestDotF32AxpyLengthsGuarded: DotF32 and Axpy over every length 0..1024
+// between NaN guard bands, on every kernel set, against the closed-form
+// definitions (dot.go's order; y + round(a*x) per element).
+func TestDotF32AxpyLengthsGuarded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for n := 0; n <= 1024; n++ {
+		w, wOK := guardedFloats(n, rng.IntN(8))
+		x, xOK := guardedFloats(n, rng.IntN(8))
+		y0 := make([]float32, n)
+		for i := range x {
+			w[i], x[i], y0[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64()), float32(rng.NormFloat64())
+		}
+		a := float32(rng.NormFloat64())
+		want := dotF32Generic(w, x)
+		for _, s := range append(testSets(), namedSet{"portable", &portable}) {
+			if got := s.k.dotF32Slices(w, x); math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("DotF32 n=%d on %s: got %g want %g", n, s.name, got, want)
+			}
+			y, yOK := guardedFloats(n, rng.IntN(8))
+			copy(y, y0)
+			s.k.axpySlices(y, a, x)
+			for i := range y {
+				if e := y0[i] + float32(a*x[i]); math.Float32bits(y[i]) != math.Float32bits(e) {
+					t.Fatalf("Axpy n=%d on %s: y[%d] = %g want %g", n, s.name, i, y[i], e)
+				}
+			}
+			if !wOK() || !xOK() || !yOK() {
+				t.Fatalf("n=%d on %s: wrote outside its slices", n, s.name)
+			}
+		}
+	}
+}
+
+// TestSignallingNaNScale: an fp16 value or block scale that is a signalling
+// NaN decodes, on every path, to quant's bits: the NaN quieted with sign and
+// payload kept, as F16C's VCVTPH2PS gives it (kernels once had its own
+// portable decoders, which kept such a NaN signalling).
+func TestSignallingNaNScale(t *testing.T) {
+	for _, h := range []uint16{0x7c01, 0xfd55, 0x7dff} {
+		wantF16 := uint32(h&0x8000)<<16 | 0x7fc00000 | uint32(h&0x3ff)<<13
+		for _, typ := range []quant.Type{quant.F16, quant.Q8_0, quant.IQ4_NL, quant.Q2_0, quant.Q4_0} {
+			ti, _ := quant.Info(typ)
+			n := 64
+			row := make([]byte, n/ti.BlockElements*ti.BlockBytes)
+			for i := range row {
+				row[i] = byte(i*7 + 1)
+			}
+			if typ == quant.F16 {
+				for i := 0; i < n; i++ {
+					binary.LittleEndian.PutUint16(row[2*i:], h)
+				}
+			} else {
+				for o := 0; o < len(row); o += ti.BlockBytes {
+					binary.LittleEndian.PutUint16(row[o:], h)
+				}
+			}
+			want := make([]float32, n)
+			if err := quant.Dequantize(typ, row, want); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range want {
+				if b := math.Float32bits(v); b&0x7fc00000 != 0x7fc00000 || (typ == quant.F16 && b != wantF16) {
+					t.Fatalf("%s %#04x: quant gives %#08x at %d, not a quiet NaN (want %#08x for F16)", typ, h, b, i, wantF16)
+				}
+			}
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = 1
+			}
+			for _, s := range append(testSets(), namedSet{"portable", &portable}) {
+				got := make([]float32, n)
+				if err := s.k.decodeRow(typ, row, got); err != nil {
+					t.Fatal(err)
+				}
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s %#04x on %s: element %d is %#08x, quant %#08x", typ, h, s.name, i, math.Float32bits(got[i]), math.Float32bits(want[i]))
+					}
+				}
+				if d := s.k.dotRow(typ, row, x, make([]float32, n)); d == d {
+					t.Fatalf("%s %#04x on %s: dot %g, want NaN", typ, h, s.name, d)
 				}
 			}
 		}
@@ -191,32 +340,6 @@ func TestNewMatrixRejects(t *testing.T) {
 	}
 	if _, err := NewMatrix(quant.Q8_0, make([]byte, 1000), 100, 1); err == nil {
 		t.Fatal("row not a multiple of the block accepted")
-	}
-}
-
-func TestAxpySameBitsEveryPath(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	for _, n := range []int{1, 8, 13, 64, 100} {
-		x := make([]float32, n)
-		y0 := make([]float32, n)
-		for i := range x {
-			x[i], y0[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
-		}
-		a := float32(rng.NormFloat64())
-		var got [2][]float32
-		for k, noAsm := range []bool{false, true} {
-			Features.NoAsm = noAsm
-			y := append([]float32(nil), y0...)
-			Axpy(y, a, x)
-			got[k] = y
-		}
-		Features.NoAsm = false
-		for i := range got[0] {
-			want := y0[i] + float32(a*x[i])
-			if math.Float32bits(got[0][i]) != math.Float32bits(want) || math.Float32bits(got[1][i]) != math.Float32bits(want) {
-				t.Fatalf("n=%d i=%d: %g %g want %g", n, i, got[0][i], got[1][i], want)
-			}
-		}
 	}
 }
 

@@ -121,7 +121,7 @@ func (p *Pool) MatMul(m *Matrix, xs []float32, ntok int, out []float32) {
 	if len(xs) < ntok*cols || len(out) < ntok*rows {
 		panic(fmt.Sprintf("kernels: MatMul shapes: %d inputs of %d, %d rows, len(xs)=%d len(out)=%d", ntok, cols, rows, len(xs), len(out)))
 	}
-	fused := Fused(m.Type) && cols%32 == 0
+	fused := host.fuses(m.Type, cols)
 	p.Parallel(rows, cols*ntok, func(lo, hi int) {
 		bp := p.buf(cols)
 		buf := *bp

@@ -6,7 +6,7 @@ import "github.com/stratactl/stratactl/quant"
 // hot loops on the fastest path this CPU has. It writes exactly the bytes
 // of the reference in package quant, on every path.
 func QuantizeQ2_0(src []float32, dst []byte, opt *quant.QuantizeOptions) error {
-	return quant.QuantizeQ2_0With(src, dst, opt, q2Kernels())
+	return host.quantizeQ2_0(src, dst, opt)
 }
 
 // Quantize is quant.Quantize with the vector paths for the types that have
@@ -18,9 +18,10 @@ func Quantize(t quant.Type, src []float32, dst []byte, opt *quant.QuantizeOption
 	return quant.Quantize(t, src, dst, opt)
 }
 
-func q2Kernels() *quant.Q2SearchKernels {
-	if Features.AVX2 && !Features.NoAsm && q2HaveAVX2 {
-		return &q2AVX2
+func (k *kernelSet) quantizeQ2_0(src []float32, dst []byte, opt *quant.QuantizeOptions) error {
+	q2 := k.q2
+	if q2 == nil {
+		q2 = &quant.Q2SearchRef
 	}
-	return &quant.Q2SearchRef
+	return quant.QuantizeQ2_0With(src, dst, opt, q2)
 }

@@ -1,3 +1,5 @@
+//go:build amd64 && !noasm
+
 #include "textflag.h"
 
 // -1.0, 2.0 as float32; 1 as int32

@@ -10,14 +10,6 @@ import (
 	"github.com/stratactl/stratactl/quant"
 )
 
-// withPath runs f with the vector paths on (asm) or forced off.
-func withPath(asm bool, f func()) {
-	saved := Features
-	defer func() { Features = saved }()
-	Features.NoAsm = !asm
-	f()
-}
-
 // q2Inputs are random and adversarial blocks: gaussian of many scales,
 // values on the rounding boundaries of the candidate grids, one-hot blocks,
 // ties, signed zeros, subnormals, huge and non-finite values.
@@ -91,8 +83,8 @@ func q2Inputs() map[string][]float32 {
 }
 
 func TestQ2SearchPathsIdentical(t *testing.T) {
-	if !Features.AVX2 {
-		t.Log("no AVX2 on this CPU: only the portable path is compared with the reference")
+	if !HasVectorQ2Search() {
+		t.Log("no vector Q2 search on this CPU/build: only the portable path is compared with the reference")
 	}
 	r := rand.New(rand.NewPCG(3, 4))
 	imp := make([]float32, 256)
@@ -114,20 +106,18 @@ func TestQ2SearchPathsIdentical(t *testing.T) {
 			if err := quant.Quantize(quant.Q2_0, x, want, opt); err != nil {
 				t.Fatal(err)
 			}
-			for _, asm := range []bool{false, true} {
+			for _, s := range append(testSets(), namedSet{"portable", &portable}) {
 				got := make([]byte, len(want))
-				withPath(asm, func() {
-					if err := QuantizeQ2_0(x, got, opt); err != nil {
-						t.Fatal(err)
-					}
-				})
+				if err := s.k.quantizeQ2_0(x, got, opt); err != nil {
+					t.Fatal(err)
+				}
 				if !bytes.Equal(got, want) {
 					i := 0
 					for got[i] == want[i] {
 						i++
 					}
-					t.Fatalf("%s opt %+v asm=%v: first difference at byte %d (block %d): got %x want %x",
-						name, opt, asm, i, i/18, got[i/18*18:i/18*18+18], want[i/18*18:i/18*18+18])
+					t.Fatalf("%s opt %+v on %s: first difference at byte %d (block %d): got %x want %x",
+						name, opt, s.name, i, i/18, got[i/18*18:i/18*18+18], want[i/18*18:i/18*18+18])
 				}
 			}
 		}
@@ -137,6 +127,10 @@ func TestQ2SearchPathsIdentical(t *testing.T) {
 func TestQ2KernelsMatchReference(t *testing.T) {
 	// The kernels themselves, on single blocks at many inverse scales,
 	// including ones that put elements exactly on rounding boundaries.
+	if !HasVectorQ2Search() {
+		t.Skip("no vector Q2 search kernels on this CPU/build")
+	}
+	k := host.q2
 	r := rand.New(rand.NewPCG(9, 9))
 	var x, w [64]float32
 	inv := make([]float32, 40)
@@ -157,7 +151,7 @@ func TestQ2KernelsMatchReference(t *testing.T) {
 		for _, wp := range []*[64]float32{nil, &w} {
 			want, got := make([]float32, 80), make([]float32, 80)
 			quant.Q2SearchRef.Score(&x, wp, inv, want)
-			q2AVX2.Score(&x, wp, inv, got)
+			k.Score(&x, wp, inv, got)
 			for i := range want {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 					t.Fatalf("trial %d weighted=%v: sum %d = %g, reference %g", trial, wp != nil, i, got[i], want[i])
@@ -167,7 +161,7 @@ func TestQ2KernelsMatchReference(t *testing.T) {
 		for _, iv := range inv {
 			var want, got [16]byte
 			quant.Q2SearchRef.Pack(&x, iv, want[:])
-			q2AVX2.Pack(&x, iv, got[:])
+			k.Pack(&x, iv, got[:])
 			if want != got {
 				t.Fatalf("trial %d inv %g: packed %x, reference %x", trial, iv, got, want)
 			}
@@ -175,35 +169,33 @@ func TestQ2KernelsMatchReference(t *testing.T) {
 	}
 }
 
-func benchQ2(b *testing.B, asm bool, opt *quant.QuantizeOptions) {
+func benchQ2(b *testing.B, k *kernelSet, opt *quant.QuantizeOptions) {
 	r := rand.New(rand.NewPCG(1, 1))
 	x := make([]float32, 1<<20)
 	for i := range x {
 		x[i] = float32(r.NormFloat64() * 0.02)
 	}
 	q := make([]byte, len(x)/64*18)
-	withPath(asm, func() {
-		b.SetBytes(int64(len(x) * 4))
-		b.ResetTimer()
-		for range b.N {
-			if err := QuantizeQ2_0(x, q, opt); err != nil {
-				b.Fatal(err)
-			}
+	b.SetBytes(int64(len(x) * 4))
+	b.ResetTimer()
+	for range b.N {
+		if err := k.quantizeQ2_0(x, q, opt); err != nil {
+			b.Fatal(err)
 		}
-		b.ReportMetric(float64(len(x))*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mweights/s")
-	})
+	}
+	b.ReportMetric(float64(len(x))*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mweights/s")
 }
 
-func BenchmarkQ2SearchAVX2(b *testing.B)    { benchQ2(b, true, nil) }
-func BenchmarkQ2SearchGeneric(b *testing.B) { benchQ2(b, false, nil) }
+func BenchmarkQ2SearchAVX2(b *testing.B)    { benchQ2(b, &host, nil) }
+func BenchmarkQ2SearchGeneric(b *testing.B) { benchQ2(b, &portable, nil) }
 func BenchmarkQ2SearchImatrixAVX2(b *testing.B) {
 	imp := make([]float32, 4096)
 	for i := range imp {
 		imp[i] = float32(i%7) + 0.5
 	}
-	benchQ2(b, true, &quant.QuantizeOptions{Importance: imp, RowLen: 4096})
+	benchQ2(b, &host, &quant.QuantizeOptions{Importance: imp, RowLen: 4096})
 }
-func BenchmarkQ2GGML(b *testing.B) { benchQ2(b, true, &quant.QuantizeOptions{Q2Mode: quant.Q2GGML}) }
+func BenchmarkQ2GGML(b *testing.B) { benchQ2(b, &host, &quant.QuantizeOptions{Q2Mode: quant.Q2GGML}) }
 
 // FuzzQ2SearchPaths feeds arbitrary bit patterns (any float32, NaN and Inf
 // included) to both paths; they must agree with the reference byte for byte.
@@ -232,11 +224,13 @@ func FuzzQ2SearchPaths(f *testing.F) {
 			if err := quant.Quantize(quant.Q2_0, x, want, opt); err != nil {
 				t.Fatal(err)
 			}
-			for _, asm := range []bool{false, true} {
+			for _, s := range append(testSets(), namedSet{"portable", &portable}) {
 				got := make([]byte, len(want))
-				withPath(asm, func() { QuantizeQ2_0(x, got, opt) })
+				if err := s.k.quantizeQ2_0(x, got, opt); err != nil {
+					t.Fatal(err)
+				}
 				if !bytes.Equal(got, want) {
-					t.Fatalf("asm=%v: bytes differ from the reference\ngot  %x\nwant %x", asm, got, want)
+					t.Fatalf("%s: bytes differ from the reference\ngot  %x\nwant %x", s.name, got, want)
 				}
 			}
 		}

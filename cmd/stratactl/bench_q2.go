@@ -16,10 +16,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/imatrix"
 	"github.com/stratactl/stratactl/internal/cli"
 	"github.com/stratactl/stratactl/kernels"
 	"github.com/stratactl/stratactl/quant"
-	"github.com/stratactl/stratactl/quant/imatrix"
 )
 
 func init() { registerBench(newBenchQ2Cmd) }
@@ -357,8 +357,6 @@ func q2Speed(candidates, weights int) (rows []q2SpeedRow, clock string, err erro
 		name, path string
 		run        func() error
 	}
-	saved := kernels.Features
-	defer func() { kernels.Features = saved }()
 	rules := []rule{
 		{"ggml", "quant (portable)", func() error {
 			return quant.Quantize(quant.Q2_0, x, q, &quant.QuantizeOptions{Q2Mode: quant.Q2GGML})

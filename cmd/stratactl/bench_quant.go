@@ -289,7 +289,7 @@ func benchQuant(ctx context.Context, env *cli.Env, seconds float64, mib int, typ
 		// The search is timed on the path the converter uses (kernels, vector
 		// code where the CPU has it) and on the portable reference.
 		searchPath := "q2-search portable"
-		if kernels.Features.AVX2 && !kernels.Features.NoAsm {
+		if kernels.HasVectorQ2Search() {
 			searchPath = "q2-search avx2"
 		}
 		for _, m := range []struct {

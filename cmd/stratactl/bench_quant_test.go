@@ -46,7 +46,7 @@ func TestBenchQuantJSON(t *testing.T) {
 		}
 	}
 	searchPath := "quantize Q2_0 q2-search portable"
-	if kernels.Features.AVX2 && !kernels.Features.NoAsm {
+	if kernels.HasVectorQ2Search() {
 		searchPath = "quantize Q2_0 q2-search avx2"
 	}
 	if quant.CanQuantize(quant.Q2_0) && !(seen["quantize Q2_0 q2-ggml"] && seen[searchPath] && seen["quantize Q2_0 q2-search reference"]) {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -17,6 +18,7 @@ func init() { register(newEvalCmd) }
 
 type evalFlags struct {
 	ref, text, ids string
+	score          string
 	ctx, chunks    int
 	threads        int
 }
@@ -32,9 +34,11 @@ perplexity of both (NLL of tokens 1..ctx-1), the KL divergence
 KL(P_ref || P_cand) of the next-token distributions at positions 0..ctx-2
 (softmax in float64), its mean, median and percentiles, top-1 agreement, and
 the change in probability of the actual next token (Δp) with the percentiles
-llama-perplexity --kl-divergence prints. Unlike llama-perplexity, every
-position of a window is scored (not only its second half) and no
-probability is dropped or quantized.
+llama-perplexity --kl-divergence prints. By default every position of a
+window is scored; --score second-half scores only what llama-perplexity
+scores (the logits at positions ctx/2..ctx-2, predicting tokens
+ctx/2+1..ctx-1), so the figures compare with llama.cpp's. Unlike
+llama-perplexity, no probability is dropped or quantized.
 
 The windows come from --ids (little-endian int32 token ids) or --text
 (tokenized with the reference's tokenizer), cut into --ctx tokens; --chunks
@@ -50,6 +54,7 @@ limits how many are used.`,
 	fl.StringVar(&f.ids, "ids", "", "evaluation token ids (little-endian int32)")
 	fl.IntVar(&f.ctx, "ctx", 512, "tokens per window")
 	fl.IntVar(&f.chunks, "chunks", 0, "windows to evaluate (0: all)")
+	fl.StringVar(&f.score, "score", evalq.ScoreAll.String(), "positions scored in each window: "+strings.Join(evalq.ScoringNames(), " or ")+" (llama-perplexity's)")
 	fl.IntVarP(&f.threads, "threads", "j", 0, "matmul threads (0: GOMAXPROCS); results do not depend on it")
 	cmd.MarkFlagRequired("ref")
 	return cmd
@@ -61,6 +66,8 @@ type evalReport struct {
 	Reference string  `json:"reference"`
 	Source    string  `json:"source"`
 	Ctx       int     `json:"ctx"`
+	Score     string  `json:"score"`        // the scoring: all or second-half
+	FirstPos  int     `json:"first_scored"` // first scored position of each window
 	Seconds   float64 `json:"seconds"`
 	evalq.Result
 }
@@ -109,6 +116,13 @@ func runEval(cmd *cobra.Command, env *cli.Env, candPath string, f *evalFlags) er
 	if f.chunks < 0 {
 		return fmt.Errorf("--chunks must be >= 0")
 	}
+	score, err := evalq.ParseScoring(f.score)
+	if err != nil {
+		return fmt.Errorf("--score: %w", err)
+	}
+	if score.Scored(f.ctx) < 1 {
+		return fmt.Errorf("--ctx %d leaves no position to score under --score %s", f.ctx, score)
+	}
 	ref, err := engine.Open(f.ref, engine.Options{Threads: f.threads})
 	if err != nil {
 		return err
@@ -125,12 +139,12 @@ func runEval(cmd *cobra.Command, env *cli.Env, candPath string, f *evalFlags) er
 	}
 	prog := env.NewProgress(int64(len(windows)*f.ctx), "eval", false)
 	start := time.Now()
-	res, _, err := evalq.Run(cmd.Context(), ref, cand, windows, func(n int) { prog.Add(int64(n)) })
+	res, _, err := evalq.Run(cmd.Context(), ref, cand, windows, score, func(n int) { prog.Add(int64(n)) })
 	prog.Done()
 	if err != nil {
 		return err
 	}
-	rep := evalReport{Candidate: candPath, Reference: f.ref, Source: src, Ctx: f.ctx, Seconds: time.Since(start).Seconds(), Result: res}
+	rep := evalReport{Candidate: candPath, Reference: f.ref, Source: src, Ctx: f.ctx, Score: score.String(), FirstPos: score.First(f.ctx), Seconds: time.Since(start).Seconds(), Result: res}
 	if env.JSON {
 		return env.PrintJSON(rep)
 	}
@@ -140,8 +154,8 @@ func runEval(cmd *cobra.Command, env *cli.Env, candPath string, f *evalFlags) er
 
 func printEval(env *cli.Env, r *evalReport) {
 	w := env.Out
-	fmt.Fprintf(w, "%s against %s: %d windows of %d tokens from %s, %d positions scored (%.1f s)\n\n",
-		r.Candidate, r.Reference, r.Windows, r.Ctx, r.Source, r.Tokens, r.Seconds)
+	fmt.Fprintf(w, "%s against %s: %d windows of %d tokens from %s, %d positions scored (%d..%d of each window; %.1f s)\n\n",
+		r.Candidate, r.Reference, r.Windows, r.Ctx, r.Source, r.Tokens, r.FirstPos, r.Ctx-2, r.Seconds)
 	fmt.Fprintln(w, "====== Perplexity statistics ======")
 	fmt.Fprintf(w, "PPL(cand)           : %10.6f ± %10.6f\n", r.PPL, r.PPLErr)
 	fmt.Fprintf(w, "PPL(ref)            : %10.6f ± %10.6f\n", r.PPLRef, r.PPLRefErr)

@@ -44,6 +44,26 @@ func TestEvalTextMatchesIDs(t *testing.T) {
 	}
 }
 
+// TestEvalSecondHalf: --score second-half scores llama-perplexity's
+// positions (128..254 of a 256-token window) and says so; its figures are
+// those of the same positions under evalq (checked there against scoring
+// every position).
+func TestEvalSecondHalf(t *testing.T) {
+	cand, ref := testutil.TinyModel(t, "model-iq4nl.gguf"), testutil.TinyModel(t, "model-bf16.gguf")
+	ids := testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin")
+	r := decode[evalReport](t, stratactl(t, "eval", cand, "--ref", ref, "--ids", ids, "--ctx", "256", "--chunks", "1", "--score", "second-half", "--json"))
+	if r.Tokens != 127 || r.Windows != 1 || r.Score != "second-half" || r.FirstPos != 128 {
+		t.Errorf("second half: %d positions, %d windows, score %q from %d", r.Tokens, r.Windows, r.Score, r.FirstPos)
+	}
+	if r.KLDMean <= 0 || r.Top1Agreement >= 1 {
+		t.Errorf("IQ4_NL against BF16 should differ a little: %+v", r.Result)
+	}
+	out := string(stratactl(t, "eval", cand, "--ref", ref, "--ids", ids, "--ctx", "256", "--chunks", "1", "--score", "second-half"))
+	if !contains(out, "127 positions scored (128..254 of each window") {
+		t.Errorf("report does not say which positions it scored:\n%s", out)
+	}
+}
+
 func TestEvalRefuses(t *testing.T) {
 	m := testutil.TinyModel(t, "model-bf16.gguf")
 	ids := testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin")
@@ -53,6 +73,8 @@ func TestEvalRefuses(t *testing.T) {
 	stratactlFails(t, "eval", m, "--ref", m, "--ids", ids, "--ctx", "4096") // beyond the context
 	stratactlFails(t, "eval", m, "--ref", m, "--ids", ids, "--ctx", "1")    // nothing to predict
 	stratactlFails(t, "eval", m, "--ref", filepath.Join(t.TempDir(), "none.gguf"), "--ids", ids)
+	stratactlFails(t, "eval", m, "--ref", m, "--ids", ids, "--score", "half")                      // unknown scoring
+	stratactlFails(t, "eval", m, "--ref", m, "--ids", ids, "--ctx", "2", "--score", "second-half") // nothing left to score
 	bad := filepath.Join(t.TempDir(), "bad.bin")
 	os.WriteFile(bad, []byte{0, 0, 0, 0, 0xff, 0xff, 0, 0}, 0o644) // id 65535 > vocab
 	if msg := stratactlFails(t, "eval", m, "--ref", m, "--ids", bad, "--ctx", "2"); !contains(msg, "byte 4") {

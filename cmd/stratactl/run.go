@@ -9,6 +9,7 @@ import (
 	"runtime"
 
 	"github.com/spf13/cobra"
+	"github.com/stratactl/stratactl/cachesim"
 	"github.com/stratactl/stratactl/engine"
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/cli"
@@ -34,6 +35,7 @@ type runFlags struct {
 	buffered    bool
 	cacheBonus  float64
 	exactPicks  int
+	trace       string
 }
 
 func newRunCmd(env *cli.Env) *cobra.Command {
@@ -68,6 +70,7 @@ of the vocabulary size.`,
 	fl.BoolVar(&f.buffered, "buffered", false, "pack: read through the page cache instead of O_DIRECT")
 	fl.Float64Var(&f.cacheBonus, "cache-bonus", math.NaN(), "pack: cache-aware routing, adding this to the router logits of resident experts after the first --exact-picks picks (off unless given)")
 	fl.IntVar(&f.exactPicks, "exact-picks", 3, "pack: with --cache-bonus, picks made by the true router first")
+	fl.StringVar(&f.trace, "trace", "", "pack: write the decode phase's expert demands to this file (STRC, docs/FORMATS.md; stratactl replay reads it)")
 	return cmd
 }
 
@@ -133,6 +136,9 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	if cacheAware && ps == nil {
 		return fmt.Errorf("--cache-bonus needs a pack (MODEL is a GGUF: every expert is resident)")
 	}
+	if f.trace != "" && ps == nil {
+		return fmt.Errorf("--trace needs a pack (MODEL is a GGUF: no expert store)")
+	}
 	tok, err := m.Tokenizer()
 	if err != nil {
 		return err
@@ -190,7 +196,7 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	}
 	var before engine.StreamCounters
 	if ps != nil {
-		opt.AfterPrefill = func() { before = ps.Counters() }
+		opt.AfterPrefill = func() { before = ps.Counters(); ps.StartTrace() }
 	}
 	res, err := s.Generate(cmd.Context(), prompt, opt)
 	if err != nil {
@@ -227,6 +233,15 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 		// Figures of the decode phase: the tokens that went through the
 		// layers one at a time.
 		rep.Stream = ps.Report(before, ps.Counters(), res.DecodeSteps)
+		tr := ps.StopTrace(res.DecodeSteps)
+		if err := rep.Stream.AddReplay(tr); err != nil {
+			return err
+		}
+		if f.trace != "" {
+			if err := cachesim.WriteFile(f.trace, tr); err != nil {
+				return err
+			}
+		}
 	}
 	if cacheAware {
 		rep.CacheBonus = &f.cacheBonus
@@ -250,8 +265,8 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 		if !st.DirectIO {
 			io = "buffered: " + st.DirectIONote
 		}
-		fmt.Fprintf(env.Err, "experts (decode, per token): hit rate %.3f, misses %.2f, read %.3f MB, read-ahead hits %.2f (of %.2f reads), waiting %.3f ms\n",
-			st.HitRate, st.MissesPerToken, st.ReadMBPerToken, st.ReadAheadHitsPerToken, st.GuessesPerToken, st.WaitMsPerToken)
+		fmt.Fprintf(env.Err, "experts (decode, per token): hit rate %.3f (Belady's MIN %.3f), misses %.2f, read %.3f MB, read-ahead hits %.2f (of %.2f reads), waiting %.3f ms\n",
+			st.HitRate, *st.BeladyHitRate, st.MissesPerToken, st.ReadMBPerToken, st.ReadAheadHitsPerToken, st.GuessesPerToken, st.WaitMsPerToken)
 		fmt.Fprintf(env.Err, "arena: %d of %d slots (%.1f MiB, %d bytes each), filled %d in %.3f s, reads: %s\n",
 			st.ArenaSlots, st.TotalSlots, st.ArenaMB, st.SlotBytes, st.FillSlots, st.FillSeconds, io)
 	}

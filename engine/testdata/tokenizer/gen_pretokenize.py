@@ -9,6 +9,7 @@ agree. Run: python3 gen_pretokenize.py > pretokenize_golden.json
 """
 import json
 import random
+import sys
 
 import regex
 
@@ -16,7 +17,15 @@ PATTERNS = {
     "gpt-2": r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
     "qwen2": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
     "llama3": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    # llama.cpp's LLAMA_VOCAB_PRE_TYPE_QWEN35, as the Qwen3.5 tokenizer.json
+    # writes it: qwen2 with combining marks (\p{M}) joining letters and kept
+    # out of the "other" runs.
+    "qwen35": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
 }
+
+# Only qwen35 treats combining marks apart from other characters; these
+# cases exercise that under it alone.
+MARK_ONLY = ["qwen35"]
 
 FIXED = [
     "",
@@ -65,6 +74,19 @@ FIXED = [
     " !",
     "  !",
     "\n\n\n  \n",
+    "\u0301",
+    " \u0301",
+    "\u0301abc \u0301\u0301 x\u0301y",
+    "'\u0301s '\u0301 '\u0301x",
+    "!\u0301 !!\u0301!! (\u0301)",
+    "1\u0301 \u03012 \u0301\n\u0301",
+    "\n\u0301x \t\u0301x \r\u0301",
+    "नमस्ते दुनिया हिंदी",
+    "สวัสดีครับ ผมชื่อ",
+    "שָׁלוֹם עוֹלָם",
+    "a\u20dd \u20dd! 1\u20dd",
+    "☺\ufe0f ok\ufe0f \ufe0f\ufe0f",
+    "x\u200dy \u200d\u0301",
 ]
 
 ALPHABET = list(
@@ -76,6 +98,16 @@ ALPHABET = list(
     "l", "L", "e", "E", "r", "R", "v", "V", "m", "M", "d", "D", "  ", "\n\n",
 ]
 
+# Combining marks of each kind (Mn, Mc, Me, a variation selector), letters
+# they combine with, and a format character (Cf, "other") for contrast.
+MARKS = [
+    "\u0301", "\u0308", "\u094d", "\u0903", "\u093f", "\u20dd", "\u0e31",
+    "\u0e48", "\u05b4", "\u0670", "\ufe0f",
+]
+MARK_ALPHABET = ALPHABET + MARKS * 3 + [
+    "\u0915", "\u0928", "\u0e01", "\u05e9", "\u0639", "\u200d", "\u263a",
+]
+
 
 def main():
     rnd = random.Random(20261129)
@@ -84,14 +116,26 @@ def main():
         n = rnd.randint(1, 24)
         cases.append("".join(rnd.choice(ALPHABET) for _ in range(n)))
     out = {"patterns": PATTERNS, "cases": []}
-    for text in cases:
+
+    def add(text, names):
         splits = {}
-        for name, pat in PATTERNS.items():
-            words = regex.findall(pat, text)
+        for name in names:
+            words = regex.findall(PATTERNS[name], text)
             assert "".join(words) == text, (name, text)
             splits[name] = words
         out["cases"].append({"text": text, "splits": splits})
-    json.dump(out, __import__("sys").stdout, ensure_ascii=True, indent=1)
+
+    for text in cases:
+        add(text, PATTERNS)
+    for _ in range(2600):
+        n = rnd.randint(1, 24)
+        add("".join(rnd.choice(MARK_ALPHABET) for _ in range(n)), MARK_ONLY)
+    # One case per line keeps the file small and its diffs readable.
+    w = sys.stdout.write
+    w('{"patterns": ' + json.dumps(out["patterns"], ensure_ascii=True) + ',\n "cases": [\n')
+    for i, c in enumerate(out["cases"]):
+        w("  " + json.dumps(c, ensure_ascii=True) + ("," if i + 1 < len(out["cases"]) else "") + "\n")
+    w(" ]\n}\n")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,180 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/stratactl/stratactl/kernels"
+)
+
+// deltaState is one gated-delta-net layer's recurrent state: the last
+// ConvKernel-1 inputs of the causal conv, [ConvKernel-1][Channels], and per
+// value head the matrix S [KeyDim][ValueDim]. A batch reads the committed
+// pair and writes the other one; commit swaps them once the whole batch
+// has run, so a failed batch leaves the session at its last good position.
+type deltaState struct {
+	conv, ssm   []float32 // committed
+	conv2, ssm2 []float32 // written by the batch in flight
+}
+
+func newDeltaState(sc *SSMConfig) *deltaState {
+	nc := (sc.ConvKernel - 1) * sc.Channels()
+	ns := sc.ValueHeads * sc.KeyDim * sc.ValueDim
+	return &deltaState{conv: make([]float32, nc), conv2: make([]float32, nc), ssm: make([]float32, ns), ssm2: make([]float32, ns)}
+}
+
+func (st *deltaState) commit() {
+	st.conv, st.conv2 = st.conv2, st.conv
+	st.ssm, st.ssm2 = st.ssm2, st.ssm
+}
+
+func (st *deltaState) reset() {
+	clear(st.conv)
+	clear(st.ssm)
+}
+
+// deltaNet runs the gated delta net of layer l on the normed inputs xn of
+// T tokens and returns its output [T][Embd]. The recurrence runs token by
+// token (a batch is the same arithmetic as T single-token steps, so prefill
+// and decode agree bit for bit); the projections are batched.
+func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
+	m := s.m
+	c := &m.Config
+	sc := &c.SSM
+	d := L.Delta
+	st := s.delta[l]
+	C, K := sc.Channels(), sc.ConvKernel
+	NK, DK, NV, DV := sc.KeyHeads, sc.KeyDim, sc.ValueHeads, sc.ValueDim
+
+	// Projections: conv input, output gate, beta and alpha logits.
+	ext := make([]float32, (K-1+T)*C) // conv history then this batch's inputs
+	qkv := ext[(K-1)*C:]
+	z := make([]float32, T*NV*DV)
+	beta := make([]float32, T*NV)
+	alpha := make([]float32, T*NV)
+	if d.BA != nil {
+		ba := make([]float32, T*2*NV)
+		matVecsOrMul(m.Pool, []*kernels.Matrix{&d.QKV, &d.Z, d.BA}, xn, T, [][]float32{qkv, z, ba})
+		r := NV / NK
+		for t := 0; t < T; t++ {
+			for g := 0; g < NK; g++ {
+				for i := 0; i < r; i++ {
+					beta[t*NV+g*r+i] = ba[t*2*NV+g*2*r+i]
+					alpha[t*NV+g*r+i] = ba[t*2*NV+g*2*r+r+i]
+				}
+			}
+		}
+	} else {
+		matVecsOrMul(m.Pool, []*kernels.Matrix{&d.QKV, &d.Z, &d.Beta, &d.Alpha}, xn, T, [][]float32{qkv, z, beta, alpha})
+	}
+
+	// Causal depthwise conv over time, then SiLU: out[t, c] = sum_j
+	// w[c, j] * in[t-K+1+j, c], the inputs before the batch from the state.
+	copy(ext, st.conv)
+	conv := make([]float32, T*C)
+	for t := 0; t < T; t++ {
+		o := conv[t*C : (t+1)*C]
+		for ch := range o {
+			w := d.Conv[ch*K : (ch+1)*K]
+			var acc float32
+			for j, wj := range w {
+				acc += wj * ext[(t+j)*C+ch]
+			}
+			o[ch] = silu(acc)
+		}
+	}
+	copy(st.conv2, ext[T*C:])
+
+	// q, k L2-normalised per key head, q scaled by 1/sqrt(KeyDim); beta =
+	// sigmoid; decay g = softplus(alpha + dt_bias) * A (A < 0).
+	qscale := float32(1 / math.Sqrt(float64(DK)))
+	for t := 0; t < T; t++ {
+		for h := 0; h < 2*NK; h++ {
+			x := conv[t*C+h*DK : t*C+(h+1)*DK]
+			l2Normalize(x)
+			if h < NK {
+				for i := range x {
+					x[i] *= qscale
+				}
+			}
+		}
+		for h := 0; h < NV; h++ {
+			i := t*NV + h
+			beta[i] = sigmoid(beta[i])
+			alpha[i] = float32(softplus(float64(alpha[i]+d.DtBias[h])) * float64(d.A[h]))
+		}
+	}
+
+	// The delta rule, per value head: S <- exp(g) S; S <- S + k (beta (v -
+	// S^T k))^T; o = S^T q.
+	o := make([]float32, T*NV*DV)
+	m.Pool.Parallel(NV, T*DK*DV*4, func(lo, hi int) {
+		u := make([]float32, DV)
+		for h := lo; h < hi; h++ {
+			kh := sc.keyHead(h)
+			src := st.ssm[h*DK*DV : (h+1)*DK*DV]
+			S := st.ssm2[h*DK*DV : (h+1)*DK*DV]
+			for t := 0; t < T; t++ {
+				q := conv[t*C+kh*DK : t*C+(kh+1)*DK]
+				k := conv[t*C+(NK+kh)*DK : t*C+(NK+kh+1)*DK]
+				v := conv[t*C+2*NK*DK+h*DV : t*C+2*NK*DK+(h+1)*DV]
+				decay := float32(math.Exp(float64(alpha[t*NV+h])))
+				if t == 0 {
+					for i, x := range src {
+						S[i] = x * decay
+					}
+				} else {
+					for i := range S {
+						S[i] *= decay
+					}
+				}
+				clear(u)
+				for i, ki := range k {
+					kernels.Axpy(u, ki, S[i*DV:(i+1)*DV])
+				}
+				b := beta[t*NV+h]
+				for j := range u {
+					u[j] = b * (v[j] - u[j])
+				}
+				for i, ki := range k {
+					kernels.Axpy(S[i*DV:(i+1)*DV], ki, u)
+				}
+				oh := o[t*NV*DV+h*DV : t*NV*DV+(h+1)*DV]
+				for i, qi := range q {
+					kernels.Axpy(oh, qi, S[i*DV:(i+1)*DV])
+				}
+				// Gated RMSNorm: rmsnorm(o) * ssm_norm * silu(z).
+				rmsNorm(oh, oh, d.Norm, c.Eps)
+				zh := z[t*NV*DV+h*DV : t*NV*DV+(h+1)*DV]
+				for j := range oh {
+					oh[j] *= silu(zh[j])
+				}
+			}
+		}
+	})
+	out := make([]float32, T*c.Embd)
+	m.Pool.MatMul(&d.Out, o, T, out)
+	return out
+}
+
+// l2Normalize scales x to x / sqrt(sum x^2 + 1e-6) (transformers' form;
+// llama.cpp's x / max(|x|, eps) agrees unless |x| is tiny).
+func l2Normalize(x []float32) {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	inv := float32(1 / math.Sqrt(ss+1e-6))
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
+func sigmoid(v float32) float32 { return float32(1 / (1 + math.Exp(-float64(v)))) }
+
+// softplus is log(1 + e^x), x itself above 20 (torch's threshold).
+func softplus(x float64) float64 {
+	if x > 20 {
+		return x
+	}
+	return math.Log1p(math.Exp(x))
+}

@@ -1,0 +1,58 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+import "github.com/stratactl/stratactl/quant"
+
+// chooseKernels binds each assembly kernel where c has every extension its
+// instructions need (read off the disassembly: no kernel uses FMA or BMI2;
+// VCVTPH2PS is F16C; 256-bit integer instructions are AVX2; the rest is AVX).
+func chooseKernels(c cpuFeatures) kernelSet {
+	var k kernelSet
+	// Plain Go, faster than quant's loop on a little-endian machine.
+	k.dequant[quant.F32] = dequantF32LE
+	fused := func(t quant.Type, unit int, f func([]byte, []float32) float32) {
+		ti, _ := quant.Info(t)
+		k.dot[t] = fusedDot{f: f, unit: unit, blockElems: ti.BlockElements, blockBytes: ti.BlockBytes}
+	}
+	if c.avx {
+		k.dotF32 = dotF32AVX2
+		k.axpy = axpyAVX2
+		fused(quant.F32, 32, dotF32Vector)
+		k.q2 = &quant.Q2SearchKernels{Score: q2ScoreVector, Pack: quant.Q2SearchRef.Pack}
+		k.paths = "avx"
+	}
+	if c.f16c {
+		fused(quant.F16, 32, dotF16Vector)
+		k.dequant[quant.F16] = halfWidth(quant.F16, dequantF16AVX2)
+		k.paths = "avx+f16c"
+	}
+	if c.avx2 {
+		fused(quant.BF16, 32, dotBF16Vector)
+		k.dequant[quant.BF16] = halfWidth(quant.BF16, dequantBF16AVX2)
+		k.dequant[quant.MXFP4] = dequantMXFP4Vector
+		k.dequant[quant.IQ4_XS] = dequantIQ4XSVector
+		k.dequant[quant.Q2_K] = dequantQ2KVector
+		k.dequant[quant.Q3_K] = dequantQ3KVector
+		k.dequant[quant.Q4_K] = dequantQ4KVector
+		k.dequant[quant.Q5_K] = dequantQ5KVector
+		k.dequant[quant.Q6_K] = dequantQ6KVector
+		k.q2.Pack = q2PackVector
+		k.paths = "avx2"
+	}
+	if c.avx2 && c.f16c {
+		fused(quant.Q8_0, 32, dotQ8_0Vector)
+		fused(quant.IQ4_NL, 32, dotIQ4NLVector)
+		fused(quant.Q2_0, 64, dotQ2_0Vector)
+		k.dequant[quant.Q8_0] = dequantQ8_0Vector
+		k.dequant[quant.Q4_0] = dequantQ4_0Vector
+		k.dequant[quant.IQ4_NL] = dequantIQ4NLVector
+		k.dequant[quant.Q2_0] = dequantQ2_0Vector
+		k.dequant[quant.IQ3_S] = dequantIQ3SVector
+		k.paths = "avx2+f16c"
+	}
+	return k
+}
+
+// asmBuild: this build has the assembly kernels.
+const asmBuild = true
