@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -116,7 +117,7 @@ func newBenchQ2Cmd(env *cli.Env) *cobra.Command {
 				return err
 			}
 			rep.Rows = append(rep.Rows, q2Row(fmt.Sprintf("gaussian (%d blocks, seed 1)", blocks), nil, g))
-			rows, err = q2ExpertRows(env, f, experts, m, candidates)
+			rows, err = q2ExpertRows(cmd.Context(), env, f, experts, m, candidates)
 			if err != nil {
 				return err
 			}
@@ -265,7 +266,7 @@ func openQ2Experts(path string) (*gguf.File, []*gguf.TensorInfo, error) {
 	return f, experts, nil
 }
 
-func q2ExpertRows(env *cli.Env, f *gguf.File, experts []*gguf.TensorInfo, m *imatrix.Matrix, candidates int) ([]q2RulesRow, error) {
+func q2ExpertRows(ctx context.Context, env *cli.Env, f *gguf.File, experts []*gguf.TensorInfo, m *imatrix.Matrix, candidates int) ([]q2RulesRow, error) {
 	path := f.Path
 	kinds := map[string]*kernels.Q2RuleErrors{}
 	var names []string
@@ -287,6 +288,9 @@ func q2ExpertRows(env *cli.Env, f *gguf.File, experts []*gguf.TensorInfo, m *ima
 			names = append(names, kind)
 		}
 		for e := int64(0); e < ti.Dims[2]; e++ {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			if err := f.ReadTensorAt(ti, raw, e*rowBytes); err != nil {
 				return nil, err
 			}

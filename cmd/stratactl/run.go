@@ -122,7 +122,7 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	if cacheAware && math.IsInf(f.cacheBonus, 0) {
 		return fmt.Errorf("--cache-bonus must be finite")
 	}
-	if err := checkFiles([]string{path, f.idsFile}, []string{f.logits}); err != nil {
+	if err := checkFiles([]string{path, f.idsFile}, []string{f.logits, f.trace}); err != nil {
 		return err
 	}
 	m, err := engine.Open(path, engine.Options{Threads: f.threads, Stream: engine.StreamOptions{
