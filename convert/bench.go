@@ -115,7 +115,7 @@ func BenchPack(ctx context.Context, cfg BenchPackConfig) (*BenchPackResult, erro
 		keep.Keep = append(keep.Keep, k)
 		keep.Rank = append(keep.Rank, nil)
 	}
-	keepPath := filepath.Join(dir, "keep.strp")
+	keepPath := filepath.Join(dir, "bench.keep.strp")
 	if err := strata.WriteKeep(keepPath, keep); err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func BenchPack(ctx context.Context, cfg BenchPackConfig) (*BenchPackResult, erro
 	res.CacheDropped = dropCache(in) == nil
 	out := filepath.Join(dir, "pack")
 	t0 := time.Now()
-	var man Manifest
+	var man strata.Manifest
 	if cfg.Exe != "" {
 		cmd := exec.CommandContext(ctx, cfg.Exe, "pack", in, "-o", out, "--keep", keepPath, "-j", fmt.Sprint(res.Jobs), "--json")
 		var stdout, stderr bytes.Buffer

@@ -2,12 +2,7 @@ package convert
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -17,32 +12,6 @@ import (
 	"github.com/stratactl/stratactl/strata"
 	"golang.org/x/sync/errgroup"
 )
-
-// Names of the files of a pack (docs/FORMATS.md).
-const (
-	PackModel    = "model.gguf"
-	PackExperts  = "model.experts"
-	PackKeep     = "keep.strp"
-	PackManifest = "manifest.json"
-)
-
-// Keys of model.gguf (docs/FORMATS.md, "model.gguf additions").
-const (
-	KeyFormatVersion  = "strata.format_version"
-	KeyExpertsFile    = "strata.experts.file"
-	KeyExpertsBytes   = "strata.experts.bytes"
-	KeySlotBytes      = "strata.experts.slot_bytes"
-	KeySourceNExpert  = "strata.source.n_expert"
-	PackFormatVersion = 1
-)
-
-// RouterCopyName is the name of block b's Q8_0 router copy.
-func RouterCopyName(block int) string { return fmt.Sprintf("blk.%d.ffn_gate_inp_q8.weight", block) }
-
-// routerLike are the per-block tensors indexed by expert along their last
-// dimension that are not *_exps tensors: a pruned model keeps their kept
-// rows, in keep-map order.
-var routerLike = []string{"ffn_gate_inp.weight", "ffn_gate_inp.bias", "exp_probs_b.bias"}
 
 // PackConfig is what `stratactl pack` does.
 type PackConfig struct {
@@ -58,69 +27,6 @@ type PackConfig struct {
 	Progress ProgressFunc
 }
 
-// FileRecord is one input or output file in the manifest.
-type FileRecord struct {
-	Role   string `json:"role"`
-	Path   string `json:"path"`
-	Bytes  int64  `json:"bytes"`
-	SHA256 string `json:"sha256"`
-}
-
-// PartError is the conversion error of one expert tensor of one layer,
-// over the kept experts.
-type PartError struct {
-	Tensor string  `json:"tensor"`
-	From   string  `json:"from"`
-	To     string  `json:"to"`
-	Action string  `json:"action"` // "quantized" or "copied"
-	RelMSE float64 `json:"rel_mse"`
-}
-
-// LayerError is one MoE layer's conversion error.
-type LayerError struct {
-	Block  int         `json:"block"`
-	Parts  []PartError `json:"tensors"`
-	RelMSE float64     `json:"rel_mse"`
-}
-
-// Manifest is manifest.json.
-type Manifest struct {
-	Format        string       `json:"format"`
-	FormatVersion int          `json:"format_version"`
-	Tool          string       `json:"tool"`
-	ToolVersion   string       `json:"tool_version"`
-	CommandLine   []string     `json:"command_line"`
-	Parameters    PackParams   `json:"parameters"`
-	Model         PackShape    `json:"model"`
-	Inputs        []FileRecord `json:"inputs"`
-	Outputs       []FileRecord `json:"outputs"`
-	Layers        []LayerError `json:"errors"`
-	RelMSE        float64      `json:"rel_mse"`
-}
-
-// PackParams are every setting that decides the output bytes.
-type PackParams struct {
-	Type         string `json:"type"`
-	Q2Mode       string `json:"q2_mode,omitempty"`
-	Q2Candidates int    `json:"q2_candidates,omitempty"`
-	Imatrix      string `json:"imatrix,omitempty"`
-	Keep         string `json:"keep,omitempty"`
-	Jobs         int    `json:"jobs"`
-}
-
-// PackShape describes the model packed.
-type PackShape struct {
-	Arch         string `json:"arch"`
-	MoELayers    int    `json:"moe_layers"`
-	SourceExpert int    `json:"source_n_expert"`
-	Expert       int    `json:"n_expert"`
-	ExpertsUsed  int    `json:"n_expert_used"`
-	Embd         int64  `json:"n_embd"`
-	ExpertFF     int64  `json:"n_ff_exp"`
-	SlotBytes    uint64 `json:"slot_bytes"`
-	PayloadBytes uint64 `json:"payload_bytes"`
-}
-
 // slotResult is one converted expert.
 type slotResult struct {
 	parts   [strata.NumParts][]byte
@@ -130,7 +36,7 @@ type slotResult struct {
 
 // Pack converts cfg.In into a pack folder at cfg.OutDir. The folder appears
 // only when complete.
-func Pack(ctx context.Context, cfg PackConfig) (*Manifest, error) {
+func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 	if !quant.CanQuantize(cfg.Type) {
 		return nil, fmt.Errorf("cannot quantize to %s (this build quantizes to %s)", cfg.Type, quantizableTypes())
 	}
@@ -162,14 +68,11 @@ func Pack(ctx context.Context, cfg PackConfig) (*Manifest, error) {
 		if keep, err = strata.ReadKeep(cfg.Keep); err != nil {
 			return nil, err
 		}
-		if err := checkKeepFits(keep, cfg.Keep, f.Path, blocks, m.Experts); err != nil {
-			return nil, err
+		if err := keep.Fits(m, f.Path); err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Keep, err)
 		}
 	}
 	nKeep := keep.NKeep()
-	if m.ExpertsUsed > nKeep {
-		return nil, fmt.Errorf("%s: the model routes each token to %d experts but the keep map keeps %d per layer", cfg.Keep, m.ExpertsUsed, nKeep)
-	}
 	if m.Embd%32 != 0 {
 		return nil, fmt.Errorf("%s: n_embd %d is not a multiple of 32: no Q8_0 router copy possible", f.Path, m.Embd)
 	}
@@ -211,23 +114,23 @@ func Pack(ctx context.Context, cfg PackConfig) (*Manifest, error) {
 	hashCtx, stopHash := context.WithCancel(ctx)
 	defer stopHash()
 	hg, hctx := errgroup.WithContext(hashCtx)
-	inputs := []FileRecord{{Role: "model", Path: cfg.In}}
+	inputs := []strata.FileRecord{{Role: strata.RoleModel, Path: cfg.In}}
 	if len(f.Shards) > 0 {
 		// A split model's provenance is every one of its files.
 		inputs = inputs[:0]
 		for _, sh := range f.Shards {
-			inputs = append(inputs, FileRecord{Role: "model", Path: sh.Path})
+			inputs = append(inputs, strata.FileRecord{Role: strata.RoleModel, Path: sh.Path})
 		}
 	}
 	if cfg.Keep != "" {
-		inputs = append(inputs, FileRecord{Role: "keep", Path: cfg.Keep})
+		inputs = append(inputs, strata.FileRecord{Role: strata.RoleKeep, Path: cfg.Keep})
 	}
 	if cfg.Imatrix != "" {
-		inputs = append(inputs, FileRecord{Role: "imatrix", Path: cfg.Imatrix})
+		inputs = append(inputs, strata.FileRecord{Role: strata.RoleImatrix, Path: cfg.Imatrix})
 	}
 	for i := range inputs {
 		hg.Go(func() error {
-			n, sum, err := hashFile(hctx, inputs[i].Path)
+			n, sum, err := strata.HashFile(hctx, inputs[i].Path)
 			inputs[i].Bytes, inputs[i].SHA256 = n, sum
 			return err
 		})
@@ -239,18 +142,18 @@ func Pack(ctx context.Context, cfg PackConfig) (*Manifest, error) {
 	prog := cfg.Progress.start(work+m.DenseBytes, "pack")
 	defer prog.Done()
 
-	layerStats, err := writeExperts(ctx, filepath.Join(tmp, PackExperts), f, m, keep, h, cfg, imp, prog)
+	layerStats, err := writeExperts(ctx, filepath.Join(tmp, strata.ExpertsFile), f, m, keep, h, cfg, imp, prog)
 	if err != nil {
 		stopHash()
 		hg.Wait()
 		return nil, interrupted(err, "pack")
 	}
-	if err := writePackModel(ctx, filepath.Join(tmp, PackModel), f, m, keep, h, prog); err != nil {
+	if err := writePackModel(ctx, filepath.Join(tmp, strata.ModelFile), f, m, keep, h, prog); err != nil {
 		stopHash()
 		hg.Wait()
 		return nil, interrupted(err, "pack")
 	}
-	if err := strata.WriteKeep(filepath.Join(tmp, PackKeep), keep); err != nil {
+	if err := strata.WriteKeep(filepath.Join(tmp, strata.KeepFile), keep); err != nil {
 		stopHash()
 		hg.Wait()
 		return nil, err
@@ -259,11 +162,11 @@ func Pack(ctx context.Context, cfg PackConfig) (*Manifest, error) {
 		return nil, interrupted(err, "pack")
 	}
 
-	man := &Manifest{
-		Format: "strata-pack", FormatVersion: PackFormatVersion, Tool: "stratactl", ToolVersion: cfg.Version,
+	man := &strata.Manifest{
+		Format: strata.ManifestFormat, FormatVersion: strata.FormatVersion, Tool: "stratactl", ToolVersion: cfg.Version,
 		CommandLine: append([]string{}, cfg.Args...),
-		Parameters:  PackParams{Type: cfg.Type.String(), Keep: cfg.Keep, Imatrix: cfg.Imatrix, Jobs: jobsOr(cfg.Jobs)},
-		Model: PackShape{Arch: m.Arch, MoELayers: len(m.Layers), SourceExpert: m.Experts, Expert: nKeep, ExpertsUsed: m.ExpertsUsed,
+		Parameters:  strata.PackParams{Type: cfg.Type.String(), Keep: cfg.Keep, Imatrix: cfg.Imatrix, Jobs: jobsOr(cfg.Jobs)},
+		Model: strata.PackShape{Arch: m.Arch, MoELayers: len(m.Layers), SourceExpert: m.Experts, Expert: nKeep, ExpertsUsed: m.ExpertsUsed,
 			Embd: m.Embd, ExpertFF: m.ExpertFF, SlotBytes: h.SlotBytes, PayloadBytes: h.PayloadBytes()},
 		Inputs: inputs,
 	}
@@ -273,7 +176,7 @@ func Pack(ctx context.Context, cfg PackConfig) (*Manifest, error) {
 	}
 	var total errStats
 	for l, ml := range m.Layers {
-		le := LayerError{Block: ml.Block}
+		le := strata.LayerError{Block: ml.Block}
 		var sum errStats
 		for p, t := range []*gguf.TensorInfo{ml.Gate, ml.Up, ml.Down} {
 			_, rest, _ := gguf.SplitBlockName(t.Name)
@@ -281,7 +184,7 @@ func Pack(ctx context.Context, cfg PackConfig) (*Manifest, error) {
 			if t.Type == cfg.Type {
 				action = "copied"
 			}
-			le.Parts = append(le.Parts, PartError{Tensor: rest, From: t.Type.String(), To: cfg.Type.String(), Action: action, RelMSE: layerStats[l][p].RelMSE()})
+			le.Parts = append(le.Parts, strata.PartError{Tensor: rest, From: t.Type.String(), To: cfg.Type.String(), Action: action, RelMSE: layerStats[l][p].RelMSE()})
 			sum.add(layerStats[l][p])
 		}
 		le.RelMSE = sum.RelMSE()
@@ -289,14 +192,14 @@ func Pack(ctx context.Context, cfg PackConfig) (*Manifest, error) {
 		man.Layers = append(man.Layers, le)
 	}
 	man.RelMSE = total.RelMSE()
-	for _, o := range [][2]string{{"model", PackModel}, {"experts", PackExperts}, {"keep", PackKeep}} {
-		n, sum, err := hashFile(ctx, filepath.Join(tmp, o[1]))
+	for _, o := range [][2]string{{strata.RoleModel, strata.ModelFile}, {strata.RoleExperts, strata.ExpertsFile}, {strata.RoleKeep, strata.KeepFile}} {
+		n, sum, err := strata.HashFile(ctx, filepath.Join(tmp, o[1]))
 		if err != nil {
 			return nil, interrupted(err, "pack")
 		}
-		man.Outputs = append(man.Outputs, FileRecord{Role: o[0], Path: o[1], Bytes: n, SHA256: sum})
+		man.Outputs = append(man.Outputs, strata.FileRecord{Role: o[0], Path: o[1], Bytes: n, SHA256: sum})
 	}
-	if err := writeJSONFile(filepath.Join(tmp, PackManifest), man); err != nil {
+	if err := strata.WriteManifest(filepath.Join(tmp, strata.ManifestFile), man); err != nil {
 		return nil, err
 	}
 	if err := publishDir(tmp, out); err != nil {
@@ -304,21 +207,6 @@ func Pack(ctx context.Context, cfg PackConfig) (*Manifest, error) {
 	}
 	done = true
 	return man, nil
-}
-
-func checkKeepFits(k *strata.Keep, keepPath, model string, blocks []uint32, nExpert int) error {
-	if int(k.NExpert) != nExpert {
-		return fmt.Errorf("%s: keep map is for %d experts per layer, %s has %d", keepPath, k.NExpert, model, nExpert)
-	}
-	if len(k.Layers) != len(blocks) {
-		return fmt.Errorf("%s: keep map has %d MoE layers, %s has %d", keepPath, len(k.Layers), model, len(blocks))
-	}
-	for i := range blocks {
-		if k.Layers[i] != blocks[i] {
-			return fmt.Errorf("%s: keep map's layer %d is block %d, %s's is block %d", keepPath, i, k.Layers[i], model, blocks[i])
-		}
-	}
-	return nil
 }
 
 // writeExperts converts every kept expert into its slot and returns the
@@ -416,7 +304,7 @@ func writePackModel(ctx context.Context, path string, f *gguf.File, m *gguf.MoE,
 		}
 		b, rest, inBlock := gguf.SplitBlockName(t.Name)
 		l, moe := layerOf[b]
-		pruned := inBlock && moe && (gguf.IsExpertTensor(t.Name) || contains(routerLike, rest))
+		pruned := inBlock && moe && strata.ExpertIndexed(rest)
 		dims := append([]int64(nil), t.Dims...)
 		if pruned {
 			if dims[len(dims)-1] != int64(m.Experts) {
@@ -429,17 +317,17 @@ func writePackModel(ctx context.Context, path string, f *gguf.File, m *gguf.MoE,
 		}
 		specs = append(specs, gguf.TensorSpec{Name: t.Name, Type: t.Type, Dims: dims})
 		if pruned && rest == "ffn_gate_inp.weight" {
-			specs = append(specs, gguf.TensorSpec{Name: RouterCopyName(b), Type: quant.Q8_0, Dims: []int64{m.Embd, nKeep}})
+			specs = append(specs, gguf.TensorSpec{Name: strata.RouterCopyName(b), Type: quant.Q8_0, Dims: []int64{m.Embd, nKeep}})
 			jobs = append(jobs, job{src: t, layer: l, q8copy: true})
 		}
 	}
 	kv := append([]gguf.KV(nil), f.KV...)
 	kv = setKV(kv, f.ArchKey("expert_count"), gguf.Uint32(uint32(nKeep)))
-	kv = setKV(kv, KeyFormatVersion, gguf.Uint32(PackFormatVersion))
-	kv = setKV(kv, KeyExpertsFile, gguf.String(PackExperts))
-	kv = setKV(kv, KeyExpertsBytes, gguf.Uint64(h.FileBytes))
-	kv = setKV(kv, KeySlotBytes, gguf.Uint64(h.SlotBytes))
-	kv = setKV(kv, KeySourceNExpert, gguf.Uint32(uint32(m.Experts)))
+	kv = setKV(kv, strata.KeyFormatVersion, gguf.Uint32(strata.FormatVersion))
+	kv = setKV(kv, strata.KeyExpertsFile, gguf.String(strata.ExpertsFile))
+	kv = setKV(kv, strata.KeyExpertsBytes, gguf.Uint64(h.FileBytes))
+	kv = setKV(kv, strata.KeySlotBytes, gguf.Uint64(h.SlotBytes))
+	kv = setKV(kv, strata.KeySourceNExpert, gguf.Uint32(uint32(m.Experts)))
 	w, err := gguf.Create(path, kv, specs)
 	if err != nil {
 		return err
@@ -472,15 +360,6 @@ func writePackModel(ctx context.Context, path string, f *gguf.File, m *gguf.MoE,
 		}
 	}
 	return w.Commit()
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // keptRows is the kept experts' slices of a tensor indexed by expert along
@@ -519,49 +398,6 @@ func writeRouterCopy(w *gguf.FileWriter, name string, f *gguf.File, router *gguf
 		return err
 	}
 	return w.WriteTensor(name, q)
-}
-
-// hashFile reads a file sequentially and returns its size and sha256.
-func hashFile(ctx context.Context, path string) (int64, string, error) {
-	fh, _, err := osutil.OpenRegular(path)
-	if err != nil {
-		return 0, "", err
-	}
-	defer fh.Close()
-	h := sha256.New()
-	buf := make([]byte, 1<<20)
-	var n int64
-	for {
-		if err := ctx.Err(); err != nil {
-			return n, "", context.Cause(ctx)
-		}
-		k, err := fh.Read(buf)
-		h.Write(buf[:k])
-		n += int64(k)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return n, "", fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	return n, hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func writeJSONFile(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	out, err := gguf.CreateAtomic(path)
-	if err != nil {
-		return err
-	}
-	if _, err := out.Write(append(b, '\n')); err != nil {
-		out.Abort()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return out.Commit()
 }
 
 // publishDir makes a finished temporary folder readable and renames it into

@@ -95,14 +95,14 @@ func TestPackVerifyTiny(t *testing.T) {
 
 // checkPackLayout checks a pack against independent computations: file
 // sizes, alignment, hashes, keys, kept router rows.
-func checkPackLayout(t *testing.T, out, in string, man *Manifest, withKeep bool, keep *strata.Keep) {
+func checkPackLayout(t *testing.T, out, in string, man *strata.Manifest, withKeep bool, keep *strata.Keep) {
 	t.Helper()
-	x, err := strata.OpenExperts(filepath.Join(out, PackExperts))
+	x, err := strata.OpenExperts(filepath.Join(out, strata.ExpertsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer x.Close()
-	st, _ := os.Stat(filepath.Join(out, PackExperts))
+	st, _ := os.Stat(filepath.Join(out, strata.ExpertsFile))
 	if uint64(st.Size()) != x.FileBytes {
 		t.Fatalf("model.experts has %d bytes, header says %d", st.Size(), x.FileBytes)
 	}
@@ -124,10 +124,10 @@ func checkPackLayout(t *testing.T, out, in string, man *Manifest, withKeep bool,
 		t.Fatal("manifest's input hash is wrong")
 	}
 	var raw map[string]any
-	if err := json.Unmarshal(readAll(t, filepath.Join(out, PackManifest)), &raw); err != nil {
+	if err := json.Unmarshal(readAll(t, filepath.Join(out, strata.ManifestFile)), &raw); err != nil {
 		t.Fatal(err)
 	}
-	mf, err := gguf.Open(filepath.Join(out, PackModel))
+	mf, err := gguf.Open(filepath.Join(out, strata.ModelFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,13 +141,13 @@ func checkPackLayout(t *testing.T, out, in string, man *Manifest, withKeep bool,
 	if n, _ := mf.Uint32("qwen3moe.expert_count"); n != nKeep {
 		t.Fatalf("expert_count %d, want %d", n, nKeep)
 	}
-	if n, _ := mf.Uint32(KeySourceNExpert); n != 32 {
+	if n, _ := mf.Uint32(strata.KeySourceNExpert); n != 32 {
 		t.Fatalf("source n_expert %d", n)
 	}
-	if n, _ := mf.Uint64(KeyExpertsBytes); n != x.FileBytes {
+	if n, _ := mf.Uint64(strata.KeyExpertsBytes); n != x.FileBytes {
 		t.Fatalf("experts bytes key %d", n)
 	}
-	got, _ := strata.ReadKeep(filepath.Join(out, PackKeep))
+	got, _ := strata.ReadKeep(filepath.Join(out, strata.KeepFile))
 	if withKeep {
 		if !slices.Equal(got.Keep[2], keep.Keep[2]) || got.NRank() != 4 || got.Stats == nil {
 			t.Fatal("keep.strp is not the keep map given")
@@ -213,7 +213,7 @@ func flipRegion(h *strata.Header, off uint64) (region string, slot int) {
 // copyPack copies a pack folder.
 func copyPack(t testing.TB, from, to string) {
 	os.Mkdir(to, 0o755)
-	for _, n := range packFiles {
+	for _, n := range strata.PackFiles {
 		if err := os.WriteFile(filepath.Join(to, n), readAll(t, filepath.Join(from, n)), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +226,7 @@ func copyPack(t testing.TB, from, to string) {
 func located(rep *VerifyReport, h *strata.Header, off uint64, withSource bool) bool {
 	region, slot := flipRegion(h, off)
 	for _, f := range rep.Failures {
-		if !strings.HasSuffix(f.File, PackExperts) {
+		if !strings.HasSuffix(f.File, strata.ExpertsFile) {
 			continue
 		}
 		switch region {
@@ -276,13 +276,13 @@ func TestVerifyLocatesFlips(t *testing.T) {
 	if _, err := Pack(context.Background(), PackConfig{Type: quant.Q2_0, In: in, OutDir: good, Keep: keepPath, Jobs: 2}); err != nil {
 		t.Fatal(err)
 	}
-	x, err := strata.OpenExperts(filepath.Join(good, PackExperts))
+	x, err := strata.OpenExperts(filepath.Join(good, strata.ExpertsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := x.Header
 	x.Close()
-	orig := readAll(t, filepath.Join(good, PackExperts))
+	orig := readAll(t, filepath.Join(good, strata.ExpertsFile))
 	r := rand.New(rand.NewPCG(11, 11))
 	type pos struct {
 		off    uint64
@@ -307,7 +307,7 @@ func TestVerifyLocatesFlips(t *testing.T) {
 	for _, p := range ps {
 		b := append([]byte(nil), orig...)
 		b[p.off] ^= 0x5a
-		if err := os.WriteFile(filepath.Join(bad, PackExperts), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(bad, strata.ExpertsFile), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		cfg := VerifyConfig{Path: bad, Jobs: 2}
@@ -389,13 +389,13 @@ func TestVerifyFlipsExhaustive(t *testing.T) {
 	if _, err := Pack(context.Background(), PackConfig{Type: quant.Q2_0, In: in, OutDir: good}); err != nil {
 		t.Fatal(err)
 	}
-	x, err := strata.OpenExperts(filepath.Join(good, PackExperts))
+	x, err := strata.OpenExperts(filepath.Join(good, strata.ExpertsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := x.Header
 	x.Close()
-	orig := readAll(t, filepath.Join(good, PackExperts))
+	orig := readAll(t, filepath.Join(good, strata.ExpertsFile))
 	workers := runtime.GOMAXPROCS(0)
 	var wg sync.WaitGroup
 	var failed atomic.Int64
@@ -409,7 +409,7 @@ func TestVerifyFlipsExhaustive(t *testing.T) {
 			for off := w; off < len(orig) && failed.Load() < 0; off += workers {
 				b := append([]byte(nil), orig...)
 				b[off] ^= 0x01
-				if err := os.WriteFile(filepath.Join(bad, PackExperts), b, 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(bad, strata.ExpertsFile), b, 0o644); err != nil {
 					t.Error(err)
 					return
 				}
@@ -449,7 +449,7 @@ func TestPackCopiesTargetType(t *testing.T) {
 	}
 	src, _ := gguf.Open(q2)
 	defer src.Close()
-	x, _ := strata.OpenExperts(filepath.Join(out, PackExperts))
+	x, _ := strata.OpenExperts(filepath.Join(out, strata.ExpertsFile))
 	defer x.Close()
 	down, _ := src.Tensor("blk.3.ffn_down_exps.weight")
 	off, size, _ := gguf.ExpertSlice(down, 17)
@@ -519,7 +519,7 @@ func TestPackPrunesPerExpertTensors(t *testing.T) {
 	if _, err := Pack(context.Background(), PackConfig{In: in, OutDir: out, Keep: kp, Type: quant.Q8_0}); err != nil {
 		t.Fatal(err)
 	}
-	mf, err := gguf.Open(filepath.Join(out, PackModel))
+	mf, err := gguf.Open(filepath.Join(out, strata.ModelFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,7 +548,7 @@ func TestPackPrunesPerExpertTensors(t *testing.T) {
 	if _, ok := mf.Tensor("blk.0.ffn_up_exps.weight"); ok {
 		t.Fatal("expert matrix left in model.gguf")
 	}
-	if _, ok := mf.Tensor(RouterCopyName(0)); !ok {
+	if _, ok := mf.Tensor(strata.RouterCopyName(0)); !ok {
 		t.Fatal("router copy missing")
 	}
 	rep, err := Verify(context.Background(), VerifyConfig{Path: out, Source: in})
@@ -597,7 +597,7 @@ func TestVerifyPackOtherFiles(t *testing.T) {
 	if _, err := Pack(context.Background(), PackConfig{In: in, OutDir: good, Type: quant.Q2_0}); err != nil {
 		t.Fatal(err)
 	}
-	mf, _ := gguf.Open(filepath.Join(good, PackModel))
+	mf, _ := gguf.Open(filepath.Join(good, strata.ModelFile))
 	router, _ := mf.Tensor("blk.1.ffn_gate_inp.weight")
 	routerAt := mf.DataStart(router) + 40
 	mf.Close()
@@ -607,9 +607,9 @@ func TestVerifyPackOtherFiles(t *testing.T) {
 		check  string
 		offset int64
 	}{
-		{PackKeep, func(b []byte) []byte { b[30] ^= 1; return b }, "keep", -2},
-		{PackModel, func(b []byte) []byte { b[routerAt] ^= 1; return b }, "source.dense", routerAt},
-		{PackManifest, func(b []byte) []byte {
+		{strata.KeepFile, func(b []byte) []byte { b[30] ^= 1; return b }, "keep", -2},
+		{strata.ModelFile, func(b []byte) []byte { b[routerAt] ^= 1; return b }, "source.dense", routerAt},
+		{strata.ManifestFile, func(b []byte) []byte {
 			return bytes.Replace(b, []byte(`"rel_mse": 0.`), []byte(`"rel_mse": 1.`), 1)
 		}, "manifest", -1},
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/quant"
+	"github.com/stratactl/stratactl/strata"
 )
 
 func TestSynth(t *testing.T) {
@@ -127,7 +128,7 @@ func TestFieldShapePackDeterministic(t *testing.T) {
 		}
 		packs = append(packs, out)
 	}
-	for _, name := range []string{PackExperts, PackModel, PackKeep} {
+	for _, name := range []string{strata.ExpertsFile, strata.ModelFile, strata.KeepFile} {
 		if !bytes.Equal(readAll(t, filepath.Join(packs[0], name)), readAll(t, filepath.Join(packs[1], name))) {
 			t.Fatalf("%s differs between -j 1 and -j 2", name)
 		}

@@ -3,7 +3,6 @@ package convert
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -81,18 +80,18 @@ type TensorCompare struct {
 
 // VerifyReport is verify's result.
 type VerifyReport struct {
-	Path      string          `json:"path"`
-	Kind      string          `json:"kind"` // "pack" or "gguf"
-	Source    string          `json:"source,omitempty"`
-	OK        bool            `json:"ok"`
-	Checks    []Check         `json:"checks"`
-	Failures  []Finding       `json:"failures"`
-	Omitted   int             `json:"failures_omitted"`
-	Layers    []LayerError    `json:"layers,omitempty"`
-	Tensors   []TensorCompare `json:"tensors,omitempty"`
-	RelMSE    float64         `json:"rel_mse,omitempty"`
-	Slots     int             `json:"slots_checked,omitempty"`
-	SlotBytes uint64          `json:"slot_bytes,omitempty"`
+	Path      string              `json:"path"`
+	Kind      string              `json:"kind"` // "pack" or "gguf"
+	Source    string              `json:"source,omitempty"`
+	OK        bool                `json:"ok"`
+	Checks    []Check             `json:"checks"`
+	Failures  []Finding           `json:"failures"`
+	Omitted   int                 `json:"failures_omitted"`
+	Layers    []strata.LayerError `json:"layers,omitempty"`
+	Tensors   []TensorCompare     `json:"tensors,omitempty"`
+	RelMSE    float64             `json:"rel_mse,omitempty"`
+	Slots     int                 `json:"slots_checked,omitempty"`
+	SlotBytes uint64              `json:"slot_bytes,omitempty"`
 }
 
 func (r *VerifyReport) fail(f Finding) {
@@ -445,13 +444,10 @@ func firstDiff(a, b []byte) int {
 	return -1
 }
 
-// packFiles are the files of a pack.
-var packFiles = []string{PackModel, PackExperts, PackKeep, PackManifest}
-
 func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 	dir := cfg.Path
 	n := r.nfail()
-	for _, name := range packFiles {
+	for _, name := range strata.PackFiles {
 		if st, err := os.Stat(filepath.Join(dir, name)); err != nil || !st.Mode().IsRegular() {
 			r.failf("pack.files", filepath.Join(dir, name), -1, "missing or not a regular file")
 		}
@@ -462,7 +458,7 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 	}
 
 	// model.experts: header, table, table padding.
-	xpath := filepath.Join(dir, PackExperts)
+	xpath := filepath.Join(dir, strata.ExpertsFile)
 	n = r.nfail()
 	x, err := strata.OpenExperts(xpath)
 	if err != nil {
@@ -478,7 +474,7 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 	}
 
 	// keep.strp.
-	kpath := filepath.Join(dir, PackKeep)
+	kpath := filepath.Join(dir, strata.KeepFile)
 	n = r.nfail()
 	keep, err := strata.ReadKeep(kpath)
 	if err != nil {
@@ -505,7 +501,7 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 	}
 
 	// model.gguf.
-	mpath := filepath.Join(dir, PackModel)
+	mpath := filepath.Join(dir, strata.ModelFile)
 	n = r.nfail()
 	mf, err := gguf.Open(mpath)
 	if err != nil {
@@ -550,7 +546,7 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 	var src *gguf.File
 	var sm *gguf.MoE
 	var imp *Importance
-	var params *PackParams
+	var params *strata.PackParams
 	if cfg.Source != "" {
 		n = r.nfail()
 		if src, err = gguf.OpenModel(cfg.Source, false); err != nil {
@@ -574,9 +570,9 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 				}
 			}
 		} else {
-			r.failf("source", filepath.Join(dir, PackManifest), -1, "no readable manifest: the quantizer settings to compare with are unknown")
+			r.failf("source", filepath.Join(dir, strata.ManifestFile), -1, "no readable manifest: the quantizer settings to compare with are unknown")
 		}
-		if err := checkKeepFits(keep, kpath, src.Path, blocksOf(sm), sm.Experts); err != nil {
+		if err := keep.Fits(sm, src.Path); err != nil {
 			r.failf("source", kpath, -1, "%v", err)
 			src = nil
 		}
@@ -624,23 +620,23 @@ func checkPackKeys(mf *gguf.File, x *strata.Experts, keep *strata.Keep, xpath st
 		}
 		return u, ok
 	}
-	if v, ok := key(KeyFormatVersion); ok && v != PackFormatVersion {
-		r.failf("model.keys", mf.Path, mf.KeyOffset(KeyFormatVersion), "%s = %d, this tool knows %d", KeyFormatVersion, v, PackFormatVersion)
+	if v, ok := key(strata.KeyFormatVersion); ok && v != strata.FormatVersion {
+		r.failf("model.keys", mf.Path, mf.KeyOffset(strata.KeyFormatVersion), "%s = %d, this tool knows %d", strata.KeyFormatVersion, v, strata.FormatVersion)
 	}
-	if s, err := mf.String(KeyExpertsFile); err != nil {
-		r.failf("model.keys", mf.Path, mf.KeyOffset(KeyExpertsFile), "%v", err)
-	} else if s != PackExperts {
-		r.failf("model.keys", mf.Path, mf.KeyOffset(KeyExpertsFile), "%s = %q, want %q", KeyExpertsFile, s, PackExperts)
+	if s, err := mf.String(strata.KeyExpertsFile); err != nil {
+		r.failf("model.keys", mf.Path, mf.KeyOffset(strata.KeyExpertsFile), "%v", err)
+	} else if s != strata.ExpertsFile {
+		r.failf("model.keys", mf.Path, mf.KeyOffset(strata.KeyExpertsFile), "%s = %q, want %q", strata.KeyExpertsFile, s, strata.ExpertsFile)
 	}
 	st, _ := os.Stat(xpath)
-	if v, ok := key(KeyExpertsBytes); ok && st != nil && v != uint64(st.Size()) {
-		r.failf("model.keys", mf.Path, mf.KeyOffset(KeyExpertsBytes), "%s = %d, model.experts has %d bytes", KeyExpertsBytes, v, st.Size())
+	if v, ok := key(strata.KeyExpertsBytes); ok && st != nil && v != uint64(st.Size()) {
+		r.failf("model.keys", mf.Path, mf.KeyOffset(strata.KeyExpertsBytes), "%s = %d, model.experts has %d bytes", strata.KeyExpertsBytes, v, st.Size())
 	}
-	if v, ok := key(KeySlotBytes); ok && x != nil && v != x.SlotBytes {
-		r.failf("model.keys", mf.Path, mf.KeyOffset(KeySlotBytes), "%s = %d, model.experts says %d", KeySlotBytes, v, x.SlotBytes)
+	if v, ok := key(strata.KeySlotBytes); ok && x != nil && v != x.SlotBytes {
+		r.failf("model.keys", mf.Path, mf.KeyOffset(strata.KeySlotBytes), "%s = %d, model.experts says %d", strata.KeySlotBytes, v, x.SlotBytes)
 	}
-	if v, ok := key(KeySourceNExpert); ok && keep != nil && v != uint64(keep.NExpert) {
-		r.failf("model.keys", mf.Path, mf.KeyOffset(KeySourceNExpert), "%s = %d, keep.strp says %d", KeySourceNExpert, v, keep.NExpert)
+	if v, ok := key(strata.KeySourceNExpert); ok && keep != nil && v != uint64(keep.NExpert) {
+		r.failf("model.keys", mf.Path, mf.KeyOffset(strata.KeySourceNExpert), "%s = %d, keep.strp says %d", strata.KeySourceNExpert, v, keep.NExpert)
 	}
 	ck := mf.ArchKey("expert_count")
 	if v, ok := key(ck); ok && x != nil && v != uint64(x.NExpert) {
@@ -679,9 +675,9 @@ func checkRouters(mf *gguf.File, x *strata.Experts, r *VerifyReport) (int, error
 			r.failf("model.routers", mf.Path, -1, "router %s missing", name)
 			continue
 		}
-		cp, ok := mf.Tensor(RouterCopyName(int(b)))
+		cp, ok := mf.Tensor(strata.RouterCopyName(int(b)))
 		if !ok {
-			r.failf("model.routers", mf.Path, -1, "router copy %s missing", RouterCopyName(int(b)))
+			r.failf("model.routers", mf.Path, -1, "router copy %s missing", strata.RouterCopyName(int(b)))
 			continue
 		}
 		want := []int64{int64(x.Parts[0].Ne0), int64(x.NExpert)}
@@ -738,22 +734,19 @@ func checkRouters(mf *gguf.File, x *strata.Experts, r *VerifyReport) (int, error
 	return count, nil
 }
 
-func checkManifest(ctx context.Context, dir, source string, r *VerifyReport) (*Manifest, error) {
-	path := filepath.Join(dir, PackManifest)
+func checkManifest(ctx context.Context, dir, source string, r *VerifyReport) (*strata.Manifest, error) {
+	path := filepath.Join(dir, strata.ManifestFile)
 	b, err := osutil.ReadFile(ctx, path, osutil.MaxMetaBytes)
 	if err != nil {
 		r.failf("manifest", path, -1, "%v", err)
 		return nil, nil
 	}
-	var man Manifest
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&man); err != nil {
-		r.failf("manifest", path, dec.InputOffset(), "not a pack manifest: %v", err)
-		return nil, nil
-	}
-	if man.Format != "strata-pack" || man.FormatVersion != PackFormatVersion {
-		r.failf("manifest", path, -1, "format %q version %d, want \"strata-pack\" %d", man.Format, man.FormatVersion, PackFormatVersion)
+	man, err := strata.ParseManifest(b, path)
+	if err != nil {
+		r.fail(findingOf("manifest", err))
+		if man == nil {
+			return nil, nil
+		}
 	}
 	listed := map[string]bool{}
 	for _, o := range man.Outputs {
@@ -762,7 +755,7 @@ func checkManifest(ctx context.Context, dir, source string, r *VerifyReport) (*M
 			r.failf("manifest", path, -1, "output %q is not a file of the pack folder", o.Path)
 			continue
 		}
-		size, sum, err := hashFile(ctx, filepath.Join(dir, o.Path))
+		size, sum, err := strata.HashFile(ctx, filepath.Join(dir, o.Path))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, err
@@ -774,18 +767,18 @@ func checkManifest(ctx context.Context, dir, source string, r *VerifyReport) (*M
 			r.failf("manifest", filepath.Join(dir, o.Path), -1, "%d bytes sha256 %s, the manifest says %d bytes sha256 %s", size, sum, o.Bytes, o.SHA256)
 		}
 	}
-	for _, name := range []string{PackModel, PackExperts, PackKeep} {
+	for _, name := range []string{strata.ModelFile, strata.ExpertsFile, strata.KeepFile} {
 		if !listed[name] {
 			r.failf("manifest", path, -1, "output %s not listed", name)
 		}
 	}
-	var keepIn *FileRecord
-	var models []FileRecord
+	var keepIn *strata.FileRecord
+	var models []strata.FileRecord
 	for i, in := range man.Inputs {
 		switch in.Role {
-		case "keep":
+		case strata.RoleKeep:
 			keepIn = &man.Inputs[i]
-		case "model":
+		case strata.RoleModel:
 			models = append(models, in)
 		}
 	}
@@ -802,7 +795,7 @@ func checkManifest(ctx context.Context, dir, source string, r *VerifyReport) (*M
 			r.failf("manifest", source, -1, "the source is %d file(s); the pack was made from %d", len(files), len(models))
 		} else {
 			for k, in := range models {
-				size, sum, err := hashFile(ctx, files[k])
+				size, sum, err := strata.HashFile(ctx, files[k])
 				if err != nil {
 					return nil, err
 				}
@@ -815,12 +808,12 @@ func checkManifest(ctx context.Context, dir, source string, r *VerifyReport) (*M
 	// The keep map in the pack is the one the pack was made with.
 	if keepIn != nil {
 		for _, o := range man.Outputs {
-			if o.Path == PackKeep && o.SHA256 != keepIn.SHA256 {
+			if o.Path == strata.KeepFile && o.SHA256 != keepIn.SHA256 {
 				r.failf("manifest", path, -1, "keep.strp differs from the keep map given to pack (%s)", keepIn.Path)
 			}
 		}
 	}
-	return &man, nil
+	return man, nil
 }
 
 // compareDense checks model.gguf's non-expert tensors against the source:
@@ -834,7 +827,7 @@ func compareDense(mf, src *gguf.File, sm *gguf.MoE, keep *strata.Keep, r *Verify
 	for i := range mf.Tensors {
 		t := &mf.Tensors[i]
 		b, rest, inBlock := gguf.SplitBlockName(t.Name)
-		if inBlock && rest == "ffn_gate_inp_q8.weight" {
+		if inBlock && strata.IsRouterCopy(rest) {
 			continue
 		}
 		s, ok := src.Tensor(t.Name)
@@ -846,7 +839,7 @@ func compareDense(mf, src *gguf.File, sm *gguf.MoE, keep *strata.Keep, r *Verify
 			r.failf("source.dense", mf.Path, t.InfoOffset, "tensor %q is %s, the source's %s", t.Name, t.Type, s.Type)
 			continue
 		}
-		if l, moe := layerOf[b]; inBlock && moe && (gguf.IsExpertTensor(t.Name) || contains(routerLike, rest)) {
+		if l, moe := layerOf[b]; inBlock && moe && strata.ExpertIndexed(rest) {
 			// Per-expert tensors are small (routers, biases): compare whole.
 			want, err := keptRows(src, s, keep.Keep[l])
 			if err != nil {
@@ -896,7 +889,7 @@ type slotCheck struct {
 	want     [strata.NumParts]errStats // re-quantized source against the source
 }
 
-func verifySlots(ctx context.Context, cfg VerifyConfig, x *strata.Experts, keep *strata.Keep, src *gguf.File, sm *gguf.MoE, params *PackParams, imp *Importance, man *Manifest, r *VerifyReport) error {
+func verifySlots(ctx context.Context, cfg VerifyConfig, x *strata.Experts, keep *strata.Keep, src *gguf.File, sm *gguf.MoE, params *strata.PackParams, imp *Importance, man *strata.Manifest, r *VerifyReport) error {
 	nE := int(x.NExpert)
 	prog := cfg.Progress.start(int64(x.FileBytes), "verify")
 	defer prog.Done()
@@ -1040,7 +1033,7 @@ func verifySlots(ctx context.Context, cfg VerifyConfig, x *strata.Experts, keep 
 	}
 	var total errStats
 	for l, ml := range sm.Layers {
-		le := LayerError{Block: ml.Block}
+		le := strata.LayerError{Block: ml.Block}
 		var sum errStats
 		for p, t := range []*gguf.TensorInfo{ml.Gate, ml.Up, ml.Down} {
 			_, rest, _ := gguf.SplitBlockName(t.Name)
@@ -1048,12 +1041,12 @@ func verifySlots(ctx context.Context, cfg VerifyConfig, x *strata.Experts, keep 
 			if t.Type == x.Parts[p].Type {
 				action = "copied"
 			}
-			le.Parts = append(le.Parts, PartError{Tensor: rest, From: t.Type.String(), To: x.Parts[p].Type.String(), Action: action, RelMSE: got[l][p].RelMSE()})
+			le.Parts = append(le.Parts, strata.PartError{Tensor: rest, From: t.Type.String(), To: x.Parts[p].Type.String(), Action: action, RelMSE: got[l][p].RelMSE()})
 			sum.add(got[l][p])
 			// The manifest's figures are recomputed here.
 			if man != nil && l < len(man.Layers) && p < len(man.Layers[l].Parts) {
 				if rec := man.Layers[l].Parts[p].RelMSE; !closeRel(rec, got[l][p].RelMSE()) {
-					r.failf("manifest", filepath.Join(cfg.Path, PackManifest), -1, "block %d %s: relative MSE %.9g recorded, %.9g measured", ml.Block, rest, rec, got[l][p].RelMSE())
+					r.failf("manifest", filepath.Join(cfg.Path, strata.ManifestFile), -1, "block %d %s: relative MSE %.9g recorded, %.9g measured", ml.Block, rest, rec, got[l][p].RelMSE())
 				}
 			}
 		}

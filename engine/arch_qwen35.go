@@ -135,7 +135,7 @@ func hybridLayer(l tensorLoader, c *Config, i int, L *Layer, fusedBA bool) error
 		func() (e error) { L.AttnNorm, e = l.vector(p+"attn_norm.weight", c.Embd); return },
 		func() (e error) { L.FFNNorm, e = l.vector(p+"post_attention_norm.weight", c.Embd); return },
 		mixer,
-		func() error { return loadRouter(l, c, p, L) },
+		func() error { return loadRouter(l, c, i, L) },
 		func() (e error) { L.Shared, e = loadShared(l, c, p); return },
 	)
 }

@@ -1,6 +1,10 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/stratactl/stratactl/strata"
+)
 
 // qwen3moeArch is Qwen3-MoE (llama.cpp qwen3moe): every block is GQA
 // attention with q/k RMS norms and full-width NEOX RoPE, then a MoE FFN
@@ -20,7 +24,7 @@ var qwen3moeArch = archSpec{
 			func() (e error) { L.AttnNorm, e = l.vector(p+"attn_norm.weight", c.Embd); return },
 			func() (e error) { L.FFNNorm, e = l.vector(p+"ffn_norm.weight", c.Embd); return },
 			func() error { return loadAttention(l, c, p, L, false) },
-			func() error { return loadRouter(l, c, p, L) },
+			func() error { return loadRouter(l, c, i, L) },
 		)
 	},
 }
@@ -57,13 +61,13 @@ func loadAttention(l tensorLoader, c *Config, p string, L *Layer, gated bool) er
 }
 
 // loadRouter loads the router and, in a pack, its Q8_0 read-ahead copy.
-func loadRouter(l tensorLoader, c *Config, p string, L *Layer) error {
+func loadRouter(l tensorLoader, c *Config, block int, L *Layer) error {
 	var err error
-	if L.Router, err = l.matrix(p+"ffn_gate_inp.weight", c.Embd, c.Experts); err != nil {
+	if L.Router, err = l.matrix(fmt.Sprintf("blk.%d.ffn_gate_inp.weight", block), c.Embd, c.Experts); err != nil {
 		return err
 	}
-	if _, ok := l.f.Tensor(p + "ffn_gate_inp_q8.weight"); ok {
-		rq, err := l.matrix(p+"ffn_gate_inp_q8.weight", c.Embd, c.Experts)
+	if _, ok := l.f.Tensor(strata.RouterCopyName(block)); ok {
+		rq, err := l.matrix(strata.RouterCopyName(block), c.Embd, c.Experts)
 		if err != nil {
 			return err
 		}

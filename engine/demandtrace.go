@@ -99,3 +99,18 @@ func (r *StreamReport) AddReplay(t *cachesim.Trace) error {
 	r.BeladyHitRate = &h
 	return nil
 }
+
+// EndTrace ends the trace StartTrace began (at counters from) and returns
+// the store's figures over the tokens since, with the Belady hit rate of
+// the same demands, and the trace.
+func (s *PackStore) EndTrace(from StreamCounters, tokens int) (*StreamReport, *cachesim.Trace, error) {
+	rep := s.Report(from, s.Counters(), tokens)
+	t := s.StopTrace(tokens)
+	if t == nil {
+		return nil, nil, fmt.Errorf("the expert store was not recording a trace")
+	}
+	if err := rep.AddReplay(t); err != nil {
+		return nil, nil, err
+	}
+	return rep, t, nil
+}

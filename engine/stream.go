@@ -121,7 +121,7 @@ type PackStore struct {
 }
 
 func openPack(dir string, opt Options) (*Model, error) {
-	gpath := filepath.Join(dir, "model.gguf")
+	gpath := filepath.Join(dir, strata.ModelFile)
 	f, err := gguf.OpenMapped(gpath)
 	if err != nil {
 		return nil, err
@@ -141,12 +141,12 @@ func openPack(dir string, opt Options) (*Model, error) {
 }
 
 func newPackStore(dir string, f *gguf.File, c *Config, opt StreamOptions) (*PackStore, error) {
-	name, err := f.String("strata.experts.file")
+	name, err := f.String(strata.KeyExpertsFile)
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a pack's model.gguf: %w", f.Path, err)
 	}
 	if filepath.Base(name) != name {
-		return nil, fmt.Errorf("%s: strata.experts.file %q must be a file name beside it", f.Path, name)
+		return nil, fmt.Errorf("%s: %s %q must be a file name beside it", f.Path, strata.KeyExpertsFile, name)
 	}
 	xpath := filepath.Join(dir, name)
 	x, err := strata.OpenExperts(xpath)
@@ -154,8 +154,8 @@ func newPackStore(dir string, f *gguf.File, c *Config, opt StreamOptions) (*Pack
 		return nil, err
 	}
 	fail := func(err error) (*PackStore, error) { x.Close(); return nil, err }
-	if sb, err := f.Uint64("strata.experts.slot_bytes"); err == nil && sb != x.SlotBytes {
-		return fail(fmt.Errorf("%s: strata.experts.slot_bytes %d, %s has %d", f.Path, sb, xpath, x.SlotBytes))
+	if sb, err := f.Uint64(strata.KeySlotBytes); err == nil && sb != x.SlotBytes {
+		return fail(fmt.Errorf("%s: %s %d, %s has %d", f.Path, strata.KeySlotBytes, sb, xpath, x.SlotBytes))
 	}
 	if int(x.NExpert) != c.Experts {
 		return fail(fmt.Errorf("%s: %d experts per layer, %s has %d", f.Path, c.Experts, xpath, x.NExpert))
@@ -179,7 +179,7 @@ func newPackStore(dir string, f *gguf.File, c *Config, opt StreamOptions) (*Pack
 		}
 	}
 	var rank [][]uint32
-	kpath := filepath.Join(dir, "keep.strp")
+	kpath := filepath.Join(dir, strata.KeepFile)
 	if k, err := strata.ReadKeep(kpath); err == nil {
 		if k.NKeep() != c.Experts || len(k.Layers) != c.Layers {
 			return fail(fmt.Errorf("%s: keeps %d experts in %d layers, the model has %d in %d", kpath, k.NKeep(), len(k.Layers), c.Experts, c.Layers))

@@ -106,7 +106,7 @@ func WriteSyntheticPack(dir string, sp SynthSpec) error {
 	if err != nil {
 		return err
 	}
-	xf, err := strata.CreateExperts(filepath.Join(dir, "model.experts"), h)
+	xf, err := strata.CreateExperts(filepath.Join(dir, strata.ExpertsFile), h)
 	if err != nil {
 		return err
 	}
@@ -138,10 +138,10 @@ func WriteSyntheticPack(dir string, sp SynthSpec) error {
 			k.Rank[l][i] = uint32(p)
 		}
 	}
-	if err := strata.WriteKeep(filepath.Join(dir, "keep.strp"), k); err != nil {
+	if err := strata.WriteKeep(filepath.Join(dir, strata.KeepFile), k); err != nil {
 		return err
 	}
-	st, err := os.Stat(filepath.Join(dir, "model.experts"))
+	st, err := os.Stat(filepath.Join(dir, strata.ExpertsFile))
 	if err != nil {
 		return err
 	}
@@ -161,11 +161,11 @@ func WriteSyntheticPack(dir string, sp SynthSpec) error {
 		{Key: arch + ".attention.layer_norm_rms_epsilon", Value: gguf.Float32(1e-6)},
 		{Key: arch + ".expert_count", Value: gguf.Uint32(uint32(sp.Experts))},
 		{Key: arch + ".expert_used_count", Value: gguf.Uint32(uint32(sp.ExpertsUsed))},
-		{Key: "strata.format_version", Value: gguf.Uint32(1)},
-		{Key: "strata.experts.file", Value: gguf.String("model.experts")},
-		{Key: "strata.experts.bytes", Value: gguf.Uint64(uint64(st.Size()))},
-		{Key: "strata.experts.slot_bytes", Value: gguf.Uint64(h.SlotBytes)},
-		{Key: "strata.source.n_expert", Value: gguf.Uint32(uint32(sp.Experts))},
+		{Key: strata.KeyFormatVersion, Value: gguf.Uint32(strata.FormatVersion)},
+		{Key: strata.KeyExpertsFile, Value: gguf.String(strata.ExpertsFile)},
+		{Key: strata.KeyExpertsBytes, Value: gguf.Uint64(uint64(st.Size()))},
+		{Key: strata.KeySlotBytes, Value: gguf.Uint64(h.SlotBytes)},
+		{Key: strata.KeySourceNExpert, Value: gguf.Uint32(uint32(sp.Experts))},
 	}
 	type tensor struct {
 		spec gguf.TensorSpec
@@ -210,7 +210,7 @@ func WriteSyntheticPack(dir string, sp SynthSpec) error {
 			router, err = randomWeights(rng, quant.F32, D, sp.Experts, inv)
 			return router, err
 		}})
-		ts = append(ts, tensor{gguf.TensorSpec{Name: p + "ffn_gate_inp_q8.weight", Type: quant.Q8_0, Dims: []int64{int64(D), int64(sp.Experts)}}, func() ([]byte, error) {
+		ts = append(ts, tensor{gguf.TensorSpec{Name: strata.RouterCopyName(l), Type: quant.Q8_0, Dims: []int64{int64(D), int64(sp.Experts)}}, func() ([]byte, error) {
 			x := make([]float32, len(router)/4)
 			for i := range x {
 				x[i] = math.Float32frombits(binary.LittleEndian.Uint32(router[4*i:]))
@@ -225,7 +225,7 @@ func WriteSyntheticPack(dir string, sp SynthSpec) error {
 	for i := range ts {
 		specs[i] = ts[i].spec
 	}
-	w, err := gguf.Create(filepath.Join(dir, "model.gguf"), kv, specs)
+	w, err := gguf.Create(filepath.Join(dir, strata.ModelFile), kv, specs)
 	if err != nil {
 		return err
 	}

@@ -14,11 +14,17 @@ import (
 // the divergences over the distributions there. progress, when not nil, is
 // told the tokens of each window once both models have run it.
 func Run(ctx context.Context, ref, cand *engine.Model, windows [][]int32, score Scoring, progress func(tokens int)) (Result, []Position, error) {
+	return RunCandidate(ctx, ref, cand, windows, score, Candidate{}, progress)
+}
+
+// RunCandidate is Run with the candidate run as opt says (stream.go).
+func RunCandidate(ctx context.Context, ref, cand *engine.Model, windows [][]int32, score Scoring, opt Candidate, progress func(tokens int)) (Result, []Position, error) {
 	if rv, cv := ref.Config.Vocab, cand.Config.Vocab; rv != cv {
 		return Result{}, nil, fmt.Errorf("the reference has a vocabulary of %d tokens, the candidate %d: their distributions cannot be compared", rv, cv)
 	}
 	v := ref.Config.Vocab
 	rs, cs := ref.NewSession(), cand.NewSession()
+	cs.Routing = opt.Routing
 	var pos []Position
 	for i, w := range windows {
 		if err := ctx.Err(); err != nil {
@@ -33,7 +39,7 @@ func Run(ctx context.Context, ref, cand *engine.Model, windows [][]int32, score 
 			return Result{}, nil, fmt.Errorf("reference, window %d: %w", i, err)
 		}
 		cs.Reset()
-		cl, err := cs.Forward(w, true)
+		cl, err := opt.forward(cs, w)
 		if err != nil {
 			return Result{}, nil, fmt.Errorf("candidate, window %d: %w", i, err)
 		}

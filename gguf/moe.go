@@ -105,8 +105,30 @@ func IsExpertTensor(name string) bool {
 	if !ok {
 		return false
 	}
-	part, _, _ := strings.Cut(rest, ".")
-	return strings.HasSuffix(part, "_exps") && len(part) > len("_exps")
+	base, _, _ := strings.Cut(rest, ".")
+	return isExpsBase(base)
+}
+
+func isExpsBase(base string) bool {
+	return strings.HasSuffix(base, "_exps") && len(base) > len("_exps")
+}
+
+// expertIndexedBases are the block tensors other than the expert tensors
+// whose last dimension is the expert: the router (one row per expert, and
+// its bias) and DeepSeek-style expert score biases.
+var expertIndexedBases = []string{"ffn_gate_inp", "exp_probs_b"}
+
+// ExpertIndexed is the per-expert rule: whether a tensor of a MoE block
+// (rest: its name after "blk.N.") holds one slice per expert along its last
+// dimension. Those are the expert tensors (IsExpertTensor: *_exps.*, the
+// only ones MoE counts as expert data), the router ffn_gate_inp.* and the
+// expert score biases exp_probs_b.*, matched by the name's first component.
+// Shared experts (*_shexp, ffn_gate_inp_shexp) are dense. Pruning cuts every
+// such tensor of a MoE layer to the kept experts; strata.ExpertIndexed adds
+// the pack's router copy.
+func ExpertIndexed(rest string) bool {
+	base, _, _ := strings.Cut(rest, ".")
+	return isExpsBase(base) || slices.Contains(expertIndexedBases, base)
 }
 
 // ExpertSlice is the byte range of expert e inside per-expert tensor t's

@@ -51,6 +51,12 @@ func (c *collector) Layer(tr *engine.LayerTrace) {
 // layers' block indices (decoder layer numbers). progress, when not nil, is
 // told how many tokens each window held once it is done.
 func Run(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32, progress func(tokens int)) (*Stats, error) {
+	return run(ctx, m, blocks, windows, progress, nil)
+}
+
+// run is Run with also, when not nil, seeing every layer trace after the
+// collector (tests look at the routing margins through it).
+func run(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32, progress func(tokens int), also engine.Observer) (*Stats, error) {
 	c := &m.Config
 	stats := NewStats(blocks, c.Experts)
 	col := &collector{stats: stats, layerOf: map[int]int{}, embd: c.Embd}
@@ -59,6 +65,9 @@ func Run(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32, 
 	}
 	s := m.NewSession()
 	s.Observer = col
+	if also != nil {
+		s.Observer = tee{col, also}
+	}
 	for i, w := range windows {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -76,4 +85,12 @@ func Run(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32, 
 		}
 	}
 	return stats, nil
+}
+
+// tee passes each trace to two observers in order.
+type tee [2]engine.Observer
+
+func (t tee) Layer(tr *engine.LayerTrace) {
+	t[0].Layer(tr)
+	t[1].Layer(tr)
 }

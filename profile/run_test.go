@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/stratactl/stratactl/engine"
@@ -34,9 +35,18 @@ type reapRef struct {
 	} `json:"layers"`
 }
 
-func loadReapRef(t *testing.T) *reapRef {
+// tinyFixtures are the fixture folders whose refs/reap.json profile must
+// reproduce, by architecture.
+var tinyFixtures = map[string]string{"qwen3moe": "tiny-qwen3moe", "qwen35moe": "tiny-qwen35moe"}
+
+func fixtureFile(t *testing.T, arch string, elem ...string) string {
 	t.Helper()
-	b, err := os.ReadFile(testutil.TinyModel(t, "refs", "reap.json"))
+	return testutil.Path(t, append([]string{"models", tinyFixtures[arch]}, elem...)...)
+}
+
+func loadReapRef(t *testing.T, arch string) *reapRef {
+	t.Helper()
+	b, err := os.ReadFile(fixtureFile(t, arch, "refs", "reap.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,10 +57,35 @@ func loadReapRef(t *testing.T) *reapRef {
 	return &r
 }
 
-// ProfileTiny profiles the tiny model over the whole calibration set.
-func profileTiny(t *testing.T) *Stats {
+// nearTies counts, per decoder layer, the tokens whose k-th and (k+1)-th
+// router probabilities are within 1e-6 relative: float32 rounding decides
+// those picks, so an engine and the reference may differ there.
+type nearTies struct{ perLayer map[int]int }
+
+func (n *nearTies) Layer(tr *engine.LayerTrace) {
+	if tr.Tokens == 0 {
+		return
+	}
+	E, K := len(tr.Probs)/tr.Tokens, len(tr.IDs)/tr.Tokens
+	for t := 0; t < tr.Tokens; t++ {
+		p := tr.Probs[t*E : (t+1)*E]
+		kth := p[tr.IDs[t*K+K-1]]
+		var next float32 = -1
+		for e, v := range p {
+			if !slices.Contains(tr.IDs[t*K:(t+1)*K], int32(e)) {
+				next = max(next, v)
+			}
+		}
+		if float64(kth-next) <= 1e-6*float64(kth) {
+			n.perLayer[tr.Layer]++
+		}
+	}
+}
+
+// profileTiny profiles a tiny model over its whole calibration set.
+func profileTiny(t *testing.T, arch string, also engine.Observer) *Stats {
 	t.Helper()
-	path := testutil.TinyModel(t, "model-bf16.gguf")
+	path := fixtureFile(t, arch, "model-bf16.gguf")
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +104,7 @@ func profileTiny(t *testing.T) *Stats {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	ids, err := evalq.ReadIDs(testutil.TinyModel(t, "calib_tokens.i32.bin"))
+	ids, err := evalq.ReadIDs(fixtureFile(t, arch, "calib_tokens.i32.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +112,7 @@ func profileTiny(t *testing.T) *Stats {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Run(context.Background(), m, blocks, windows, nil)
+	s, err := run(context.Background(), m, blocks, windows, nil, also)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,45 +124,7 @@ func profileTiny(t *testing.T) *Stats {
 // same REAP order in every layer (swaps between scores within 1e-6 relative
 // of each other excepted).
 func TestProfileMatchesReference(t *testing.T) {
-	ref := loadReapRef(t)
-	s := profileTiny(t)
-	if s.Tokens != int64(ref.NSequences*ref.SeqLen) || len(s.Blocks) != len(ref.Layers) || s.NExpert != ref.NExperts {
-		t.Fatalf("profiled %d tokens, %d layers × %d experts; reference %d tokens, %d × %d", s.Tokens, len(s.Blocks), s.NExpert, ref.NSequences*ref.SeqLen, len(ref.Layers), ref.NExperts)
-	}
-	rel := func(a, b float64) float64 { return math.Abs(a-b) / math.Max(math.Abs(b), 1e-12) }
-	for l, rl := range ref.Layers {
-		var total int64
-		for _, re := range rl.Experts {
-			e := re.Expert
-			total += s.Count[l][e]
-			if s.Count[l][e] != re.Freq {
-				t.Errorf("layer %d expert %d: count %d, reference %d", l, e, s.Count[l][e], re.Freq)
-			}
-			if d := rel(s.GateSum[l][e], re.GateSum); d > 1e-3 {
-				t.Errorf("layer %d expert %d: gate_sum %v, reference %v", l, e, s.GateSum[l][e], re.GateSum)
-			}
-			if d := rel(s.REAP(l, e), re.REAP); d > 1e-3 {
-				t.Errorf("layer %d expert %d: reap %v, reference %v", l, e, s.REAP(l, e), re.REAP)
-			}
-			if d := rel(s.EAN[l][e], re.EANSum); d > 1e-3 {
-				t.Errorf("layer %d expert %d: ean %v, reference %v", l, e, s.EAN[l][e], re.EANSum)
-			}
-		}
-		if want := s.Tokens * int64(ref.TopK); total != want {
-			t.Errorf("layer %d: %d routed slots, want tokens × top_k = %d", l, total, want)
-		}
-		got, _ := s.Order(FieldREAP, l)
-		refScore := map[int]float64{}
-		for _, re := range rl.Experts {
-			refScore[re.Expert] = re.REAP
-		}
-		for i := 1; i < len(got); i++ {
-			a, b := refScore[got[i-1]], refScore[got[i]]
-			if a < b && rel(a, b) > 1e-6 {
-				t.Errorf("layer %d: REAP order puts expert %d (ref %v) before %d (ref %v)", l, got[i-1], a, got[i], b)
-			}
-		}
-	}
+	s := checkReap(t, "qwen3moe")
 	// Round trip through a keep.strp with the STAT block.
 	b, err := s.Keep().MarshalBinary()
 	if err != nil {
@@ -158,4 +155,89 @@ func TestProfileMatchesReference(t *testing.T) {
 	if !reflect.DeepEqual(back.Count, s.Count) || !reflect.DeepEqual(back.GateSum, s.GateSum) || !reflect.DeepEqual(back.EAN, s.EAN) {
 		t.Error("statistics changed through keep.strp")
 	}
+}
+
+// TestProfileQwen35MatchesReference: the same on the hybrid qwen35moe
+// (delta-net and attention layers, shared experts kept out of the
+// routed statistics).
+func TestProfileQwen35MatchesReference(t *testing.T) {
+	checkReap(t, "qwen35moe")
+}
+
+// checkReap profiles arch's tiny model and compares with its reap.json.
+// Counts must be exact, except that each near tie at the top-k boundary
+// (see nearTies) in this layer or an earlier one may move two routed slots
+// (one pick swapped) of this layer; the experts whose counts moved are
+// then held to the bound one token can change (|gate_sum| by at most the
+// moved slots) instead of 1e-3.
+func checkReap(t *testing.T, arch string) *Stats {
+	t.Helper()
+	ref := loadReapRef(t, arch)
+	ties := &nearTies{perLayer: map[int]int{}}
+	s := profileTiny(t, arch, ties)
+	if s.Tokens != int64(ref.NSequences*ref.SeqLen) || len(s.Blocks) != len(ref.Layers) || s.NExpert != ref.NExperts {
+		t.Fatalf("profiled %d tokens, %d layers × %d experts; reference %d tokens, %d × %d", s.Tokens, len(s.Blocks), s.NExpert, ref.NSequences*ref.SeqLen, len(ref.Layers), ref.NExperts)
+	}
+	rel := func(a, b float64) float64 { return math.Abs(a-b) / math.Max(math.Abs(b), 1e-12) }
+	for l, rl := range ref.Layers {
+		budget := 0
+		for b, n := range ties.perLayer {
+			if b <= s.Blocks[l] {
+				budget += 2 * n
+			}
+		}
+		moved := map[int]bool{}
+		var total, off int64
+		for _, re := range rl.Experts {
+			if d := s.Count[l][re.Expert] - re.Freq; d != 0 {
+				moved[re.Expert] = true
+				off += max(d, -d)
+			}
+		}
+		if off > int64(budget) {
+			t.Errorf("layer %d: %d routed slots differ from the reference; near ties allow %d", l, off, budget)
+		} else if off > 0 {
+			t.Logf("layer %d: %d routed slots differ from the reference, within the %d that near ties (top-k margins under 1e-6 relative) in layers <= %d allow", l, off, budget, s.Blocks[l])
+		}
+		for _, re := range rl.Experts {
+			e := re.Expert
+			total += s.Count[l][e]
+			if moved[e] && off <= int64(budget) {
+				if d := math.Abs(s.GateSum[l][e] - re.GateSum); d > float64(off) {
+					t.Errorf("layer %d expert %d: gate_sum %v, reference %v: more than %d moved slots explain", l, e, s.GateSum[l][e], re.GateSum, off)
+				}
+				continue
+			}
+			if s.Count[l][e] != re.Freq {
+				t.Errorf("layer %d expert %d: count %d, reference %d", l, e, s.Count[l][e], re.Freq)
+			}
+			if d := rel(s.GateSum[l][e], re.GateSum); d > 1e-3 {
+				t.Errorf("layer %d expert %d: gate_sum %v, reference %v", l, e, s.GateSum[l][e], re.GateSum)
+			}
+			if d := rel(s.REAP(l, e), re.REAP); d > 1e-3 {
+				t.Errorf("layer %d expert %d: reap %v, reference %v", l, e, s.REAP(l, e), re.REAP)
+			}
+			if d := rel(s.EAN[l][e], re.EANSum); d > 1e-3 {
+				t.Errorf("layer %d expert %d: ean %v, reference %v", l, e, s.EAN[l][e], re.EANSum)
+			}
+		}
+		if want := s.Tokens * int64(ref.TopK); total != want {
+			t.Errorf("layer %d: %d routed slots, want tokens × top_k = %d", l, total, want)
+		}
+		got, _ := s.Order(FieldREAP, l)
+		refScore := map[int]float64{}
+		for _, re := range rl.Experts {
+			refScore[re.Expert] = re.REAP
+		}
+		for i := 1; i < len(got); i++ {
+			if moved[got[i-1]] || moved[got[i]] {
+				continue
+			}
+			a, b := refScore[got[i-1]], refScore[got[i]]
+			if a < b && rel(a, b) > 1e-6 {
+				t.Errorf("layer %d: REAP order puts expert %d (ref %v) before %d (ref %v)", l, got[i-1], a, got[i], b)
+			}
+		}
+	}
+	return s
 }

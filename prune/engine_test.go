@@ -69,7 +69,10 @@ func TestPrunedModelRoutes(t *testing.T) {
 	tokens := []int32{726, 2611, 10, 3, 99, 1000, 17, 2048, 5, 6, 7, 8, 300, 301, 302, 4000}
 	a, b := trace(t, src, tokens), trace(t, out, tokens)
 	const E, K, D = 32, 4, 256
-	kept := plan.Keep[0]
+	var kept []int
+	for _, e := range plan.Keep[0] {
+		kept = append(kept, int(e))
+	}
 	compared := 0
 	for tk := range tokens {
 		p := a.probs[tk*E : (tk+1)*E]

@@ -6,86 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/quant"
+	"github.com/stratactl/stratactl/strata"
 )
 
-// Keys the pruned GGUF gains.
-const (
-	KeySourceNExpert = "strata.source.n_expert"
-	KeyCriterion     = "stratactl.prune.criterion"
-)
-
-// Plan is what to keep: for each MoE layer (block index Blocks[l]) the
-// source expert ids Keep[l], strictly ascending, all layers keeping as many.
-type Plan struct {
-	Blocks  []int
-	NExpert int // experts per layer in the source
-	Keep    [][]int
-}
-
-// NKeep is the number of experts each layer keeps.
-func (p *Plan) NKeep() int {
-	if len(p.Keep) == 0 {
-		return 0
-	}
-	return len(p.Keep[0])
-}
-
-// Check validates the plan's shape and ids.
-func (p *Plan) Check() error {
-	if len(p.Blocks) == 0 {
-		return fmt.Errorf("keep map has no MoE layers")
-	}
-	if len(p.Keep) != len(p.Blocks) {
-		return fmt.Errorf("keep map: %d layers of keep ids for %d MoE layers", len(p.Keep), len(p.Blocks))
-	}
-	k := p.NKeep()
-	if k < 1 || k > p.NExpert {
-		return fmt.Errorf("keep map keeps %d of %d experts", k, p.NExpert)
-	}
-	for l, kept := range p.Keep {
-		if len(kept) != k {
-			return fmt.Errorf("keep map: layer %d keeps %d experts, layer %d keeps %d", p.Blocks[l], len(kept), p.Blocks[0], k)
-		}
-		for i, e := range kept {
-			if e < 0 || e >= p.NExpert || (i > 0 && e <= kept[i-1]) {
-				return fmt.Errorf("keep map: layer %d: ids %v are not strictly ascending within 0..%d", p.Blocks[l], kept, p.NExpert-1)
-			}
-		}
-	}
-	return nil
-}
-
-// MoELayers is the block index of each MoE layer of f, ascending, and its
-// experts per layer, as gguf's MoE() finds and checks them.
-func MoELayers(f *gguf.File) (blocks []int, nExpert int, err error) {
-	m, err := f.MoE()
-	if err != nil {
-		return nil, 0, err
-	}
-	for _, l := range m.Layers {
-		blocks = append(blocks, l.Block)
-	}
-	return blocks, m.Experts, nil
-}
-
-// perExpert reports whether a tensor of a MoE block holds one slice per
-// expert along its last dimension: the expert matrices (and their biases or
-// scales), the router (one row per expert) and its bias, expert score biases
-// (DeepSeek-style exp_probs_b) and the Q8_0 router copy of a strata pack.
-// Shared-expert tensors (*_shexp) are dense and do not match.
-func perExpert(name string) bool {
-	base, _, _ := strings.Cut(name, ".")
-	switch base {
-	case "ffn_gate_inp", "ffn_gate_inp_q8", "exp_probs_b":
-		return true
-	}
-	return strings.HasSuffix(base, "_exps")
-}
+// KeyCriterion records how the experts were chosen; the pruned GGUF also
+// gains strata.strata.KeySourceNExpert.
+const KeyCriterion = "stratactl.prune.criterion"
 
 // Result describes a written pruned model.
 type Result struct {
@@ -115,32 +44,31 @@ type Options struct {
 	Split gguf.SplitOptions
 }
 
-// Write streams src into a GGUF at out that holds only the experts of plan:
-// every per-expert tensor of a MoE layer is cut down to the kept slices (in
-// keep-map order), {arch}.expert_count becomes the kept count, the source
-// count and the criterion are recorded, and every other tensor and key is
-// copied unchanged. Nothing appears at out unless all of it was written.
-func Write(ctx context.Context, src *gguf.File, plan *Plan, out string, opt Options) (*Result, error) {
-	if err := plan.Check(); err != nil {
+// Write streams src into a GGUF at out that holds only the experts of keep:
+// every per-expert tensor of a MoE layer (strata.ExpertIndexed) is cut down
+// to the kept slices (in keep-map order), {arch}.expert_count becomes the
+// kept count, the source count and the criterion are recorded, and every
+// other tensor and key is copied unchanged. Nothing appears at out unless all
+// of it was written.
+func Write(ctx context.Context, src *gguf.File, keep *strata.Keep, out string, opt Options) (*Result, error) {
+	if err := keep.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", src.Path, err)
 	}
-	blocks, nExpert, err := MoELayers(src)
+	m, err := src.MoE()
 	if err != nil {
 		return nil, err
 	}
-	if nExpert != plan.NExpert || !slices.Equal(blocks, plan.Blocks) {
-		return nil, fmt.Errorf("%s: the keep map is for MoE layers %v of %d experts; the model has layers %v of %d experts", src.Path, plan.Blocks, plan.NExpert, blocks, nExpert)
+	if err := keep.Fits(m, src.Path); err != nil {
+		return nil, fmt.Errorf("%s: %w", src.Path, err)
 	}
-	k := plan.NKeep()
-	if used, err := src.Uint32(src.ArchKey("expert_used_count")); err == nil && k < int(used) {
-		return nil, fmt.Errorf("%s: keeping %d experts per layer is fewer than the %d the router selects per token (%s)", src.Path, k, used, src.ArchKey("expert_used_count"))
-	}
+	nExpert := m.Experts
+	k := keep.NKeep()
 	if g, err := src.Uint32(src.ArchKey("expert_group_count")); err == nil && g > 1 {
 		return nil, fmt.Errorf("%s: %s = %d: grouped routing ties experts to fixed groups, which pruning would break", src.Path, src.ArchKey("expert_group_count"), g)
 	}
 	layerOf := map[int]int{}
-	for l, b := range blocks {
-		layerOf[b] = l
+	for l, ml := range m.Layers {
+		layerOf[ml.Block] = l
 	}
 
 	kv, err := prunedKV(src, k, nExpert, opt.Criterion)
@@ -154,7 +82,7 @@ func Write(ctx context.Context, src *gguf.File, plan *Plan, out string, opt Opti
 		t := &src.Tensors[i]
 		b, name, ok := gguf.SplitBlockName(t.Name)
 		l, moe := layerOf[b]
-		if !ok || !moe || !perExpert(name) {
+		if !ok || !moe || !strata.ExpertIndexed(name) {
 			res.CopiedTensors++
 			continue
 		}
@@ -191,7 +119,7 @@ func Write(ctx context.Context, src *gguf.File, plan *Plan, out string, opt Opti
 			parts = append(parts, src.SectionReader(t))
 		} else {
 			per := t.Size / int64(nExpert)
-			for _, e := range plan.Keep[sliced[i]-1] {
+			for _, e := range keep.Keep[sliced[i]-1] {
 				parts = append(parts, io.NewSectionReader(src.SectionReader(t), int64(e)*per, per))
 			}
 		}
@@ -244,8 +172,8 @@ func prunedKV(src *gguf.File, k, nExpert int, criterion string) ([]gguf.KV, erro
 	countKey := src.ArchKey("expert_count")
 	kv := make([]gguf.KV, 0, len(src.KV)+2)
 	set := map[string]gguf.Value{
-		countKey:         gguf.Uint32(uint32(k)),
-		KeySourceNExpert: gguf.Uint32(uint32(nExpert)),
+		countKey:                gguf.Uint32(uint32(k)),
+		strata.KeySourceNExpert: gguf.Uint32(uint32(nExpert)),
 	}
 	if criterion != "" {
 		set[KeyCriterion] = gguf.String(criterion)
@@ -267,7 +195,7 @@ func prunedKV(src *gguf.File, k, nExpert int, criterion string) ([]gguf.KV, erro
 		}
 		kv = append(kv, p)
 	}
-	for _, key := range []string{countKey, KeySourceNExpert, KeyCriterion} {
+	for _, key := range []string{countKey, strata.KeySourceNExpert, KeyCriterion} {
 		if v, ok := set[key]; ok && !done[key] {
 			kv = append(kv, gguf.KV{Key: key, Value: v})
 		}

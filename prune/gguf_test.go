@@ -12,19 +12,21 @@ import (
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/testutil"
+	"github.com/stratactl/stratactl/strata"
 )
 
-func tinyPlan(t *testing.T, src *gguf.File, keep func(l int) []int) *Plan {
+func tinyPlan(t *testing.T, src *gguf.File, keep func(l int) []int) *strata.Keep {
 	t.Helper()
-	blocks, n, err := MoELayers(src)
+	m, err := src.MoE()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Plan{Blocks: blocks, NExpert: n}
-	for l := range blocks {
-		p.Keep = append(p.Keep, keep(l))
+	k := &strata.Keep{NExpert: uint32(m.Experts)}
+	for l, ml := range m.Layers {
+		k.Layers = append(k.Layers, uint32(ml.Block))
+		k.Keep = append(k.Keep, u32(keep(l)))
 	}
-	return p
+	return k
 }
 
 // TestWriteSlicesExperts prunes the tiny model (BF16 experts) and the IQ3_S
@@ -70,8 +72,8 @@ func TestWriteSlicesExperts(t *testing.T) {
 			if n, _ := dst.Uint32("qwen3moe.expert_used_count"); n != 4 {
 				t.Errorf("expert_used_count = %d, want 4", n)
 			}
-			if n, _ := dst.Uint32(KeySourceNExpert); n != 32 {
-				t.Errorf("%s = %d, want 32", KeySourceNExpert, n)
+			if n, _ := dst.Uint32(strata.KeySourceNExpert); n != 32 {
+				t.Errorf("%s = %d, want 32", strata.KeySourceNExpert, n)
 			}
 			if c, _ := dst.String(KeyCriterion); c != "reap" {
 				t.Errorf("%s = %q", KeyCriterion, c)
@@ -97,7 +99,7 @@ func TestWriteSlicesExperts(t *testing.T) {
 				sb, _ := src.ReadTensor(st)
 				db, _ := dst.ReadTensor(dt)
 				b, name, _ := gguf.SplitBlockName(st.Name)
-				if !strings.HasPrefix(st.Name, "blk.") || !perExpert(name) {
+				if !strings.HasPrefix(st.Name, "blk.") || !strata.ExpertIndexed(name) {
 					if !bytes.Equal(sb, db) {
 						t.Errorf("%s: copied tensor differs", st.Name)
 					}
@@ -164,12 +166,12 @@ func TestWriteRefuses(t *testing.T) {
 	defer src.Close()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "x.gguf")
-	cases := map[string]*Plan{
+	cases := map[string]*strata.Keep{
 		"below expert_used_count": tinyPlan(t, src, func(int) []int { return []int{0, 1, 2} }),
 		"not ascending":           tinyPlan(t, src, func(int) []int { return []int{0, 2, 1, 3} }),
 		"id out of range":         tinyPlan(t, src, func(int) []int { return []int{0, 1, 2, 32} }),
-		"wrong layers":            {Blocks: []int{0, 1}, NExpert: 32, Keep: [][]int{{0, 1, 2, 3}, {0, 1, 2, 3}}},
-		"wrong expert count":      {Blocks: []int{0, 1, 2, 3}, NExpert: 64, Keep: [][]int{{0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}}},
+		"wrong layers":            {Layers: []uint32{0, 1}, NExpert: 32, Keep: [][]uint32{{0, 1, 2, 3}, {0, 1, 2, 3}}},
+		"wrong expert count":      {Layers: []uint32{0, 1, 2, 3}, NExpert: 64, Keep: [][]uint32{{0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}}},
 	}
 	for name, plan := range cases {
 		if _, err := Write(context.Background(), src, plan, out, Options{}); err == nil {
@@ -189,22 +191,6 @@ func TestWriteRefuses(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("cancelled write left %d files behind", len(ents))
-	}
-}
-
-func TestPerExpertNames(t *testing.T) {
-	yes := []string{"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight", "ffn_gate_up_exps.weight",
-		"ffn_gate_exps.bias", "ffn_gate_inp.weight", "ffn_gate_inp.bias", "exp_probs_b.bias", "ffn_gate_inp_q8.weight"}
-	no := []string{"ffn_gate_shexp.weight", "ffn_gate_inp_shexp.weight", "ffn_norm.weight", "attn_q.weight", "ffn_up.weight"}
-	for _, n := range yes {
-		if !perExpert(n) {
-			t.Errorf("%s should be sliced per expert", n)
-		}
-	}
-	for _, n := range no {
-		if perExpert(n) {
-			t.Errorf("%s should be copied", n)
-		}
 	}
 }
 

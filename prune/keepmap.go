@@ -5,46 +5,24 @@ import (
 	"github.com/stratactl/stratactl/strata"
 )
 
-// KeepMap is plan as a keep.strp. With the profile s, each layer's kept
-// experts are ranked by routed-token count (the order an engine should fill
-// its cache in) and the profile's statistics travel in the STAT block; with
-// s nil the map has no ranking and no statistics.
-func KeepMap(plan *Plan, s *profile.Stats) *strata.Keep {
-	k := &strata.Keep{NExpert: uint32(plan.NExpert)}
-	for l, b := range plan.Blocks {
-		k.Layers = append(k.Layers, uint32(b))
-		k.Keep = append(k.Keep, u32(plan.Keep[l]))
-	}
-	if s != nil {
-		for _, r := range Hotness(s, plan.Keep) {
-			k.Rank = append(k.Rank, u32(r))
-		}
-		k.Stats = s.StrataStats()
-	}
-	return k
-}
-
-// PlanFromKeep is the plan a keep map describes.
-func PlanFromKeep(k *strata.Keep) *Plan {
-	p := &Plan{NExpert: int(k.NExpert)}
-	for l, b := range k.Layers {
-		p.Blocks = append(p.Blocks, int(b))
-		ids := make([]int, len(k.Keep[l]))
-		for i, e := range k.Keep[l] {
-			ids[i] = int(e)
-		}
-		p.Keep = append(p.Keep, ids)
-	}
-	return p
-}
-
-// PlanFromProfile keeps the k best experts of every layer under c.
-func PlanFromProfile(s *profile.Stats, c Criterion, k int) (*Plan, error) {
+// Choose keeps the k best experts of every layer of the profile s under c.
+// The keep map ranks each layer's kept experts by routed-token count (the
+// order an engine should fill its cache in) and carries the profile's
+// statistics in its STAT block.
+func Choose(s *profile.Stats, c Criterion, k int) (*strata.Keep, error) {
 	keep, err := Select(s, c, k)
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{Blocks: append([]int(nil), s.Blocks...), NExpert: s.NExpert, Keep: keep}, nil
+	km := &strata.Keep{NExpert: uint32(s.NExpert), Stats: s.StrataStats()}
+	for l, b := range s.Blocks {
+		km.Layers = append(km.Layers, uint32(b))
+		km.Keep = append(km.Keep, u32(keep[l]))
+	}
+	for _, r := range Hotness(s, keep) {
+		km.Rank = append(km.Rank, u32(r))
+	}
+	return km, nil
 }
 
 func u32(ids []int) []uint32 {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/stratactl/stratactl/profile"
+	"github.com/stratactl/stratactl/strata"
 )
 
 // Criterion is how experts are scored; the highest scores are kept.
@@ -112,13 +113,13 @@ type Retained struct {
 	EAN     float64 `json:"ean"`
 }
 
-// Retention measures plan against the profile s (which may come from other
-// text than the profile the plan was chosen by).
-func Retention(s *profile.Stats, plan *Plan) ([]Retained, error) {
-	if s.NExpert != plan.NExpert || !slices.Equal(s.Blocks, plan.Blocks) {
-		return nil, fmt.Errorf("the profile is of MoE layers %v with %d experts, the keep map of %v with %d", s.Blocks, s.NExpert, plan.Blocks, plan.NExpert)
+// Retention measures the keep map k against the profile s (which may come
+// from other text than the profile k was chosen by).
+func Retention(s *profile.Stats, k *strata.Keep) ([]Retained, error) {
+	if s.NExpert != int(k.NExpert) || !slices.Equal(s.Blocks, k.Blocks()) {
+		return nil, fmt.Errorf("the profile is of MoE layers %v with %d experts, the keep map of %v with %d", s.Blocks, s.NExpert, k.Layers, k.NExpert)
 	}
-	share := func(v []float64, kept []int) float64 {
+	share := func(v []float64, kept []uint32) float64 {
 		var all, in float64
 		for _, x := range v {
 			all += x
@@ -131,13 +132,13 @@ func Retention(s *profile.Stats, plan *Plan) ([]Retained, error) {
 		}
 		return in / all
 	}
-	out := make([]Retained, len(plan.Blocks))
-	for l, kept := range plan.Keep {
+	out := make([]Retained, len(k.Layers))
+	for l, kept := range k.Keep {
 		counts := make([]float64, s.NExpert)
 		for e, c := range s.Count[l] {
 			counts[e] = float64(c)
 		}
-		out[l] = Retained{Block: plan.Blocks[l], Count: share(counts, kept), GateSum: share(s.GateSum[l], kept), EAN: share(s.EAN[l], kept)}
+		out[l] = Retained{Block: int(k.Layers[l]), Count: share(counts, kept), GateSum: share(s.GateSum[l], kept), EAN: share(s.EAN[l], kept)}
 	}
 	return out, nil
 }

@@ -60,8 +60,8 @@ func TestSelectCriteriaAndTies(t *testing.T) {
 	}
 }
 
-// TestKeepMapRoundTrip: a plan written as keep.strp reads back as the same
-// plan, with the hotness ranking and the profile's statistics.
+// TestKeepMapRoundTrip: a chosen keep map written as keep.strp reads back
+// the same, with the hotness ranking and the profile's statistics.
 func TestKeepMapRoundTrip(t *testing.T) {
 	s := profile.NewStats([]int{0, 1}, 8)
 	for l := range 2 {
@@ -71,11 +71,11 @@ func TestKeepMapRoundTrip(t *testing.T) {
 			s.GateSum[l][e] = float64(e) / 2
 		}
 	}
-	plan, err := PlanFromProfile(s, REAP, 4)
+	k, err := Choose(s, REAP, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := KeepMap(plan, s)
+	want, _ := Select(s, REAP, 4)
 	b, err := k.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -84,9 +84,8 @@ func TestKeepMapRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back := PlanFromKeep(parsed)
-	if !slices.Equal(back.Blocks, plan.Blocks) || back.NExpert != 8 || !slices.Equal(back.Keep[1], plan.Keep[1]) {
-		t.Errorf("plan %+v came back as %+v", plan, back)
+	if !slices.Equal(parsed.Blocks(), s.Blocks) || parsed.NExpert != 8 || !slices.Equal(parsed.Keep[1], u32(want[1])) {
+		t.Errorf("keep map %+v came back as %+v", k, parsed)
 	}
 	if parsed.NRank() != 4 || parsed.Stats == nil || len(parsed.Stats.Values) != 2*8*4 {
 		t.Errorf("keep map ranks %d, stats %v", parsed.NRank(), parsed.Stats != nil)
@@ -98,14 +97,14 @@ func TestRetention(t *testing.T) {
 	s.Count[0] = []int64{1, 2, 3, 4}
 	s.GateSum[0] = []float64{1, 1, 1, 1}
 	s.EAN[0] = []float64{0, 0, 5, 5}
-	r, err := Retention(s, &Plan{Blocks: []int{3}, NExpert: 4, Keep: [][]int{{1, 2}}})
+	r, err := Retention(s, &strata.Keep{Layers: []uint32{3}, NExpert: 4, Keep: [][]uint32{{1, 2}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r[0].Block != 3 || r[0].Count != 0.5 || r[0].GateSum != 0.5 || r[0].EAN != 0.5 {
 		t.Errorf("retained %+v, want 5/10, 2/4, 5/10", r[0])
 	}
-	if _, err := Retention(s, &Plan{Blocks: []int{2}, NExpert: 4, Keep: [][]int{{1, 2}}}); err == nil {
+	if _, err := Retention(s, &strata.Keep{Layers: []uint32{2}, NExpert: 4, Keep: [][]uint32{{1, 2}}}); err == nil {
 		t.Error("profile of other layers accepted")
 	}
 }

@@ -93,10 +93,15 @@ func TestFloat32ToFP16(t *testing.T) {
 			t.Fatalf("round trip %#04x -> %#04x", h, got)
 		}
 	}
+	// A Go literal -0.0 is +0: build the negative zero from its sign.
+	negZero := float32(math.Copysign(0, -1))
+	if got := Float32ToFP16(negZero); got != 0x8000 {
+		t.Fatalf("-0 -> %#04x, want 0x8000", got)
+	}
 	// Midpoints and neighbours of midpoints, against the exhaustive search on a
 	// sample (the search is slow), plus specific edges.
 	cases := []float32{65504, 65519.996, 65520, 1e10, 5.9604645e-08, 2.9802322e-08, 2.9802326e-08,
-		1.7881393e-07, 6.1035156e-05, 6.1033e-05, 1.0009765625, 1.00048828125, 1.00146484375, -0.0, 0.1, -3.14159}
+		1.7881393e-07, 6.1035156e-05, 6.1033e-05, 1.0009765625, 1.00048828125, 1.00146484375, 0, negZero, 0.1, -3.14159}
 	for i := 0; i < 1<<16; i += 97 {
 		h := uint16(i) & 0x7fff
 		if h >= 0x7bff {

@@ -182,18 +182,17 @@ func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) 
 // q2Searcher holds the per-call state of Q2Search: the candidate ratios,
 // the weights and scratch space, so that blocks allocate nothing.
 type q2Searcher struct {
-	k       *Q2SearchKernels
-	ratios  []float32
-	imp     []float32 // per column, or nil
-	rowLen  int
-	w       [64]float32
-	x       [64]float32
-	inv     []float32
-	scales  []float32
-	out     []float32
-	one     [1]float32
-	oneOut  [2]float32
-	uniform bool
+	k      *Q2SearchKernels
+	ratios []float32
+	imp    []float32 // per column, or nil
+	rowLen int
+	w      [64]float32
+	x      [64]float32
+	inv    []float32
+	scales []float32
+	out    []float32
+	one    [1]float32
+	oneOut [2]float32
 }
 
 func newQ2Searcher(opt *QuantizeOptions, k *Q2SearchKernels) *q2Searcher {

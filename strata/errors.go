@@ -18,7 +18,8 @@ var ErrFormat = errors.New("strata: malformed file")
 // from a structural error with errors.Is.
 var ErrChecksum = errors.New("strata: checksum mismatch")
 
-// FormatError locates a problem in a strata file. Layer (the block index),
+// FormatError locates a problem in a strata file (Offset -1 when it is
+// about no one byte). Layer (the block index),
 // Expert and Part are set when the problem lies inside one slot; Layer is -1
 // otherwise.
 type FormatError struct {
@@ -33,6 +34,9 @@ type FormatError struct {
 
 func (e *FormatError) Error() string {
 	s := fmt.Sprintf("%s: byte %d: ", e.File, e.Offset)
+	if e.Offset < 0 {
+		s = e.File + ": "
+	}
 	if e.Layer >= 0 {
 		s += fmt.Sprintf("layer %d ", e.Layer)
 	}

@@ -522,15 +522,15 @@ func (xw *ExpertsWriter) Table() []SlotEntry {
 	return append([]SlotEntry(nil), xw.table...)
 }
 
-// ExpertsFile is an experts file being written to a temporary file that
+// ExpertsOut is an experts file being written to a temporary file that
 // appears under its name only on Commit.
-type ExpertsFile struct {
+type ExpertsOut struct {
 	*ExpertsWriter
 	out *gguf.AtomicFile
 }
 
 // CreateExperts starts an experts file at path with header h.
-func CreateExperts(path string, h *Header) (*ExpertsFile, error) {
+func CreateExperts(path string, h *Header) (*ExpertsOut, error) {
 	out, err := gguf.CreateAtomic(path)
 	if err != nil {
 		return nil, err
@@ -544,11 +544,11 @@ func CreateExperts(path string, h *Header) (*ExpertsFile, error) {
 		out.Abort()
 		return nil, err
 	}
-	return &ExpertsFile{ExpertsWriter: xw, out: out}, nil
+	return &ExpertsOut{ExpertsWriter: xw, out: out}, nil
 }
 
 // Commit writes the table, checks the size, fsyncs and renames into place.
-func (f *ExpertsFile) Commit() error {
+func (f *ExpertsOut) Commit() error {
 	if err := f.Finish(); err != nil {
 		f.out.Abort()
 		return err
@@ -566,4 +566,4 @@ func (f *ExpertsFile) Commit() error {
 }
 
 // Abort discards the output.
-func (f *ExpertsFile) Abort() { f.out.Abort() }
+func (f *ExpertsOut) Abort() { f.out.Abort() }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/osutil"
@@ -94,6 +95,35 @@ func IdentityKeep(layers []uint32, nExpert int) *Keep {
 		k.Rank = append(k.Rank, nil)
 	}
 	return k
+}
+
+// Blocks is the block index of each MoE layer, as ints.
+func (k *Keep) Blocks() []int {
+	out := make([]int, len(k.Layers))
+	for i, b := range k.Layers {
+		out[i] = int(b)
+	}
+	return out
+}
+
+// Fits checks that k is a keep map of model m (named model in errors): the
+// same MoE layers and experts per layer, and at least as many experts kept
+// as the router selects per token.
+func (k *Keep) Fits(m *gguf.MoE, model string) error {
+	blocks := make([]int, len(m.Layers))
+	for i, l := range m.Layers {
+		blocks[i] = l.Block
+	}
+	if int(k.NExpert) != m.Experts {
+		return fmt.Errorf("the keep map is for %d experts per layer, %s has %d", k.NExpert, model, m.Experts)
+	}
+	if !slices.Equal(k.Blocks(), blocks) {
+		return fmt.Errorf("the keep map is for MoE layers %v, %s has MoE layers %v", k.Layers, model, blocks)
+	}
+	if m.ExpertsUsed > k.NKeep() {
+		return fmt.Errorf("keeping %d experts per layer is fewer than the %d that %s routes each token to (%s.expert_used_count)", k.NKeep(), m.ExpertsUsed, model, m.Arch)
+	}
+	return nil
 }
 
 // Validate checks everything a reader checks.

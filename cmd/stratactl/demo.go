@@ -29,11 +29,13 @@ func newDemoCmd(env *cli.Env) *cobra.Command {
 	o := &demoOptions{}
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run the whole pipeline (inspect, profile, prune, pack, verify, run, eval) on the small model in testdata/",
+		Short: "Run the whole pipeline (inspect, profile, prune, pack, verify, run, eval) on the small model in testdata/ or any supported model",
 		Long: `demo runs, one after the other, the commands a user would run to convert a model,
 each with --json, and prints their command lines and one summary table of what they
 measured. By default it works on the small model in testdata/ (run it from the
-repository root) and writes into a new temporary folder, which it keeps.`,
+repository root); --model runs the same pipeline on any model the engine supports
+(qwen3moe, qwen35moe, qwen3next), with --calib and --heldout texts for its tokenizer.
+It writes into a new temporary folder, which it keeps.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return demoRun(cmd, env, o) },
 	}

@@ -12,16 +12,26 @@ import (
 	"github.com/stratactl/stratactl/internal/testutil"
 )
 
-// The README's main command: the whole pipeline on the embedded model. Every
-// step must succeed and every figure of the summary must be present in its
-// command's --json output (a renamed field fails the demo, never prints 0).
+// The README's main command: the whole pipeline on the embedded model, and
+// with --model on the qwen35moe fixture (gated delta nets, shared experts).
+// Every step must succeed and every figure of the summary must be present in
+// its command's --json output (a renamed field fails the demo, never prints 0).
 func TestDemoPipeline(t *testing.T) {
 	root := testutil.ModuleRoot(t)
+	for _, c := range []struct{ name, model, kept string }{
+		{"qwen3moe", filepath.Join(root, "testdata", "tiny-qwen3moe-iq3s.gguf"), "16 of 32 experts"},
+		{"qwen35moe", testutil.Path(t, "models", "tiny-qwen35moe", "model-bf16.gguf"), "32 of 64 experts"},
+	} {
+		t.Run(c.name, func(t *testing.T) { checkDemo(t, root, c.name, c.model, c.kept) })
+	}
+}
+
+func checkDemo(t *testing.T, root, arch, model, kept string) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	env := cli.Test(&stdout, &stderr)
 	code := run(context.Background(), env, []string{"demo", "--json",
-		"--model", filepath.Join(root, "testdata", "tiny-qwen3moe-iq3s.gguf"),
+		"--model", model,
 		"--calib", filepath.Join(root, "testdata", "calib.txt"),
 		"--heldout", filepath.Join(root, "testdata", "heldout.txt"),
 		"--ctx", "128", "--tokens", "8", "-o", out})
@@ -47,7 +57,7 @@ func TestDemoPipeline(t *testing.T) {
 	if !strings.HasPrefix(res.Steps[4].Summary, "OK") {
 		t.Errorf("verify: %s", res.Steps[4].Summary)
 	}
-	if !strings.Contains(res.Steps[2].Summary, "16 of 32 experts") {
-		t.Errorf("prune should keep half of the 32 experts: %s", res.Steps[2].Summary)
+	if !strings.HasPrefix(res.Steps[0].Summary, arch+":") || !strings.Contains(res.Steps[2].Summary, kept) {
+		t.Errorf("inspect %q; prune should keep half the experts (%s): %s", res.Steps[0].Summary, kept, res.Steps[2].Summary)
 	}
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/stratactl/stratactl/cachesim"
 	"github.com/stratactl/stratactl/engine"
 	"github.com/stratactl/stratactl/evalq"
 	"github.com/stratactl/stratactl/internal/cli"
@@ -21,6 +23,9 @@ type evalFlags struct {
 	score          string
 	ctx, chunks    int
 	threads        int
+	arenaMB        float64
+	cache          cacheFlags
+	trace          string
 }
 
 func newEvalCmd(env *cli.Env) *cobra.Command {
@@ -42,7 +47,15 @@ llama-perplexity, no probability is dropped or quantized.
 
 The windows come from --ids (little-endian int32 token ids) or --text
 (tokenized with the reference's tokenizer), cut into --ctx tokens; --chunks
-limits how many are used.`,
+limits how many are used.
+
+With --arena-mb, --cache-bonus or --trace, a pack CANDIDATE runs through its
+expert store as run decodes: every window in order through one arena of
+--arena-mb (0: every expert), one token at a time, with cache-aware routing
+when --cache-bonus is given (REFERENCE is run as before; it may be the same
+pack, then all resident). The report adds the store's figures (hit rate and
+Belady's MIN hit rate on the same demands, misses, MB read, read-ahead hits
+and wait per token); --trace FILE writes the demands (docs/FORMATS.md, STRC).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runEval(cmd, env, args[0], &f)
@@ -56,6 +69,9 @@ limits how many are used.`,
 	fl.IntVar(&f.chunks, "chunks", 0, "windows to evaluate (0: all)")
 	fl.StringVar(&f.score, "score", evalq.ScoreAll.String(), "positions scored in each window: "+strings.Join(evalq.ScoringNames(), " or ")+" (llama-perplexity's)")
 	fl.IntVarP(&f.threads, "threads", "j", 0, "matmul threads (0: GOMAXPROCS); results do not depend on it")
+	fl.Float64Var(&f.arenaMB, "arena-mb", 0, "pack candidate: run it through its expert store with this much memory for resident experts, in MiB (0: every expert)")
+	f.cache.add(fl)
+	fl.StringVar(&f.trace, "trace", "", "pack candidate: write its expert demands to this file (STRC, docs/FORMATS.md; stratactl replay reads it)")
 	cmd.MarkFlagRequired("ref")
 	return cmd
 }
@@ -70,6 +86,10 @@ type evalReport struct {
 	FirstPos  int     `json:"first_scored"` // first scored position of each window
 	Seconds   float64 `json:"seconds"`
 	evalq.Result
+	// With the candidate through its expert store:
+	CacheBonus *float64             `json:"cache_bonus,omitempty"`
+	ExactPicks *int                 `json:"exact_picks,omitempty"`
+	Stream     *engine.StreamReport `json:"stream,omitempty"`
 }
 
 // loadWindows reads the token windows of --text or --ids (exactly one) for
@@ -128,23 +148,55 @@ func runEval(cmd *cobra.Command, env *cli.Env, candPath string, f *evalFlags) er
 		return err
 	}
 	defer ref.Close()
-	cand, err := engine.Open(candPath, engine.Options{Threads: f.threads})
+	if f.arenaMB < 0 || math.IsNaN(f.arenaMB) || math.IsInf(f.arenaMB, 0) {
+		return fmt.Errorf("--arena-mb must be >= 0 and finite")
+	}
+	routing, err := f.cache.routing()
+	if err != nil {
+		return err
+	}
+	streaming := f.arenaMB > 0 || f.cache.on() || f.trace != ""
+	cand, err := engine.Open(candPath, engine.Options{Threads: f.threads, Stream: engine.StreamOptions{ArenaMB: f.arenaMB}})
 	if err != nil {
 		return err
 	}
 	defer cand.Close()
+	ps := cand.Stream()
+	if streaming && ps == nil {
+		return fmt.Errorf("--arena-mb, --cache-bonus and --trace need a pack candidate (%s is a GGUF: every expert is resident)", candPath)
+	}
 	windows, src, err := loadWindows(ref, f.text, f.ids, f.ctx, f.chunks)
 	if err != nil {
 		return err
 	}
 	prog := env.NewProgress(int64(len(windows)*f.ctx), "eval", false)
 	start := time.Now()
-	res, _, err := evalq.Run(cmd.Context(), ref, cand, windows, score, func(n int) { prog.Add(int64(n)) })
+	var before engine.StreamCounters
+	if streaming {
+		before = ps.Counters()
+		ps.StartTrace()
+	}
+	opt := evalq.Candidate{Routing: routing, TokenByToken: streaming}
+	res, _, err := evalq.RunCandidate(cmd.Context(), ref, cand, windows, score, opt, func(n int) { prog.Add(int64(n)) })
 	prog.Done()
 	if err != nil {
 		return err
 	}
 	rep := evalReport{Candidate: candPath, Reference: f.ref, Source: src, Ctx: f.ctx, Score: score.String(), FirstPos: score.First(f.ctx), Seconds: time.Since(start).Seconds(), Result: res}
+	if streaming {
+		var tr *cachesim.Trace
+		if rep.Stream, tr, err = ps.EndTrace(before, len(windows)*f.ctx); err != nil {
+			return err
+		}
+		if f.trace != "" {
+			if err := cachesim.WriteFile(f.trace, tr); err != nil {
+				return err
+			}
+		}
+		if f.cache.on() {
+			rep.CacheBonus, rep.ExactPicks = &f.cache.bonus, &f.cache.exact
+		}
+	}
 	if env.JSON {
 		return env.PrintJSON(rep)
 	}
@@ -177,6 +229,15 @@ func printEval(env *cli.Env, r *evalReport) {
 	tw.Flush()
 	fmt.Fprintf(w, "RMS Δp    : %7.3f %%\n", 100*r.DeltaPRMS)
 	fmt.Fprintf(w, "Same top p: %7.3f ± %5.3f %%\n", 100*r.Top1Agreement, 100*r.Top1AgreementErr)
+	if st := r.Stream; st != nil {
+		bonus := "no cache bonus"
+		if r.CacheBonus != nil {
+			bonus = fmt.Sprintf("cache bonus %g after %d exact picks", *r.CacheBonus, *r.ExactPicks)
+		}
+		fmt.Fprintf(w, "\n====== Expert store (candidate, %d of %d slots, %s) ======\n", st.ArenaSlots, st.TotalSlots, bonus)
+		fmt.Fprintf(w, "hit rate %.4f (Belady's MIN %.4f); per token: misses %.3f, read %.3f MB, read-ahead hits %.3f (of %.3f reads), waiting %.3f ms\n",
+			st.HitRate, *st.BeladyHitRate, st.MissesPerToken, st.ReadMBPerToken, st.ReadAheadHitsPerToken, st.GuessesPerToken, st.WaitMsPerToken)
+	}
 }
 
 // label prints a percentile's name as llama-perplexity does.

@@ -13,6 +13,7 @@ import (
 	"github.com/stratactl/stratactl/convert"
 	"github.com/stratactl/stratactl/internal/cli"
 	"github.com/stratactl/stratactl/internal/testutil"
+	"github.com/stratactl/stratactl/strata"
 )
 
 func runCmd(t *testing.T, args ...string) (int, string, string) {
@@ -33,7 +34,7 @@ func TestPackVerifyCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("pack: exit %d: %s", code, errs)
 	}
-	var man convert.Manifest
+	var man strata.Manifest
 	if err := json.Unmarshal([]byte(out), &man); err != nil {
 		t.Fatalf("pack --json: %v\n%s", err, out)
 	}
@@ -44,7 +45,7 @@ func TestPackVerifyCommands(t *testing.T) {
 		t.Fatalf("verify: exit %d\n%s%s", code, out, errs)
 	}
 	// One flipped payload byte: exit 1, and the report names the slot.
-	xp := filepath.Join(pack, convert.PackExperts)
+	xp := filepath.Join(pack, strata.ExpertsFile)
 	b, _ := os.ReadFile(xp)
 	off := 16384 + 3*int(man.Model.SlotBytes) + 100
 	b[off] ^= 1

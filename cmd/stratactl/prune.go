@@ -59,10 +59,10 @@ experts serve.`,
 }
 
 type pruneReport struct {
-	Model     string  `json:"model"`
-	Criterion string  `json:"criterion"`
-	KeepMap   string  `json:"keep_map"`
-	Keep      [][]int `json:"keep"`
+	Model     string     `json:"model"`
+	Criterion string     `json:"criterion"`
+	KeepMap   string     `json:"keep_map"`
+	Keep      [][]uint32 `json:"keep"`
 	// Retained: per layer, the share of the profile's routing that the kept
 	// experts hold (absent without --profile).
 	Retained     []prune.Retained `json:"retained,omitempty"`
@@ -85,7 +85,6 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 	}
 	defer src.Close()
 
-	var plan *prune.Plan
 	var keep *strata.Keep
 	var stats *profile.Stats
 	criterion := "keep-map"
@@ -111,10 +110,9 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 			return err
 		}
 		criterion = string(c)
-		if plan, err = prune.PlanFromProfile(stats, c, f.keep); err != nil {
+		if keep, err = prune.Choose(stats, c, f.keep); err != nil {
 			return fmt.Errorf("%s: %w", f.profile, err)
 		}
-		keep = prune.KeepMap(plan, stats)
 		if keepOut == "" {
 			keepOut = keepMapPath(f.out)
 		}
@@ -125,7 +123,6 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 		if keep, err = strata.ReadKeep(f.keepMap); err != nil {
 			return err
 		}
-		plan = prune.PlanFromKeep(keep)
 	}
 	split, err := f.split.options()
 	if err != nil {
@@ -137,7 +134,7 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 
 	var retained []prune.Retained
 	if stats != nil {
-		if retained, err = prune.Retention(stats, plan); err != nil {
+		if retained, err = prune.Retention(stats, keep); err != nil {
 			return fmt.Errorf("%s against %s: %w", f.keepMap, f.profile, err)
 		}
 	}
@@ -146,8 +143,8 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 	for i := range src.Tensors {
 		total += src.Tensors[i].Size
 	}
-	prog := env.NewProgress(total*int64(plan.NKeep())/int64(plan.NExpert), "prune", true)
-	res, err := prune.Write(cmd.Context(), src, plan, f.out, prune.Options{Criterion: criterion, Progress: prog.Add, Split: split})
+	prog := env.NewProgress(total*int64(keep.NKeep())/int64(keep.NExpert), "prune", true)
+	res, err := prune.Write(cmd.Context(), src, keep, f.out, prune.Options{Criterion: criterion, Progress: prog.Add, Split: split})
 	prog.Done()
 	if err != nil {
 		return err
@@ -164,7 +161,7 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 			return err
 		}
 	}
-	rep := pruneReport{Model: path, Criterion: criterion, KeepMap: keepOut, Keep: plan.Keep, Retained: retained, Result: res}
+	rep := pruneReport{Model: path, Criterion: criterion, KeepMap: keepOut, Keep: keep.Keep, Retained: retained, Result: res}
 	if len(retained) > 0 {
 		m := prune.Retained{Block: -1}
 		for _, r := range retained {
@@ -187,8 +184,8 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 			100*m.Count, 100*m.GateSum, 100*m.EAN)
 	}
 	if env.Verbose {
-		for l, b := range plan.Blocks {
-			fmt.Fprintf(env.Out, "  layer %d keeps %v\n", b, plan.Keep[l])
+		for l, b := range keep.Layers {
+			fmt.Fprintf(env.Out, "  layer %d keeps %v\n", b, keep.Keep[l])
 		}
 	}
 	fmt.Fprintf(env.Out, "wrote %s\n", f.out)

@@ -98,7 +98,11 @@ func TestProfilePruneEval(t *testing.T) {
 		sort.SliceStable(ids, func(a, b int) bool { return stats.Count[l][ids[a]] > stats.Count[l][ids[b]] })
 		want := slices.Clone(ids[:16])
 		slices.Sort(want)
-		if !slices.Equal(pr.Keep[l], want) {
+		got := make([]int, len(pr.Keep[l]))
+		for i, e := range pr.Keep[l] {
+			got[i] = int(e)
+		}
+		if !slices.Equal(got, want) {
 			t.Errorf("layer %d keeps %v, want %v", l, pr.Keep[l], want)
 		}
 	}

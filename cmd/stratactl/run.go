@@ -33,8 +33,7 @@ type runFlags struct {
 	readers     int
 	noReadAhead bool
 	buffered    bool
-	cacheBonus  float64
-	exactPicks  int
+	cache       cacheFlags
 	trace       string
 }
 
@@ -68,8 +67,7 @@ of the vocabulary size.`,
 	fl.IntVar(&f.readers, "readers", 4, "pack: goroutines reading expert slots")
 	fl.BoolVar(&f.noReadAhead, "no-readahead", false, "pack: do not guess and read the next layer's experts early")
 	fl.BoolVar(&f.buffered, "buffered", false, "pack: read through the page cache instead of O_DIRECT")
-	fl.Float64Var(&f.cacheBonus, "cache-bonus", math.NaN(), "pack: cache-aware routing, adding this to the router logits of resident experts after the first --exact-picks picks (off unless given)")
-	fl.IntVar(&f.exactPicks, "exact-picks", 3, "pack: with --cache-bonus, picks made by the true router first")
+	f.cache.add(fl)
 	fl.StringVar(&f.trace, "trace", "", "pack: write the decode phase's expert demands to this file (STRC, docs/FORMATS.md; stratactl replay reads it)")
 	return cmd
 }
@@ -112,16 +110,14 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	if f.arenaMB < 0 || math.IsNaN(f.arenaMB) {
 		return fmt.Errorf("--arena-mb must be >= 0")
 	}
-	if f.exactPicks < 0 {
-		return fmt.Errorf("--exact-picks must be >= 0")
-	}
 	if f.readers < 1 {
 		return fmt.Errorf("--readers must be at least 1, have %d", f.readers)
 	}
-	cacheAware := !math.IsNaN(f.cacheBonus)
-	if cacheAware && math.IsInf(f.cacheBonus, 0) {
-		return fmt.Errorf("--cache-bonus must be finite")
+	routing, err := f.cache.routing()
+	if err != nil {
+		return err
 	}
+	cacheAware := f.cache.on()
 	if err := checkFiles([]string{path, f.idsFile}, []string{f.logits, f.trace}); err != nil {
 		return err
 	}
@@ -191,9 +187,7 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 		}
 	}
 	s := m.NewSession()
-	if cacheAware {
-		s.Routing = engine.Routing{CacheAware: true, Bonus: float32(f.cacheBonus), Exact: f.exactPicks}
-	}
+	s.Routing = routing
 	var before engine.StreamCounters
 	if ps != nil {
 		opt.AfterPrefill = func() { before = ps.Counters(); ps.StartTrace() }
@@ -232,9 +226,8 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	if ps != nil {
 		// Figures of the decode phase: the tokens that went through the
 		// layers one at a time.
-		rep.Stream = ps.Report(before, ps.Counters(), res.DecodeSteps)
-		tr := ps.StopTrace(res.DecodeSteps)
-		if err := rep.Stream.AddReplay(tr); err != nil {
+		var tr *cachesim.Trace
+		if rep.Stream, tr, err = ps.EndTrace(before, res.DecodeSteps); err != nil {
 			return err
 		}
 		if f.trace != "" {
@@ -244,7 +237,7 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 		}
 	}
 	if cacheAware {
-		rep.CacheBonus = &f.cacheBonus
+		rep.CacheBonus = &f.cache.bonus
 	}
 	if f.logits != "" {
 		rep.LogitsFile, rep.LogitsRows = f.logits, rows

@@ -48,7 +48,7 @@ func BuildPack(t testing.TB, src, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	xf, err := strata.CreateExperts(filepath.Join(dir, "model.experts"), h)
+	xf, err := strata.CreateExperts(filepath.Join(dir, strata.ExpertsFile), h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,17 +79,17 @@ func BuildPack(t testing.TB, src, dir string) {
 			k.Rank[l][i] = uint32(c.Experts - 1 - i)
 		}
 	}
-	if err := strata.WriteKeep(filepath.Join(dir, "keep.strp"), k); err != nil {
+	if err := strata.WriteKeep(filepath.Join(dir, strata.KeepFile), k); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := os.Stat(filepath.Join(dir, "model.experts"))
+	st, _ := os.Stat(filepath.Join(dir, strata.ExpertsFile))
 	kv := append([]gguf.KV(nil), f.KV...)
 	kv = append(kv,
-		gguf.KV{Key: "strata.format_version", Value: gguf.Uint32(1)},
-		gguf.KV{Key: "strata.experts.file", Value: gguf.String("model.experts")},
-		gguf.KV{Key: "strata.experts.bytes", Value: gguf.Uint64(uint64(st.Size()))},
-		gguf.KV{Key: "strata.experts.slot_bytes", Value: gguf.Uint64(h.SlotBytes)},
-		gguf.KV{Key: "strata.source.n_expert", Value: gguf.Uint32(uint32(c.Experts))},
+		gguf.KV{Key: strata.KeyFormatVersion, Value: gguf.Uint32(strata.FormatVersion)},
+		gguf.KV{Key: strata.KeyExpertsFile, Value: gguf.String(strata.ExpertsFile)},
+		gguf.KV{Key: strata.KeyExpertsBytes, Value: gguf.Uint64(uint64(st.Size()))},
+		gguf.KV{Key: strata.KeySlotBytes, Value: gguf.Uint64(h.SlotBytes)},
+		gguf.KV{Key: strata.KeySourceNExpert, Value: gguf.Uint32(uint32(c.Experts))},
 	)
 	var specs []gguf.TensorSpec
 	payload := map[string][]byte{}
@@ -112,7 +112,8 @@ func BuildPack(t testing.TB, src, dir string) {
 					t.Fatal(err)
 				}
 			}
-			name := strings.Replace(s.Name, "ffn_gate_inp", "ffn_gate_inp_q8", 1)
+			b, _, _ := gguf.SplitBlockName(s.Name)
+			name := strata.RouterCopyName(b)
 			specs = append(specs, gguf.TensorSpec{Name: name, Type: quant.Q8_0, Dims: s.Dims})
 			q8 := make([]byte, len(all)/32*34)
 			if err := quant.Quantize(quant.Q8_0, all, q8, nil); err != nil {
@@ -121,7 +122,7 @@ func BuildPack(t testing.TB, src, dir string) {
 			payload[name] = q8
 		}
 	}
-	w, err := gguf.Create(filepath.Join(dir, "model.gguf"), kv, specs)
+	w, err := gguf.Create(filepath.Join(dir, strata.ModelFile), kv, specs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,188 @@
+package engine
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/quant"
+)
+
+// qwen3nextFromQwen35 writes the tiny qwen35moe model in qwen3next's layout
+// (llama.cpp's loader and graph): keys renamed, no rope sections; value
+// heads regrouped from the tiled order (head i*n_k + g reads key head g) to
+// the grouped one (head g*r + i) in every tensor indexed by value head;
+// ssm_beta and ssm_alpha fused as ssm_ba, per key head its r beta rows
+// then its r alpha rows; ffn_gate_inp_shexp 1-D. The same model, so it
+// must give the same logits.
+func qwen3nextFromQwen35(t *testing.T) string {
+	t.Helper()
+	src, err := gguf.OpenMapped(tiny35(t, "model-bf16.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	c, err := ReadConfig(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := c.SSM
+	NK, NV, DK, DV := sc.KeyHeads, sc.ValueHeads, sc.KeyDim, sc.ValueDim
+	r := NV / NK
+	// grouped head j = g*r + i is tiled head i*NK + g.
+	tiled := func(j int) int { return (j%r)*NK + j/r }
+
+	var kv []gguf.KV
+	for _, x := range src.KV {
+		switch {
+		case x.Key == "general.architecture":
+			x.Value = gguf.String("qwen3next")
+		case x.Key == "qwen35moe.rope.dimension_sections":
+			continue
+		case strings.HasPrefix(x.Key, "qwen35moe."):
+			x.Key = "qwen3next." + strings.TrimPrefix(x.Key, "qwen35moe.")
+		}
+		kv = append(kv, x)
+	}
+	bytesOf := func(name string) ([]byte, *gguf.TensorInfo) {
+		ti, ok := src.Tensor(name)
+		if !ok {
+			t.Fatalf("no tensor %s", name)
+		}
+		b, _ := src.Bytes(ti)
+		return b, ti
+	}
+	// rows regroups value-head blocks of rows (rowBytes each, headRows per
+	// head) starting at row first.
+	rows := func(b []byte, rowBytes, first, headRows int) []byte {
+		out := append([]byte(nil), b...)
+		blk := headRows * rowBytes
+		for j := 0; j < NV; j++ {
+			h := tiled(j)
+			copy(out[first*rowBytes+j*blk:first*rowBytes+(j+1)*blk], b[first*rowBytes+h*blk:first*rowBytes+(h+1)*blk])
+		}
+		return out
+	}
+	var specs []gguf.TensorSpec
+	data := map[string][]byte{}
+	for _, sp := range src.Specs() {
+		b, ti := bytesOf(sp.Name)
+		blk, rest, _ := gguf.SplitBlockName(sp.Name)
+		rowBytes := int(ti.Size / max(ti.Ne(1), 1))
+		if len(sp.Dims) == 1 {
+			rowBytes = int(ti.Size)
+		}
+		switch rest {
+		case "attn_qkv.weight":
+			b = rows(b, rowBytes, 2*NK*DK, DV)
+		case "attn_gate.weight":
+			b = rows(b, rowBytes, 0, DV)
+		case "ssm_conv1d.weight":
+			b = rows(b, rowBytes, 2*NK*DK, DV)
+		case "ssm_a", "ssm_dt.bias": // F32 vectors
+			b = rows(b, 4, 0, 1)
+		case "ssm_out.weight":
+			if sp.Type != quant.BF16 {
+				t.Fatalf("%s is %s, the column regrouping assumes BF16", sp.Name, sp.Type)
+			}
+			out := make([]byte, 0, len(b))
+			hb := DV * 2 // BF16 columns of one head
+			for row := 0; row < int(ti.Ne(1)); row++ {
+				line := b[row*rowBytes : (row+1)*rowBytes]
+				for j := 0; j < NV; j++ {
+					h := tiled(j)
+					out = append(out, line[h*hb:(h+1)*hb]...)
+				}
+			}
+			b = out
+		case "ffn_gate_inp_shexp.weight":
+			sp.Dims = sp.Dims[:1]
+		case "ssm_beta.weight":
+			alpha, _ := bytesOf(strings.Replace(sp.Name, "ssm_beta", "ssm_alpha", 1))
+			beta := rows(b, rowBytes, 0, 1)
+			alpha = rows(alpha, rowBytes, 0, 1)
+			var ba []byte
+			for g := 0; g < NK; g++ {
+				ba = append(ba, beta[g*r*rowBytes:(g+1)*r*rowBytes]...)
+				ba = append(ba, alpha[g*r*rowBytes:(g+1)*r*rowBytes]...)
+			}
+			sp = gguf.TensorSpec{Name: fmt.Sprintf("blk.%d.ssm_ba.weight", blk), Type: sp.Type, Dims: []int64{sp.Dims[0], int64(2 * NV)}}
+			b = ba
+		case "ssm_alpha.weight":
+			continue
+		}
+		specs = append(specs, sp)
+		data[sp.Name] = b
+	}
+	path := filepath.Join(t.TempDir(), "qwen3next.gguf")
+	w, err := gguf.Create(path, kv, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sp := range specs {
+		if err := w.WriteTensor(sp.Name, data[sp.Name]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestQwen3nextSameModel: the qwen35moe fixture rewritten in qwen3next's
+// layout gives the qwen35moe logits (every eval position of the four
+// sequences, and the greedy continuation with its recurrent state).
+func TestQwen3nextSameModel(t *testing.T) {
+	path := qwen3nextFromQwen35(t)
+	next, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	if c := next.Config; c.Arch != "qwen3next" || !c.SSM.GroupedHeads || c.RopeSections != nil || next.Layers[0].Delta.BA == nil {
+		t.Fatalf("config %+v", c)
+	}
+	base := openQwen35(t)
+	V := base.Config.Vocab
+	tokens := readI32(t, tiny35(t, "refs", "eval_tokens.i32.bin"))
+	refLogits := readF32(t, tiny35(t, "refs", "eval_logits.f32.bin"))
+	for seq := 0; seq < 4; seq++ {
+		ids := tokens[seq*64 : (seq+1)*64]
+		want, err := base.NewSession().Forward(ids, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := next.NewSession().Forward(ids, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Only the sum order of ssm_out's dot products changes, so the two
+		// agree to float32 rounding: 1e-5 of the largest logit.
+		var mx, d float64
+		for i := range want {
+			mx = max(mx, abs64(float64(want[i])))
+			d = max(d, abs64(float64(got[i]-want[i])))
+		}
+		if d > 1e-5*mx {
+			t.Fatalf("seq %d: qwen3next layout differs from qwen35moe by %.3g (largest logit %.3g)", seq, d, mx)
+		}
+		compareLogits(t, "qwen3next eval logits", got, refLogits[seq*64*V:(seq+1)*64*V], V)
+	}
+	ref := readGreedy(t, tiny35(t, "refs", "greedy.json"))
+	ids, _ := greedy(t, next, ref.PromptIDs, len(ref.GeneratedIDs))
+	for i := range ids {
+		if ids[i] != ref.GeneratedIDs[i] {
+			t.Fatalf("step %d: token %d, want %d", i, ids[i], ref.GeneratedIDs[i])
+		}
+	}
+}
+
+func abs64(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

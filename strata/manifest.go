@@ -1,0 +1,149 @@
+package strata
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/osutil"
+)
+
+// ManifestFormat is manifest.json's "format".
+const ManifestFormat = "strata-pack"
+
+// Roles of the files a manifest lists.
+const (
+	RoleModel   = "model"
+	RoleExperts = "experts"
+	RoleKeep    = "keep"
+	RoleImatrix = "imatrix"
+)
+
+// FileRecord is one input or output file in the manifest.
+type FileRecord struct {
+	Role   string `json:"role"`
+	Path   string `json:"path"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+}
+
+// PartError is the conversion error of one expert tensor of one layer,
+// over the kept experts.
+type PartError struct {
+	Tensor string  `json:"tensor"`
+	From   string  `json:"from"`
+	To     string  `json:"to"`
+	Action string  `json:"action"` // "quantized" or "copied"
+	RelMSE float64 `json:"rel_mse"`
+}
+
+// LayerError is one MoE layer's conversion error.
+type LayerError struct {
+	Block  int         `json:"block"`
+	Parts  []PartError `json:"tensors"`
+	RelMSE float64     `json:"rel_mse"`
+}
+
+// Manifest is manifest.json (docs/FORMATS.md, "manifest.json").
+type Manifest struct {
+	Format        string       `json:"format"`
+	FormatVersion int          `json:"format_version"`
+	Tool          string       `json:"tool"`
+	ToolVersion   string       `json:"tool_version"`
+	CommandLine   []string     `json:"command_line"`
+	Parameters    PackParams   `json:"parameters"`
+	Model         PackShape    `json:"model"`
+	Inputs        []FileRecord `json:"inputs"`
+	Outputs       []FileRecord `json:"outputs"`
+	Layers        []LayerError `json:"errors"`
+	RelMSE        float64      `json:"rel_mse"`
+}
+
+// PackParams are every setting that decides the output bytes.
+type PackParams struct {
+	Type         string `json:"type"`
+	Q2Mode       string `json:"q2_mode,omitempty"`
+	Q2Candidates int    `json:"q2_candidates,omitempty"`
+	Imatrix      string `json:"imatrix,omitempty"`
+	Keep         string `json:"keep,omitempty"`
+	Jobs         int    `json:"jobs"`
+}
+
+// PackShape describes the model packed.
+type PackShape struct {
+	Arch         string `json:"arch"`
+	MoELayers    int    `json:"moe_layers"`
+	SourceExpert int    `json:"source_n_expert"`
+	Expert       int    `json:"n_expert"`
+	ExpertsUsed  int    `json:"n_expert_used"`
+	Embd         int64  `json:"n_embd"`
+	ExpertFF     int64  `json:"n_ff_exp"`
+	SlotBytes    uint64 `json:"slot_bytes"`
+	PayloadBytes uint64 `json:"payload_bytes"`
+}
+
+// ParseManifest decodes manifest.json held in b, refusing unknown fields and
+// another format; name is used in errors, which carry the byte offset.
+func ParseManifest(b []byte, name string) (*Manifest, error) {
+	var man Manifest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&man); err != nil {
+		return nil, formatErr(name, dec.InputOffset(), "not a pack manifest: %v", err)
+	}
+	if man.Format != ManifestFormat || man.FormatVersion != FormatVersion {
+		return &man, formatErr(name, -1, "format %q version %d, want %q %d", man.Format, man.FormatVersion, ManifestFormat, FormatVersion)
+	}
+	return &man, nil
+}
+
+// WriteManifest writes man to path atomically.
+func WriteManifest(path string, man *Manifest) error {
+	b, err := json.MarshalIndent(man, "", "  ")
+	if err != nil {
+		return err
+	}
+	out, err := gguf.CreateAtomic(path)
+	if err != nil {
+		return err
+	}
+	if _, err := out.Write(append(b, '\n')); err != nil {
+		out.Abort()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return out.Commit()
+}
+
+// HashFile reads a file sequentially and returns its size and sha256 (hex),
+// as a manifest records them; it stops when ctx is done.
+func HashFile(ctx context.Context, path string) (int64, string, error) {
+	fh, _, err := osutil.OpenRegular(path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer fh.Close()
+	h := sha256.New()
+	buf := make([]byte, 1<<20)
+	var n int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, "", context.Cause(ctx)
+		}
+		k, err := fh.Read(buf)
+		h.Write(buf[:k])
+		n += int64(k)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return n, "", fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return n, hex.EncodeToString(h.Sum(nil)), nil
+}
