@@ -128,7 +128,7 @@ func BenchPack(ctx context.Context, cfg BenchPackConfig) (*BenchPackResult, erro
 	t0 := time.Now()
 	var man strata.Manifest
 	if cfg.Exe != "" {
-		cmd := exec.CommandContext(ctx, cfg.Exe, "pack", in, "-o", out, "--keep", keepPath, "-j", fmt.Sprint(res.Jobs), "--json")
+		cmd := exec.CommandContext(ctx, cfg.Exe, "pack", in, "-o", out, "--keep-map", keepPath, "-j", fmt.Sprint(res.Jobs), "--json")
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {

@@ -16,7 +16,17 @@ import (
 // bits as its GGUF with the arena holding every expert, a quarter of them,
 // and with cache-aware routing at bonus 0; only the figures differ.
 func TestPackMatchesGGUF(t *testing.T) {
-	src := testutil.TinyModel(t, "model-mixed.gguf")
+	packMatchesGGUF(t, testutil.TinyModel(t, "model-mixed.gguf"), readI32(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))[:24])
+}
+
+// TestPackMatchesGGUFQwen35: the same for the hybrid qwen35moe (IQ4_NL
+// routed experts streamed; delta nets, attention, shared experts and the
+// Q8_0 router copies dense in model.gguf).
+func TestPackMatchesGGUFQwen35(t *testing.T) {
+	packMatchesGGUF(t, tiny35(t, "model-iq4nl.gguf"), readI32(t, tiny35(t, "refs", "eval_tokens.i32.bin"))[:24])
+}
+
+func packMatchesGGUF(t *testing.T, src string, tokens []int32) {
 	dir := t.TempDir()
 	enginetest.BuildPack(t, src, dir)
 	g, err := Open(src, Options{})
@@ -24,7 +34,6 @@ func TestPackMatchesGGUF(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	tokens := readI32(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))[:24]
 	const steps = 24
 	run := func(m *Model, routing Routing) ([]int32, []float32) {
 		s := m.NewSession()

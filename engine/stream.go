@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/stratactl/stratactl/cachesim"
-	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/kernels"
 	"github.com/stratactl/stratactl/strata"
@@ -120,74 +118,15 @@ type PackStore struct {
 	rec         *traceRec // the demand trace being recorded (demandtrace.go), or nil
 }
 
-func openPack(dir string, opt Options) (*Model, error) {
-	gpath := filepath.Join(dir, strata.ModelFile)
-	f, err := gguf.OpenMapped(gpath)
-	if err != nil {
-		return nil, err
-	}
-	m, err := newModel(f, opt)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	store, err := newPackStore(dir, f, &m.Config, opt.Stream)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	m.Experts = store
-	return m, nil
-}
-
-func newPackStore(dir string, f *gguf.File, c *Config, opt StreamOptions) (*PackStore, error) {
-	name, err := f.String(strata.KeyExpertsFile)
-	if err != nil {
-		return nil, fmt.Errorf("%s: not a pack's model.gguf: %w", f.Path, err)
-	}
-	if filepath.Base(name) != name {
-		return nil, fmt.Errorf("%s: %s %q must be a file name beside it", f.Path, strata.KeyExpertsFile, name)
-	}
-	xpath := filepath.Join(dir, name)
-	x, err := strata.OpenExperts(xpath)
-	if err != nil {
-		return nil, err
+// newPackStore is the expert store of the open pack p (its experts file is
+// the store's to close) for the model c.
+func newPackStore(p *strata.Pack, c *Config, opt StreamOptions) (*PackStore, error) {
+	x, xpath := p.Experts, p.Experts.Path
+	var rank [][]uint32
+	if p.Keep != nil {
+		rank = p.Keep.Rank
 	}
 	fail := func(err error) (*PackStore, error) { x.Close(); return nil, err }
-	if sb, err := f.Uint64(strata.KeySlotBytes); err == nil && sb != x.SlotBytes {
-		return fail(fmt.Errorf("%s: %s %d, %s has %d", f.Path, strata.KeySlotBytes, sb, xpath, x.SlotBytes))
-	}
-	if int(x.NExpert) != c.Experts {
-		return fail(fmt.Errorf("%s: %d experts per layer, %s has %d", f.Path, c.Experts, xpath, x.NExpert))
-	}
-	if len(x.Layers) != c.Layers {
-		return fail(fmt.Errorf("%s: %d MoE layers, the model has %d (every qwen3moe layer is MoE)", xpath, len(x.Layers), c.Layers))
-	}
-	for i, b := range x.Layers {
-		if int(b) != i {
-			return fail(fmt.Errorf("%s: stored layer %d is block %d, want %d", xpath, i, b, i))
-		}
-	}
-	for p := range x.Parts {
-		cols, rows := c.expertShape(p)
-		pt := x.Parts[p]
-		if int(pt.Ne0) != cols || int(pt.Ne1) != rows {
-			return fail(fmt.Errorf("%s: part %s is %d x %d, the model needs %d x %d", xpath, strata.PartNames[p], pt.Ne0, pt.Ne1, cols, rows))
-		}
-		if err := partType(pt.Type); err != nil {
-			return fail(fmt.Errorf("%s: part %s: %w", xpath, strata.PartNames[p], err))
-		}
-	}
-	var rank [][]uint32
-	kpath := filepath.Join(dir, strata.KeepFile)
-	if k, err := strata.ReadKeep(kpath); err == nil {
-		if k.NKeep() != c.Experts || len(k.Layers) != c.Layers {
-			return fail(fmt.Errorf("%s: keeps %d experts in %d layers, the model has %d in %d", kpath, k.NKeep(), len(k.Layers), c.Experts, c.Layers))
-		}
-		rank = k.Rank
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return fail(err)
-	}
 
 	total := x.NSlot()
 	nslots := total
@@ -340,11 +279,11 @@ func (s *PackStore) read(i, key int) (Expert, error) {
 	if err := s.readAt(buf, off); err != nil {
 		return Expert{}, fmt.Errorf("%s: reading layer %d expert %d at byte %d: %w", s.path, layer, e, off, err)
 	}
-	pay := buf[:s.x.PayloadBytes()]
-	if got, want := strata.CRC32C(pay), s.x.Table[key].CRC; got != want {
-		return Expert{}, fmt.Errorf("%s: layer %d expert %d: slot payload at byte %d has CRC-32C %#08x, its table entry (byte %d) says %#08x",
-			s.path, layer, e, off, got, s.x.TableEntryOffset(key)+8, want)
+	sc, err := s.x.CheckSlot(key, buf)
+	if err != nil {
+		return Expert{}, err
 	}
+	pay := sc.Payload
 	var ex Expert
 	for p, dst := range []*kernels.Matrix{&ex.Gate, &ex.Up, &ex.Down} {
 		pt := s.x.Parts[p]

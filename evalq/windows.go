@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/stratactl/stratactl/engine"
 	"github.com/stratactl/stratactl/internal/osutil"
 )
 
@@ -53,4 +54,68 @@ func CheckVocab(name string, ids []int32, vocab int) error {
 		}
 	}
 	return nil
+}
+
+// ReadModelIDs reads a file of token ids for model m: at least one id, each
+// inside m's vocabulary (a prompt, or calibration or evaluation tokens).
+func ReadModelIDs(path string, m *engine.Model) ([]int32, error) {
+	ids, err := ReadIDs(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("%s: no token ids (the file is empty)", path)
+	}
+	if err := CheckVocab(path, ids, m.Config.Vocab); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// Tokens is the token input of profile and eval: the ids of a text file
+// (Text, tokenized with the model's tokenizer) or of a file of token ids
+// (IDs); exactly one is set.
+type Tokens struct{ Text, IDs string }
+
+// Source is the file the tokens come from.
+func (t Tokens) Source() string {
+	if t.IDs != "" {
+		return t.IDs
+	}
+	return t.Text
+}
+
+// Windows reads the tokens for model m and cuts them into at most max
+// windows of ctx tokens (max <= 0: all). Text is tokenized raw: no BOS,
+// special-token names taken literally, the same ids a file of ids of the
+// tokenized text would hold.
+func (t Tokens) Windows(m *engine.Model, ctx, max int) ([][]int32, error) {
+	if (t.Text == "") == (t.IDs == "") {
+		return nil, fmt.Errorf("want exactly one of a text file and a token-id file")
+	}
+	if ctx > m.Config.Context {
+		return nil, fmt.Errorf("windows of %d tokens exceed the model's context length %d", ctx, m.Config.Context)
+	}
+	var toks []int32
+	if t.IDs != "" {
+		var err error
+		if toks, err = ReadModelIDs(t.IDs, m); err != nil {
+			return nil, err
+		}
+	} else {
+		b, err := osutil.ReadFile(context.Background(), t.Text, osutil.MaxTextBytes)
+		if err != nil {
+			return nil, err
+		}
+		tok, err := m.Tokenizer()
+		if err != nil {
+			return nil, err
+		}
+		toks = tok.Encode(string(b), false, false)
+	}
+	w, err := Windows(toks, ctx, max)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.Source(), err)
+	}
+	return w, nil
 }

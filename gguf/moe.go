@@ -131,6 +131,14 @@ func ExpertIndexed(rest string) bool {
 	return isExpsBase(base) || slices.Contains(expertIndexedBases, base)
 }
 
+// ExpertMatrices are the names (after "blk.N.") of a MoE layer's stacked
+// expert matrices: gate, up, down.
+var ExpertMatrices = [3]string{"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"}
+
+// RouterName is the name of block b's router (ffn_gate_inp, ne = [n_embd,
+// n_expert]: row e scores expert e).
+func RouterName(block int) string { return fmt.Sprintf("blk.%d.ffn_gate_inp.weight", block) }
+
 // ExpertSlice is the byte range of expert e inside per-expert tensor t's
 // data: [off, off+size) relative to the tensor's start. It relies on the
 // last dimension being the expert index, which File.MoE checks.
@@ -179,11 +187,11 @@ func (f *File) MoE() (*MoE, error) {
 			byBlock[b] = l
 		}
 		switch rest {
-		case "ffn_gate_exps.weight":
+		case ExpertMatrices[0]:
 			l.Gate = t
-		case "ffn_up_exps.weight":
+		case ExpertMatrices[1]:
 			l.Up = t
-		case "ffn_down_exps.weight":
+		case ExpertMatrices[2]:
 			l.Down = t
 		default:
 			l.Extra = append(l.Extra, t)
@@ -223,9 +231,9 @@ func (f *File) MoE() (*MoE, error) {
 		l := byBlock[b]
 		if l.Up == nil || l.Down == nil {
 			some := l.presentTensors()[0]
-			missing := "ffn_up_exps.weight"
+			missing := ExpertMatrices[1]
 			if l.Up != nil {
-				missing = "ffn_down_exps.weight"
+				missing = ExpertMatrices[2]
 			}
 			return nil, bad(some, "block %d has per-expert tensors but no blk.%d.%s", b, b, missing)
 		}
@@ -264,9 +272,9 @@ func (f *File) MoE() (*MoE, error) {
 				return nil, bad(x, "ne %v: a per-expert tensor's last dimension must be n_expert = %d", x.Dims, m.Experts)
 			}
 		}
-		router, ok := f.Tensor(fmt.Sprintf("blk.%d.ffn_gate_inp.weight", b))
+		router, ok := f.Tensor(RouterName(b))
 		if !ok {
-			return nil, bad(up, "block %d has experts but no router blk.%d.ffn_gate_inp.weight", b, b)
+			return nil, bad(up, "block %d has experts but no router %s", b, RouterName(b))
 		}
 		if wantR := []int64{m.Embd, int64(m.Experts)}; !slices.Equal(router.Dims, wantR) {
 			return nil, bad(router, "ne %v, want [n_embd, n_expert] = %v", router.Dims, wantR)

@@ -48,6 +48,9 @@ type kernelSet struct {
 	dot [quant.NumTypes]fusedDot
 	// dequant decodes whole blocks (sizes checked by the caller, len(dst) > 0).
 	dequant [quant.NumTypes]func(src []byte, dst []float32)
+	// q8dot adds the terms of the first sub-blocks of a DotQ8 (qdot.go's
+	// order) to the lanes and returns how many sub-blocks it took.
+	q8dot [quant.NumTypes]func(row []byte, x *Q8Row, l *[8]float32) int
 	// q2 runs Q2Search's hot loops (nil: quant.Q2SearchRef).
 	q2 *quant.Q2SearchKernels
 }

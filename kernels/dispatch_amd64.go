@@ -49,6 +49,10 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.dequant[quant.IQ4_NL] = dequantIQ4NLVector
 		k.dequant[quant.Q2_0] = dequantQ2_0Vector
 		k.dequant[quant.IQ3_S] = dequantIQ3SVector
+		k.q8dot[quant.Q8_0] = q8dotQ8_0Vector
+		k.q8dot[quant.IQ4_NL] = q8dotIQ4NLVector
+		k.q8dot[quant.Q4_0] = q8dotQ4_0Vector
+		k.q8dot[quant.Q2_0] = q8dotQ2_0Vector
 		k.paths = "avx2+f16c"
 	}
 	return k

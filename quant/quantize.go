@@ -54,11 +54,26 @@ func quantizeQ8_0(src []float32, dst []byte, _ *QuantizeOptions) {
 		}
 		binary.LittleEndian.PutUint16(out, Float32ToFP16(d))
 		for j, v := range x {
-			q := math.Round(float64(v * id))
-			if q != q || q > 127 || q < -128 {
-				q = 0
-			}
-			out[2+j] = byte(int8(q))
+			out[2+j] = byte(int8(roundHalfAway(v * id)))
 		}
 	}
+}
+
+// roundHalfAway is C's roundf(y) for y within the int8 range (-128.5,
+// 127.5), and 0 for anything else (NaN included): the integer part (exact
+// in float32), stepped away from zero when the exact fraction is at least
+// one half. Equal to math.Round(float64(y)) there, without the float64
+// bit manipulation (this runs on every activation of the fast dot path).
+func roundHalfAway(y float32) int32 {
+	if !(y < 127.5 && y > -128.5) {
+		return 0
+	}
+	q := int32(y)
+	f := y - float32(q)
+	if f >= 0.5 {
+		q++
+	} else if f <= -0.5 {
+		q--
+	}
+	return q
 }

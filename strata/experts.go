@@ -384,34 +384,63 @@ func (x *Experts) ReaderAt() io.ReaderAt { return x.r }
 
 // ReadSlot reads slot (layerIdx, expert) — layerIdx is the position in
 // Layers, not the block index — into buf (grown to SlotBytes when short),
-// checks the payload's CRC and that the padding is zero, and returns the
-// payload. A damaged slot gives a *FormatError naming the slot and, for
-// padding, the first nonzero byte.
+// checks it with CheckSlot and returns the payload.
 func (x *Experts) ReadSlot(layerIdx, expert int, buf []byte) ([]byte, error) {
 	if layerIdx < 0 || layerIdx >= len(x.Layers) || expert < 0 || expert >= int(x.NExpert) {
 		return nil, fmt.Errorf("%s: no slot for layer index %d expert %d", x.Path, layerIdx, expert)
 	}
 	i := layerIdx*int(x.NExpert) + expert
-	e := x.Table[i]
+	off := x.Table[i].Offset
 	if uint64(cap(buf)) < x.SlotBytes {
 		buf = make([]byte, x.SlotBytes)
 	}
 	buf = buf[:x.SlotBytes]
-	if _, err := x.r.ReadAt(buf, int64(e.Offset)); err != nil {
-		return nil, fmt.Errorf("%s: reading slot of layer %d expert %d at byte %d: %w", x.Path, x.Layers[layerIdx], expert, e.Offset, err)
+	if _, err := x.r.ReadAt(buf, int64(off)); err != nil {
+		return nil, fmt.Errorf("%s: reading slot of layer %d expert %d at byte %d: %w", x.Path, x.Layers[layerIdx], expert, off, err)
 	}
+	sc, err := x.CheckSlot(i, buf)
+	return sc.Payload, err
+}
+
+// SlotCheck is what CheckSlot found in the bytes of one slot.
+type SlotCheck struct {
+	Payload []byte // the part bytes, back to back
+	CRC     uint32 // CRC-32C of the payload as read
+	CRCOK   bool   // CRC is the one the slot table records
+	Padding int64  // file offset of the first nonzero padding byte, or -1
+}
+
+// CheckSlot is the one check of a slot's bytes, used by every reader: raw
+// holds the SlotBytes bytes of slot i (layer-major: layer index ×
+// NExpert + expert) read from its table offset. It checks the payload's
+// CRC-32C against the slot table and that the padding is zero. The error is
+// the first problem as a *FormatError naming the slot (a CRC mismatch wraps
+// ErrChecksum), nil when the slot is sound; the SlotCheck says what was
+// found either way.
+func (x *Experts) CheckSlot(i int, raw []byte) (SlotCheck, error) {
+	if i < 0 || i >= len(x.Table) || uint64(len(raw)) != x.SlotBytes {
+		return SlotCheck{Padding: -1}, fmt.Errorf("%s: slot %d of %d bytes: no such slot of %d bytes", x.Path, i, len(raw), x.SlotBytes)
+	}
+	e := x.Table[i]
+	layer, expert := int(x.Layers[i/int(x.NExpert)]), i%int(x.NExpert)
 	pay := x.PayloadBytes()
-	if got := CRC32C(buf[:pay]); got != e.CRC {
-		fe := x.slotErr(int64(e.Offset), int(x.Layers[layerIdx]), expert, "slot payload [%d, %d) has CRC-32C %#08x, its table entry (byte %d) says %#08x", e.Offset, e.Offset+pay, got, x.TableEntryOffset(i)+8, e.CRC)
-		fe.err = ErrChecksum
-		return nil, fe
-	}
+	sc := SlotCheck{Payload: raw[:pay], CRC: CRC32C(raw[:pay]), Padding: -1}
+	sc.CRCOK = sc.CRC == e.CRC
 	for j := pay; j < x.SlotBytes; j++ {
-		if buf[j] != 0 {
-			return nil, x.slotErr(int64(e.Offset+j), int(x.Layers[layerIdx]), expert, "slot padding byte is %#02x, want 0", buf[j])
+		if raw[j] != 0 {
+			sc.Padding = int64(e.Offset + j)
+			break
 		}
 	}
-	return buf[:pay], nil
+	if !sc.CRCOK {
+		fe := x.slotErr(int64(e.Offset), layer, expert, "slot payload [%d, %d) has CRC-32C %#08x, its table entry (byte %d) says %#08x", e.Offset, e.Offset+pay, sc.CRC, x.TableEntryOffset(i)+8, e.CRC)
+		fe.err = ErrChecksum
+		return sc, fe
+	}
+	if sc.Padding >= 0 {
+		return sc, x.slotErr(sc.Padding, layer, expert, "slot padding byte is %#02x, want 0", raw[sc.Padding-int64(e.Offset)])
+	}
+	return sc, nil
 }
 
 // PartBytes is part p of a slot's payload.

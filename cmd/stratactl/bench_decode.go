@@ -47,26 +47,27 @@ read per token). It prints each speed next to the limit those bandwidths give.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return benchDecode(cmd.Context(), env, &f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.dir, "dir", "", "where to make the synthetic pack's own new folder (default: the temp dir); it is removed after unless --keep")
-	fl.BoolVar(&f.keep, "keep", false, "keep the synthetic pack")
-	fl.IntVar(&f.layers, "layers", 8, "MoE layers")
-	fl.IntVar(&f.embd, "embd", 2560, "hidden size")
-	fl.IntVar(&f.heads, "heads", 32, "attention heads")
-	fl.IntVar(&f.kv, "heads-kv", 4, "key/value heads")
-	fl.IntVar(&f.headDim, "head-dim", 128, "head dimension")
-	fl.IntVar(&f.experts, "experts", 64, "experts per layer")
-	fl.IntVar(&f.used, "used", 8, "experts per token")
-	fl.IntVar(&f.ff, "ff", 640, "expert feed-forward size")
-	fl.IntVar(&f.vocab, "vocab", 32768, "vocabulary")
+	fl.StringVar(&f.dir, "dir", "", "where to make the synthetic pack's own new folder (default: the temp dir); it is removed after unless --keep-files")
+	fl.BoolVar(&f.keep, "keep-files", false, "keep the synthetic pack")
+	cli.IntVar(fl, &f.layers, "layers", 8, 1, maxLayers, "MoE layers")
+	cli.IntVar(fl, &f.embd, "embd", 2560, 1, maxWidth, "hidden size")
+	cli.IntVar(fl, &f.heads, "heads", 32, 1, maxHeads, "attention heads")
+	cli.IntVar(fl, &f.kv, "heads-kv", 4, 1, maxHeads, "key/value heads")
+	cli.IntVar(fl, &f.headDim, "head-dim", 128, 1, maxWidth, "head dimension")
+	cli.IntVar(fl, &f.experts, "experts", 64, 1, maxExperts, "experts per layer")
+	cli.IntVar(fl, &f.used, "used", 8, 1, maxExperts, "experts per token")
+	cli.IntVar(fl, &f.ff, "ff", 640, 1, maxWidth, "expert feed-forward size")
+	cli.IntVar(fl, &f.vocab, "vocab", 32768, 1, maxVocab, "vocabulary")
 	fl.StringVar(&f.denseType, "dense-type", "q8_0", "type of the dense matrices")
 	fl.StringVar(&f.expertType, "expert-type", "q2_0", "type of the experts")
-	fl.Float64Var(&f.arenaFrac, "arena-frac", 0.25, "arena of the streaming run, as a fraction of all experts")
-	fl.IntVar(&f.prompt, "prompt", 16, "prompt tokens (random ids)")
-	fl.IntVarP(&f.tokens, "tokens", "n", 32, "tokens to decode per run")
-	fl.IntVar(&f.readers, "readers", 4, "slot reader goroutines")
-	fl.IntVarP(&f.threads, "threads", "j", 0, "matmul threads (0: GOMAXPROCS)")
-	fl.IntVar(&f.memMB, "mem-mb", 512, "buffer for the memory bandwidth measurement, MiB")
-	fl.IntVar(&f.diskSlots, "disk-slots", 256, "random slot reads for the disk bandwidth measurement")
+	cli.Float64VarOpen(fl, &f.arenaFrac, "arena-frac", 0.25, 0, 1, "arena of the streaming run, as a fraction of all experts")
+	cli.IntVar(fl, &f.prompt, "prompt", 16, 1, maxCtx, "prompt tokens (random ids)")
+	cli.IntVarP(fl, &f.tokens, "tokens", "n", 32, 2, maxCtx, "tokens to decode per run")
+	cli.IntVar(fl, &f.readers, "readers", 4, 1, maxReaders, "slot reader goroutines")
+	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS)")
+	cli.IntVar(fl, &f.memMB, "mem-mb", 512, 1, 1<<16, "buffer for the memory bandwidth measurement, MiB")
+	cli.IntVar(fl, &f.diskSlots, "disk-slots", 256, 1, 1<<20, "random slot reads for the disk bandwidth measurement")
+	cli.Verbose(fl, env, "say where the synthetic pack is written before writing it")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the weights and prompt")
 	return cmd
 }
@@ -113,8 +114,8 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.arenaFrac <= 0 || f.arenaFrac > 1 || f.tokens < 2 || f.prompt < 1 {
-		return fmt.Errorf("--arena-frac must be in (0, 1], -n at least 2, --prompt at least 1")
+	if f.used > f.experts {
+		return fmt.Errorf("--used %d: more experts per token than the %d --experts", f.used, f.experts)
 	}
 	sp := engine.SynthSpec{Layers: f.layers, Embd: f.embd, Heads: f.heads, HeadsKV: f.kv, HeadDim: f.headDim,
 		Experts: f.experts, ExpertsUsed: f.used, ExpertFF: f.ff, Vocab: f.vocab, DenseType: dt, ExpertType: et, Seed: f.seed}

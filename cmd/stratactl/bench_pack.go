@@ -22,7 +22,7 @@ func newBenchPackCmd(env *cli.Env) *cobra.Command {
 		Use:   "pack",
 		Short: "Synthesize a model (default: the field's 48 × 512 experts of 2560 × 640, IQ3_S), pack it with a keep map, and compare with the disk floor",
 		Long: `bench pack writes a synthetic model (or takes --input), keeps --keep experts per
-layer, runs "stratactl pack" on it in a child process (cold: the input is
+layer, runs "stratactl pack --keep-map" on it in a child process (cold: the input is
 dropped from the page cache first) and reports wall time, weights converted
 per second, the child's peak RSS, and the ratio to the disk floor: the time
 to read the input once and write the output bytes, measured in the same run.
@@ -65,13 +65,13 @@ The field-scale default needs about 75 GB of free disk in --dir.`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.Dir, "dir", "", "work folder (default: the system temp folder)")
 	f.StringVar(&cfg.Input, "input", "", "pack this model instead of a synthetic one")
-	f.IntVar(&cfg.Layers, "layers", 48, "synthetic model: MoE layers")
-	f.IntVar(&cfg.Experts, "experts", 512, "synthetic model: experts per layer")
-	f.IntVar(&cfg.Embd, "embd", 2560, "synthetic model: n_embd")
-	f.IntVar(&cfg.FF, "ff", 640, "synthetic model: n_ff_exp")
+	cli.IntVar(f, &cfg.Layers, "layers", 48, 1, maxLayers, "synthetic model: MoE layers")
+	cli.IntVar(f, &cfg.Experts, "experts", 512, 1, maxExperts, "synthetic model: experts per layer")
+	cli.IntVar(f, &cfg.Embd, "embd", 2560, 64, maxWidth, "synthetic model: n_embd (a multiple of 64)")
+	cli.IntVar(f, &cfg.FF, "ff", 640, 1, maxWidth, "synthetic model: n_ff_exp")
 	f.StringVar(&typ, "type", "iq3_s", "synthetic model: expert type")
-	f.IntVar(&cfg.Keep, "keep", 256, "experts kept per layer")
-	f.IntVarP(&cfg.Jobs, "jobs", "j", 0, "worker threads (0: all cores)")
+	cli.IntVar(f, &cfg.Keep, "keep", 256, 1, maxExperts, "experts kept per layer")
+	cli.Threads(f, &cfg.Jobs, "worker threads (0: all cores)")
 	f.BoolVar(&cfg.KeepFiles, "keep-files", false, "leave the model and pack in --dir")
 	f.BoolVar(&inProcess, "in-process", false, "pack in this process (peak RSS then covers synth too)")
 	return cmd

@@ -68,9 +68,6 @@ func newBenchQ2Cmd(env *cli.Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Flags and inputs are checked before any work: a bad --model must
 			// not cost the fixture and gaussian passes first.
-			if blocks <= 0 || candidates < 0 {
-				return fmt.Errorf("--gaussian-blocks must be positive and --candidates not negative")
-			}
 			if fixtures == "" || model == "" {
 				shared, err := findShared()
 				if err != nil {
@@ -137,8 +134,8 @@ func newBenchQ2Cmd(env *cli.Env) *cobra.Command {
 	cmd.Flags().StringVar(&fixtures, "fixtures", "", "folder of ggml fixture GGUFs (default: shared/fixtures/ggml above the working directory)")
 	cmd.Flags().StringVar(&model, "model", "", "BF16/F32/F16 GGUF whose *_exps tensors are compared (default: the tiny qwen3moe fixture)")
 	cmd.Flags().StringVar(&imat, "imatrix", "", "llama.cpp importance matrix: adds importance-weighted errors of the search with and without it")
-	cmd.Flags().IntVar(&blocks, "gaussian-blocks", 16384, "gaussian blocks of 64 to compare")
-	cmd.Flags().IntVar(&candidates, "candidates", 0, "Q2Search candidate scales per sign (0: the default)")
+	cli.IntVar(cmd.Flags(), &blocks, "gaussian-blocks", 16384, 1, 1<<24, "gaussian blocks of 64 to compare")
+	cli.IntVar(cmd.Flags(), &candidates, "candidates", 0, 0, maxQ2Candidates, "Q2Search candidate scales per sign (0: the default)")
 	cmd.Flags().BoolVar(&noSpeed, "no-speed", false, "skip the quantize speed measurement")
 	return cmd
 }
@@ -274,7 +271,7 @@ func q2ExpertRows(ctx context.Context, env *cli.Env, f *gguf.File, experts []*gg
 	for _, ti := range experts {
 		total += ti.Elements()
 	}
-	prog := env.NewProgress(total, "q2rules experts", false)
+	prog := env.NewProgress(total, "q2rules experts", cli.Weights)
 	defer prog.Done()
 	for _, ti := range experts {
 		ne0, per := int(ti.Dims[0]), ti.Dims[0]*ti.Dims[1]

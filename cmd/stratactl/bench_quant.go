@@ -125,12 +125,6 @@ ggml's single-thread figures are printed beside, labelled as reference
 documentation (they come from QUANT-FORMATS.md, not from this run).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !(seconds > 0) || seconds > 600 {
-				return fmt.Errorf("--seconds must be in (0, 600], got %g", seconds)
-			}
-			if mib < 1 || mib > 4096 {
-				return fmt.Errorf("--mib must be in [1, 4096], got %d", mib)
-			}
 			types := benchDequantTypes
 			if len(typeNames) > 0 {
 				types = nil
@@ -156,8 +150,8 @@ documentation (they come from QUANT-FORMATS.md, not from this run).`,
 			return nil
 		},
 	}
-	cmd.Flags().Float64Var(&seconds, "seconds", 0.5, "time spent on each measurement")
-	cmd.Flags().IntVar(&mib, "mib", 64, "float32 buffer size in MiB (ggml's anchors used 64)")
+	cli.Float64VarOpen(cmd.Flags(), &seconds, "seconds", 0.5, 0, 600, "time spent on each measurement")
+	cli.IntVar(cmd.Flags(), &mib, "mib", 64, 1, 4096, "float32 buffer size in MiB (ggml's anchors used 64)")
 	cmd.Flags().StringSliceVar(&typeNames, "type", nil, "measure only these types (e.g. --type q8_0,iq3_s); Q2_0 also selects its quantizer")
 	return cmd
 }
@@ -244,7 +238,7 @@ func benchQuant(ctx context.Context, env *cli.Env, seconds float64, mib int, typ
 	rep.ReadGBs = bytes / ct.perCore().Seconds() / 1e9
 	other = nil
 
-	bar := env.NewProgress(int64(2*len(types)+3), "bench quant", false)
+	bar := env.NewProgress(int64(2*len(types)+3), "bench quant", cli.Steps)
 	defer bar.Done()
 	for _, t := range types {
 		ti, _ := quant.Info(t)

@@ -44,11 +44,11 @@ It writes into a new temporary folder, which it keeps.`,
 	f.StringVar(&o.calib, "calib", filepath.Join("testdata", "calib.txt"), "calibration text for profile")
 	f.StringVar(&o.heldout, "heldout", filepath.Join("testdata", "heldout.txt"), "held-out text for eval")
 	f.StringVarP(&o.out, "output", "o", "", "folder for every output (default: a new temporary folder)")
-	f.IntVar(&o.keep, "keep", 0, "experts to keep per layer (0: half of them)")
+	cli.IntVar(f, &o.keep, "keep", 0, 0, maxExperts, "experts to keep per layer (0: half of them)")
 	f.StringVar(&o.by, "by", "reap", "pruning criterion: reap, frequency or ean")
-	f.IntVar(&o.ctx, "ctx", 256, "tokens per window for profile and eval")
+	cli.IntVar(f, &o.ctx, "ctx", 256, 2, maxCtx, "tokens per window for profile and eval")
 	f.StringVar(&o.prompt, "prompt", "def main(", "prompt for the smoke decode")
-	f.IntVar(&o.tokens, "tokens", 32, "tokens to generate in the smoke decode")
+	cli.IntVar(f, &o.tokens, "tokens", 32, 1, maxCtx, "tokens to generate in the smoke decode")
 	return cmd
 }
 
@@ -66,9 +66,6 @@ type demoStep struct {
 var demoOutputs = []string{"profile.strp", "pruned.gguf", "keep.strp", "pack"}
 
 func demoRun(cmd *cobra.Command, env *cli.Env, o *demoOptions) (err error) {
-	if o.keep < 0 || o.ctx < 2 || o.tokens < 1 {
-		return fmt.Errorf("demo: --keep must be >= 0, --ctx >= 2 and --tokens >= 1 (have %d, %d, %d)", o.keep, o.ctx, o.tokens)
-	}
 	for _, p := range []string{o.model, o.calib, o.heldout} {
 		if _, err := os.Stat(p); err != nil {
 			return fmt.Errorf("demo: %w (run it from the repository root, or pass --model/--calib/--heldout)", err)
@@ -163,7 +160,7 @@ func demoRun(cmd *cobra.Command, env *cli.Env, o *demoOptions) (err error) {
 	ctx := strconv.Itoa(o.ctx)
 	if _, err := step("profile", func(r doc) string {
 		return fmt.Sprintf("%d tokens in %d windows, %.0f tokens/s", r.num("tokens"), r.num("windows"), r.flt("tokens_per_s"))
-	}, "profile", o.model, "--calib", o.calib, "--ctx", ctx, "-o", path("profile.strp")); err != nil {
+	}, "profile", o.model, "--text", o.calib, "--ctx", ctx, "-o", path("profile.strp")); err != nil {
 		return err
 	}
 	if _, err := step("prune", func(r doc) string {
@@ -180,7 +177,7 @@ func demoRun(cmd *cobra.Command, env *cli.Env, o *demoOptions) (err error) {
 			}
 		}
 		return fmt.Sprintf("%s experts, rel. MSE %.4f; %s", r.obj("parameters").str("type"), r.flt("rel_mse"), strings.Join(sizes, ", "))
-	}, "pack", o.model, "--keep", path("keep.strp"), "-o", path("pack"))
+	}, "pack", o.model, "--keep-map", path("keep.strp"), "-o", path("pack"))
 	if err != nil {
 		return err
 	}

@@ -183,7 +183,7 @@ func dumpTensor(ctx context.Context, env *cli.Env, f *gguf.File, ti *gguf.Tensor
 	dst := make([]float32, chunk)
 	raw := make([]byte, 4*chunk)
 	st := &dumpStats{}
-	bar := env.NewProgress(4*total, "dump", true)
+	bar := env.NewProgress(4*total, "dump", cli.Bytes)
 	defer bar.Done()
 	for done := int64(0); done < total; {
 		if err := ctx.Err(); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -9,23 +8,24 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/stratactl/stratactl/cachesim"
 	"github.com/stratactl/stratactl/engine"
 	"github.com/stratactl/stratactl/evalq"
 	"github.com/stratactl/stratactl/internal/cli"
-	"github.com/stratactl/stratactl/internal/osutil"
 )
 
 func init() { register(newEvalCmd) }
 
 type evalFlags struct {
-	ref, text, ids string
-	score          string
-	ctx, chunks    int
-	threads        int
-	arenaMB        float64
-	cache          cacheFlags
-	trace          string
+	ref         string
+	tokens      tokenFlags
+	score       string
+	ctx, chunks int
+	threads     int
+	arenaMB     float64
+	cache       cacheFlags
+	trace       string
 }
 
 func newEvalCmd(env *cli.Env) *cobra.Command {
@@ -63,13 +63,12 @@ and wait per token); --trace FILE writes the demands (docs/FORMATS.md, STRC).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.ref, "ref", "", "reference model (GGUF or pack)")
-	fl.StringVar(&f.text, "text", "", "evaluation text file")
-	fl.StringVar(&f.ids, "ids", "", "evaluation token ids (little-endian int32)")
-	fl.IntVar(&f.ctx, "ctx", 512, "tokens per window")
-	fl.IntVar(&f.chunks, "chunks", 0, "windows to evaluate (0: all)")
+	f.tokens.add(fl, "evaluation")
+	ctxFlag(fl, &f.ctx)
+	cli.IntVar(fl, &f.chunks, "chunks", 0, 0, maxTokenCount, "windows to evaluate (0: all)")
 	fl.StringVar(&f.score, "score", evalq.ScoreAll.String(), "positions scored in each window: "+strings.Join(evalq.ScoringNames(), " or ")+" (llama-perplexity's)")
-	fl.IntVarP(&f.threads, "threads", "j", 0, "matmul threads (0: GOMAXPROCS); results do not depend on it")
-	fl.Float64Var(&f.arenaMB, "arena-mb", 0, "pack candidate: run it through its expert store with this much memory for resident experts, in MiB (0: every expert)")
+	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS); results do not depend on it")
+	cli.Float64Var(fl, &f.arenaMB, "arena-mb", 0, 0, maxArenaMB, "pack candidate: run it through its expert store with this much memory for resident experts, in MiB (0: every expert)")
 	f.cache.add(fl)
 	fl.StringVar(&f.trace, "trace", "", "pack candidate: write its expert demands to this file (STRC, docs/FORMATS.md; stratactl replay reads it)")
 	cmd.MarkFlagRequired("ref")
@@ -92,50 +91,46 @@ type evalReport struct {
 	Stream     *engine.StreamReport `json:"stream,omitempty"`
 }
 
+// tokenFlags are the token input of profile and eval: a text file or a file
+// of token ids, exactly one (run's prompt is --prompt TEXT or the same --ids).
+type tokenFlags struct{ text, ids string }
+
+func (t *tokenFlags) add(fl *pflag.FlagSet, role string) {
+	fl.StringVar(&t.text, "text", "", role+" text file, tokenized with the model's tokenizer")
+	idsFlag(fl, &t.ids, role+" token ids (little-endian int32)")
+}
+
+// idsFlag declares --ids, the token-id file of every command that reads one.
+func idsFlag(fl *pflag.FlagSet, p *string, usage string) { fl.StringVar(p, "ids", "", usage) }
+
+// maxCtx and maxTokenCount bound --ctx and the token and window counts: a
+// window longer than any model's context, or more tokens than a file of ids
+// could hold in memory, is a mistake.
+const (
+	maxCtx        = 1 << 20
+	maxTokenCount = math.MaxInt32
+)
+
+// ctxFlag declares --ctx, the window length of profile and eval.
+func ctxFlag(fl *pflag.FlagSet, p *int) {
+	cli.IntVar(fl, p, "ctx", 512, 2, maxCtx, "tokens per window")
+}
+
 // loadWindows reads the token windows of --text or --ids (exactly one) for
 // model m, at most max windows of ctx tokens.
-func loadWindows(m *engine.Model, text, ids string, ctx, max int) ([][]int32, string, error) {
-	if (text == "") == (ids == "") {
-		return nil, "", fmt.Errorf("give exactly one of --text and --ids (or --calib and --calib-ids)")
+func loadWindows(m *engine.Model, in tokenFlags, ctx, max int) ([][]int32, string, error) {
+	if (in.text == "") == (in.ids == "") {
+		return nil, "", fmt.Errorf("give exactly one of --text and --ids")
 	}
 	if ctx > m.Config.Context {
 		return nil, "", fmt.Errorf("--ctx %d exceeds the model's context length %d", ctx, m.Config.Context)
 	}
-	var toks []int32
-	src := ids
-	if ids != "" {
-		var err error
-		if toks, err = evalq.ReadIDs(ids); err != nil {
-			return nil, "", err
-		}
-		if err := evalq.CheckVocab(ids, toks, m.Config.Vocab); err != nil {
-			return nil, "", err
-		}
-	} else {
-		src = text
-		b, err := osutil.ReadFile(context.Background(), text, osutil.MaxTextBytes)
-		if err != nil {
-			return nil, "", err
-		}
-		tok, err := m.Tokenizer()
-		if err != nil {
-			return nil, "", err
-		}
-		// Raw text, no BOS, special-token names taken literally: the same ids
-		// a --ids file of the tokenized text would hold.
-		toks = tok.Encode(string(b), false, false)
-	}
-	w, err := evalq.Windows(toks, ctx, max)
-	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", src, err)
-	}
-	return w, src, nil
+	t := evalq.Tokens{Text: in.text, IDs: in.ids}
+	w, err := t.Windows(m, ctx, max)
+	return w, t.Source(), err
 }
 
 func runEval(cmd *cobra.Command, env *cli.Env, candPath string, f *evalFlags) error {
-	if f.chunks < 0 {
-		return fmt.Errorf("--chunks must be >= 0")
-	}
 	score, err := evalq.ParseScoring(f.score)
 	if err != nil {
 		return fmt.Errorf("--score: %w", err)
@@ -143,18 +138,15 @@ func runEval(cmd *cobra.Command, env *cli.Env, candPath string, f *evalFlags) er
 	if score.Scored(f.ctx) < 1 {
 		return fmt.Errorf("--ctx %d leaves no position to score under --score %s", f.ctx, score)
 	}
+	if err := checkFiles([]string{candPath, f.ref, f.tokens.text, f.tokens.ids}, []string{f.trace}); err != nil {
+		return err
+	}
 	ref, err := engine.Open(f.ref, engine.Options{Threads: f.threads})
 	if err != nil {
 		return err
 	}
 	defer ref.Close()
-	if f.arenaMB < 0 || math.IsNaN(f.arenaMB) || math.IsInf(f.arenaMB, 0) {
-		return fmt.Errorf("--arena-mb must be >= 0 and finite")
-	}
-	routing, err := f.cache.routing()
-	if err != nil {
-		return err
-	}
+	routing := f.cache.routing()
 	streaming := f.arenaMB > 0 || f.cache.on() || f.trace != ""
 	cand, err := engine.Open(candPath, engine.Options{Threads: f.threads, Stream: engine.StreamOptions{ArenaMB: f.arenaMB}})
 	if err != nil {
@@ -165,11 +157,11 @@ func runEval(cmd *cobra.Command, env *cli.Env, candPath string, f *evalFlags) er
 	if streaming && ps == nil {
 		return fmt.Errorf("--arena-mb, --cache-bonus and --trace need a pack candidate (%s is a GGUF: every expert is resident)", candPath)
 	}
-	windows, src, err := loadWindows(ref, f.text, f.ids, f.ctx, f.chunks)
+	windows, src, err := loadWindows(ref, f.tokens, f.ctx, f.chunks)
 	if err != nil {
 		return err
 	}
-	prog := env.NewProgress(int64(len(windows)*f.ctx), "eval", false)
+	prog := env.NewProgress(int64(len(windows)*f.ctx), "eval", cli.Tokens)
 	start := time.Now()
 	var before engine.StreamCounters
 	if streaming {

@@ -84,7 +84,7 @@ func TestEvalRefuses(t *testing.T) {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
-// TestProfileTextMatchesIDs: profile --calib (text) and --calib-ids of the
+// TestProfileTextMatchesIDs: profile --text and --ids of the
 // same tokens write the same profile.
 func TestProfileTextMatchesIDs(t *testing.T) {
 	text, err := os.ReadFile(testutil.TinyModel(t, "heldout_eval.txt"))
@@ -98,13 +98,13 @@ func TestProfileTextMatchesIDs(t *testing.T) {
 	}
 	model := testutil.TinyModel(t, "model-bf16.gguf")
 	a, b := filepath.Join(dir, "a.strp"), filepath.Join(dir, "b.strp")
-	stratactl(t, "profile", model, "--calib", prefix, "--ctx", "256", "--max-tokens", "256", "-o", a)
-	stratactl(t, "profile", model, "--calib-ids", testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"), "--ctx", "256", "--max-tokens", "256", "-o", b)
+	stratactl(t, "profile", model, "--text", prefix, "--ctx", "256", "--max-tokens", "256", "-o", a)
+	stratactl(t, "profile", model, "--ids", testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"), "--ctx", "256", "--max-tokens", "256", "-o", b)
 	if !bytesEqual(mustRead(t, a), mustRead(t, b)) {
-		t.Error("--calib and --calib-ids of the same tokens give different profiles")
+		t.Error("--text and --ids of the same tokens give different profiles")
 	}
-	stratactlFails(t, "profile", model, "--calib", prefix, "--ctx", "256", "--max-tokens", "100", "-o", a) // less than a window
-	stratactlFails(t, "profile", model, "--ctx", "256", "-o", a)                                           // no calibration
+	stratactlFails(t, "profile", model, "--text", prefix, "--ctx", "256", "--max-tokens", "100", "-o", a) // less than a window
+	stratactlFails(t, "profile", model, "--ctx", "256", "-o", a)                                          // no calibration
 }
 
 func bytesEqual(a, b []byte) bool { return string(a) == string(b) }

@@ -96,7 +96,7 @@ func TestHostileOutputKinds(t *testing.T) {
 		{"dump", func(o, _ string) []string { return []string{"dump", m, "blk.0.ffn_up_exps.weight", "-o", o} }},
 		{"run-logits", func(o, _ string) []string { return []string{"run", m, "--ids", in.ids, "-n", "2", "--logits", o} }},
 		{"profile", func(o, _ string) []string {
-			return []string{"profile", m, "--calib-ids", in.ids, "--ctx", "16", "-o", o}
+			return []string{"profile", m, "--ids", in.ids, "--ctx", "16", "-o", o}
 		}},
 		{"prune", func(o, _ string) []string {
 			return []string{"prune", m, "--profile", in.profile, "--keep", "4", "-o", o, "--keep-out", filepath.Join(filepath.Dir(o), "k.strp")}
@@ -189,13 +189,13 @@ func TestHostileSpecialInputs(t *testing.T) {
 		{name: "run-model", dirOK: true, args: func(x, o string) []string { return []string{"run", x, "--ids", in.ids, "-n", "2"} }},
 		{name: "run-ids", args: func(x, o string) []string { return []string{"run", m, "--ids", x, "-n", "2"} }},
 		{name: "profile-model", dirOK: true, args: func(x, o string) []string {
-			return []string{"profile", x, "--calib-ids", in.ids, "--ctx", "16", "-o", filepath.Join(o, "p.strp")}
+			return []string{"profile", x, "--ids", in.ids, "--ctx", "16", "-o", filepath.Join(o, "p.strp")}
 		}},
-		{name: "profile-calib", args: func(x, o string) []string {
-			return []string{"profile", m, "--calib", x, "--ctx", "16", "-o", filepath.Join(o, "p.strp")}
+		{name: "profile-text", args: func(x, o string) []string {
+			return []string{"profile", m, "--text", x, "--ctx", "16", "-o", filepath.Join(o, "p.strp")}
 		}},
-		{name: "profile-calib-ids", args: func(x, o string) []string {
-			return []string{"profile", m, "--calib-ids", x, "--ctx", "16", "-o", filepath.Join(o, "p.strp")}
+		{name: "profile-ids", args: func(x, o string) []string {
+			return []string{"profile", m, "--ids", x, "--ctx", "16", "-o", filepath.Join(o, "p.strp")}
 		}},
 		{name: "prune-profile", args: func(x, o string) []string {
 			return []string{"prune", m, "--profile", x, "--keep", "4", "-o", filepath.Join(o, "p.gguf")}
@@ -254,7 +254,7 @@ func TestHostileOutputIsInput(t *testing.T) {
 		name, out string
 		args      []string
 	}{
-		{"profile-o-model", m, []string{"profile", m, "--calib-ids", in.ids, "--ctx", "16", "-o", m}},
+		{"profile-o-model", m, []string{"profile", m, "--ids", in.ids, "--ctx", "16", "-o", m}},
 		{"run-logits-model", m, []string{"run", m, "--ids", in.ids, "-n", "2", "--logits", m}},
 		{"run-logits-pack-model", packModel, []string{"run", pack, "--ids", in.ids, "-n", "2", "--logits", packModel}},
 		{"prune-o-model", m, []string{"prune", m, "--profile", prof, "--keep", "4", "-o", m}},

@@ -80,10 +80,10 @@ func newHostileInputs(t *testing.T) *hostileInputs {
 	}
 	in.ids = writeFile(t, filepath.Join(dir, "ids.bin"), ids)
 	in.text = writeFile(t, filepath.Join(dir, "short.txt"), []byte("a b c\n"))
-	mustRun(t, "profile", in.model, "--calib-ids", in.ids, "--ctx", "16", "-o", in.profile)
+	mustRun(t, "profile", in.model, "--ids", in.ids, "--ctx", "16", "-o", in.profile)
 	mustRun(t, "prune", in.model, "--profile", in.profile, "--keep", "4", "--by", "frequency", "-o", in.pruned)
 	mustRun(t, "pack", in.model, "-o", in.pack)
-	mustRun(t, "pack", in.model, "--keep", in.keepMap, "-o", in.packKeep)
+	mustRun(t, "pack", in.model, "--keep-map", in.keepMap, "-o", in.packKeep)
 
 	src, err := os.ReadFile(in.model)
 	if err != nil {
@@ -264,7 +264,7 @@ func (in *hostileInputs) modelCommands() []modelCommand {
 			return []string{"run", m, "--ids", in.ids, "-n", "2", "--logits", filepath.Join(o, "logits.f32")}
 		}},
 		{name: "profile", needsMoE: true, args: func(m, o string) []string {
-			return []string{"profile", m, "--calib-ids", in.ids, "--ctx", "16", "-o", filepath.Join(o, "p.strp")}
+			return []string{"profile", m, "--ids", in.ids, "--ctx", "16", "-o", filepath.Join(o, "p.strp")}
 		}},
 		{name: "prune-profile", needsMoE: true, args: func(m, o string) []string {
 			return []string{"prune", m, "--profile", in.profile, "--keep", "4", "-o", filepath.Join(o, "p.gguf")}
@@ -468,10 +468,10 @@ func TestHostileFlags(t *testing.T) {
 		{name: "pack/nan-weights", args: []any{"pack", in.nan, "-o", o("p")}, want: []string{in.nan, "blk.0.ffn_up_exps.weight", "NaN"}},
 		{name: "pack/type-nonsense", args: []any{"pack", m, "-o", o("p"), "--type", "nonsense"}, want: []string{"nonsense"}},
 		{name: "pack/jobs-negative", args: []any{"pack", m, "-o", o("p"), "-j", "-1"}, want: []string{"-j"}},
-		{name: "pack/keep-missing", args: []any{"pack", m, "-o", o("p"), "--keep", missing}, want: []string{missing}},
-		{name: "pack/keep-empty", args: []any{"pack", m, "-o", o("p"), "--keep", empty}, want: []string{empty, "byte 0"}},
-		{name: "pack/keep-truncated", args: []any{"pack", m, "-o", o("p"), "--keep", truncKeep}, want: []string{truncKeep, "byte "}},
-		{name: "pack/keep-of-other-model", args: []any{"pack", in.pruned, "-o", o("p"), "--keep", in.keepMap}, want: []string{in.keepMap}},
+		{name: "pack/keep-missing", args: []any{"pack", m, "-o", o("p"), "--keep-map", missing}, want: []string{missing}},
+		{name: "pack/keep-empty", args: []any{"pack", m, "-o", o("p"), "--keep-map", empty}, want: []string{empty, "byte 0"}},
+		{name: "pack/keep-truncated", args: []any{"pack", m, "-o", o("p"), "--keep-map", truncKeep}, want: []string{truncKeep, "byte "}},
+		{name: "pack/keep-of-other-model", args: []any{"pack", in.pruned, "-o", o("p"), "--keep-map", in.keepMap}, want: []string{in.keepMap}},
 		{name: "pack/imatrix-not-one", args: []any{"pack", m, "-o", o("p"), "--imatrix", m}, want: []string{m}},
 		{name: "pack/output-exists", args: []any{"pack", m, "-o", o("")}, want: []string{"exists"}},
 		// verify
@@ -485,7 +485,7 @@ func TestHostileFlags(t *testing.T) {
 		{name: "run/ids-missing", args: []any{"run", m, "--ids", missing, "-n", "2"}, want: []string{missing}},
 		{name: "run/ids-empty", args: []any{"run", m, "--ids", empty, "-n", "2"}, want: []string{empty}},
 		{name: "run/ids-odd-size", args: []any{"run", m, "--ids", odd, "-n", "2"}, want: []string{odd, "3 bytes"}},
-		{name: "run/ids-outside-vocab", args: []any{"run", m, "--ids", oov, "-n", "2"}, want: []string{oov, "offset 0"}},
+		{name: "run/ids-outside-vocab", args: []any{"run", m, "--ids", oov, "-n", "2"}, want: []string{oov, "byte 0"}},
 		{name: "run/ids-negative", args: []any{"run", m, "--ids", negID, "-n", "2"}, want: []string{negID, "-1"}},
 		{name: "run/prompt-and-ids", args: []any{"run", m, "--ids", in.ids, "--prompt", "x", "-n", "2"}, want: []string{"--prompt"}},
 		{name: "run/prompt-empty", args: []any{"run", m, "-n", "2"}, want: []string{"--prompt"}},
@@ -498,18 +498,18 @@ func TestHostileFlags(t *testing.T) {
 		{name: "run/cache-bonus-on-gguf", args: []any{"run", m, "--ids", in.ids, "--cache-bonus", "1"}, want: []string{"--cache-bonus"}},
 		{name: "run/logits-dir-missing", args: []any{"run", m, "--ids", in.ids, "-n", "2", "--logits", o("no/l.f32")}, want: []string{"no/l.f32"}},
 		// profile
-		{name: "profile/ctx-zero", args: []any{"profile", m, "--calib-ids", in.ids, "--ctx", "0", "-o", o("p.strp")}, want: []string{"0"}},
-		{name: "profile/ctx-one", args: []any{"profile", m, "--calib-ids", in.ids, "--ctx", "1", "-o", o("p.strp")}, want: []string{"1"}},
-		{name: "profile/ctx-beyond-data", args: []any{"profile", m, "--calib-ids", in.ids, "--ctx", "100", "-o", o("p.strp")}, want: []string{in.ids}},
-		{name: "profile/max-tokens-negative", args: []any{"profile", m, "--calib-ids", in.ids, "--ctx", "16", "--max-tokens", "-1", "-o", o("p.strp")}, want: []string{"--max-tokens"}},
-		{name: "profile/max-tokens-under-window", args: []any{"profile", m, "--calib-ids", in.ids, "--ctx", "16", "--max-tokens", "3", "-o", o("p.strp")}, want: []string{"--max-tokens"}},
-		{name: "profile/jobs-negative", args: []any{"profile", m, "--calib-ids", in.ids, "--ctx", "16", "-j", "-1", "-o", o("p.strp")}, want: []string{"-j"}},
-		{name: "profile/calib-missing", args: []any{"profile", m, "--calib-ids", missing, "--ctx", "16", "-o", o("p.strp")}, want: []string{missing}},
-		{name: "profile/calib-outside-vocab", args: []any{"profile", m, "--calib-ids", oov, "--ctx", "16", "-o", o("p.strp")}, want: []string{oov}},
-		{name: "profile/calib-text-short", args: []any{"profile", m, "--calib", in.text, "--ctx", "16", "-o", o("p.strp")}, want: []string{in.text}},
-		{name: "profile/both-calibs", args: []any{"profile", m, "--calib", in.text, "--calib-ids", in.ids, "--ctx", "16", "-o", o("p.strp")}, want: []string{"--calib"}},
-		{name: "profile/output-missing", args: []any{"profile", m, "--calib-ids", in.ids, "--ctx", "16"}, want: []string{"output"}},
-		{name: "profile/output-dir-missing", args: []any{"profile", m, "--calib-ids", in.ids, "--ctx", "16", "-o", o("no/p.strp")}, want: []string{"no/p.strp"}},
+		{name: "profile/ctx-zero", args: []any{"profile", m, "--ids", in.ids, "--ctx", "0", "-o", o("p.strp")}, want: []string{"0"}},
+		{name: "profile/ctx-one", args: []any{"profile", m, "--ids", in.ids, "--ctx", "1", "-o", o("p.strp")}, want: []string{"1"}},
+		{name: "profile/ctx-beyond-data", args: []any{"profile", m, "--ids", in.ids, "--ctx", "100", "-o", o("p.strp")}, want: []string{in.ids}},
+		{name: "profile/max-tokens-negative", args: []any{"profile", m, "--ids", in.ids, "--ctx", "16", "--max-tokens", "-1", "-o", o("p.strp")}, want: []string{"--max-tokens"}},
+		{name: "profile/max-tokens-under-window", args: []any{"profile", m, "--ids", in.ids, "--ctx", "16", "--max-tokens", "3", "-o", o("p.strp")}, want: []string{"--max-tokens"}},
+		{name: "profile/jobs-negative", args: []any{"profile", m, "--ids", in.ids, "--ctx", "16", "-j", "-1", "-o", o("p.strp")}, want: []string{"-j"}},
+		{name: "profile/calib-missing", args: []any{"profile", m, "--ids", missing, "--ctx", "16", "-o", o("p.strp")}, want: []string{missing}},
+		{name: "profile/calib-outside-vocab", args: []any{"profile", m, "--ids", oov, "--ctx", "16", "-o", o("p.strp")}, want: []string{oov}},
+		{name: "profile/calib-text-short", args: []any{"profile", m, "--text", in.text, "--ctx", "16", "-o", o("p.strp")}, want: []string{in.text}},
+		{name: "profile/both-inputs", args: []any{"profile", m, "--text", in.text, "--ids", in.ids, "--ctx", "16", "-o", o("p.strp")}, want: []string{"--text", "--ids"}},
+		{name: "profile/output-missing", args: []any{"profile", m, "--ids", in.ids, "--ctx", "16"}, want: []string{"output"}},
+		{name: "profile/output-dir-missing", args: []any{"profile", m, "--ids", in.ids, "--ctx", "16", "-o", o("no/p.strp")}, want: []string{"no/p.strp"}},
 		// prune
 		{name: "prune/keep-zero", args: []any{"prune", m, "--profile", in.profile, "--keep", "0", "-o", o("p.gguf")}, want: []string{"--keep"}},
 		{name: "prune/keep-negative", args: []any{"prune", m, "--profile", in.profile, "--keep", "-3", "-o", o("p.gguf")}, want: []string{"--keep"}},
@@ -578,6 +578,39 @@ func TestHostileFlags(t *testing.T) {
 		{name: "dump/tensor-missing", args: []any{"dump", m, "no.such.tensor", "-o", o("w.f32")}, want: []string{m, "no.such.tensor"}},
 		{name: "dump/output-is-input", args: []any{"dump", in.pruned, "blk.0.ffn_up_exps.weight", "-o", in.pruned}, want: []string{in.pruned}},
 		{name: "dump/output-dir-missing", args: []any{"dump", m, "blk.0.ffn_up_exps.weight", "-o", o("no/w.f32")}, want: []string{"no/w.f32"}},
+		// Numeric flags outside their range are refused while the command
+		// line is parsed, naming the flag and the range (issue 11 item 10).
+		{name: "bounds/quantize-q2-candidates", args: []any{"quantize", m, "-o", o("q.gguf"), "--type", "q2_0", "--q2-candidates", "100000"}, want: []string{"--q2-candidates", "0..64"}},
+		{name: "bounds/pack-q2-candidates", args: []any{"pack", m, "-o", o("p"), "--q2-candidates", "65"}, want: []string{"--q2-candidates", "0..64"}},
+		{name: "bounds/quantize-threads", args: []any{"quantize", m, "-o", o("q.gguf"), "--type", "q2_0", "-j", "100000"}, want: []string{"-j, --threads", "0..4096"}},
+		{name: "bounds/quantize-split-max-tensors", args: []any{"quantize", m, "-o", o("q.gguf"), "--type", "q2_0", "--split-max-tensors", "-1"}, want: []string{"--split-max-tensors", "0..1048576"}},
+		{name: "bounds/verify-threads", args: []any{"verify", in.pack, "--threads", "4097"}, want: []string{"--threads", "0..4096"}},
+		{name: "bounds/profile-ctx", args: []any{"profile", m, "--ids", in.ids, "--ctx", "2000000", "-o", o("p.strp")}, want: []string{"--ctx", "2..1048576"}},
+		{name: "bounds/profile-ctx-not-a-number", args: []any{"profile", m, "--ids", in.ids, "--ctx", "lots", "-o", o("p.strp")}, want: []string{"--ctx", "2..1048576"}},
+		{name: "bounds/eval-ctx", args: []any{"eval", m, "--ref", m, "--ids", in.ids, "--ctx", "1"}, want: []string{"--ctx", "2..1048576"}},
+		{name: "bounds/prune-keep", args: []any{"prune", m, "--profile", in.profile, "--keep", "5000", "-o", o("p.gguf")}, want: []string{"--keep", "1..4096"}},
+		{name: "bounds/run-readers", args: []any{"run", in.pack, "--ids", in.ids, "--readers", "1000"}, want: []string{"--readers", "1..256"}},
+		{name: "bounds/run-arena-mb", args: []any{"run", in.pack, "--ids", in.ids, "--arena-mb", "1e30"}, want: []string{"--arena-mb", "0..16777216"}},
+		{name: "bounds/run-arena-mb-nan", args: []any{"run", in.pack, "--ids", in.ids, "--arena-mb", "NaN"}, want: []string{"--arena-mb"}},
+		{name: "bounds/run-temp-nan", args: []any{"run", m, "--ids", in.ids, "--temp", "NaN"}, want: []string{"--temp", "0..100"}},
+		{name: "bounds/run-top-p", args: []any{"run", m, "--ids", in.ids, "--top-p", "1.5"}, want: []string{"--top-p", "over 0, up to 1"}},
+		{name: "bounds/run-cache-bonus-inf", args: []any{"run", in.pack, "--ids", in.ids, "--cache-bonus", "Inf"}, want: []string{"--cache-bonus", "-1000..1000"}},
+		{name: "bounds/run-exact-picks", args: []any{"run", in.pack, "--ids", in.ids, "--cache-bonus", "1", "--exact-picks", "-1"}, want: []string{"--exact-picks"}},
+		{name: "bounds/run-tokens", args: []any{"run", m, "--ids", in.ids, "-n", "2000000"}, want: []string{"-n, --tokens", "1..1048576"}},
+		{name: "bounds/synth-layers", args: []any{"synth", "-o", o("s.gguf"), "--layers", "100000"}, want: []string{"--layers", "1..1024"}},
+		{name: "bounds/synth-experts", args: []any{"synth", "-o", o("s.gguf"), "--experts", "0"}, want: []string{"--experts", "1..4096"}},
+		{name: "bounds/synth-embd", args: []any{"synth", "-o", o("s.gguf"), "--embd", "32"}, want: []string{"--embd", "64..65536"}},
+		{name: "bounds/synth-ff", args: []any{"synth", "-o", o("s.gguf"), "--ff", "1000000"}, want: []string{"--ff", "1..65536"}},
+		{name: "bounds/bench-decode-vocab", args: []any{"bench", "decode", "--vocab", "0", "--dir", o("d")}, want: []string{"--vocab", "1..4194304"}},
+		{name: "bounds/bench-decode-heads", args: []any{"bench", "decode", "--heads", "5000", "--dir", o("d")}, want: []string{"--heads", "1..1024"}},
+		{name: "bounds/bench-decode-tokens", args: []any{"bench", "decode", "-n", "1", "--dir", o("d")}, want: []string{"-n, --tokens", "2..1048576"}},
+		{name: "bounds/bench-decode-used", args: []any{"bench", "decode", "--experts", "4", "--used", "8", "--dir", o("d")}, want: []string{"--used", "--experts"}},
+		{name: "bounds/bench-pack-layers", args: []any{"bench", "pack", "--layers", "2000", "--in-process", "--dir", o("")}, want: []string{"--layers", "1..1024"}},
+		{name: "bounds/bench-q2rules-candidates", args: []any{"bench", "q2rules", "--model", m, "--fixtures", in.fixtures, "--candidates", "100000"}, want: []string{"--candidates", "0..64"}},
+		{name: "bounds/bench-quant-seconds", args: []any{"bench", "quant", "--seconds", "601"}, want: []string{"--seconds", "over 0, up to 600"}},
+		{name: "bounds/bench-quant-mib", args: []any{"bench", "quant", "--mib", "5000"}, want: []string{"--mib", "1..4096"}},
+		{name: "bounds/demo-keep", args: []any{"demo", "--model", m, "--calib", in.text, "--heldout", in.text, "--keep", "5000", "-o", o("demo")}, want: []string{"--keep", "0..4096"}},
+		{name: "bounds/demo-tokens", args: []any{"demo", "--model", m, "--calib", in.text, "--heldout", in.text, "--tokens", "0", "-o", o("demo")}, want: []string{"--tokens", "1..1048576"}},
 		// demo
 		{name: "demo/keep-negative", args: []any{"demo", "--model", m, "--calib", in.text, "--heldout", in.text, "--keep", "-1", "-o", o("demo")}, want: []string{"--keep"}},
 		{name: "demo/ctx-one", args: []any{"demo", "--model", m, "--calib", in.text, "--heldout", in.text, "--ctx", "1", "-o", o("demo")}, want: []string{"--ctx"}},

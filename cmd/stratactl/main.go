@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 
 	"github.com/spf13/cobra"
 	"github.com/stratactl/stratactl/internal/cli"
@@ -29,17 +28,6 @@ func newRoot(env *cli.Env) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().BoolVar(&env.JSON, "json", false, "print one JSON document for machines")
-	root.PersistentFlags().BoolVarP(&env.Verbose, "verbose", "v", false, "say more on stderr")
-	// Every command's worker count is -j (--jobs or --threads), where 0
-	// means all cores; a negative count is a mistake, refused in one place.
-	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
-		if f := cmd.Flags().ShorthandLookup("j"); f != nil {
-			if n, err := strconv.Atoi(f.Value.String()); err == nil && n < 0 {
-				return fmt.Errorf("-j/--%s %d: want a count of threads, or 0 for all cores", f.Name, n)
-			}
-		}
-		return nil
-	}
 	root.SetOut(env.Out)
 	root.SetErr(env.Err)
 	for _, f := range commands {
@@ -49,10 +37,13 @@ func newRoot(env *cli.Env) *cobra.Command {
 }
 
 // run executes args and returns the exit status, printing a one-line error.
+// A command that fails after ctx was cancelled (SIGINT or SIGTERM in main)
+// was interrupted: whatever error the cancellation surfaced as, it prints
+// "interrupted" and exits with cli.ExitInterrupted.
 func run(ctx context.Context, env *cli.Env, args []string) int {
 	root := newRoot(env)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	err := cli.Interrupted(ctx, root.ExecuteContext(ctx))
 	if err != nil {
 		var ee *cli.ExitError
 		if !(errors.As(err, &ee) && ee.Silent) {

@@ -57,8 +57,8 @@ func newPackCmd(env *cli.Env) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVarP(&out, "output", "o", "", "output folder (must not exist)")
 	qf.add(f, "q2_0", "expert type in model.experts")
-	f.StringVar(&keep, "keep", "", "keep.strp: prune to the kept experts in the same pass")
+	f.StringVar(&keep, "keep-map", "", "keep map (keep.strp, from prune): prune to the kept experts in the same pass")
 	f.StringVar(&imatrix, "imatrix", "", "importance matrix (llama.cpp GGUF imatrix)")
-	f.IntVarP(&jobs, "jobs", "j", 0, "worker threads (0: all cores)")
+	cli.Threads(f, &jobs, "worker threads (0: all cores)")
 	return cmd
 }

@@ -15,15 +15,16 @@ import (
 func init() { register(newProfileCmd) }
 
 type profileFlags struct {
-	calib, calibIDs, out string
-	ctx, maxTokens       int
-	threads              int
+	tokens         tokenFlags
+	out            string
+	ctx, maxTokens int
+	threads        int
 }
 
 func newProfileCmd(env *cli.Env) *cobra.Command {
 	var f profileFlags
 	cmd := &cobra.Command{
-		Use:   "profile MODEL (--calib TEXT | --calib-ids FILE) -o profile.strp",
+		Use:   "profile MODEL (--text FILE | --ids FILE) -o profile.strp",
 		Short: "Measure per-expert usage and REAP saliency on calibration text",
 		Long: `profile runs MODEL over calibration windows of --ctx tokens (each on its own
 from position 0, no BOS) and records, per MoE layer and expert: the tokens
@@ -33,21 +34,20 @@ tokens (reap). The result is a keep.strp (STRP) keeping every expert, ranked
 by count, with these statistics in its STAT block: the input of
 stratactl prune --profile.
 
---calib is a text file, tokenized with the model's tokenizer; --calib-ids a
-file of little-endian int32 token ids. --max-tokens stops after that many
-tokens (whole windows).`,
+The calibration tokens come from --text (a text file, tokenized with the
+model's tokenizer) or --ids (a file of little-endian int32 token ids).
+--max-tokens stops after that many tokens (whole windows).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runProfile(cmd, env, args[0], &f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.calib, "calib", "", "calibration text file")
-	fl.StringVar(&f.calibIDs, "calib-ids", "", "calibration token ids (little-endian int32)")
+	f.tokens.add(fl, "calibration")
 	fl.StringVarP(&f.out, "output", "o", "", "profile to write (keep.strp format)")
-	fl.IntVar(&f.ctx, "ctx", 512, "tokens per window")
-	fl.IntVar(&f.maxTokens, "max-tokens", 0, "stop after this many tokens, in whole windows (0: all)")
-	fl.IntVarP(&f.threads, "threads", "j", 0, "matmul threads (0: GOMAXPROCS); results do not depend on it")
+	ctxFlag(fl, &f.ctx)
+	cli.IntVar(fl, &f.maxTokens, "max-tokens", 0, 0, maxTokenCount, "stop after this many tokens, in whole windows (0: all)")
+	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS); results do not depend on it")
 	cmd.MarkFlagRequired("output")
 	return cmd
 }
@@ -78,10 +78,7 @@ type profileReport struct {
 }
 
 func runProfile(cmd *cobra.Command, env *cli.Env, path string, f *profileFlags) error {
-	if f.maxTokens < 0 {
-		return fmt.Errorf("--max-tokens must be >= 0")
-	}
-	if err := checkFiles([]string{path, f.calib, f.calibIDs}, []string{f.out}); err != nil {
+	if err := checkFiles([]string{path, f.tokens.text, f.tokens.ids}, []string{f.out}); err != nil {
 		return err
 	}
 	m, err := engine.Open(path, engine.Options{Threads: f.threads})
@@ -103,11 +100,11 @@ func runProfile(cmd *cobra.Command, env *cli.Env, path string, f *profileFlags) 
 			return fmt.Errorf("--max-tokens %d is less than one window of --ctx %d", f.maxTokens, f.ctx)
 		}
 	}
-	windows, src, err := loadWindows(m, f.calib, f.calibIDs, f.ctx, maxWindows)
+	windows, src, err := loadWindows(m, f.tokens, f.ctx, maxWindows)
 	if err != nil {
 		return err
 	}
-	prog := env.NewProgress(int64(len(windows)*f.ctx), "profile", false)
+	prog := env.NewProgress(int64(len(windows)*f.ctx), "profile", cli.Tokens)
 	start := time.Now()
 	stats, err := profile.Run(cmd.Context(), m, blocks, windows, func(n int) { prog.Add(int64(n)) })
 	prog.Done()

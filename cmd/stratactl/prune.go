@@ -37,7 +37,7 @@ that score highest by --by (reap: mean gate-weighted output norm over the
 tokens routed to the expert; frequency: tokens routed to it; ean: total
 gate-weighted output norm), ties to the lower id, and writes the keep map
 (ranking by routed tokens, with the profile's statistics) to --keep-out,
-by default OUT with .gguf replaced by .keep.strp. pack --keep accepts it.
+by default OUT with .gguf replaced by .keep.strp. pack --keep-map accepts it.
 With --keep-map it applies an existing keep map instead; given a --profile too
 (of any text), it also reports how much of that profile's routing the kept
 experts serve.`,
@@ -48,12 +48,13 @@ experts serve.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.profile, "profile", "", "profile (keep.strp with statistics) from stratactl profile")
-	fl.IntVar(&f.keep, "keep", 0, "experts to keep per MoE layer")
+	cli.IntVar(fl, &f.keep, "keep", 0, 1, maxExperts, "experts to keep per MoE layer")
 	fl.StringVar(&f.by, "by", "reap", "criterion: reap, frequency or ean")
 	fl.StringVar(&f.keepMap, "keep-map", "", "apply this keep map instead of choosing from a profile")
 	fl.StringVarP(&f.out, "output", "o", "", "pruned GGUF to write")
 	fl.StringVar(&f.keepOut, "keep-out", "", "where to write the keep map (default: OUT with .keep.strp for .gguf)")
 	f.split.add(fl)
+	cli.Verbose(fl, env, "also list the experts each layer keeps")
 	cmd.MarkFlagRequired("output")
 	return cmd
 }
@@ -102,8 +103,8 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 		}
 	}
 	if f.keepMap == "" {
-		if f.keep <= 0 {
-			return fmt.Errorf("--keep K (experts per layer, > 0) is required with --profile")
+		if f.keep == 0 {
+			return fmt.Errorf("--keep K (experts per layer) is required with --profile")
 		}
 		c, err := prune.ParseCriterion(f.by)
 		if err != nil {
@@ -143,7 +144,7 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 	for i := range src.Tensors {
 		total += src.Tensors[i].Size
 	}
-	prog := env.NewProgress(total*int64(keep.NKeep())/int64(keep.NExpert), "prune", true)
+	prog := env.NewProgress(total*int64(keep.NKeep())/int64(keep.NExpert), "prune", cli.Bytes)
 	res, err := prune.Write(cmd.Context(), src, keep, f.out, prune.Options{Criterion: criterion, Progress: prog.Add, Split: split})
 	prog.Done()
 	if err != nil {

@@ -55,7 +55,7 @@ func TestProfilePruneEval(t *testing.T) {
 	model := testutil.TinyModel(t, "model-bf16.gguf")
 	calib := testutil.TinyModel(t, "calib_tokens.i32.bin")
 	prof := filepath.Join(dir, "profile.strp")
-	rep := decode[profileReport](t, stratactl(t, "profile", model, "--calib-ids", calib, "--ctx", "256", "--max-tokens", "600", "-o", prof, "--json"))
+	rep := decode[profileReport](t, stratactl(t, "profile", model, "--ids", calib, "--ctx", "256", "--max-tokens", "600", "-o", prof, "--json"))
 	if rep.Tokens != 512 || rep.Windows != 2 || rep.NExpert != 32 || len(rep.Layers) != 4 {
 		t.Fatalf("profile report %+v", rep)
 	}
@@ -78,7 +78,7 @@ func TestProfilePruneEval(t *testing.T) {
 	}
 	// The same profile with one matmul thread is the same file.
 	prof1 := filepath.Join(dir, "profile-j1.strp")
-	stratactl(t, "profile", model, "--calib-ids", calib, "--ctx", "256", "--max-tokens", "600", "-o", prof1, "-j", "1")
+	stratactl(t, "profile", model, "--ids", calib, "--ctx", "256", "--max-tokens", "600", "-o", prof1, "-j", "1")
 	if a, b := mustRead(t, prof), mustRead(t, prof1); !bytes.Equal(a, b) {
 		t.Error("profile differs between thread counts")
 	}
@@ -243,7 +243,7 @@ func TestPrunedModelWithTheToolchain(t *testing.T) {
 
 	packA, packB := filepath.Join(dir, "packA"), filepath.Join(dir, "packB")
 	stratactl(t, "pack", pruned, "-o", packA)
-	stratactl(t, "pack", model, "--keep", pr.KeepMap, "-o", packB)
+	stratactl(t, "pack", model, "--keep-map", pr.KeepMap, "-o", packB)
 	for _, p := range []string{packA, packB} {
 		var v struct {
 			OK bool `json:"ok"`

@@ -68,7 +68,8 @@ func newQuantizeCmd(env *cli.Env) *cobra.Command {
 	qf.add(f, "", "target type (q2_0, q8_0, bf16, f16, f32)")
 	f.StringVar(&tensors, "tensors", convert.DefaultTensors, "regular expression selecting the tensors to convert")
 	f.StringVar(&imatrix, "imatrix", "", "importance matrix (llama.cpp GGUF imatrix)")
-	f.IntVarP(&jobs, "jobs", "j", 0, "worker threads (0: all cores)")
+	cli.Threads(f, &jobs, "worker threads (0: all cores)")
+	cli.Verbose(f, env, "also list the tensors copied unchanged")
 	split.add(f)
 	cmd.MarkFlagRequired("type")
 	return cmd

@@ -28,9 +28,6 @@ replay at another size or policy is what that policy would do on these
 demands, not what a live run with it would demand.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if slots < 0 {
-				return fmt.Errorf("--slots must be >= 0, have %d", slots)
-			}
 			t, err := cachesim.ReadFile(args[0])
 			if err != nil {
 				return err
@@ -62,6 +59,6 @@ demands, not what a live run with it would demand.`,
 			return nil
 		},
 	}
-	cmd.Flags().IntVar(&slots, "slots", 0, "arena size in slots (0: the live store's)")
+	cli.IntVar(cmd.Flags(), &slots, "slots", 0, 0, maxLayers*maxExperts, "arena size in slots (0: the live store's)")
 	return cmd
 }

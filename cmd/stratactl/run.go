@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -11,13 +10,20 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stratactl/stratactl/cachesim"
 	"github.com/stratactl/stratactl/engine"
+	"github.com/stratactl/stratactl/evalq"
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/cli"
-	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/kernels"
 )
 
 func init() { register(newRunCmd) }
+
+// The bounds of run's streaming flags: an arena of 16 TiB and 256 reader
+// goroutines are past any machine.
+const (
+	maxArenaMB = 1 << 24
+	maxReaders = 256
+)
 
 type runFlags struct {
 	prompt  string
@@ -56,15 +62,15 @@ of the vocabulary size.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.prompt, "prompt", "", "prompt text")
-	fl.StringVar(&f.idsFile, "ids", "", "prompt as a file of little-endian int32 token ids")
-	fl.IntVarP(&f.n, "tokens", "n", 32, "tokens to generate")
-	fl.Float64Var(&f.temp, "temp", 0, "sampling temperature; 0 is greedy")
-	fl.Float64Var(&f.topP, "top-p", 1, "nucleus sampling: keep the smallest set of tokens with this much probability")
+	idsFlag(fl, &f.idsFile, "prompt as a file of little-endian int32 token ids")
+	cli.IntVarP(fl, &f.n, "tokens", "n", 32, 1, maxCtx, "tokens to generate")
+	cli.Float64Var(fl, &f.temp, "temp", 0, 0, 100, "sampling temperature; 0 is greedy")
+	cli.Float64VarOpen(fl, &f.topP, "top-p", 1, 0, 1, "nucleus sampling: keep the smallest set of tokens with this much probability")
 	fl.Uint64Var(&f.seed, "seed", 1, "sampling seed")
 	fl.StringVar(&f.logits, "logits", "", "write every prompt position's and decode step's logits (float32 LE rows) to this file")
-	fl.IntVarP(&f.threads, "threads", "j", 0, "matmul threads (0: GOMAXPROCS); results do not depend on it")
-	fl.Float64Var(&f.arenaMB, "arena-mb", 0, "pack: memory for resident experts in MiB (0: every expert)")
-	fl.IntVar(&f.readers, "readers", 4, "pack: goroutines reading expert slots")
+	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS); results do not depend on it")
+	cli.Float64Var(fl, &f.arenaMB, "arena-mb", 0, 0, maxArenaMB, "pack: memory for resident experts in MiB (0: every expert)")
+	cli.IntVar(fl, &f.readers, "readers", 4, 1, maxReaders, "pack: goroutines reading expert slots")
 	fl.BoolVar(&f.noReadAhead, "no-readahead", false, "pack: do not guess and read the next layer's experts early")
 	fl.BoolVar(&f.buffered, "buffered", false, "pack: read through the page cache instead of O_DIRECT")
 	f.cache.add(fl)
@@ -101,22 +107,7 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	if (f.prompt == "") == (f.idsFile == "") {
 		return fmt.Errorf("give exactly one of --prompt and --ids")
 	}
-	if f.n < 1 {
-		return fmt.Errorf("-n must be at least 1, have %d", f.n)
-	}
-	if math.IsNaN(f.temp) || f.temp < 0 || math.IsNaN(f.topP) || f.topP <= 0 || f.topP > 1 {
-		return fmt.Errorf("--temp must be >= 0 and --top-p in (0, 1]")
-	}
-	if f.arenaMB < 0 || math.IsNaN(f.arenaMB) {
-		return fmt.Errorf("--arena-mb must be >= 0")
-	}
-	if f.readers < 1 {
-		return fmt.Errorf("--readers must be at least 1, have %d", f.readers)
-	}
-	routing, err := f.cache.routing()
-	if err != nil {
-		return err
-	}
+	routing := f.cache.routing()
 	cacheAware := f.cache.on()
 	if err := checkFiles([]string{path, f.idsFile}, []string{f.logits, f.trace}); err != nil {
 		return err
@@ -141,7 +132,7 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	}
 	var prompt []int32
 	if f.idsFile != "" {
-		if prompt, err = readIDs(f.idsFile, m.Config.Vocab); err != nil {
+		if prompt, err = evalq.ReadModelIDs(f.idsFile, m); err != nil {
 			return err
 		}
 	} else {
@@ -267,23 +258,4 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 		fmt.Fprintf(env.Err, "logits: %d rows of %d to %s\n", rep.LogitsRows, rep.Vocab, rep.LogitsFile)
 	}
 	return nil
-}
-
-// readIDs reads a prompt of little-endian int32 token ids.
-func readIDs(path string, vocab int) ([]int32, error) {
-	b, err := osutil.ReadFile(context.Background(), path, osutil.MaxTextBytes)
-	if err != nil {
-		return nil, err
-	}
-	if len(b) == 0 || len(b)%4 != 0 {
-		return nil, fmt.Errorf("%s: %d bytes is not a whole, non-empty number of int32 ids", path, len(b))
-	}
-	ids := make([]int32, len(b)/4)
-	for i := range ids {
-		ids[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
-		if ids[i] < 0 || int(ids[i]) >= vocab {
-			return nil, fmt.Errorf("%s: id %d at byte offset %d is outside the vocabulary of %d", path, ids[i], 4*i, vocab)
-		}
-	}
-	return ids, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/cli"
 )
 
 // splitFlags are the output-splitting flags of the commands that write a
@@ -18,14 +19,11 @@ type splitFlags struct {
 
 func (s *splitFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&s.maxSize, "split-max-size", "", "write shards of at most this size (e.g. 500M, 4G; bytes without a unit); only a single larger tensor exceeds it")
-	fl.IntVar(&s.maxTensors, "split-max-tensors", 0, "write shards of at most this many tensors")
+	cli.IntVar(fl, &s.maxTensors, "split-max-tensors", 0, 0, 1<<20, "write shards of at most this many tensors (0: no limit)")
 }
 
 func (s *splitFlags) options() (gguf.SplitOptions, error) {
 	var o gguf.SplitOptions
-	if s.maxTensors < 0 {
-		return o, fmt.Errorf("--split-max-tensors %d: want a positive count", s.maxTensors)
-	}
 	o.MaxTensors = s.maxTensors
 	if s.maxSize != "" {
 		n, err := parseSize(s.maxSize)

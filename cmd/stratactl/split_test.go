@@ -146,7 +146,7 @@ func TestPruneSplitInAndOut(t *testing.T) {
 	shards := splitModel(t, src, 3)
 	dir := t.TempDir()
 	// A profile of a few calibration windows chooses the experts.
-	runOK(t, "profile", src, "--calib-ids", testutil.TinyModel(t, "calib_tokens.i32.bin"), "--ctx", "64", "--max-tokens", "256", "-o", filepath.Join(dir, "p.strp"))
+	runOK(t, "profile", src, "--ids", testutil.TinyModel(t, "calib_tokens.i32.bin"), "--ctx", "64", "--max-tokens", "256", "-o", filepath.Join(dir, "p.strp"))
 	runOK(t, "prune", src, "--profile", filepath.Join(dir, "p.strp"), "--keep", "16", "-o", filepath.Join(dir, "one.gguf"))
 	// Sharded in, sharded out: the same model as single in, single out.
 	out := runOK(t, "prune", shards[0], "--profile", filepath.Join(dir, "p.strp"), "--keep", "16", "--split-max-size", "3M", "-o", filepath.Join(dir, "split.gguf"), "--json")

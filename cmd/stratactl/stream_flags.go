@@ -1,38 +1,37 @@
 package main
 
 import (
-	"fmt"
-	"math"
-
 	"github.com/spf13/pflag"
 	"github.com/stratactl/stratactl/engine"
+	"github.com/stratactl/stratactl/internal/cli"
 )
+
+// maxCacheBonus bounds --cache-bonus: router logits are of order 1-10, so a
+// bonus far beyond them only ever picks resident experts.
+const maxCacheBonus = 1000
 
 // cacheFlags are --cache-bonus and --exact-picks, as run and eval take them.
 type cacheFlags struct {
-	bonus float64 // NaN: not given
+	bonus float64
 	exact int
+	given *pflag.Flag // --cache-bonus, whose Changed says whether it was given
 }
 
 func (c *cacheFlags) add(fl *pflag.FlagSet) {
-	fl.Float64Var(&c.bonus, "cache-bonus", math.NaN(), "pack: cache-aware routing, adding this to the router logits of resident experts after the first --exact-picks picks (off unless given)")
-	fl.IntVar(&c.exact, "exact-picks", 3, "pack: with --cache-bonus, picks made by the true router first")
+	cli.Float64Var(fl, &c.bonus, "cache-bonus", 0, -maxCacheBonus, maxCacheBonus, "pack: cache-aware routing, adding this to the router logits of resident experts after the first --exact-picks picks (off unless given)")
+	cli.IntVar(fl, &c.exact, "exact-picks", 3, 0, maxExperts, "pack: with --cache-bonus, picks made by the true router first")
+	c.given = fl.Lookup("cache-bonus")
 }
 
 // on is whether --cache-bonus was given.
-func (c *cacheFlags) on() bool { return !math.IsNaN(c.bonus) }
+func (c *cacheFlags) on() bool { return c.given != nil && c.given.Changed }
 
-// routing checks the flags and returns the session routing they ask for
-// (the model's own router when --cache-bonus is not given).
-func (c *cacheFlags) routing() (engine.Routing, error) {
-	if c.exact < 0 {
-		return engine.Routing{}, fmt.Errorf("--exact-picks must be >= 0, have %d", c.exact)
-	}
+// routing returns the session routing the flags ask for (the model's own
+// router when --cache-bonus is not given); the values were checked against
+// their ranges when the flags were parsed.
+func (c *cacheFlags) routing() engine.Routing {
 	if !c.on() {
-		return engine.Routing{}, nil
+		return engine.Routing{}
 	}
-	if math.IsInf(c.bonus, 0) {
-		return engine.Routing{}, fmt.Errorf("--cache-bonus must be finite")
-	}
-	return engine.Routing{CacheAware: true, Bonus: float32(c.bonus), Exact: c.exact}, nil
+	return engine.Routing{CacheAware: true, Bonus: float32(c.bonus), Exact: c.exact}
 }

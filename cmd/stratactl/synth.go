@@ -11,6 +11,17 @@ import (
 
 func init() { register(newSynthCmd) }
 
+// The bounds of a synthetic (or benchmarked) model's shape: well above any
+// published MoE (61 layers, 384 experts, widths of 7168 and 18432), far below
+// what would only exhaust the disk.
+const (
+	maxLayers  = 1024
+	maxExperts = 4096
+	maxWidth   = 1 << 16
+	maxHeads   = 1024
+	maxVocab   = 1 << 22
+)
+
 func newSynthCmd(env *cli.Env) *cobra.Command {
 	var (
 		cfg            convert.SynthConfig
@@ -70,16 +81,16 @@ value heads), so --embd must be a multiple of 128. The field shape:
 	f := cmd.Flags()
 	f.StringVarP(&cfg.Out, "output", "o", "", "output GGUF file")
 	f.StringVar(&cfg.Arch, "arch", "qwen3moe", "architecture (qwen3moe or qwen35moe)")
-	f.IntVar(&cfg.Hybrid.AttnInterval, "attn-interval", 4, "qwen35moe: every N-th block is full attention")
-	f.IntVar(&cfg.Hybrid.SharedFF, "ff-shared", 0, "qwen35moe: shared expert width (0: --ff)")
-	f.IntVar(&cfg.Layers, "layers", 4, "blocks (all MoE)")
-	f.IntVar(&cfg.Experts, "experts", 32, "experts per layer")
-	f.IntVar(&cfg.ExpertsUsed, "experts-used", 0, "experts per token (0: min(8, experts))")
-	f.IntVar(&cfg.Embd, "embd", 256, "n_embd (a multiple of 64; of 128 for qwen35moe)")
-	f.IntVar(&cfg.FF, "ff", 256, "n_ff_exp")
+	cli.IntVar(f, &cfg.Hybrid.AttnInterval, "attn-interval", 4, 1, maxLayers, "qwen35moe: every N-th block is full attention")
+	cli.IntVar(f, &cfg.Hybrid.SharedFF, "ff-shared", 0, 0, maxWidth, "qwen35moe: shared expert width (0: --ff)")
+	cli.IntVar(f, &cfg.Layers, "layers", 4, 1, maxLayers, "blocks (all MoE)")
+	cli.IntVar(f, &cfg.Experts, "experts", 32, 1, maxExperts, "experts per layer")
+	cli.IntVar(f, &cfg.ExpertsUsed, "experts-used", 0, 0, maxExperts, "experts per token (0: min(8, experts))")
+	cli.IntVar(f, &cfg.Embd, "embd", 256, 64, maxWidth, "n_embd (a multiple of 64; of 128 for qwen35moe)")
+	cli.IntVar(f, &cfg.FF, "ff", 256, 1, maxWidth, "n_ff_exp")
 	f.StringVar(&typ, "type", "iq3_s", "expert type")
 	f.StringVar(&denseType, "dense-type", "bf16", "type of attention, embedding and output weights")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
-	f.IntVarP(&cfg.Jobs, "jobs", "j", 0, "worker threads (0: all cores)")
+	cli.Threads(f, &cfg.Jobs, "worker threads (0: all cores)")
 	return cmd
 }

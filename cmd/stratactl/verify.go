@@ -46,7 +46,8 @@ func newVerifyCmd(env *cli.Env) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&source, "source", "", "the GGUF the checked file was made from: compare every expert and tensor with it")
 	cmd.Flags().StringVar(&imatrix, "imatrix", "", "the importance matrix the file was made with (default: the one the pack's manifest names)")
-	cmd.Flags().IntVarP(&jobs, "jobs", "j", 0, "worker threads (0: all cores)")
+	cli.Threads(cmd.Flags(), &jobs, "worker threads (0: all cores)")
+	cli.Verbose(cmd.Flags(), env, "also list the tensors whose type did not change")
 	return cmd
 }
 

@@ -69,15 +69,27 @@ func (e *Env) PrintJSON(v any) error {
 	return enc.Encode(v)
 }
 
-// Progress is a byte or item counter shown as a bar on a terminal and not at
-// all otherwise (piped output, --json, tests).
+// Progress is a counter shown as a bar on a terminal and not at all
+// otherwise (piped output, --json, tests).
 type Progress struct {
 	bar *progressbar.ProgressBar
 }
 
-// NewProgress starts a bar for total units; bytes selects byte formatting
-// (with rate and ETA).
-func (e *Env) NewProgress(total int64, desc string, bytes bool) *Progress {
+// Unit is what a progress bar counts. Every bar has the same shape
+// (description, bar, done/total, rate, time left); the unit only changes how
+// the counts are written.
+type Unit string
+
+// The units of stratactl's bars.
+const (
+	Bytes   Unit = "bytes" // written as kB, MB, GB
+	Tokens  Unit = "tokens"
+	Steps   Unit = "steps"
+	Weights Unit = "weights"
+)
+
+// NewProgress starts a bar for total units.
+func (e *Env) NewProgress(total int64, desc string, unit Unit) *Progress {
 	if !e.Terminal || e.JSON {
 		return &Progress{}
 	}
@@ -85,15 +97,16 @@ func (e *Env) NewProgress(total int64, desc string, bytes bool) *Progress {
 		progressbar.OptionSetWriter(e.Err),
 		progressbar.OptionSetDescription(desc),
 		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
 		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionThrottle(100_000_000),
 		progressbar.OptionClearOnFinish(),
 		progressbar.OptionSetWidth(30),
 	}
-	if bytes {
+	if unit == Bytes {
 		opts = append(opts, progressbar.OptionShowBytes(true))
 	} else {
-		opts = append(opts, progressbar.OptionShowIts())
+		opts = append(opts, progressbar.OptionSetItsString(string(unit)))
 	}
 	return &Progress{bar: progressbar.NewOptions64(total, opts...)}
 }
@@ -144,6 +157,21 @@ func ExitCode(err error) int {
 		return ee.Code
 	}
 	return 1
+}
+
+// ExitInterrupted is the exit status of a command stopped by SIGINT or
+// SIGTERM: 128 + SIGINT, as a shell reports a process killed by Ctrl-C.
+const ExitInterrupted = 130
+
+// Interrupted turns the error of a command that ran under ctx into the
+// interrupt error when ctx was cancelled: the command stopped because it was
+// told to, whatever error the cancellation surfaced as. A nil err (the work
+// finished before it noticed) stays nil.
+func Interrupted(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	return &ExitError{Code: ExitInterrupted, Err: errors.New("interrupted")}
 }
 
 // SignalContext is cancelled on SIGINT, SIGTERM or SIGHUP (a closed

@@ -1,0 +1,233 @@
+package convert
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/quant"
+	"github.com/stratactl/stratactl/strata"
+)
+
+func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
+	dir := cfg.Path
+	n := r.nfail()
+	for _, name := range strata.PackFiles {
+		if st, err := os.Stat(filepath.Join(dir, name)); err != nil || !st.Mode().IsRegular() {
+			r.failf("pack.files", filepath.Join(dir, name), -1, "missing or not a regular file")
+		}
+	}
+	r.check("pack.files", n, "model.gguf, model.experts, keep.strp and manifest.json present")
+	if r.nfail() != n {
+		return nil
+	}
+
+	// model.experts: header, table, table padding.
+	xpath := filepath.Join(dir, strata.ExpertsFile)
+	n = r.nfail()
+	x, err := strata.OpenExperts(xpath)
+	if err != nil {
+		r.fail(findingOf("experts.header", err))
+	}
+	if x != nil {
+		defer x.Close()
+		r.SlotBytes = x.SlotBytes
+		r.check("experts.header", n, fmt.Sprintf("STRX v%d: %d layers × %d experts, parts %s/%s/%s, slots of %d bytes (payload %d) from byte %d, %d bytes",
+			x.Version, x.NLayer(), x.NExpert, x.Parts[0].Type, x.Parts[1].Type, x.Parts[2].Type, x.SlotBytes, x.PayloadBytes(), x.DataOffset, x.FileBytes))
+	} else {
+		r.check("experts.header", n, "STRX header, slot table and table padding")
+	}
+
+	// keep.strp and model.gguf, then what CrossCheck finds between the three.
+	kpath := filepath.Join(dir, strata.KeepFile)
+	keep, kerr := strata.ReadKeep(kpath)
+	mf, merr := gguf.Open(filepath.Join(dir, strata.ModelFile))
+	if merr == nil {
+		defer mf.Close()
+	} else {
+		mf = nil
+	}
+	problems := strata.CrossCheck(dir, mf, x, keep)
+	found := func(check string) {
+		for _, p := range problems {
+			if p.Check == check {
+				r.fail(findingOf(check, p.Err))
+			}
+		}
+	}
+
+	n = r.nfail()
+	if kerr != nil {
+		r.fail(findingOf("keep", kerr))
+	}
+	found("keep")
+	if keep != nil {
+		r.check("keep", n, fmt.Sprintf("STRP: %d layers, %d of %d experts kept, ranking of %d, statistics: %v", len(keep.Layers), keep.NKeep(), keep.NExpert, keep.NRank(), keep.Stats != nil))
+	} else {
+		r.check("keep", n, "STRP keep map")
+	}
+
+	n = r.nfail()
+	if merr != nil {
+		r.fail(findingOf("model.structure", merr))
+		r.check("model.structure", n, "GGUF")
+	} else {
+		r.check("model.structure", n, fmt.Sprintf("GGUF v%d, %d keys, %d tensors", mf.Version, len(mf.KV), len(mf.Tensors)))
+		n = r.nfail()
+		if err := checkGGUFPadding(mf, r, "model.padding"); err != nil {
+			return err
+		}
+		r.check("model.padding", n, "every byte between header, tensors and end of file is zero")
+		n = r.nfail()
+		found("model.keys")
+		r.check("model.keys", n, "strata.* keys and the expert count agree with model.experts and keep.strp")
+		n = r.nfail()
+		found("model.routers")
+		routers, err := checkRouterCopies(mf, x, r)
+		if err != nil {
+			return err
+		}
+		r.check("model.routers", n, fmt.Sprintf("%d Q8_0 router copies within Q8_0 rounding of their routers", routers))
+		n = r.nfail()
+		chunks, err := checkDecodes(ctx, mf, r, "model.values", cfg.Jobs, nil)
+		if err != nil {
+			return err
+		}
+		r.check("model.values", n, fmt.Sprintf("%d chunks decoded, no NaN or Inf", chunks))
+	}
+
+	// manifest.json.
+	n = r.nfail()
+	man, err := checkManifest(ctx, dir, cfg.Source, r)
+	if err != nil {
+		return err
+	}
+	r.check("manifest", n, "outputs' sizes and sha256 match; inputs checked where given")
+
+	if x == nil || keep == nil {
+		return nil
+	}
+	var src *gguf.File
+	var sm *gguf.MoE
+	var imp *Importance
+	var params *strata.PackParams
+	if cfg.Source != "" {
+		n = r.nfail()
+		if src, err = gguf.OpenModel(cfg.Source, false); err != nil {
+			return err
+		}
+		defer src.Close()
+		if sm, err = src.MoE(); err != nil {
+			return err
+		}
+		if man != nil {
+			params = &man.Parameters
+			path := params.Imatrix
+			if cfg.Imatrix != "" {
+				path = cfg.Imatrix
+			}
+			if path != "" {
+				if imp, err = LoadImportance(path); err != nil {
+					r.failf("source", path, -1, "the pack was made with an importance matrix (%s), which cannot be read now: %v", params.Imatrix, err)
+				} else {
+					defer imp.Close()
+				}
+			}
+		} else {
+			r.failf("source", filepath.Join(dir, strata.ManifestFile), -1, "no readable manifest: the quantizer settings to compare with are unknown")
+		}
+		if err := keep.Fits(sm, src.Path); err != nil {
+			r.failf("source", kpath, -1, "%v", err)
+			src = nil
+		}
+		if mf != nil && src != nil {
+			compareDense(mf, src, sm, keep, r)
+		}
+		r.check("source.dense", n, "every non-expert tensor of model.gguf equals the source's (kept rows for routers)")
+	}
+	if src != nil && !keepMatchesSlots(keep, x) {
+		// Without a keep entry for every slot there is no saying which source
+		// expert a slot holds.
+		r.failf("source", kpath, -1, "keep.strp keeps %d experts in each of %d layers, but model.experts holds %d in each of %d: slots cannot be matched with source experts", keep.NKeep(), len(keep.Keep), x.NExpert, x.NLayer())
+		src = nil
+	}
+	n = r.nfail()
+	if err := verifySlots(ctx, cfg, x, keep, src, sm, params, imp, man, r); err != nil {
+		return err
+	}
+	detail := fmt.Sprintf("%d slots: CRC-32C, zero padding, every block decodes to finite values", r.Slots)
+	if src != nil {
+		detail += fmt.Sprintf("; compared with %s through the keep map", cfg.Source)
+	}
+	r.check("experts.slots", n, detail)
+	return nil
+}
+
+func blocksOf(m *gguf.MoE) []uint32 {
+	out := make([]uint32, len(m.Layers))
+	for i, l := range m.Layers {
+		out[i] = uint32(l.Block)
+	}
+	return out
+}
+
+// checkRouterCopies checks every element of each stored layer's Q8_0
+// router copy against its router: within Q8_0's rounding. Layers whose
+// router or copy is missing or misshapen are skipped (strata.CrossCheck
+// reports them).
+func checkRouterCopies(mf *gguf.File, x *strata.Experts, r *VerifyReport) (int, error) {
+	if x == nil {
+		return 0, nil
+	}
+	count := 0
+	for _, b := range x.Layers {
+		name := gguf.RouterName(int(b))
+		rt, ok := mf.Tensor(name)
+		cp, ok2 := mf.Tensor(strata.RouterCopyName(int(b)))
+		want := []int64{int64(x.Parts[0].Ne0), int64(x.NExpert)}
+		if !ok || !ok2 || !sameDims(rt.Dims, want) || cp.Type != quant.Q8_0 || !sameDims(cp.Dims, want) || !quant.CanDequantize(rt.Type) {
+			continue
+		}
+		rb, err := mf.ReadTensor(rt)
+		if err != nil {
+			return count, err
+		}
+		cb, err := mf.ReadTensor(cp)
+		if err != nil {
+			return count, err
+		}
+		xs := make([]float32, rt.Elements())
+		ys := make([]float32, rt.Elements())
+		if err := dequantize(rt.Type, rb, xs); err != nil {
+			return count, err
+		}
+		if err := dequantize(quant.Q8_0, cb, ys); err != nil {
+			return count, err
+		}
+		for blk := 0; blk < len(xs); blk += 32 {
+			var amax float64
+			for _, v := range xs[blk : blk+32] {
+				amax = math.Max(amax, math.Abs(float64(v)))
+			}
+			// Half a step of 127 levels, plus the fp16 rounding of the scale
+			// (2^-11 relative) times the largest code.
+			tol := amax/127*(0.5+127.0/2048) + 1e-30
+			bad := -1
+			for k := blk; k < blk+32; k++ {
+				if d := math.Abs(float64(xs[k]) - float64(ys[k])); !(d <= tol) {
+					bad = k
+					break
+				}
+			}
+			if bad >= 0 {
+				r.failf("model.routers", mf.Path, mf.DataStart(cp)+int64(blk/32*34), "%s element %d is %v, router %s has %v (Q8_0 allows ±%.3g)", cp.Name, bad, ys[bad], name, xs[bad], tol)
+				break
+			}
+		}
+		count++
+	}
+	return count, nil
+}

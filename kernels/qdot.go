@@ -1,0 +1,155 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/stratactl/stratactl/quant"
+)
+
+// Quantized dot products: a weight row in its stored type against
+// activations quantized once per row in the type ggml pairs it with (its
+// vec_dot_type): Q8_0 for Q8_0, Q4_0, IQ4_NL and Q2_0. This is the fast
+// mode; Dot (float32 activations) stays the exact reference mode.
+//
+// The order, on every path: the row is cut into sub-blocks of 32 weights s =
+// 0, 1, ... Each sub-block's integer dot product sumi_s (exact in int32)
+// is turned into term_s = float32(sumi_s) * (dw_s * dx_s), each product
+// rounded to float32 (no FMA), where dw_s is the weight scale of the block
+// holding s and dx_s the activation block's scale. term_s is added to lane
+// s%8 of 8 float32 lanes (zero at the start), and the lanes are folded as
+// ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). The integer part is exact, so a
+// vector path only has to keep the float steps in this order.
+
+// Q8Row is a row of activations quantized to Q8_0 blocks by quant's Q8_0
+// quantizer (ggml's reference: d = amax/127 stored as fp16, codes from the
+// unrounded d), kept split for the kernels: the codes, 32 per block, and
+// each block's scale as the float32 value of its fp16. The codes are never
+// -128 (the quantizer's range is -127..127), which the vector kernels rely
+// on; only QuantizeQ8Row fills a Q8Row.
+type Q8Row struct {
+	qs     []int8
+	d      []float32
+	sums   []int32 // per block, the sum of its codes
+	blocks []byte  // quant's block layout, reused between rows
+}
+
+// Len is the number of activations in the row.
+func (r *Q8Row) Len() int { return len(r.qs) }
+
+// QuantizeQ8Row quantizes x (len(x) a multiple of 32) into r, reusing r's
+// buffers.
+func QuantizeQ8Row(x []float32, r *Q8Row) error {
+	n := len(x)
+	if n%32 != 0 {
+		return fmt.Errorf("quantize activations to Q8_0: %d values, not a multiple of 32", n)
+	}
+	nb := n / 32
+	if cap(r.blocks) < nb*34 {
+		r.blocks = make([]byte, nb*34)
+		r.qs = make([]int8, n)
+		r.d = make([]float32, nb)
+		r.sums = make([]int32, nb)
+	}
+	r.blocks, r.qs, r.d, r.sums = r.blocks[:nb*34], r.qs[:n], r.d[:nb], r.sums[:nb]
+	if err := quant.Quantize(quant.Q8_0, x, r.blocks, nil); err != nil {
+		return err
+	}
+	for b := 0; b < nb; b++ {
+		blk := r.blocks[34*b : 34*b+34]
+		r.d[b] = quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
+		var sum int32
+		for j := 0; j < 32; j++ {
+			r.qs[32*b+j] = int8(blk[2+j])
+			sum += int32(int8(blk[2+j]))
+		}
+		r.sums[b] = sum
+	}
+	return nil
+}
+
+// VecDotQ8 reports whether DotQ8 takes weights of type t.
+func VecDotQ8(t quant.Type) bool {
+	switch t {
+	case quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q2_0:
+		return true
+	}
+	return false
+}
+
+// DotQ8 is the dot product of a row of x.Len() weights of type t (VecDotQ8)
+// with the quantized activations x, in the order above. The row must hold
+// at least the row's bytes and x.Len() must be a whole number of t's blocks;
+// DotQ8 panics otherwise (the caller checks shapes once per matrix).
+func DotQ8(t quant.Type, row []byte, x *Q8Row) float32 { return host.dotQ8(t, row, x) }
+
+func (k *kernelSet) dotQ8(t quant.Type, row []byte, x *Q8Row) float32 {
+	n := x.Len()
+	ti, ok := quant.Info(t)
+	if !ok || !VecDotQ8(t) || n%ti.BlockElements != 0 || len(row) < n/ti.BlockElements*ti.BlockBytes {
+		panic(fmt.Sprintf("kernels: DotQ8 on %s: %d activations, %d row bytes", t, n, len(row)))
+	}
+	var l [8]float32
+	s0 := 0
+	if f := k.q8dot[t]; f != nil {
+		s0 = f(row, x, &l)
+	}
+	q8DotTail(t, row, x, s0, &l)
+	return foldLanes(&l)
+}
+
+// foldLanes is the fixed 8-to-1 fold ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
+func foldLanes(l *[8]float32) float32 {
+	return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
+}
+
+// q8DotTail adds the terms of sub-blocks s0.. to the lanes, portably.
+func q8DotTail(t quant.Type, row []byte, x *Q8Row, s0 int, l *[8]float32) {
+	var w [32]int8
+	for s := s0; s < len(x.d); s++ {
+		dw := weightSub(t, row, s, &w)
+		xs := x.qs[32*s : 32*s+32]
+		var sumi int32
+		for j := range w {
+			sumi += int32(w[j]) * int32(xs[j])
+		}
+		scale := float32(dw * x.d[s])
+		l[s%8] += float32(float32(sumi) * scale)
+	}
+}
+
+// q4_0Values maps a Q4_0 nibble to its integer value, nibble - 8.
+var q4_0Values = [16]int8{-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7}
+
+// weightSub writes the integer weights of sub-block s (32 weights) of a row
+// of type t to w and returns their scale, as quant's decoders define them
+// (weight = scale * integer, exactly).
+func weightSub(t quant.Type, row []byte, s int, w *[32]int8) float32 {
+	switch t {
+	case quant.Q8_0:
+		blk := row[34*s : 34*s+34]
+		for j := range w {
+			w[j] = int8(blk[2+j])
+		}
+		return quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
+	case quant.Q4_0, quant.IQ4_NL:
+		table := &quant.KvaluesIQ4NL
+		if t == quant.Q4_0 {
+			table = &q4_0Values
+		}
+		blk := row[18*s : 18*s+18]
+		for j := 0; j < 16; j++ {
+			w[j] = table[blk[2+j]&15]
+			w[j+16] = table[blk[2+j]>>4]
+		}
+		return quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
+	case quant.Q2_0:
+		blk := row[18*(s/2) : 18*(s/2)+18]
+		for j := range w {
+			e := 32*(s%2) + j
+			w[j] = int8((blk[2+e/4]>>(2*(e%4)))&3) - 1
+		}
+		return quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
+	}
+	panic("kernels: no integer weights for " + t.String())
+}

@@ -1,0 +1,231 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// The DotQ8 kernels (qdot.go's order). Each loop iteration takes 8
+// sub-blocks of 32 weights: 8 exact int32 dot products, reduced to one
+// vector of 8 sums (lane j = sub-block j), converted to float32, times
+// (dw_j * dx_j), added to the 8 lane accumulators in Y12. The weights are
+// signed bytes; VPSIGNB moves their signs onto the activations (never -128,
+// see Q8Row) so VPMADDUBSW multiplies |w| by signed x exactly (pair sums at
+// most 2*128*127, no saturation).
+//
+// Registers: SI weights, DI activation codes, DX activation scales, BX
+// activation block sums, CX groups left, R8 lanes; Y15 16-bit ones; Y12
+// accumulators; Y4..Y11 the 8 sums; Y0..Y3, Y13, Y14 temporaries.
+
+DATA q8ones16<>+0(SB)/8, $0x0001000100010001
+DATA q8ones16<>+8(SB)/8, $0x0001000100010001
+DATA q8ones16<>+16(SB)/8, $0x0001000100010001
+DATA q8ones16<>+24(SB)/8, $0x0001000100010001
+GLOBL q8ones16<>(SB), RODATA|NOPTR, $32
+
+DATA q8nib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q8nib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL q8nib<>(SB), RODATA|NOPTR, $16
+
+DATA q8three<>+0(SB)/8, $0x0303030303030303
+DATA q8three<>+8(SB)/8, $0x0303030303030303
+DATA q8three<>+16(SB)/8, $0x0303030303030303
+DATA q8three<>+24(SB)/8, $0x0303030303030303
+GLOBL q8three<>(SB), RODATA|NOPTR, $32
+
+// Dword shifts 0,2,4,6 (per 128-bit lane) for the Q2_0 codes.
+DATA q8shift<>+0(SB)/8, $0x0000000200000000
+DATA q8shift<>+8(SB)/8, $0x0000000600000004
+DATA q8shift<>+16(SB)/8, $0x0000000200000000
+DATA q8shift<>+24(SB)/8, $0x0000000600000004
+GLOBL q8shift<>(SB), RODATA|NOPTR, $32
+
+// After the shifts, byte 4k+m of a lane holds element 4m+k: the transpose.
+DATA q8trans<>+0(SB)/8, $0x0d0905010c080400
+DATA q8trans<>+8(SB)/8, $0x0f0b07030e0a0602
+DATA q8trans<>+16(SB)/8, $0x0d0905010c080400
+DATA q8trans<>+24(SB)/8, $0x0f0b07030e0a0602
+GLOBL q8trans<>(SB), RODATA|NOPTR, $32
+
+// SUMSIGNED: Yout = 8 int32 partial sums of w (Y0, signed bytes) times x
+// (32 bytes at xoff(DI)).
+#define SUMSIGNED(xoff, Yout) \
+	VMOVDQU xoff(DI), Y1 \
+	VPSIGNB Y0, Y0, Y2 \
+	VPSIGNB Y0, Y1, Y1 \
+	VPMADDUBSW Y1, Y2, Y2 \
+	VPMADDWD Y15, Y2, Yout
+
+// SUMUNSIGNED: the same for w unsigned (Y0, 0..3) and signed x.
+#define SUMUNSIGNED(xoff, Yout) \
+	VPMADDUBSW xoff(DI), Y0, Y2 \
+	VPMADDWD Y15, Y2, Yout
+
+// REDUCE8: Y4..Y11 (8 int32 each) to Y0 = their 8 totals, in order.
+#define REDUCE8 \
+	VPHADDD Y5, Y4, Y4 \
+	VPHADDD Y7, Y6, Y6 \
+	VPHADDD Y6, Y4, Y4 \
+	VPHADDD Y9, Y8, Y8 \
+	VPHADDD Y11, Y10, Y10 \
+	VPHADDD Y10, Y8, Y8 \
+	VPERM2I128 $0x20, Y8, Y4, Y0 \
+	VPERM2I128 $0x31, Y8, Y4, Y1 \
+	VPADDD Y1, Y0, Y0
+
+// ACCUMULATE: Y12 += float(Y0) * (X13's 8 fp16 weight scales * 8 scales at DX).
+#define ACCUMULATE \
+	VCVTDQ2PS Y0, Y0 \
+	VCVTPH2PS X13, Y13 \
+	VMULPS (DX), Y13, Y13 \
+	VMULPS Y13, Y0, Y0 \
+	VADDPS Y0, Y12, Y12
+
+#define PROLOGUE \
+	MOVQ w+0(FP), SI \
+	MOVQ xq+8(FP), DI \
+	MOVQ xd+16(FP), DX \
+	MOVQ xs+24(FP), BX \
+	MOVQ groups+32(FP), CX \
+	MOVQ lanes+40(FP), R8 \
+	VMOVDQU q8ones16<>(SB), Y15 \
+	VMOVUPS (R8), Y12
+
+#define EPILOGUE \
+	VMOVUPS Y12, (R8) \
+	VZEROUPPER \
+	RET
+
+// Q8_0: block j of the group at 34*j(SI).
+#define Q8SUB(j, Yout) \
+	VMOVDQU (2+34*j)(SI), Y0 \
+	SUMSIGNED(32*j, Yout)
+
+// func q8dotQ8_0AVX2(w *byte, xq *int8, xd *float32, xs *int32, groups int, lanes *[8]float32)
+TEXT ·q8dotQ8_0AVX2(SB), NOSPLIT, $0-48
+	PROLOGUE
+	TESTQ CX, CX
+	JZ    q8done
+
+q8loop:
+	Q8SUB(0, Y4)
+	Q8SUB(1, Y5)
+	Q8SUB(2, Y6)
+	Q8SUB(3, Y7)
+	Q8SUB(4, Y8)
+	Q8SUB(5, Y9)
+	Q8SUB(6, Y10)
+	Q8SUB(7, Y11)
+	REDUCE8
+	MOVWLZX 0(SI), AX
+	VMOVD   AX, X13
+	VPINSRW $1, 34(SI), X13, X13
+	VPINSRW $2, 68(SI), X13, X13
+	VPINSRW $3, 102(SI), X13, X13
+	VPINSRW $4, 136(SI), X13, X13
+	VPINSRW $5, 170(SI), X13, X13
+	VPINSRW $6, 204(SI), X13, X13
+	VPINSRW $7, 238(SI), X13, X13
+	ACCUMULATE
+	ADDQ $272, SI
+	ADDQ $256, DI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  q8loop
+
+q8done:
+	EPILOGUE
+
+// IQ4_NL and Q4_0: block j at 18*j(SI); X14 is the 16-entry value table.
+#define NLSUB(j, Yout) \
+	VMOVDQU (2+18*j)(SI), X0 \
+	VPSRLW $4, X0, X1 \
+	VPAND q8nib<>(SB), X0, X0 \
+	VPAND q8nib<>(SB), X1, X1 \
+	VPSHUFB X0, X14, X0 \
+	VPSHUFB X1, X14, X1 \
+	VINSERTI128 $1, X1, Y0, Y0 \
+	SUMSIGNED(32*j, Yout)
+
+// func q8dotNib32AVX2(w *byte, xq *int8, xd *float32, xs *int32, groups int, lanes *[8]float32, table *int8)
+TEXT ·q8dotNib32AVX2(SB), NOSPLIT, $0-56
+	PROLOGUE
+	MOVQ    table+48(FP), AX
+	VMOVDQU (AX), X14
+	TESTQ   CX, CX
+	JZ      nldone
+
+nlloop:
+	NLSUB(0, Y4)
+	NLSUB(1, Y5)
+	NLSUB(2, Y6)
+	NLSUB(3, Y7)
+	NLSUB(4, Y8)
+	NLSUB(5, Y9)
+	NLSUB(6, Y10)
+	NLSUB(7, Y11)
+	REDUCE8
+	MOVWLZX 0(SI), AX
+	VMOVD   AX, X13
+	VPINSRW $1, 18(SI), X13, X13
+	VPINSRW $2, 36(SI), X13, X13
+	VPINSRW $3, 54(SI), X13, X13
+	VPINSRW $4, 72(SI), X13, X13
+	VPINSRW $5, 90(SI), X13, X13
+	VPINSRW $6, 108(SI), X13, X13
+	VPINSRW $7, 126(SI), X13, X13
+	ACCUMULATE
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  nlloop
+
+nldone:
+	EPILOGUE
+
+// Q2_0: sub-block j is half j%2 of block j/2 (codes at 2+18*(j/2)+8*(j%2)).
+// The codes c (0..3) are multiplied unsigned, and sum(c-1)*x is
+// sum c*x minus the activation block's code sum (BX).
+#define Q2SUB(off, j, Yout) \
+	VPBROADCASTD off(SI), X0 \
+	VPBROADCASTD (off+4)(SI), X1 \
+	VINSERTI128 $1, X1, Y0, Y0 \
+	VPSRLVD q8shift<>(SB), Y0, Y0 \
+	VPAND q8three<>(SB), Y0, Y0 \
+	VPSHUFB q8trans<>(SB), Y0, Y0 \
+	SUMUNSIGNED(32*j, Yout)
+
+// func q8dotQ2_0AVX2(w *byte, xq *int8, xd *float32, xs *int32, groups int, lanes *[8]float32)
+TEXT ·q8dotQ2_0AVX2(SB), NOSPLIT, $0-48
+	PROLOGUE
+	TESTQ CX, CX
+	JZ    q2done
+
+q2loop:
+	Q2SUB(2, 0, Y4)
+	Q2SUB(10, 1, Y5)
+	Q2SUB(20, 2, Y6)
+	Q2SUB(28, 3, Y7)
+	Q2SUB(38, 4, Y8)
+	Q2SUB(46, 5, Y9)
+	Q2SUB(56, 6, Y10)
+	Q2SUB(64, 7, Y11)
+	REDUCE8
+	VPSUBD  (BX), Y0, Y0
+	MOVWLZX 0(SI), AX
+	VMOVD   AX, X13
+	VPINSRW $1, 0(SI), X13, X13
+	VPINSRW $2, 18(SI), X13, X13
+	VPINSRW $3, 18(SI), X13, X13
+	VPINSRW $4, 36(SI), X13, X13
+	VPINSRW $5, 36(SI), X13, X13
+	VPINSRW $6, 54(SI), X13, X13
+	VPINSRW $7, 54(SI), X13, X13
+	ACCUMULATE
+	ADDQ $72, SI
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q2loop
+
+q2done:
+	EPILOGUE

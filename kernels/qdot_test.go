@@ -1,0 +1,253 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stratactl/stratactl/quant"
+)
+
+var q8Types = []quant.Type{quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q2_0}
+
+func gaussians(rng *rand.Rand, n int, sigma float64) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * sigma)
+	}
+	return x
+}
+
+// TestQ8RowMatchesQuant: the split activations are quant's Q8_0 blocks: code
+// times scale gives quant's decoding bit for bit, the block sums add up, and
+// no code is -128.
+func TestQ8RowMatchesQuant(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	var r Q8Row
+	for _, n := range []int{0, 32, 96, 4096} {
+		for _, sigma := range []float64{1e-6, 1e-3, 1, 1e4} {
+			x := gaussians(rng, n, sigma)
+			if n > 0 {
+				x[rng.IntN(n)] = 0
+			}
+			if err := QuantizeQ8Row(x, &r); err != nil {
+				t.Fatal(err)
+			}
+			blocks := make([]byte, n/32*34)
+			if err := quant.Quantize(quant.Q8_0, x, blocks, nil); err != nil {
+				t.Fatal(err)
+			}
+			want := make([]float32, n)
+			if err := quant.Dequantize(quant.Q8_0, blocks, want); err != nil {
+				t.Fatal(err)
+			}
+			if r.Len() != n {
+				t.Fatalf("Len %d, want %d", r.Len(), n)
+			}
+			for b := 0; b < n/32; b++ {
+				var sum int32
+				for j := 0; j < 32; j++ {
+					q := r.qs[32*b+j]
+					if q == -128 {
+						t.Fatalf("n=%d: code -128", n)
+					}
+					sum += int32(q)
+					if got := float32(q) * r.d[b]; math.Float32bits(got) != math.Float32bits(want[32*b+j]) {
+						t.Fatalf("n=%d sigma=%g element %d: %g, quant %g", n, sigma, 32*b+j, got, want[32*b+j])
+					}
+				}
+				if sum != r.sums[b] {
+					t.Fatalf("block %d: sum %d, stored %d", b, sum, r.sums[b])
+				}
+			}
+		}
+	}
+	if err := QuantizeQ8Row(make([]float32, 33), &r); err == nil {
+		t.Fatal("33 activations accepted")
+	}
+}
+
+// TestWeightSubMatchesQuant: the integer weights and scale of every
+// sub-block give quant's decoding bit for bit, on raw random blocks (NaN,
+// infinite and subnormal scales included).
+func TestWeightSubMatchesQuant(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	for _, typ := range q8Types {
+		ti, _ := quant.Info(typ)
+		row := randomBlocks(rng, typ, 64)
+		n := 64 * ti.BlockElements
+		want := make([]float32, n)
+		if err := quant.Dequantize(typ, row, want); err != nil {
+			t.Fatal(err)
+		}
+		var w [32]int8
+		for s := 0; s < n/32; s++ {
+			d := weightSub(typ, row, s, &w)
+			for j := range w {
+				got := float32(w[j]) * d
+				if math.Float32bits(got) != math.Float32bits(want[32*s+j]) && !(got != got && want[32*s+j] != want[32*s+j]) {
+					t.Fatalf("%s sub-block %d element %d: %g x %g = %g, quant %g", typ, s, j, float32(w[j]), d, got, want[32*s+j])
+				}
+			}
+		}
+	}
+}
+
+// guardedQ8Row copies r into buffers with guard values on both sides (codes
+// 127, NaN scales, huge sums), so a kernel reading past the row shows.
+func guardedQ8Row(r *Q8Row, shift int) *Q8Row {
+	const band = 64
+	g := &Q8Row{}
+	qs := make([]int8, band+shift+len(r.qs)+band)
+	for i := range qs {
+		qs[i] = 127
+	}
+	d := make([]float32, band+len(r.d)+band)
+	sums := make([]int32, band+len(r.sums)+band)
+	for i := range d {
+		d[i] = float32(math.NaN())
+		sums[i] = 1 << 30
+	}
+	g.qs = qs[band+shift : band+shift+len(r.qs) : band+shift+len(r.qs)]
+	g.d = d[band : band+len(r.d) : band+len(r.d)]
+	g.sums = sums[band : band+len(r.sums) : band+len(r.sums)]
+	copy(g.qs, r.qs)
+	copy(g.d, r.d)
+	copy(g.sums, r.sums)
+	return g
+}
+
+// sameFloat is bit equality, any NaN equal to any NaN.
+func sameFloat(a, b float32) bool {
+	return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
+}
+
+// TestDotQ8LengthsGuarded: every kernel set gives the portable path's bits
+// over every whole number of blocks up to 4096 weights, on unaligned rows
+// and activations between guard bands, with random raw weight blocks.
+func TestDotQ8LengthsGuarded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(35, 36))
+	var r Q8Row
+	sets := testSets()
+	for _, typ := range q8Types {
+		ti, _ := quant.Info(typ)
+		for n := 0; n <= 4096; n += ti.BlockElements {
+			raw := randomRow(rng, typ, n)
+			if rng.IntN(4) == 0 {
+				raw = randomBlocks(rng, typ, n/ti.BlockElements) // special scales too
+			}
+			row := guardedBytes(raw, rng.IntN(8))
+			if err := QuantizeQ8Row(gaussians(rng, n, 1), &r); err != nil {
+				t.Fatal(err)
+			}
+			x := guardedQ8Row(&r, rng.IntN(8))
+			want := portable.dotQ8(typ, row, x)
+			for _, s := range sets {
+				if got := s.k.dotQ8(typ, row, x); !sameFloat(got, want) {
+					t.Fatalf("%s n=%d on %s: %g (%#08x), portable %g (%#08x)", typ, n, s.name, got, math.Float32bits(got), want, math.Float32bits(want))
+				}
+			}
+		}
+	}
+}
+
+// TestDotQ8ErrorBound: the fast mode's error against the exact mode (Dot
+// on the float32 activations) stays within what quantizing the activations
+// allows: |x - x^| <= d0*(1/2 + 127/2048) per element (rounding to the
+// unrounded scale d0, then d0 rounded to fp16), times sum |w| per block, plus
+// float32 rounding.
+func TestDotQ8ErrorBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(37, 38))
+	var r Q8Row
+	for _, typ := range q8Types {
+		for trial := 0; trial < 20; trial++ {
+			n := 4096
+			row := randomRow(rng, typ, n)
+			x := gaussians(rng, n, 1)
+			if err := QuantizeQ8Row(x, &r); err != nil {
+				t.Fatal(err)
+			}
+			w := make([]float32, n)
+			if err := quant.Dequantize(typ, row, w); err != nil {
+				t.Fatal(err)
+			}
+			exact := Dot(typ, row, x, make([]float32, n))
+			fast := DotQ8(typ, row, &r)
+			var bound, mag float64
+			for b := 0; b < n/32; b++ {
+				var amax, sw float64
+				for j := 32 * b; j < 32*b+32; j++ {
+					amax = math.Max(amax, math.Abs(float64(x[j])))
+					sw += math.Abs(float64(w[j]))
+					mag += math.Abs(float64(w[j]) * float64(x[j]))
+				}
+				bound += amax / 127 * (0.5 + 127.0/2048) * sw
+			}
+			bound += 1e-5 * mag
+			if e := math.Abs(float64(fast) - float64(exact)); e > bound {
+				t.Fatalf("%s trial %d: fast %g exact %g, error %g over the bound %g", typ, trial, fast, exact, e, bound)
+			}
+		}
+	}
+}
+
+// TestDotQ8RejectsShapes: a row too short or a length that is not whole
+// blocks panics instead of reading past the row.
+func TestDotQ8RejectsShapes(t *testing.T) {
+	var r Q8Row
+	if err := QuantizeQ8Row(make([]float32, 96), &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		typ quant.Type
+		row int
+	}{{quant.Q8_0, 3*34 - 1}, {quant.Q2_0, 100}, {quant.F32, 1000}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s with %d row bytes for 96 weights: no panic", c.typ, c.row)
+				}
+			}()
+			DotQ8(c.typ, make([]byte, c.row), &r)
+		}()
+	}
+}
+
+// BenchmarkDotQ8: one row of 2560 weights against activations quantized once,
+// beside Dot on float32 activations. Bytes are the weight bytes read.
+func BenchmarkDotQ8(b *testing.B) {
+	const n = 2560
+	rng := rand.New(rand.NewPCG(9, 9))
+	x := gaussians(rng, n, 1)
+	var r Q8Row
+	if err := QuantizeQ8Row(x, &r); err != nil {
+		b.Fatal(err)
+	}
+	scratch := make([]float32, n)
+	for _, typ := range q8Types {
+		ti, _ := quant.Info(typ)
+		row, err := SampleBlocks(typ, n/ti.BlockElements, 3)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("%s/q8", typ), func(b *testing.B) {
+			b.SetBytes(int64(len(row)))
+			for b.Loop() {
+				DotQ8(typ, row, &r)
+			}
+		})
+		b.Run(fmt.Sprintf("%s/f32", typ), func(b *testing.B) {
+			b.SetBytes(int64(len(row)))
+			for b.Loop() {
+				Dot(typ, row, x, scratch)
+			}
+		})
+	}
+	b.Run("quantize-activations", func(b *testing.B) {
+		b.SetBytes(4 * n)
+		for b.Loop() {
+			QuantizeQ8Row(x, &r)
+		}
+	})
+}
