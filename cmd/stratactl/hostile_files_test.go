@@ -178,7 +178,7 @@ func TestHostileSpecialInputs(t *testing.T) {
 			return []string{"quantize", m, "--imatrix", x, "-o", filepath.Join(o, "q.gguf"), "--type", "q8_0"}
 		}},
 		{name: "pack", args: func(x, o string) []string { return []string{"pack", x, "-o", filepath.Join(o, "p")} }},
-		{name: "pack-keep", args: func(x, o string) []string { return []string{"pack", m, "--keep", x, "-o", filepath.Join(o, "p")} }},
+		{name: "pack-keep", args: func(x, o string) []string { return []string{"pack", m, "--keep-map", x, "-o", filepath.Join(o, "p")} }},
 		{name: "pack-imatrix", args: func(x, o string) []string {
 			return []string{"pack", m, "--imatrix", x, "-o", filepath.Join(o, "p")}
 		}},
