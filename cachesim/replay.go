@@ -9,10 +9,16 @@ import (
 type Policy int
 
 const (
-	// LRU is the store's rule: a miss (or a read-ahead guess) evicts the
-	// least recently used unpinned expert; a demand hit makes it the most
-	// recent; a new read is the most recent.
-	LRU Policy = iota
+	// Store is the store's rule: a miss (or a read-ahead guess) evicts the
+	// unpinned expert with the lowest Keep score (ties to the lower key),
+	// sparing those the current call claimed or hit while there is another;
+	// every demand, hit or miss, makes its expert the most recent and adds
+	// a use; guesses add neither.
+	Store Policy = iota
+	// LRU is plain least-recently-used, the store's rule before Store: a
+	// miss or a guess evicts the least recently used unpinned expert; a
+	// demand hit or any read makes it the most recent.
+	LRU
 	// MIN is Belady's: a miss evicts the resident expert whose next demand
 	// is farthest; a read-ahead guess is read only when some resident expert
 	// is next demanded later than the guess.
@@ -20,10 +26,13 @@ const (
 )
 
 func (p Policy) String() string {
-	if p == MIN {
+	switch p {
+	case MIN:
 		return "min"
+	case LRU:
+		return "lru"
 	}
-	return "lru"
+	return "store"
 }
 
 // Options of a replay.
@@ -34,7 +43,7 @@ type Options struct {
 	NoReadAhead bool
 }
 
-// Replay runs t's demands through an arena under policy p. Under LRU at
+// Replay runs t's demands through an arena under policy p. Under Store at
 // the live arena size and read-ahead setting it reproduces the live store's
 // counters exactly (the store's decisions depend only on this sequence).
 // Initial residents beyond a smaller arena are dropped oldest first.
@@ -51,10 +60,123 @@ func Replay(t *Trace, p Policy, opt Options) (Counts, error) {
 		init = init[len(init)-slots:]
 	}
 	n := t.Layers * t.Experts
-	if p == MIN {
+	switch p {
+	case MIN:
 		return replayMIN(t, n, slots, init, !opt.NoReadAhead), nil
+	case LRU:
+		return replayLRU(t, n, slots, init, !opt.NoReadAhead)
 	}
-	return replayLRU(t, n, slots, init, !opt.NoReadAhead)
+	return replayStore(t, slots, init, !opt.NoReadAhead)
+}
+
+// replayStore follows PackStore's claim, Need and Guess.
+func replayStore(t *Trace, slots int, init []Slot, readAhead bool) (Counts, error) {
+	last, uses := t.history()
+	last, uses = append([]int64(nil), last...), append([]int64(nil), uses...)
+	tick, call := t.Tick, int64(0)
+	n := t.Layers * t.Experts
+	in := make([]bool, n)
+	guess := make([]bool, n)
+	at := make([]int64, n) // the call that last claimed or hit it
+	var res []int32
+	for _, s := range init {
+		in[s.Key], guess[s.Key] = true, s.Guess
+		res = append(res, s.Key)
+	}
+	first := func(a, b int32) bool {
+		ka, kb := Keep(last[a], uses[a]), Keep(last[b], uses[b])
+		return ka < kb || ka == kb && a < b
+	}
+	claim := func(k int32, pinned []int32) bool {
+		if len(res) < slots {
+			res = append(res, k)
+		} else {
+			best, spared := -1, -1
+		scan:
+			for i, v := range res {
+				for _, p := range pinned {
+					if p == v {
+						continue scan
+					}
+				}
+				if at[v] == call {
+					if spared < 0 || first(v, res[spared]) {
+						spared = i
+					}
+				} else if best < 0 || first(v, res[best]) {
+					best = i
+				}
+			}
+			if best < 0 {
+				best = spared
+			}
+			if best < 0 {
+				return false
+			}
+			in[res[best]], guess[res[best]] = false, false
+			res[best] = k
+		}
+		in[k], guess[k], at[k] = true, false, call
+		return true
+	}
+	var c Counts
+	for i, r := range t.Records {
+		switch r.Op {
+		case OpNeed:
+			call++
+			started := 0
+			for _, k := range r.Keys {
+				c.Demands++
+				tick++
+				last[k] = tick
+				uses[k]++
+				if in[k] {
+					c.Hits++
+					if guess[k] {
+						c.ReadAheadHits++
+						guess[k] = false
+					}
+					at[k] = call
+					continue
+				}
+				c.Misses++
+				if started >= slots-1 {
+					continue
+				}
+				if claim(k, nil) {
+					started++
+					c.Reads++
+				}
+			}
+		case OpGuess:
+			if !readAhead {
+				continue
+			}
+			call++
+			budget := slots / 2
+			for _, k := range r.Keys {
+				if in[k] || budget == 0 {
+					continue
+				}
+				if claim(k, nil) {
+					budget--
+					guess[k] = true
+					c.Guesses++
+					c.Reads++
+				}
+			}
+		case OpClaim:
+			k := r.Keys[0]
+			if in[k] {
+				continue
+			}
+			if !claim(k, r.Keys[1:]) {
+				return c, fmt.Errorf("trace record %d: every one of %d slots is pinned", i, slots)
+			}
+			c.Reads++
+		}
+	}
+	return c, nil
 }
 
 // lru is a recency list over keys: head is the least recently used.

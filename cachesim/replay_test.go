@@ -176,7 +176,8 @@ func TestClaimPinned(t *testing.T) {
 func TestTraceRoundTrip(t *testing.T) {
 	tr := &Trace{Layers: 3, Experts: 300, Slots: 200, Tokens: 9, ReadAhead: true,
 		Initial: []Slot{{Key: 5}, {Key: 899, Guess: true}},
-		Live:    Counts{1, 2, 3, 4, 5, 6}}
+		Live:    Counts{1, 2, 3, 4, 5, 6}, Tick: 50, Last: make([]int64, 900), Uses: make([]int64, 900)}
+	tr.Last[899], tr.Uses[899], tr.Last[0] = 42, 3, -7
 	tr.Append(OpNeed, []int32{1, 200, 899})
 	tr.Append(OpGuess, nil)
 	tr.Append(OpClaim, []int32{7})
@@ -199,11 +200,13 @@ func TestTraceRoundTrip(t *testing.T) {
 		want string
 	}{
 		{"magic", func(b []byte) []byte { b[0] = 'X'; return b }, "byte 0: magic"},
-		{"version", func(b []byte) []byte { b[4] = 2; return b }, "byte 4: version"},
+		{"version", func(b []byte) []byte { b[4] = 3; return b }, "byte 4: version"},
+		{"history", func(b []byte) []byte { b[headerBytes+8+16*899] = 51; return b }, "expert 899 last demanded at 51 (tick 50)"},
+		{"tick", func(b []byte) []byte { b[103] = 0xff; return b }, "byte 96: tick"},
 		{"truncated", func(b []byte) []byte { return b[:len(b)-1] }, "record 2"},
 		{"trailing", func(b []byte) []byte { return append(b, 0) }, "follow the last record"},
 		{"key", func(b []byte) []byte { b[len(b)-1] = 0x80; return b }, "not a key"},
-		{"op", func(b []byte) []byte { b[headerBytes+8] = 'Z'; return b }, "unknown op"},
+		{"op", func(b []byte) []byte { b[headerBytes+8+16*900] = 'Z'; return b }, "unknown op"},
 		{"records", func(b []byte) []byte { b[40] = 0xff; return b }, "cannot fit"},
 		{"initial twice", func(b []byte) []byte { copy(b[headerBytes+4:], b[headerBytes:headerBytes+4]); return b }, "twice"},
 	} {
@@ -236,4 +239,36 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStoreRule: hand-worked replay of the store's rule: recency plus
+// UseWeight per demand, guesses adding neither, the current call's experts
+// spared.
+func TestStoreRule(t *testing.T) {
+	tr := &Trace{Layers: 1, Experts: 4, Slots: 2, ReadAhead: true,
+		Initial: []Slot{{Key: 1}, {Key: 0}}, Last: []int64{0, -1, -2, -3}, Uses: make([]int64, 4)}
+	tr.Append(OpNeed, []int32{0})    // tick 1: hit; Keep(0) = 1 + 8
+	tr.Append(OpNeed, []int32{2})    // tick 2: miss; 1 (Keep -1) goes before 0 (9)
+	tr.Append(OpNeed, []int32{1})    // tick 3: miss; 0 (9) goes before 2 (10)
+	tr.Append(OpGuess, []int32{3})   // 2 (10) goes before 1 (11); 3 keeps Keep -3
+	tr.Append(OpNeed, []int32{3, 2}) // 3 read-ahead hit, spared; 2 misses and 1 goes
+	got, err := Replay(tr, Store, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Counts{Demands: 5, Hits: 2, Misses: 3, ReadAheadHits: 1, Guesses: 1, Reads: 4}); got != want {
+		t.Errorf("%+v, want %+v", got, want)
+	}
+	// The current call's expert is spared even when its score is the
+	// lowest.
+	tr = &Trace{Layers: 1, Experts: 4, Slots: 2, Initial: []Slot{{Key: 0}, {Key: 1}}, Last: []int64{0, 0, 0, 0}, Uses: []int64{0, 5, 0, 0}}
+	tr.Append(OpNeed, []int32{0, 2}) // 0 hits (Keep 9, below 1's 40) but is spared: 1 goes
+	got, _ = Replay(tr, Store, Options{})
+	if want := (Counts{Demands: 2, Hits: 1, Misses: 1, Reads: 1}); got != want {
+		t.Errorf("spared: %+v, want %+v", got, want)
+	}
+	tr.Append(OpNeed, []int32{1})
+	if got, _ = Replay(tr, Store, Options{}); got.Misses != 2 {
+		t.Errorf("1 should have gone: %+v", got)
+	}
 }

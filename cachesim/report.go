@@ -9,7 +9,8 @@ type Run struct {
 	Counts         Counts  `json:"counts"`
 }
 
-// Report is every replay of one trace at one arena size: LRU and MIN, with
+// Report is every replay of one trace at one arena size: the store's rule,
+// plain LRU and MIN, with
 // and without the recorded read-ahead, beside the live store's counters.
 type Report struct {
 	Slots     int   `json:"slots"`
@@ -17,7 +18,7 @@ type Report struct {
 	Tokens    int64 `json:"tokens"`
 	ReadAhead bool  `json:"live_readahead"`
 	Live      Run   `json:"live"`
-	// LiveMatches is whether the LRU replay at the live arena size and
+	// LiveMatches is whether the Store replay at the live arena size and
 	// read-ahead setting gave the live counters exactly.
 	LiveMatches bool  `json:"live_matches"`
 	Runs        []Run `json:"runs"`
@@ -31,19 +32,19 @@ func (t *Trace) run(p string, ra bool, c Counts) Run {
 	return r
 }
 
-// Replays replays t under LRU and MIN, with and without read-ahead (with
+// Replays replays t under Store, LRU and MIN, with and without read-ahead (with
 // only when the live store read ahead), at slots (0: the live size).
 func Replays(t *Trace, slots int) (*Report, error) {
 	if slots == 0 {
 		slots = t.Slots
 	}
 	rep := &Report{Slots: slots, LiveSlots: t.Slots, Tokens: t.Tokens, ReadAhead: t.ReadAhead, Live: t.run("live", t.ReadAhead, t.Live)}
-	live, err := Replay(t, LRU, Options{})
+	live, err := Replay(t, Store, Options{})
 	if err != nil {
 		return nil, err
 	}
 	rep.LiveMatches = live == t.Live
-	for _, p := range []Policy{LRU, MIN} {
+	for _, p := range []Policy{Store, LRU, MIN} {
 		for _, ra := range []bool{true, false} {
 			if ra && !t.ReadAhead {
 				continue

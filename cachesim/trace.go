@@ -67,10 +67,17 @@ type Trace struct {
 	Tokens int64
 	// ReadAhead is whether the live store read ahead.
 	ReadAhead bool
-	// Initial is the arena's content at the start, least recently used
-	// first.
+	// Initial is the arena's content at the start, the first to be
+	// evicted first.
 	Initial []Slot
-	Records []Record
+	// Tick is the store's demand count at the start; Last and Uses are
+	// every expert's history then (by key): the tick of its last demand
+	// (≤ Tick; before any demand the pack's ranking, as 0, -1, -2, ...
+	// from the hottest) and its demands. The store's eviction score is
+	// Keep(Last, Uses).
+	Tick       int64
+	Last, Uses []int64
+	Records    []Record
 	// Live are the live store's counters over the trace.
 	Live Counts
 }
@@ -78,11 +85,23 @@ type Trace struct {
 // Magic and Version identify the STRC file format.
 const (
 	Magic   = "STRC"
-	Version = 1
+	Version = 2
 	// headerBytes is the fixed header before the initial arena.
-	headerBytes = 96
+	headerBytes = 104
 	guessBit    = 1 << 31
+	// histLimit bounds |Last|, and Uses, so that Keep cannot overflow.
+	histLimit = 1 << 56
 )
+
+// UseWeight is what one past demand is worth in Keep, in demands of
+// recency: an expert demanded n times more is kept as if demanded
+// UseWeight × n demands later. Replays of the fixtures' traces put the
+// best weight between 4 and 16 (docs/QUALITY.md).
+const UseWeight = 8
+
+// Keep is the store's eviction score of an expert last demanded at tick
+// last and demanded uses times: the lowest goes first.
+func Keep(last, uses int64) int64 { return last + UseWeight*uses }
 
 // Append adds a record of keys (copied).
 func (t *Trace) Append(op Op, keys []int32) {
@@ -112,6 +131,7 @@ func (t *Trace) WriteTo(w io.Writer) (int64, error) {
 	for i, v := range []int64{c.Demands, c.Hits, c.Misses, c.ReadAheadHits, c.Guesses, c.Reads} {
 		le.PutUint64(h[48+8*i:], uint64(v))
 	}
+	le.PutUint64(h[96:], uint64(t.Tick))
 	n := int64(0)
 	write := func(b []byte) error {
 		k, err := bw.Write(b)
@@ -129,6 +149,15 @@ func (t *Trace) WriteTo(w io.Writer) (int64, error) {
 		}
 		le.PutUint32(b[:], v)
 		if err := write(b[:]); err != nil {
+			return n, err
+		}
+	}
+	var hb [16]byte
+	last, uses := t.history()
+	for k := range last {
+		le.PutUint64(hb[:], uint64(last[k]))
+		le.PutUint64(hb[8:], uint64(uses[k]))
+		if err := write(hb[:]); err != nil {
 			return n, err
 		}
 	}
@@ -154,6 +183,16 @@ func (t *Trace) check() error {
 	}
 	if t.Slots < 1 || int64(t.Slots) > keys || len(t.Initial) > t.Slots || t.Tokens < 0 {
 		return fmt.Errorf("trace: %d slots of %d experts, %d initially resident, %d tokens", t.Slots, keys, len(t.Initial), t.Tokens)
+	}
+	if t.Last == nil && t.Uses == nil {
+		// No history: every expert at zero (a trace built in memory).
+	} else if int64(len(t.Last)) != keys || int64(len(t.Uses)) != keys || t.Tick < 0 || t.Tick >= histLimit {
+		return fmt.Errorf("trace: history of %d and %d experts of %d, tick %d", len(t.Last), len(t.Uses), keys, t.Tick)
+	}
+	for k := range t.Last {
+		if t.Last[k] > t.Tick || t.Last[k] <= -histLimit || t.Uses[k] < 0 || t.Uses[k] >= histLimit {
+			return fmt.Errorf("trace: expert %d last demanded at %d (tick %d), %d demands", k, t.Last[k], t.Tick, t.Uses[k])
+		}
 	}
 	seen := make(map[int32]bool, len(t.Initial))
 	for i, s := range t.Initial {
@@ -240,6 +279,10 @@ func Parse(b []byte, name string) (*Trace, error) {
 		live[i] = int64(v)
 	}
 	t.Live = Counts{live[0], live[1], live[2], live[3], live[4], live[5]}
+	t.Tick = int64(le.Uint64(b[96:]))
+	if t.Tick < 0 || t.Tick >= histLimit {
+		return bad(96, "tick %d", t.Tick)
+	}
 	off := headerBytes
 	if int64(len(b)-off) < 4*nInit {
 		return bad(off, "%d initial slots need %d bytes, %d remain", nInit, 4*nInit, len(b)-off)
@@ -255,6 +298,17 @@ func Parse(b []byte, name string) (*Trace, error) {
 		seen[k] = true
 		t.Initial[i] = Slot{Key: int32(k), Guess: v&guessBit != 0}
 		off += 4
+	}
+	if int64(len(b)-off) < 16*keys {
+		return bad(off, "the history of %d experts needs %d bytes, %d remain", keys, 16*keys, len(b)-off)
+	}
+	t.Last, t.Uses = make([]int64, keys), make([]int64, keys)
+	for k := range t.Last {
+		t.Last[k], t.Uses[k] = int64(le.Uint64(b[off:])), int64(le.Uint64(b[off+8:]))
+		if t.Last[k] > t.Tick || t.Last[k] <= -histLimit || t.Uses[k] < 0 || t.Uses[k] >= histLimit {
+			return bad(off, "expert %d last demanded at %d (tick %d), %d demands", k, t.Last[k], t.Tick, t.Uses[k])
+		}
+		off += 16
 	}
 	// Every record takes at least 2 bytes: bound the count before allocating.
 	if nRec > uint64(len(b)-off)/2 {
@@ -291,4 +345,13 @@ func Parse(b []byte, name string) (*Trace, error) {
 		return bad(off, "%d bytes follow the last record", len(b)-off)
 	}
 	return t, nil
+}
+
+// history is Last and Uses, zeros when the trace has none.
+func (t *Trace) history() (last, uses []int64) {
+	if t.Last == nil && t.Uses == nil {
+		n := t.Layers * t.Experts
+		return make([]int64, n), make([]int64, n)
+	}
+	return t.Last, t.Uses
 }

@@ -53,12 +53,15 @@ func (s *PackStore) StartTrace() {
 			order = append(order, i)
 		}
 	}
-	// Least recently used first; ties (the start-up fill) by slot index,
-	// the order claim breaks them in.
-	sort.SliceStable(order, func(a, b int) bool { return s.slots[order[a]].lastUse < s.slots[order[b]].lastUse })
+	// The first to be evicted first (plain LRU replays start from this
+	// order).
+	sort.Slice(order, func(a, b int) bool { return s.evictsFirst(s.slots[order[a]].key, s.slots[order[b]].key) })
 	for _, i := range order {
 		t.Initial = append(t.Initial, cachesim.Slot{Key: int32(s.slots[i].key), Guess: s.slots[i].guess})
 	}
+	t.Tick = s.tick
+	t.Last = append([]int64(nil), s.keyLast...)
+	t.Uses = append([]int64(nil), s.keyUses...)
 	s.rec = &traceRec{t: t, from: s.counters}
 }
 
@@ -81,15 +84,15 @@ func (s *PackStore) StopTrace(tokens int) *cachesim.Trace {
 
 // AddReplay sets the report's Belady figure from the trace of the same
 // tokens: MIN at the store's arena size, with read-ahead when the store
-// reads ahead. It fails when the store's own LRU replay does not give the
-// store's counters, which would make the comparison meaningless.
+// reads ahead. It fails when the replay of the store's own rule does not
+// give the store's counters, which would make the comparison meaningless.
 func (r *StreamReport) AddReplay(t *cachesim.Trace) error {
-	lru, err := cachesim.Replay(t, cachesim.LRU, cachesim.Options{})
+	own, err := cachesim.Replay(t, cachesim.Store, cachesim.Options{})
 	if err != nil {
 		return err
 	}
-	if lru != t.Live {
-		return fmt.Errorf("the LRU replay of the expert trace gives %+v, the store counted %+v", lru, t.Live)
+	if own != t.Live {
+		return fmt.Errorf("the replay of the expert trace gives %+v, the store counted %+v", own, t.Live)
 	}
 	min, err := cachesim.Replay(t, cachesim.MIN, cachesim.Options{})
 	if err != nil {

@@ -38,13 +38,25 @@ type mappedExperts struct {
 	experts [][]Expert
 }
 
+// fusedGateUp is the tensor that holds each expert's gate rows then its up
+// rows, [Embd, 2*ExpertFF, Experts] (convert_hf_to_gguf.py
+// --fuse-gate-up-exps), in place of ffn_gate_exps and ffn_up_exps.
+const fusedGateUp = "ffn_gate_up_exps"
+
 func newMappedExperts(f *gguf.File, c *Config) (*mappedExperts, error) {
 	l := tensorLoader{f}
 	s := &mappedExperts{experts: make([][]Expert, c.Layers)}
 	for i := 0; i < c.Layers; i++ {
 		s.experts[i] = make([]Expert, c.Experts)
-		for p, part := range expertParts {
-			name := fmt.Sprintf("blk.%d.%s.weight", i, part)
+		first := 0 // the first part still to map
+		if name := fmt.Sprintf("blk.%d.%s.weight", i, fusedGateUp); hasTensor(f, name) {
+			if err := s.mapGateUp(l, c, i, name); err != nil {
+				return nil, err
+			}
+			first = 2
+		}
+		for p := first; p < len(expertParts); p++ {
+			name := fmt.Sprintf("blk.%d.%s.weight", i, expertParts[p])
 			cols, rows := c.expertShape(p)
 			t, data, err := l.info(name, cols, rows, c.Experts)
 			if err != nil {
@@ -72,6 +84,41 @@ func newMappedExperts(f *gguf.File, c *Config) (*mappedExperts, error) {
 		}
 	}
 	return s, nil
+}
+
+// mapGateUp maps layer i's fused gate/up tensor: per expert, the first
+// ExpertFF rows are the gate, the next ExpertFF the up projection.
+func (s *mappedExperts) mapGateUp(l tensorLoader, c *Config, i int, name string) error {
+	f := l.f
+	for _, part := range expertParts[:2] {
+		if n := fmt.Sprintf("blk.%d.%s.weight", i, part); hasTensor(f, n) {
+			return fmt.Errorf("%s: block %d has both %s and %s", f.Path, i, name, n)
+		}
+	}
+	t, data, err := l.info(name, c.Embd, 2*c.ExpertFF, c.Experts)
+	if err != nil {
+		return err
+	}
+	if err := partType(t.Type); err != nil {
+		return fmt.Errorf("%s: tensor %s: %w", f.Path, name, err)
+	}
+	per := len(data) / c.Experts
+	for e := 0; e < c.Experts; e++ {
+		d := data[e*per : (e+1)*per]
+		ex := &s.experts[i][e]
+		if ex.Gate, err = kernels.NewMatrix(t.Type, d[:per/2], c.Embd, c.ExpertFF); err == nil {
+			ex.Up, err = kernels.NewMatrix(t.Type, d[per/2:], c.Embd, c.ExpertFF)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: tensor %s expert %d: %w", f.Path, name, e, err)
+		}
+	}
+	return nil
+}
+
+func hasTensor(f *gguf.File, name string) bool {
+	_, ok := f.Tensor(name)
+	return ok
 }
 
 func (s *mappedExperts) Get(layer, e int) (*Expert, error) { return &s.experts[layer][e], nil }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -185,4 +186,77 @@ func abs64(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// TestFusedGateUpSameModel: the qwen35moe fixture with each block's
+// ffn_gate_exps and ffn_up_exps fused into ffn_gate_up_exps (per expert
+// the gate rows, then the up rows: llama.cpp's layout) gives the same
+// logit bits.
+func TestFusedGateUpSameModel(t *testing.T) {
+	src, err := gguf.OpenMapped(tiny35(t, "model-bf16.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	c, err := ReadConfig(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var specs []gguf.TensorSpec
+	data := map[string][]byte{}
+	for _, sp := range src.Specs() {
+		blk, rest, _ := gguf.SplitBlockName(sp.Name)
+		ti, _ := src.Tensor(sp.Name)
+		b, _ := src.Bytes(ti)
+		switch rest {
+		case "ffn_up_exps.weight":
+			continue
+		case "ffn_gate_exps.weight":
+			ui, _ := src.Tensor(fmt.Sprintf("blk.%d.ffn_up_exps.weight", blk))
+			ub, _ := src.Bytes(ui)
+			per := len(b) / c.Experts
+			var fused []byte
+			for e := 0; e < c.Experts; e++ {
+				fused = append(fused, b[e*per:(e+1)*per]...)
+				fused = append(fused, ub[e*per:(e+1)*per]...)
+			}
+			sp = gguf.TensorSpec{Name: fmt.Sprintf("blk.%d.ffn_gate_up_exps.weight", blk), Type: sp.Type, Dims: []int64{sp.Dims[0], 2 * sp.Dims[1], sp.Dims[2]}}
+			b = fused
+		}
+		specs = append(specs, sp)
+		data[sp.Name] = b
+	}
+	path := filepath.Join(t.TempDir(), "fused.gguf")
+	w, err := gguf.Create(path, src.KV, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sp := range specs {
+		if err := w.WriteTensor(sp.Name, data[sp.Name]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	fused, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fused.Close()
+	base := openQwen35(t)
+	ids := readI32(t, tiny35(t, "refs", "eval_tokens.i32.bin"))[:64]
+	want, err := base.NewSession().Forward(ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := fused.NewSession().Forward(ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("logit %d: fused %g, separate %g", i, got[i], want[i])
+		}
+	}
 }

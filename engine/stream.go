@@ -76,17 +76,18 @@ const (
 )
 
 type arenaSlot struct {
-	key     int // layer*E + expert, or -1
-	state   int
-	pins    int
-	lastUse int64
-	guess   bool // brought in by read-ahead and not used since
-	err     error
-	ex      Expert
+	key   int // layer*E + expert, or -1
+	state int
+	pins  int
+	call  int64 // the Need or Guess call that last claimed or hit it
+	guess bool  // brought in by read-ahead and not used since
+	err   error
+	ex    Expert
 }
 
-// PackStore keeps experts of a pack in an arena of fixed slots with LRU
-// eviction; misses read whole slots (O_DIRECT where the filesystem allows),
+// PackStore keeps experts of a pack in an arena of fixed slots, evicting
+// the expert with the lowest cachesim.Keep score (recency plus frequency of
+// demands, read-ahead guesses adding neither); misses read whole slots (O_DIRECT where the filesystem allows),
 // checked against their CRC-32C.
 type PackStore struct {
 	cfg       *Config
@@ -100,17 +101,21 @@ type PackStore struct {
 	direct     bool
 	directNote string
 
-	mu       sync.Mutex
-	cond     *sync.Cond
-	arena    []byte
-	slots    []arenaSlot
-	where    []int // key -> slot, -1 when absent
-	tick     int64
-	jobs     chan int // reads the forward pass waits for
-	guesses  chan int // read-ahead, served only when no demand read waits
-	wg       sync.WaitGroup
-	closed   bool
-	counters StreamCounters
+	mu    sync.Mutex
+	cond  *sync.Cond
+	arena []byte
+	slots []arenaSlot
+	where []int // key -> slot, -1 when absent
+	tick  int64 // demands so far
+	call  int64 // Need and Guess calls so far
+	// keyLast and keyUses are each expert's history, resident or not: the
+	// tick of its last demand and its demands.
+	keyLast, keyUses []int64
+	jobs             chan int // reads the forward pass waits for
+	guesses          chan int // read-ahead, served only when no demand read waits
+	wg               sync.WaitGroup
+	closed           bool
+	counters         StreamCounters
 
 	fillSlots   int
 	fillSeconds float64
@@ -212,11 +217,17 @@ func (s *PackStore) fill(rank [][]uint32) error {
 			}
 		}
 	}
+	// Before any demand, the ranking orders the experts: the coldest goes
+	// first.
+	s.keyLast, s.keyUses = make([]int64, len(s.where)), make([]int64, len(s.where))
+	for i, k := range order {
+		s.keyLast[k] = -int64(i)
+	}
 	order = order[:min(len(order), len(s.slots))]
 	s.mu.Lock()
 	for i, k := range order {
 		sl := &s.slots[i]
-		sl.key, sl.state, sl.lastUse = k, slotLoading, s.tick
+		sl.key, sl.state = k, slotLoading
 		s.where[k] = i
 		s.jobs <- i
 	}
@@ -327,8 +338,10 @@ func (s *PackStore) readAt(buf []byte, off int64) error {
 	return err
 }
 
-// claim takes a slot for key: a free one, else the least recently used one
-// that is not pinned, waiting for its read to finish if it is still being
+// claim takes a slot for key: a free one, else the unpinned one whose
+// expert has the lowest cachesim.Keep score (ties to the lower key),
+// sparing the experts the current call has claimed or hit while there is
+// another, and waiting for the victim's read to finish if it is still being
 // read, so that which expert goes depends only on the sequence of calls and
 // never on read timing (a trace replays exactly, cachesim). It returns -1
 // when every slot is pinned. Called with s.mu held; it counts the read
@@ -337,15 +350,26 @@ func (s *PackStore) claim(key int) int {
 	best := -1
 	for {
 		best = -1
+		spared := -1
 		for i := range s.slots {
 			sl := &s.slots[i]
 			if sl.key < 0 || sl.state == slotFailed {
 				best = i
 				break
 			}
-			if sl.pins == 0 && (best < 0 || sl.lastUse < s.slots[best].lastUse) {
+			if sl.pins > 0 {
+				continue
+			}
+			if sl.call == s.call {
+				if spared < 0 || s.evictsFirst(sl.key, s.slots[spared].key) {
+					spared = i
+				}
+			} else if best < 0 || s.evictsFirst(sl.key, s.slots[best].key) {
 				best = i
 			}
+		}
+		if best < 0 {
+			best = spared
 		}
 		if best < 0 {
 			return -1
@@ -364,10 +388,15 @@ func (s *PackStore) claim(key int) int {
 	if sl.key >= 0 {
 		s.where[sl.key] = -1
 	}
-	s.tick++
-	*sl = arenaSlot{key: key, state: slotLoading, lastUse: s.tick}
+	*sl = arenaSlot{key: key, state: slotLoading, call: s.call}
 	s.where[key] = best
 	return best
+}
+
+// evictsFirst is whether expert a goes before expert b.
+func (s *PackStore) evictsFirst(a, b int) bool {
+	ka, kb := cachesim.Keep(s.keyLast[a], s.keyUses[a]), cachesim.Keep(s.keyLast[b], s.keyUses[b])
+	return ka < kb || ka == kb && a < b
 }
 
 // Need counts the experts a batch needs in layer and starts reading the
@@ -379,10 +408,14 @@ func (s *PackStore) Need(layer int, ids []int) {
 	if s.rec != nil {
 		s.rec.add(cachesim.OpNeed, layer, ids)
 	}
+	s.call++
 	started := 0
 	for _, e := range ids {
 		key := layer*E + e
 		s.counters.Demands++
+		s.tick++
+		s.keyLast[key] = s.tick
+		s.keyUses[key]++
 		if i := s.where[key]; i >= 0 && s.slots[i].state != slotFailed {
 			s.counters.Hits++
 			sl := &s.slots[i]
@@ -390,8 +423,7 @@ func (s *PackStore) Need(layer int, ids []int) {
 				s.counters.ReadAheadHits++
 				sl.guess = false
 			}
-			s.tick++
-			sl.lastUse = s.tick
+			sl.call = s.call
 			continue
 		}
 		s.counters.Misses++
@@ -416,6 +448,7 @@ func (s *PackStore) Guess(layer int, ids []int) {
 	if s.rec != nil {
 		s.rec.add(cachesim.OpGuess, layer, ids)
 	}
+	s.call++
 	budget := len(s.slots) / 2
 	for _, e := range ids {
 		key := layer*E + e

@@ -42,6 +42,10 @@ type Options struct {
 	// Split writes the output as shards (llama.cpp's gguf-split naming);
 	// the zero value writes one file.
 	Split gguf.SplitOptions
+	// KeepMap, when set, is where the keep map is written beside the model:
+	// both outputs or neither (the model's files are removed again when the
+	// keep map cannot be written).
+	KeepMap string
 }
 
 // Write streams src into a GGUF at out that holds only the experts of keep:
@@ -135,6 +139,14 @@ func Write(ctx context.Context, src *gguf.File, keep *strata.Keep, out string, o
 		return nil, err
 	}
 	ok = true
+	if opt.KeepMap != "" {
+		if err := strata.WriteKeep(opt.KeepMap, keep); err != nil {
+			for _, p := range paths {
+				os.Remove(p)
+			}
+			return nil, err
+		}
+	}
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {

@@ -39,8 +39,8 @@ func TestEvalThroughStore(t *testing.T) {
 	if tr.Live != (cachesim.Counts{Demands: c.Demands, Hits: c.Hits, Misses: c.Misses, ReadAheadHits: c.ReadAheadHits, Guesses: c.Guesses, Reads: c.Reads}) || tr.Tokens != 3*48 {
 		t.Errorf("trace counters %+v over %d tokens, eval reported %+v", tr.Live, tr.Tokens, c)
 	}
-	if lru, _ := cachesim.Replay(tr, cachesim.LRU, cachesim.Options{}); lru != tr.Live {
-		t.Errorf("LRU replay %+v, live %+v", lru, tr.Live)
+	if own, _ := cachesim.Replay(tr, cachesim.Store, cachesim.Options{}); own != tr.Live {
+		t.Errorf("store replay %+v, live %+v", own, tr.Live)
 	}
 	bonus := decode[evalReport](t, stratactl(t, append(args, "--cache-bonus", "1.5", "--exact-picks", "1")...))
 	if bonus.KLDMean <= 0 || bonus.CacheBonus == nil || *bonus.ExactPicks != 1 || bonus.Stream == nil {

@@ -8,7 +8,6 @@ import (
 	"github.com/stratactl/stratactl/engine"
 	"github.com/stratactl/stratactl/internal/cli"
 	"github.com/stratactl/stratactl/profile"
-	"github.com/stratactl/stratactl/prune"
 	"github.com/stratactl/stratactl/strata"
 )
 
@@ -52,31 +51,6 @@ model's tokenizer) or --ids (a file of little-endian int32 token ids).
 	return cmd
 }
 
-// profileLayer summarises one MoE layer in profile's report.
-type profileLayer struct {
-	Block    int     `json:"block"`
-	CountMin int64   `json:"count_min"`
-	CountMax int64   `json:"count_max"`
-	Unused   int     `json:"unused_experts"`
-	TopREAP  []int   `json:"top_reap"`
-	TopCount []int   `json:"top_count"`
-	REAPMin  float64 `json:"reap_min"`
-	REAPMax  float64 `json:"reap_max"`
-}
-
-type profileReport struct {
-	Model      string         `json:"model"`
-	Output     string         `json:"output"`
-	Source     string         `json:"source"`
-	Ctx        int            `json:"ctx"`
-	Windows    int            `json:"windows"`
-	Tokens     int64          `json:"tokens"`
-	NExpert    int            `json:"n_expert"`
-	Seconds    float64        `json:"seconds"`
-	TokensPerS float64        `json:"tokens_per_s"`
-	Layers     []profileLayer `json:"layers"`
-}
-
 func runProfile(cmd *cobra.Command, env *cli.Env, path string, f *profileFlags) error {
 	if err := checkFiles([]string{path, f.tokens.text, f.tokens.ids}, []string{f.out}); err != nil {
 		return err
@@ -115,24 +89,9 @@ func runProfile(cmd *cobra.Command, env *cli.Env, path string, f *profileFlags) 
 	if err := strata.WriteKeep(f.out, stats.Keep()); err != nil {
 		return err
 	}
-	rep := profileReport{Model: path, Output: f.out, Source: src, Ctx: f.ctx, Windows: len(windows), Tokens: stats.Tokens,
-		NExpert: stats.NExpert, Seconds: secs, TokensPerS: float64(stats.Tokens) / secs}
-	const top = 8
-	for l, b := range stats.Blocks {
-		pl := profileLayer{Block: b, CountMin: stats.Count[l][0], CountMax: stats.Count[l][0], REAPMin: stats.REAP(l, 0), REAPMax: stats.REAP(l, 0)}
-		for e := range stats.NExpert {
-			c, r := stats.Count[l][e], stats.REAP(l, e)
-			pl.CountMin, pl.CountMax = min(pl.CountMin, c), max(pl.CountMax, c)
-			pl.REAPMin, pl.REAPMax = min(pl.REAPMin, r), max(pl.REAPMax, r)
-			if c == 0 {
-				pl.Unused++
-			}
-		}
-		n := min(top, stats.NExpert)
-		pl.TopREAP = prune.Order(stats, prune.REAP, l)[:n]
-		pl.TopCount = stats.ByCount(l)[:n]
-		rep.Layers = append(rep.Layers, pl)
-	}
+	// The top 8 of each ranking: what fits on a line.
+	rep := profile.Report{Model: path, Output: f.out, Source: src, Ctx: f.ctx, Windows: len(windows), Tokens: stats.Tokens,
+		NExpert: stats.NExpert, Seconds: secs, TokensPerS: float64(stats.Tokens) / secs, Layers: stats.Summary(8)}
 	if env.JSON {
 		return env.PrintJSON(rep)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -57,18 +56,6 @@ experts serve.`,
 	cli.Verbose(fl, env, "also list the experts each layer keeps")
 	cmd.MarkFlagRequired("output")
 	return cmd
-}
-
-type pruneReport struct {
-	Model     string     `json:"model"`
-	Criterion string     `json:"criterion"`
-	KeepMap   string     `json:"keep_map"`
-	Keep      [][]uint32 `json:"keep"`
-	// Retained: per layer, the share of the profile's routing that the kept
-	// experts hold (absent without --profile).
-	Retained     []prune.Retained `json:"retained,omitempty"`
-	RetainedMean *prune.Retained  `json:"retained_mean,omitempty"`
-	*prune.Result
 }
 
 // keepMapPath is where prune writes the keep map by default.
@@ -145,33 +132,13 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 		total += src.Tensors[i].Size
 	}
 	prog := env.NewProgress(total*int64(keep.NKeep())/int64(keep.NExpert), "prune", cli.Bytes)
-	res, err := prune.Write(cmd.Context(), src, keep, f.out, prune.Options{Criterion: criterion, Progress: prog.Add, Split: split})
+	res, err := prune.Write(cmd.Context(), src, keep, f.out, prune.Options{Criterion: criterion, Progress: prog.Add, Split: split, KeepMap: keepOut})
 	prog.Done()
 	if err != nil {
 		return err
 	}
-	if keepOut != "" {
-		if err := strata.WriteKeep(keepOut, keep); err != nil {
-			// Both outputs or neither.
-			if len(res.Shards) == 0 {
-				os.Remove(f.out)
-			}
-			for _, p := range res.Shards {
-				os.Remove(p)
-			}
-			return err
-		}
-	}
-	rep := pruneReport{Model: path, Criterion: criterion, KeepMap: keepOut, Keep: keep.Keep, Retained: retained, Result: res}
-	if len(retained) > 0 {
-		m := prune.Retained{Block: -1}
-		for _, r := range retained {
-			m.Count += r.Count / float64(len(retained))
-			m.GateSum += r.GateSum / float64(len(retained))
-			m.EAN += r.EAN / float64(len(retained))
-		}
-		rep.RetainedMean = &m
-	}
+	rep := prune.Report{Model: path, Criterion: criterion, KeepMap: keepOut, Keep: keep.Keep, Retained: retained,
+		RetainedMean: prune.MeanRetained(retained), Result: res}
 	if keepOut == "" {
 		rep.KeepMap = f.keepMap
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stratactl/stratactl/internal/cli"
 	"github.com/stratactl/stratactl/internal/testutil"
 	"github.com/stratactl/stratactl/profile"
+	"github.com/stratactl/stratactl/prune"
 	"github.com/stratactl/stratactl/strata"
 )
 
@@ -55,7 +56,7 @@ func TestProfilePruneEval(t *testing.T) {
 	model := testutil.TinyModel(t, "model-bf16.gguf")
 	calib := testutil.TinyModel(t, "calib_tokens.i32.bin")
 	prof := filepath.Join(dir, "profile.strp")
-	rep := decode[profileReport](t, stratactl(t, "profile", model, "--ids", calib, "--ctx", "256", "--max-tokens", "600", "-o", prof, "--json"))
+	rep := decode[profile.Report](t, stratactl(t, "profile", model, "--ids", calib, "--ctx", "256", "--max-tokens", "600", "-o", prof, "--json"))
 	if rep.Tokens != 512 || rep.Windows != 2 || rep.NExpert != 32 || len(rep.Layers) != 4 {
 		t.Fatalf("profile report %+v", rep)
 	}
@@ -84,7 +85,7 @@ func TestProfilePruneEval(t *testing.T) {
 	}
 
 	pruned := filepath.Join(dir, "pruned.gguf")
-	pr := decode[pruneReport](t, stratactl(t, "prune", model, "--profile", prof, "--keep", "16", "--by", "frequency", "-o", pruned, "--json"))
+	pr := decode[prune.Report](t, stratactl(t, "prune", model, "--profile", prof, "--keep", "16", "--by", "frequency", "-o", pruned, "--json"))
 	if pr.KeepMap != filepath.Join(dir, "pruned.keep.strp") || pr.NKeep != 16 || pr.NExpert != 32 {
 		t.Fatalf("prune report %+v", pr)
 	}
@@ -131,7 +132,7 @@ func TestProfilePruneEval(t *testing.T) {
 	}
 	// With the profile as well, it reports what the kept experts serve: by
 	// frequency, at least half of the routed slots.
-	rr := decode[pruneReport](t, stratactl(t, "prune", model, "--keep-map", pr.KeepMap, "--profile", prof, "-o", again, "--json"))
+	rr := decode[prune.Report](t, stratactl(t, "prune", model, "--keep-map", pr.KeepMap, "--profile", prof, "-o", again, "--json"))
 	if len(rr.Retained) != 4 || rr.RetainedMean == nil || rr.RetainedMean.Count < 0.5 || rr.RetainedMean.Count > 1 {
 		t.Errorf("retained %+v mean %+v", rr.Retained, rr.RetainedMean)
 	}
@@ -225,7 +226,7 @@ func TestPrunedModelWithTheToolchain(t *testing.T) {
 		t.Fatal(err)
 	}
 	pruned := filepath.Join(dir, "pruned.gguf")
-	pr := decode[pruneReport](t, stratactl(t, "prune", model, "--profile", prof, "--keep", "8", "-o", pruned, "--json"))
+	pr := decode[prune.Report](t, stratactl(t, "prune", model, "--profile", prof, "--keep", "8", "-o", pruned, "--json"))
 
 	var ins struct {
 		MoE struct {

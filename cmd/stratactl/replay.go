@@ -15,13 +15,14 @@ func newReplayCmd(env *cli.Env) *cobra.Command {
 	var slots int
 	cmd := &cobra.Command{
 		Use:   "replay TRACE",
-		Short: "Replay an expert-demand trace (run/eval --trace) under LRU and Belady's MIN",
+		Short: "Replay an expert-demand trace (run/eval --trace) under the store's rule, LRU and Belady's MIN",
 		Long: `replay reads a trace written by run --trace or eval --trace and replays its
 expert demands through an arena of --slots slots (0: the live store's size),
-from the arena content the trace starts with, under the store's LRU and under
+from the arena content the trace starts with, under the store's own rule
+(recency plus frequency of demands, docs/FORMATS.md), plain LRU, and
 Belady's MIN (evict the expert next demanded farthest in the future), each
 with the recorded read-ahead guesses (when the live store read ahead) and
-without. At the live size with the live read-ahead setting, the LRU replay
+without. At the live size with the live read-ahead setting, the store-rule replay
 gives the live store's counters exactly; it says whether it did. With
 cache-aware routing the demands themselves depend on what was resident, so a
 replay at another size or policy is what that policy would do on these
@@ -52,9 +53,9 @@ demands, not what a live run with it would demand.`,
 			}
 			tw.Flush()
 			if rep.LiveMatches {
-				fmt.Fprintln(env.Out, "the LRU replay at the live size reproduces the live counters exactly")
+				fmt.Fprintln(env.Out, "the store-rule replay at the live size reproduces the live counters exactly")
 			} else {
-				fmt.Fprintln(env.Out, "the LRU replay at the live size does NOT reproduce the live counters")
+				fmt.Fprintln(env.Out, "the store-rule replay at the live size does NOT reproduce the live counters")
 			}
 			return nil
 		},

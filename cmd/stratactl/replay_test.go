@@ -15,7 +15,8 @@ import (
 )
 
 // TestRunTraceReplay: run --trace writes the decode phase's demands; replay
-// reproduces run's own counters from it, and run --json's Belady hit rate
+// reproduces run's own counters from it (under the store's rule), and run
+// --json's Belady hit rate
 // is replay's MIN with read-ahead.
 func TestRunTraceReplay(t *testing.T) {
 	dir := t.TempDir()
@@ -42,7 +43,7 @@ func TestRunTraceReplay(t *testing.T) {
 	}
 	var lru, min *cachesim.Run
 	for i := range r.Runs {
-		if r.Runs[i].ReadAhead && r.Runs[i].Policy == "lru" {
+		if r.Runs[i].ReadAhead && r.Runs[i].Policy == "store" {
 			lru = &r.Runs[i]
 		}
 		if r.Runs[i].ReadAhead && r.Runs[i].Policy == "min" {
