@@ -3,8 +3,6 @@ package convert
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/osutil"
@@ -89,26 +87,15 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 		defer imp.Close()
 	}
 
-	out := filepath.Clean(cfg.OutDir)
-	if _, err := os.Lstat(out); err == nil {
-		return nil, fmt.Errorf("%s already exists: remove it or choose another -o", out)
-	}
 	// The room: model.experts exactly, model.gguf about the dense bytes.
-	if err := osutil.CheckSpace(out, int64(h.FileBytes)+m.DenseBytes); err != nil {
+	if err := osutil.CheckSpace(cfg.OutDir, int64(h.FileBytes)+m.DenseBytes); err != nil {
 		return nil, err
 	}
-	tmpDir, err := osutil.MkdirTemp(out)
+	pw, err := strata.CreatePack(cfg.OutDir, h)
 	if err != nil {
 		return nil, err
 	}
-	tmp := tmpDir.Path
-	done := false
-	defer func() {
-		if !done {
-			os.RemoveAll(tmp)
-		}
-		tmpDir.Release()
-	}()
+	defer pw.Abort()
 
 	// The source is hashed by a sequential read beside the conversion.
 	hashCtx, stopHash := context.WithCancel(ctx)
@@ -142,28 +129,21 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 	prog := cfg.Progress.start(work+m.DenseBytes, "pack")
 	defer prog.Done()
 
-	layerStats, err := writeExperts(ctx, filepath.Join(tmp, strata.ExpertsFile), f, m, keep, h, cfg, imp, prog)
+	layerStats, err := writeExperts(ctx, pw, f, m, keep, cfg, imp, prog)
+	if err == nil {
+		err = writePackModel(ctx, pw, f, m, keep, prog)
+	}
 	if err != nil {
 		stopHash()
 		hg.Wait()
 		return nil, interrupted(err, "pack")
-	}
-	if err := writePackModel(ctx, filepath.Join(tmp, strata.ModelFile), f, m, keep, h, prog); err != nil {
-		stopHash()
-		hg.Wait()
-		return nil, interrupted(err, "pack")
-	}
-	if err := strata.WriteKeep(filepath.Join(tmp, strata.KeepFile), keep); err != nil {
-		stopHash()
-		hg.Wait()
-		return nil, err
 	}
 	if err := hg.Wait(); err != nil {
 		return nil, interrupted(err, "pack")
 	}
 
 	man := &strata.Manifest{
-		Format: strata.ManifestFormat, FormatVersion: strata.FormatVersion, Tool: "stratactl", ToolVersion: cfg.Version,
+		Tool: "stratactl", ToolVersion: cfg.Version,
 		CommandLine: append([]string{}, cfg.Args...),
 		Parameters:  strata.PackParams{Type: cfg.Type.String(), Keep: cfg.Keep, Imatrix: cfg.Imatrix, Jobs: jobsOr(cfg.Jobs)},
 		Model: strata.PackShape{Arch: m.Arch, MoELayers: len(m.Layers), SourceExpert: m.Experts, Expert: nKeep, ExpertsUsed: m.ExpertsUsed,
@@ -192,37 +172,23 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 		man.Layers = append(man.Layers, le)
 	}
 	man.RelMSE = total.RelMSE()
-	for _, o := range [][2]string{{strata.RoleModel, strata.ModelFile}, {strata.RoleExperts, strata.ExpertsFile}, {strata.RoleKeep, strata.KeepFile}} {
-		n, sum, err := strata.HashFile(ctx, filepath.Join(tmp, o[1]))
-		if err != nil {
-			return nil, interrupted(err, "pack")
-		}
-		man.Outputs = append(man.Outputs, strata.FileRecord{Role: o[0], Path: o[1], Bytes: n, SHA256: sum})
+	if err := pw.Commit(ctx, keep, man); err != nil {
+		return nil, interrupted(err, "pack")
 	}
-	if err := strata.WriteManifest(filepath.Join(tmp, strata.ManifestFile), man); err != nil {
-		return nil, err
-	}
-	if err := publishDir(tmp, out); err != nil {
-		return nil, err
-	}
-	done = true
 	return man, nil
 }
 
 // writeExperts converts every kept expert into its slot and returns the
 // error statistics per layer and part.
-func writeExperts(ctx context.Context, path string, f *gguf.File, m *gguf.MoE, keep *strata.Keep, h *strata.Header, cfg PackConfig, imp *Importance, prog Progress) ([][strata.NumParts]errStats, error) {
-	xf, err := strata.CreateExperts(path, h)
-	if err != nil {
-		return nil, err
-	}
+func writeExperts(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m *gguf.MoE, keep *strata.Keep, cfg PackConfig, imp *Importance, prog Progress) ([][strata.NumParts]errStats, error) {
+	h := pw.Header()
 	nKeep := keep.NKeep()
 	stats := make([][strata.NumParts]errStats, len(m.Layers))
 	scratches := make(chan *scratch, jobsOr(cfg.Jobs))
 	for range cap(scratches) {
 		scratches <- &scratch{}
 	}
-	err = ordered(ctx, h.NSlot(), cfg.Jobs, func(ctx context.Context, i int) (slotResult, error) {
+	err := ordered(ctx, h.NSlot(), cfg.Jobs, func(ctx context.Context, i int) (slotResult, error) {
 		l, e := i/nKeep, i%nKeep
 		ml := &m.Layers[l]
 		src := int(keep.Keep[l][e])
@@ -258,7 +224,7 @@ func writeExperts(ctx context.Context, path string, f *gguf.File, m *gguf.MoE, k
 		return r, nil
 	}, func(i int, r slotResult) error {
 		l, e := i/nKeep, i%nKeep
-		if err := xf.WriteSlot(l, e, r.parts); err != nil {
+		if err := pw.WriteSlot(l, e, r.parts); err != nil {
 			return err
 		}
 		for p := range r.st {
@@ -268,67 +234,54 @@ func writeExperts(ctx context.Context, path string, f *gguf.File, m *gguf.MoE, k
 		return nil
 	})
 	if err != nil {
-		xf.Abort()
 		return nil, err
 	}
-	if err := xf.Commit(); err != nil {
+	if err := pw.FinishExperts(); err != nil {
 		return nil, err
 	}
 	return stats, nil
 }
 
-// writePackModel writes model.gguf: every tensor but the expert matrices,
-// per-expert tensors reduced to the kept experts, and a Q8_0 copy after each
-// router.
-func writePackModel(ctx context.Context, path string, f *gguf.File, m *gguf.MoE, keep *strata.Keep, h *strata.Header, prog Progress) error {
-	layerOf := map[int]int{}
-	for i, l := range m.Layers {
-		layerOf[l.Block] = i
+// writePackModel writes model.gguf: every tensor of the source but the
+// expert matrices, as strata.KeptTensors cuts them to the kept experts, and
+// a Q8_0 copy right after each router.
+func writePackModel(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m *gguf.MoE, keep *strata.Keep, prog Progress) error {
+	kept, err := strata.KeptTensors(f, m, keep)
+	if err != nil {
+		return err
 	}
-	type job struct {
-		src    *gguf.TensorInfo
-		layer  int  // MoE layer index when pruned along the expert dimension, else -1
-		q8copy bool // the Q8_0 router copy of layer
-	}
-	var jobs []job
-	var specs []gguf.TensorSpec
 	matrices := map[*gguf.TensorInfo]bool{}
 	for _, l := range m.Layers {
 		matrices[l.Gate], matrices[l.Up], matrices[l.Down] = true, true, true
 	}
+	type job struct {
+		kt     *strata.KeptTensor
+		q8copy bool // the Q8_0 copy of the router kt
+	}
+	var jobs []job
+	var specs []gguf.TensorSpec
 	nKeep := int64(keep.NKeep())
-	for i := range f.Tensors {
-		t := &f.Tensors[i]
-		if matrices[t] {
+	for i := range kept {
+		kt := &kept[i]
+		if matrices[kt.Src] {
 			continue
 		}
-		b, rest, inBlock := gguf.SplitBlockName(t.Name)
-		l, moe := layerOf[b]
-		pruned := inBlock && moe && strata.ExpertIndexed(rest)
-		dims := append([]int64(nil), t.Dims...)
-		if pruned {
-			if dims[len(dims)-1] != int64(m.Experts) {
-				return &gguf.FormatError{File: f.Path, Offset: t.InfoOffset, Tensor: t.Name, Msg: fmt.Sprintf("ne %v: last dimension should be n_expert = %d", t.Dims, m.Experts)}
-			}
-			dims[len(dims)-1] = nKeep
-			jobs = append(jobs, job{src: t, layer: l})
-		} else {
-			jobs = append(jobs, job{src: t, layer: -1})
-		}
-		specs = append(specs, gguf.TensorSpec{Name: t.Name, Type: t.Type, Dims: dims})
-		if pruned && rest == "ffn_gate_inp.weight" {
-			specs = append(specs, gguf.TensorSpec{Name: strata.RouterCopyName(b), Type: quant.Q8_0, Dims: []int64{m.Embd, nKeep}})
-			jobs = append(jobs, job{src: t, layer: l, q8copy: true})
+		jobs = append(jobs, job{kt: kt})
+		specs = append(specs, kt.Spec)
+		if b, _, _ := gguf.SplitBlockName(kt.Src.Name); kt.Layer >= 0 && kt.Src.Name == gguf.RouterName(b) {
+			specs = append(specs, strata.RouterCopySpec(b, m.Embd, nKeep))
+			jobs = append(jobs, job{kt: kt, q8copy: true})
 		}
 	}
-	kv := append([]gguf.KV(nil), f.KV...)
-	kv = setKV(kv, f.ArchKey("expert_count"), gguf.Uint32(uint32(nKeep)))
-	kv = setKV(kv, strata.KeyFormatVersion, gguf.Uint32(strata.FormatVersion))
-	kv = setKV(kv, strata.KeyExpertsFile, gguf.String(strata.ExpertsFile))
-	kv = setKV(kv, strata.KeyExpertsBytes, gguf.Uint64(h.FileBytes))
-	kv = setKV(kv, strata.KeySlotBytes, gguf.Uint64(h.SlotBytes))
-	kv = setKV(kv, strata.KeySourceNExpert, gguf.Uint32(uint32(m.Experts)))
-	w, err := gguf.Create(path, kv, specs)
+	keys, err := pw.Keys(m.Experts)
+	if err != nil {
+		return err
+	}
+	kv, err := strata.KeptKV(f, int(nKeep), keys)
+	if err != nil {
+		return err
+	}
+	w, err := pw.CreateModel(kv, specs)
 	if err != nil {
 		return err
 	}
@@ -337,22 +290,11 @@ func writePackModel(ctx context.Context, path string, f *gguf.File, m *gguf.MoE,
 			w.Abort()
 			return context.Cause(ctx)
 		}
-		name := specs[k].Name
-		var err error
-		switch {
-		case j.layer < 0:
-			err = w.CopyTensor(name, f.SectionReader(j.src))
-			prog.Add(j.src.Size)
-		case !j.q8copy:
-			var b []byte
-			if b, err = keptRows(f, j.src, keep.Keep[j.layer]); err == nil {
-				err = w.WriteTensor(name, b)
-			}
-		default:
-			err = writeRouterCopy(w, name, f, j.src, keep.Keep[j.layer], m.Embd)
-		}
-		if !j.q8copy && j.layer >= 0 {
-			prog.Add(j.src.Size)
+		if j.q8copy {
+			err = writeRouterCopy(w, specs[k].Name, f, j.kt, keep, m.Embd)
+		} else {
+			err = w.CopyTensor(specs[k].Name, j.kt.Reader(f, keep))
+			prog.Add(j.kt.Src.Size)
 		}
 		if err != nil {
 			w.Abort()
@@ -362,73 +304,18 @@ func writePackModel(ctx context.Context, path string, f *gguf.File, m *gguf.MoE,
 	return w.Commit()
 }
 
-// keptRows is the kept experts' slices of a tensor indexed by expert along
-// its last dimension, in keep-map order.
-func keptRows(f *gguf.File, t *gguf.TensorInfo, ids []uint32) ([]byte, error) {
-	// A 1-D tensor (exp_probs_b: one bias per expert) has one element per
-	// expert, so the slice is taken along the last dimension whatever the rank.
-	n := t.Dims[len(t.Dims)-1]
-	if n <= 0 || t.Size%n != 0 {
-		return nil, &gguf.FormatError{File: f.Path, Offset: t.InfoOffset, Tensor: t.Name, Msg: fmt.Sprintf("ne %v (%d bytes) does not split into %d experts", t.Dims, t.Size, n)}
-	}
-	size := t.Size / n
-	out := make([]byte, int64(len(ids))*size)
-	for i, id := range ids {
-		if err := f.ReadTensorAt(t, out[int64(i)*size:int64(i+1)*size], int64(id)*size); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-func writeRouterCopy(w *gguf.FileWriter, name string, f *gguf.File, router *gguf.TensorInfo, ids []uint32, embd int64) error {
-	rows, err := keptRows(f, router, ids)
+func writeRouterCopy(w *gguf.FileWriter, name string, f *gguf.File, router *strata.KeptTensor, keep *strata.Keep, embd int64) error {
+	rows, err := router.Bytes(f, keep)
 	if err != nil {
 		return err
 	}
-	x := make([]float32, embd*int64(len(ids)))
-	if err := dequantize(router.Type, rows, x); err != nil {
-		return fmt.Errorf("%s: tensor %q: %w", f.Path, router.Name, err)
+	x := make([]float32, embd*int64(keep.NKeep()))
+	if err := dequantize(router.Src.Type, rows, x); err != nil {
+		return fmt.Errorf("%s: tensor %q: %w", f.Path, router.Src.Name, err)
 	}
-	if i := firstNonFinite(x); i >= 0 {
-		return fmt.Errorf("%s: tensor %q: kept row %d column %d is %v: refusing a non-finite router", f.Path, router.Name, int64(i)/embd, int64(i)%embd, x[i])
-	}
-	q := make([]byte, len(x)/32*34)
-	if err := quantize(quant.Q8_0, x, q, nil); err != nil {
-		return err
+	q, err := strata.RouterCopy(x, int(embd))
+	if err != nil {
+		return fmt.Errorf("%s: tensor %q: %w", f.Path, router.Src.Name, err)
 	}
 	return w.WriteTensor(name, q)
-}
-
-// publishDir makes a finished temporary folder readable and renames it into
-// place, syncing both so the result survives a crash.
-func publishDir(tmp, out string) error {
-	ents, err := os.ReadDir(tmp)
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		if err := os.Chmod(filepath.Join(tmp, e.Name()), 0o644); err != nil {
-			return err
-		}
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
-	}
-	if err := syncDir(tmp); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return fmt.Errorf("publishing %s: %w", out, err)
-	}
-	return syncDir(filepath.Dir(out))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -14,29 +14,34 @@ import (
 // compareDense checks model.gguf's non-expert tensors against the source:
 // copies byte for byte, per-expert tensors reduced to the kept rows.
 func compareDense(mf, src *gguf.File, sm *gguf.MoE, keep *strata.Keep, r *VerifyReport) {
-	layerOf := map[int]int{}
-	for i, l := range sm.Layers {
-		layerOf[l.Block] = i
+	kept, err := strata.KeptTensors(src, sm, keep)
+	if err != nil {
+		r.fail(findingOf("source.dense", err))
+		return
+	}
+	byName := make(map[string]*strata.KeptTensor, len(kept))
+	for i := range kept {
+		byName[kept[i].Src.Name] = &kept[i]
 	}
 	var sb, mb []byte
 	for i := range mf.Tensors {
 		t := &mf.Tensors[i]
-		b, rest, inBlock := gguf.SplitBlockName(t.Name)
-		if inBlock && strata.IsRouterCopy(rest) {
+		if _, rest, inBlock := gguf.SplitBlockName(t.Name); inBlock && strata.IsRouterCopy(rest) {
 			continue
 		}
-		s, ok := src.Tensor(t.Name)
+		kt, ok := byName[t.Name]
 		if !ok {
 			r.failf("source.dense", mf.Path, t.InfoOffset, "tensor %q is not in the source", t.Name)
 			continue
 		}
+		s := kt.Src
 		if t.Type != s.Type {
 			r.failf("source.dense", mf.Path, t.InfoOffset, "tensor %q is %s, the source's %s", t.Name, t.Type, s.Type)
 			continue
 		}
-		if l, moe := layerOf[b]; inBlock && moe && strata.ExpertIndexed(rest) {
+		if kt.Layer >= 0 {
 			// Per-expert tensors are small (routers, biases): compare whole.
-			want, err := keptRows(src, s, keep.Keep[l])
+			want, err := kt.Bytes(src, keep)
 			if err != nil {
 				r.failf("source.dense", src.Path, s.InfoOffset, "%v", err)
 				continue

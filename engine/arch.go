@@ -140,6 +140,20 @@ func (md meta) countOpt(suffix string, dst *int) error {
 	return nil
 }
 
+// nonNegative reads an optional integer >= 0 (0 when absent).
+func (md meta) nonNegative(suffix string) (int, error) {
+	key := md.key(suffix)
+	v, ok := md.f.Get(key)
+	if !ok {
+		return 0, nil
+	}
+	x, ok := v.AsUint64()
+	if !ok || x > 1<<31 {
+		return 0, fmt.Errorf("%s: metadata key %s: want a non-negative integer, have %s", md.f.Path, key, v.TypeName())
+	}
+	return int(x), nil
+}
+
 // positive reads a positive finite number; def (when not 0) is the value
 // of a missing key.
 func (md meta) positive(suffix string, def float64) (float64, error) {

@@ -14,6 +14,10 @@ import (
 // interleaved multi-section RoPE; delta-net value head h reads key head
 // h % group_count (the converter tiles the value heads); beta and alpha
 // are separate projections.
+//
+// A Qwen3.5 GGUF may end with nextn_predict_layers MTP (multi-token
+// prediction) blocks beyond the trunk; the engine never runs them, so
+// Layers counts the trunk only and their tensors are not loaded.
 var qwen35moeArch = archSpec{
 	config: func(md meta, c *Config) error { return hybridConfig(md, c, true) },
 	layer:  func(l tensorLoader, c *Config, i int, L *Layer) error { return hybridLayer(l, c, i, L, false) },
@@ -29,9 +33,22 @@ var qwen3nextArch = archSpec{
 	layer:  func(l tensorLoader, c *Config, i int, L *Layer) error { return hybridLayer(l, c, i, L, true) },
 }
 
-func hybridConfig(md meta, c *Config, sections bool) error {
+func hybridConfig(md meta, c *Config, qwen35 bool) error {
 	path := md.f.Path
+	sections := qwen35
 	c.NormTopK = true
+	all := c.Layers // blocks in the file, MTP blocks included
+	if qwen35 {
+		mtp, err := md.nonNegative("nextn_predict_layers")
+		if err != nil {
+			return err
+		}
+		if mtp >= all {
+			return fmt.Errorf("%s: metadata key %s = %d leaves no trunk layer of %d blocks", path, md.key("nextn_predict_layers"), mtp, all)
+		}
+		c.Layers = all - mtp
+		c.MTPLayers = mtp
+	}
 	if err := md.countOpt("expert_shared_feed_forward_length", &c.SharedFF); err != nil {
 		return err
 	}
@@ -63,11 +80,11 @@ func hybridConfig(md meta, c *Config, sections bool) error {
 	// Which layers are recurrent: attention.recurrent_layers, else every
 	// layer but each full_attention_interval-th (default 4).
 	c.Recurrent = make([]bool, c.Layers)
-	if rec, ok, err := md.ints("attention.recurrent_layers", c.Layers); err != nil {
+	if rec, ok, err := md.ints("attention.recurrent_layers", all); err != nil {
 		return err
 	} else if ok {
-		for i, v := range rec {
-			c.Recurrent[i] = v != 0
+		for i := range c.Recurrent {
+			c.Recurrent[i] = rec[i] != 0
 		}
 	} else {
 		interval := 4
@@ -80,14 +97,14 @@ func hybridConfig(md meta, c *Config, sections bool) error {
 	}
 
 	// head_count_kv: a scalar, or per layer (0 on recurrent layers).
-	kv, ok, err := md.ints("attention.head_count_kv", c.Layers)
+	kv, ok, err := md.ints("attention.head_count_kv", all)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return fmt.Errorf("%s: missing metadata key %s", path, md.key("attention.head_count_kv"))
 	}
-	for i, n := range kv {
+	for i, n := range kv[:c.Layers] {
 		if c.Recurrent[i] {
 			continue
 		}

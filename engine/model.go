@@ -19,8 +19,12 @@ import (
 
 // Config is the architecture read from GGUF metadata.
 type Config struct {
-	Arch        string
+	Arch string
+	// Layers is the decoder blocks the forward pass runs; MTPLayers more
+	// (multi-token prediction blocks after them in the file) are never
+	// run nor loaded.
 	Layers      int
+	MTPLayers   int
 	Embd        int
 	Heads       int
 	HeadsKV     int

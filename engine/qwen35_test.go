@@ -3,7 +3,11 @@ package engine
 import (
 	"math"
 	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/quant"
 
 	"github.com/stratactl/stratactl/internal/testutil"
 )
@@ -228,4 +232,84 @@ func nll(logits []float32, id int32) float64 {
 		z += math.Exp(float64(v) - mx)
 	}
 	return mx + math.Log(z) - float64(logits[id])
+}
+
+// TestQwen35MTPBlockNotRun: the fixture with an MTP block appended (blk.4:
+// a copy of attention block 3 plus the nextn tensors; block_count 5,
+// nextn_predict_layers 1) runs the 4 trunk layers only: the same logit
+// bits as the fixture.
+func TestQwen35MTPBlockNotRun(t *testing.T) {
+	src, err := gguf.OpenMapped(tiny35(t, "model-bf16.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var kv []gguf.KV
+	for _, x := range src.KV {
+		if x.Key == "qwen35moe.block_count" {
+			x.Value = gguf.Uint32(5)
+		}
+		kv = append(kv, x)
+	}
+	kv = append(kv, gguf.KV{Key: "qwen35moe.nextn_predict_layers", Value: gguf.Uint32(1)})
+	specs := src.Specs()
+	data := map[string][]byte{}
+	for _, sp := range src.Specs() {
+		ti, _ := src.Tensor(sp.Name)
+		data[sp.Name], _ = src.Bytes(ti)
+		if blk, rest, ok := gguf.SplitBlockName(sp.Name); ok && blk == 3 {
+			name := "blk.4." + rest
+			specs = append(specs, gguf.TensorSpec{Name: name, Type: sp.Type, Dims: sp.Dims})
+			data[name] = data[sp.Name]
+		}
+	}
+	embd := int64(256)
+	f32 := func(n int64) []byte { return make([]byte, 4*n) }
+	for _, x := range []struct {
+		name string
+		dims []int64
+	}{{"blk.4.nextn.eh_proj.weight", []int64{2 * embd, embd}}, {"blk.4.nextn.enorm.weight", []int64{embd}}, {"blk.4.nextn.hnorm.weight", []int64{embd}}} {
+		n := x.dims[0]
+		if len(x.dims) > 1 {
+			n *= x.dims[1]
+		}
+		specs = append(specs, gguf.TensorSpec{Name: x.name, Type: quant.F32, Dims: x.dims})
+		data[x.name] = f32(n)
+	}
+	path := filepath.Join(t.TempDir(), "mtp.gguf")
+	w, err := gguf.Create(path, kv, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sp := range specs {
+		if err := w.WriteTensor(sp.Name, data[sp.Name]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	mtp, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mtp.Close()
+	if mtp.Config.Layers != 4 || mtp.Config.MTPLayers != 1 || len(mtp.Layers) != 4 {
+		t.Fatalf("config %+v, %d layers loaded", mtp.Config, len(mtp.Layers))
+	}
+	base := openQwen35(t)
+	ids := readI32(t, tiny35(t, "refs", "eval_tokens.i32.bin"))[:32]
+	want, err := base.NewSession().Forward(ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := mtp.NewSession().Forward(ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("logit %d: with MTP block %g, without %g", i, got[i], want[i])
+		}
+	}
 }

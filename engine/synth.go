@@ -1,12 +1,11 @@
 package engine
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/quant"
@@ -98,18 +97,23 @@ func randomWeights(rng *rand.Rand, t quant.Type, cols, rows int, sigma float32) 
 	return out, nil
 }
 
-// WriteSyntheticPack writes model.gguf, model.experts and keep.strp of a
-// random model into dir.
+// WriteSyntheticPack writes the pack of a random model (model.gguf,
+// model.experts and keep.strp, through strata.CreatePack) as the folder
+// dir, which must not exist or be an empty folder.
 func WriteSyntheticPack(dir string, sp SynthSpec) error {
 	rng := rand.New(rand.NewPCG(sp.Seed, 0x5717))
 	h, err := sp.header()
 	if err != nil {
 		return err
 	}
-	xf, err := strata.CreateExperts(filepath.Join(dir, strata.ExpertsFile), h)
+	if err := strata.RemoveEmptyDir(dir); err != nil {
+		return err
+	}
+	xf, err := strata.CreatePack(dir, h)
 	if err != nil {
 		return err
 	}
+	defer xf.Abort()
 	for l := 0; l < sp.Layers; l++ {
 		for e := 0; e < sp.Experts; e++ {
 			var parts [3][]byte
@@ -117,17 +121,15 @@ func WriteSyntheticPack(dir string, sp SynthSpec) error {
 				pt := h.Parts[p]
 				sigma := float32(1 / math.Sqrt(float64(pt.Ne0)))
 				if parts[p], err = randomWeights(rng, pt.Type, int(pt.Ne0), int(pt.Ne1), sigma); err != nil {
-					xf.Abort()
 					return err
 				}
 			}
 			if err := xf.WriteSlot(l, e, parts); err != nil {
-				xf.Abort()
 				return err
 			}
 		}
 	}
-	if err := xf.Commit(); err != nil {
+	if err := xf.FinishExperts(); err != nil {
 		return err
 	}
 	layers := h.Layers
@@ -138,10 +140,7 @@ func WriteSyntheticPack(dir string, sp SynthSpec) error {
 			k.Rank[l][i] = uint32(p)
 		}
 	}
-	if err := strata.WriteKeep(filepath.Join(dir, strata.KeepFile), k); err != nil {
-		return err
-	}
-	st, err := os.Stat(filepath.Join(dir, strata.ExpertsFile))
+	keys, err := xf.Keys(sp.Experts)
 	if err != nil {
 		return err
 	}
@@ -161,12 +160,8 @@ func WriteSyntheticPack(dir string, sp SynthSpec) error {
 		{Key: arch + ".attention.layer_norm_rms_epsilon", Value: gguf.Float32(1e-6)},
 		{Key: arch + ".expert_count", Value: gguf.Uint32(uint32(sp.Experts))},
 		{Key: arch + ".expert_used_count", Value: gguf.Uint32(uint32(sp.ExpertsUsed))},
-		{Key: strata.KeyFormatVersion, Value: gguf.Uint32(strata.FormatVersion)},
-		{Key: strata.KeyExpertsFile, Value: gguf.String(strata.ExpertsFile)},
-		{Key: strata.KeyExpertsBytes, Value: gguf.Uint64(uint64(st.Size()))},
-		{Key: strata.KeySlotBytes, Value: gguf.Uint64(h.SlotBytes)},
-		{Key: strata.KeySourceNExpert, Value: gguf.Uint32(uint32(sp.Experts))},
 	}
+	kv = append(kv, keys...)
 	type tensor struct {
 		spec gguf.TensorSpec
 		make func() ([]byte, error)
@@ -210,13 +205,12 @@ func WriteSyntheticPack(dir string, sp SynthSpec) error {
 			router, err = randomWeights(rng, quant.F32, D, sp.Experts, inv)
 			return router, err
 		}})
-		ts = append(ts, tensor{gguf.TensorSpec{Name: strata.RouterCopyName(l), Type: quant.Q8_0, Dims: []int64{int64(D), int64(sp.Experts)}}, func() ([]byte, error) {
+		ts = append(ts, tensor{strata.RouterCopySpec(l, int64(D), int64(sp.Experts)), func() ([]byte, error) {
 			x := make([]float32, len(router)/4)
 			for i := range x {
 				x[i] = math.Float32frombits(binary.LittleEndian.Uint32(router[4*i:]))
 			}
-			q := make([]byte, len(x)/32*34)
-			return q, quant.Quantize(quant.Q8_0, x, q, nil)
+			return strata.RouterCopy(x, D)
 		}})
 	}
 	ones("output_norm.weight", D)
@@ -225,7 +219,7 @@ func WriteSyntheticPack(dir string, sp SynthSpec) error {
 	for i := range ts {
 		specs[i] = ts[i].spec
 	}
-	w, err := gguf.Create(filepath.Join(dir, strata.ModelFile), kv, specs)
+	w, err := xf.CreateModel(kv, specs)
 	if err != nil {
 		return err
 	}
@@ -239,5 +233,8 @@ func WriteSyntheticPack(dir string, sp SynthSpec) error {
 			return err
 		}
 	}
-	return w.Commit()
+	if err := w.Commit(); err != nil {
+		return err
+	}
+	return xf.Commit(context.Background(), k, nil)
 }

@@ -53,6 +53,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8dot[quant.IQ4_NL] = q8dotIQ4NLVector
 		k.q8dot[quant.Q4_0] = q8dotQ4_0Vector
 		k.q8dot[quant.Q2_0] = q8dotQ2_0Vector
+		k.q8dot[quant.IQ3_S] = q8dotIQ3SVector
 		k.paths = "avx2+f16c"
 	}
 	return k

@@ -9,8 +9,11 @@ import (
 
 // Quantized dot products: a weight row in its stored type against
 // activations quantized once per row in the type ggml pairs it with (its
-// vec_dot_type): Q8_0 for Q8_0, Q4_0, IQ4_NL and Q2_0. This is the fast
-// mode; Dot (float32 activations) stays the exact reference mode.
+// vec_dot_type): Q8_0 for Q8_0, Q4_0, IQ4_NL and Q2_0. IQ3_S, which ggml
+// pairs with Q8_K (one float scale per 256 activations), takes the same
+// Q8_0 activations here: a scale per 32 activations has no larger error,
+// and one activation format serves every type. This is the fast mode; Dot
+// (float32 activations) stays the exact reference mode.
 //
 // The order, on every path: the row is cut into sub-blocks of 32 weights s =
 // 0, 1, ... Each sub-block's integer dot product sumi_s (exact in int32)
@@ -71,7 +74,7 @@ func QuantizeQ8Row(x []float32, r *Q8Row) error {
 // VecDotQ8 reports whether DotQ8 takes weights of type t.
 func VecDotQ8(t quant.Type) bool {
 	switch t {
-	case quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q2_0:
+	case quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q2_0, quant.IQ3_S:
 		return true
 	}
 	return false
@@ -105,7 +108,7 @@ func foldLanes(l *[8]float32) float32 {
 
 // q8DotTail adds the terms of sub-blocks s0.. to the lanes, portably.
 func q8DotTail(t quant.Type, row []byte, x *Q8Row, s0 int, l *[8]float32) {
-	var w [32]int8
+	var w [32]int16
 	for s := s0; s < len(x.d); s++ {
 		dw := weightSub(t, row, s, &w)
 		xs := x.qs[32*s : 32*s+32]
@@ -121,15 +124,18 @@ func q8DotTail(t quant.Type, row []byte, x *Q8Row, s0 int, l *[8]float32) {
 // q4_0Values maps a Q4_0 nibble to its integer value, nibble - 8.
 var q4_0Values = [16]int8{-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7}
 
+// iq3sGrid is quant's IQ3_S grid.
+var iq3sGrid = quant.IQ3SGrid()
+
 // weightSub writes the integer weights of sub-block s (32 weights) of a row
 // of type t to w and returns their scale, as quant's decoders define them
-// (weight = scale * integer, exactly).
-func weightSub(t quant.Type, row []byte, s int, w *[32]int8) float32 {
+// (weight = scale * integer, exactly; IQ3_S's integers reach 31*15).
+func weightSub(t quant.Type, row []byte, s int, w *[32]int16) float32 {
 	switch t {
 	case quant.Q8_0:
 		blk := row[34*s : 34*s+34]
 		for j := range w {
-			w[j] = int8(blk[2+j])
+			w[j] = int16(int8(blk[2+j]))
 		}
 		return quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
 	case quant.Q4_0, quant.IQ4_NL:
@@ -139,15 +145,34 @@ func weightSub(t quant.Type, row []byte, s int, w *[32]int8) float32 {
 		}
 		blk := row[18*s : 18*s+18]
 		for j := 0; j < 16; j++ {
-			w[j] = table[blk[2+j]&15]
-			w[j+16] = table[blk[2+j]>>4]
+			w[j] = int16(table[blk[2+j]&15])
+			w[j+16] = int16(table[blk[2+j]>>4])
 		}
 		return quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
 	case quant.Q2_0:
 		blk := row[18*(s/2) : 18*(s/2)+18]
 		for j := range w {
 			e := 32*(s%2) + j
-			w[j] = int8((blk[2+e/4]>>(2*(e%4)))&3) - 1
+			w[j] = int16((blk[2+e/4]>>(2*(e%4)))&3) - 1
+		}
+		return quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
+	case quant.IQ3_S:
+		// Block: fp16 d, qs[64], qh[8], signs[32], scales[4]; s%8 is the
+		// sub-block within it.
+		blk := row[110*(s/8) : 110*(s/8)+110]
+		sb := s % 8
+		qs, qh, signs := blk[2+8*sb:10+8*sb], blk[66+sb], blk[74+4*sb:78+4*sb]
+		ls := int16(1 + 2*int(blk[106+sb/2]>>(4*(sb%2))&15))
+		for k := 0; k < 8; k++ {
+			g := iq3sGrid[int(qs[k])|int(qh>>k&1)<<8]
+			for j := 0; j < 4; j++ {
+				e := 4*k + j
+				v := ls * int16(byte(g>>(8*j)))
+				if signs[e/8]>>(e%8)&1 != 0 {
+					v = -v
+				}
+				w[e] = v
+			}
 		}
 		return quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
 	}

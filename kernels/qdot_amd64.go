@@ -45,3 +45,14 @@ var (
 	q8dotIQ4NLVector = q8dotNib32Vector(&quant.KvaluesIQ4NL)
 	q8dotQ4_0Vector  = q8dotNib32Vector(&q4_0Values)
 )
+
+//go:noescape
+func q8dotIQ3SAVX2(w *byte, xq *int8, xd *float32, blocks int, lanes *[8]float32, grid *uint32)
+
+func q8dotIQ3SVector(row []byte, x *Q8Row, l *[8]float32) int {
+	g := len(x.d) / 8
+	if g > 0 {
+		q8dotIQ3SAVX2(&row[0], &x.qs[0], &x.d[0], g, l, &iq3sGrid[0])
+	}
+	return 8 * g
+}

@@ -9,7 +9,7 @@ import (
 	"github.com/stratactl/stratactl/quant"
 )
 
-var q8Types = []quant.Type{quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q2_0}
+var q8Types = []quant.Type{quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q2_0, quant.IQ3_S}
 
 func gaussians(rng *rand.Rand, n int, sigma float64) []float32 {
 	x := make([]float32, n)
@@ -81,7 +81,7 @@ func TestWeightSubMatchesQuant(t *testing.T) {
 		if err := quant.Dequantize(typ, row, want); err != nil {
 			t.Fatal(err)
 		}
-		var w [32]int8
+		var w [32]int16
 		for s := 0; s < n/32; s++ {
 			d := weightSub(typ, row, s, &w)
 			for j := range w {

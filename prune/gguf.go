@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/stratactl/stratactl/gguf"
-	"github.com/stratactl/stratactl/quant"
 	"github.com/stratactl/stratactl/strata"
 )
 
@@ -70,36 +69,27 @@ func Write(ctx context.Context, src *gguf.File, keep *strata.Keep, out string, o
 	if g, err := src.Uint32(src.ArchKey("expert_group_count")); err == nil && g > 1 {
 		return nil, fmt.Errorf("%s: %s = %d: grouped routing ties experts to fixed groups, which pruning would break", src.Path, src.ArchKey("expert_group_count"), g)
 	}
-	layerOf := map[int]int{}
-	for l, ml := range m.Layers {
-		layerOf[ml.Block] = l
+	set := []gguf.KV{{Key: strata.KeySourceNExpert, Value: gguf.Uint32(uint32(nExpert))}}
+	if opt.Criterion != "" {
+		set = append(set, gguf.KV{Key: KeyCriterion, Value: gguf.String(opt.Criterion)})
 	}
-
-	kv, err := prunedKV(src, k, nExpert, opt.Criterion)
+	kv, err := strata.KeptKV(src, k, set)
 	if err != nil {
 		return nil, err
 	}
-	specs := src.Specs()
-	sliced := make([]int, len(specs)) // MoE layer index + 1 of a sliced tensor, 0 to copy
+	kept, err := strata.KeptTensors(src, m, keep)
+	if err != nil {
+		return nil, err
+	}
+	specs := make([]gguf.TensorSpec, len(kept))
 	res := &Result{Path: out, SourceBytes: src.Size, NExpert: nExpert, NKeep: k}
-	for i := range specs {
-		t := &src.Tensors[i]
-		b, name, ok := gguf.SplitBlockName(t.Name)
-		l, moe := layerOf[b]
-		if !ok || !moe || !strata.ExpertIndexed(name) {
+	for i := range kept {
+		specs[i] = kept[i].Spec
+		if kept[i].Layer < 0 {
 			res.CopiedTensors++
-			continue
+		} else {
+			res.SlicedTensors++
 		}
-		last := len(t.Dims) - 1
-		if t.Dims[last] != int64(nExpert) {
-			return nil, fmt.Errorf("%s: tensor %q (info at byte %d): last dimension %d is not the %d experts", src.Path, t.Name, t.InfoOffset, t.Dims[last], nExpert)
-		}
-		if per, err := quant.RowBytes(t.Type, t.Elements()/int64(nExpert)); err != nil || per*int64(nExpert) != t.Size {
-			return nil, fmt.Errorf("%s: tensor %q (info at byte %d): %d bytes of %s do not split into %d whole experts", src.Path, t.Name, t.InfoOffset, t.Size, t.Type, nExpert)
-		}
-		specs[i].Dims[last] = int64(k)
-		sliced[i] = l + 1
-		res.SlicedTensors++
 	}
 
 	w, paths, err := gguf.CreateSplit(out, kv, specs, opt.Split)
@@ -116,18 +106,9 @@ func Write(ctx context.Context, src *gguf.File, keep *strata.Keep, out string, o
 	if bufSize <= 0 {
 		bufSize = 8 << 20
 	}
-	for i := range specs {
-		t := &src.Tensors[i]
-		var parts []io.Reader
-		if sliced[i] == 0 {
-			parts = append(parts, src.SectionReader(t))
-		} else {
-			per := t.Size / int64(nExpert)
-			for _, e := range keep.Keep[sliced[i]-1] {
-				parts = append(parts, io.NewSectionReader(src.SectionReader(t), int64(e)*per, per))
-			}
-		}
-		r := &progressReader{ctx: ctx, r: bufio.NewReaderSize(io.MultiReader(parts...), bufSize), progress: opt.Progress}
+	for i := range kept {
+		t := kept[i].Src
+		r := &progressReader{ctx: ctx, r: bufio.NewReaderSize(kept[i].Reader(src, keep), bufSize), progress: opt.Progress}
 		if err := w.CopyTensor(t.Name, r); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -176,57 +157,4 @@ func (p *progressReader) Read(b []byte) (int, error) {
 		p.progress(int64(n))
 	}
 	return n, err
-}
-
-// prunedKV is src's metadata with the expert count set to k and the source
-// count and criterion recorded, in the source's key order (new keys last).
-func prunedKV(src *gguf.File, k, nExpert int, criterion string) ([]gguf.KV, error) {
-	countKey := src.ArchKey("expert_count")
-	kv := make([]gguf.KV, 0, len(src.KV)+2)
-	set := map[string]gguf.Value{
-		countKey:                gguf.Uint32(uint32(k)),
-		strata.KeySourceNExpert: gguf.Uint32(uint32(nExpert)),
-	}
-	if criterion != "" {
-		set[KeyCriterion] = gguf.String(criterion)
-	}
-	done := map[string]bool{}
-	for _, p := range src.KV {
-		if v, ok := set[p.Key]; ok {
-			if p.Key == countKey {
-				// Keep the source's integer type so readers that insist on it
-				// (u32 in llama.cpp) see what they expect.
-				var err error
-				if v, err = sameIntType(p.Value, uint64(k)); err != nil {
-					return nil, fmt.Errorf("%s: key %q: %w", src.Path, p.Key, err)
-				}
-			}
-			kv = append(kv, gguf.KV{Key: p.Key, Value: v})
-			done[p.Key] = true
-			continue
-		}
-		kv = append(kv, p)
-	}
-	for _, key := range []string{countKey, strata.KeySourceNExpert, KeyCriterion} {
-		if v, ok := set[key]; ok && !done[key] {
-			kv = append(kv, gguf.KV{Key: key, Value: v})
-		}
-	}
-	return kv, nil
-}
-
-func sameIntType(old gguf.Value, x uint64) (gguf.Value, error) {
-	switch old.Type {
-	case gguf.TypeUint32:
-		return gguf.Uint32(uint32(x)), nil
-	case gguf.TypeInt32:
-		return gguf.Int32(int32(x)), nil
-	case gguf.TypeUint64:
-		return gguf.Uint64(x), nil
-	case gguf.TypeInt64:
-		return gguf.Int64(int64(x)), nil
-	case gguf.TypeUint16:
-		return gguf.Uint16(uint16(x)), nil
-	}
-	return gguf.Value{}, fmt.Errorf("holds %s, want an integer", old.TypeName())
 }

@@ -1,24 +1,22 @@
 // Package enginetest builds test inputs for the engine and the commands
-// that use it: a strata pack of a tiny model GGUF, written the way the
-// format contract says, independently of the converter.
+// that use it: a strata pack of a tiny model GGUF, the experts copied as
+// they are (no conversion), written through strata.CreatePack.
 package enginetest
 
 import (
+	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/kernels"
-	"github.com/stratactl/stratactl/quant"
 	"github.com/stratactl/stratactl/strata"
 )
 
-// BuildPack writes a pack of a tiny model GGUF into dir: model.gguf (dense
-// tensors, Q8_0 router copies, strata keys), model.experts, keep.strp with a
-// ranking (expert ids reversed, so the fill order is not the id order).
+// BuildPack writes a pack of a tiny model GGUF as the folder dir (missing
+// or empty): model.gguf (dense tensors, Q8_0 router copies, strata keys),
+// model.experts, keep.strp with a ranking (expert ids reversed, so the fill
+// order is not the id order).
 func BuildPack(t testing.TB, src, dir string) {
 	t.Helper()
 	f, err := gguf.OpenMapped(src)
@@ -26,103 +24,95 @@ func BuildPack(t testing.TB, src, dir string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	arch := f.Architecture()
-	u := func(k string) int {
-		v, err := f.Uint32(arch + "." + k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return int(v)
+	m, err := f.MoE()
+	if err != nil {
+		t.Fatal(err)
 	}
-	c := struct{ Layers, Experts int }{u("block_count"), u("expert_count")}
 	var parts [strata.NumParts]strata.PartShape
-	for p, name := range []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"} {
-		ti, _ := f.Tensor("blk.0." + name + ".weight")
+	l0 := &m.Layers[0]
+	for p, ti := range []*gguf.TensorInfo{l0.Gate, l0.Up, l0.Down} {
 		parts[p] = strata.PartShape{Type: ti.Type, Ne0: ti.Dims[0], Ne1: ti.Dims[1]}
 	}
-	layers := make([]uint32, c.Layers)
-	for i := range layers {
-		layers[i] = uint32(i)
+	layers := make([]uint32, len(m.Layers))
+	for i, l := range m.Layers {
+		layers[i] = uint32(l.Block)
 	}
-	h, err := strata.NewHeader(layers, c.Experts, parts)
+	h, err := strata.NewHeader(layers, m.Experts, parts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	xf, err := strata.CreateExperts(filepath.Join(dir, strata.ExpertsFile), h)
+	if err := strata.RemoveEmptyDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	pw, err := strata.CreatePack(dir, h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for l := 0; l < c.Layers; l++ {
-		var data [3][]byte
-		for p, name := range []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"} {
-			ti, _ := f.Tensor(fmt.Sprintf("blk.%d.%s.weight", l, name))
+	defer pw.Abort()
+	for l, ml := range m.Layers {
+		var data [strata.NumParts][]byte
+		for p, ti := range []*gguf.TensorInfo{ml.Gate, ml.Up, ml.Down} {
 			data[p], _ = f.Bytes(ti)
 		}
-		for e := 0; e < c.Experts; e++ {
-			var sl [3][]byte
+		for e := 0; e < m.Experts; e++ {
+			var sl [strata.NumParts][]byte
 			for p := range sl {
-				per := len(data[p]) / c.Experts
+				per := len(data[p]) / m.Experts
 				sl[p] = data[p][e*per : (e+1)*per]
 			}
-			if err := xf.WriteSlot(l, e, sl); err != nil {
+			if err := pw.WriteSlot(l, e, sl); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if err := xf.Commit(); err != nil {
+	if err := pw.FinishExperts(); err != nil {
 		t.Fatal(err)
 	}
-	k := strata.IdentityKeep(layers, c.Experts)
+	k := strata.IdentityKeep(layers, m.Experts)
 	for l := range k.Rank {
-		k.Rank[l] = make([]uint32, c.Experts)
+		k.Rank[l] = make([]uint32, m.Experts)
 		for i := range k.Rank[l] {
-			k.Rank[l][i] = uint32(c.Experts - 1 - i)
+			k.Rank[l][i] = uint32(m.Experts - 1 - i)
 		}
 	}
-	if err := strata.WriteKeep(filepath.Join(dir, strata.KeepFile), k); err != nil {
+	keys, err := pw.Keys(m.Experts)
+	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := os.Stat(filepath.Join(dir, strata.ExpertsFile))
-	kv := append([]gguf.KV(nil), f.KV...)
-	kv = append(kv,
-		gguf.KV{Key: strata.KeyFormatVersion, Value: gguf.Uint32(strata.FormatVersion)},
-		gguf.KV{Key: strata.KeyExpertsFile, Value: gguf.String(strata.ExpertsFile)},
-		gguf.KV{Key: strata.KeyExpertsBytes, Value: gguf.Uint64(uint64(st.Size()))},
-		gguf.KV{Key: strata.KeySlotBytes, Value: gguf.Uint64(h.SlotBytes)},
-		gguf.KV{Key: strata.KeySourceNExpert, Value: gguf.Uint32(uint32(c.Experts))},
-	)
+	kv := append(append([]gguf.KV(nil), f.KV...), keys...)
+	matrices := map[string]bool{}
+	for _, l := range m.Layers {
+		matrices[l.Gate.Name], matrices[l.Up.Name], matrices[l.Down.Name] = true, true, true
+	}
 	var specs []gguf.TensorSpec
 	payload := map[string][]byte{}
 	for _, s := range f.Specs() {
-		if strings.HasSuffix(s.Name, "_exps.weight") {
+		if matrices[s.Name] {
 			continue
 		}
 		ti, _ := f.Tensor(s.Name)
 		b, _ := f.Bytes(ti)
 		specs = append(specs, s)
 		payload[s.Name] = b
-		if strings.HasSuffix(s.Name, "ffn_gate_inp.weight") {
-			m, err := kernels.NewMatrix(ti.Type, b, int(ti.Dims[0]), int(ti.Dims[1]))
+		if blk, _, _ := gguf.SplitBlockName(s.Name); s.Name == gguf.RouterName(blk) {
+			rm, err := kernels.NewMatrix(ti.Type, b, int(ti.Dims[0]), int(ti.Dims[1]))
 			if err != nil {
 				t.Fatal(err)
 			}
-			all := make([]float32, m.Rows*m.Cols)
-			for r := 0; r < m.Rows; r++ {
-				if err := m.DecodeRowTo(r, all[r*m.Cols:]); err != nil {
+			all := make([]float32, rm.Rows*rm.Cols)
+			for r := 0; r < rm.Rows; r++ {
+				if err := rm.DecodeRowTo(r, all[r*rm.Cols:]); err != nil {
 					t.Fatal(err)
 				}
 			}
-			b, _, _ := gguf.SplitBlockName(s.Name)
-			name := strata.RouterCopyName(b)
-			specs = append(specs, gguf.TensorSpec{Name: name, Type: quant.Q8_0, Dims: s.Dims})
-			q8 := make([]byte, len(all)/32*34)
-			if err := quant.Quantize(quant.Q8_0, all, q8, nil); err != nil {
-				t.Fatal(err)
+			cp := strata.RouterCopySpec(blk, ti.Dims[0], ti.Dims[1])
+			if payload[cp.Name], err = strata.RouterCopy(all, rm.Cols); err != nil {
+				t.Fatal(fmt.Errorf("%s: %w", s.Name, err))
 			}
-			payload[name] = q8
+			specs = append(specs, cp)
 		}
 	}
-	w, err := gguf.Create(filepath.Join(dir, strata.ModelFile), kv, specs)
+	w, err := pw.CreateModel(kv, specs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +122,9 @@ func BuildPack(t testing.TB, src, dir string) {
 		}
 	}
 	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pw.Commit(context.Background(), k, nil); err != nil {
 		t.Fatal(err)
 	}
 }
