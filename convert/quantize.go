@@ -75,6 +75,10 @@ type QuantizeConfig struct {
 	// Split writes the output as shards (llama.cpp's gguf-split naming); the
 	// zero value writes one file.
 	Split gguf.SplitOptions
+	// Experts, when set, encodes the expert matrices it handles (the
+	// calibrated quantizer); Calib describes its input for the output.
+	Experts ExpertQuantizer
+	Calib   *CalibInfo
 }
 
 // TensorReport is one tensor's fate.
@@ -87,7 +91,10 @@ type TensorReport struct {
 	OutBytes int64   `json:"out_bytes"`
 	Action   string  `json:"action"` // "quantized", "copied" (type already right), "kept" (not selected)
 	RelMSE   float64 `json:"rel_mse"`
-	Note     string  `json:"note,omitempty"`
+	// CalibOutputErr is ‖(W−Ŵ)X‖/‖WX‖ on held-back calibration tokens, for
+	// a tensor quantized against calibration inputs.
+	CalibOutputErr *float64 `json:"calib_output_err,omitempty"`
+	Note           string   `json:"note,omitempty"`
 }
 
 // QuantizeResult summarizes a quantize run.
@@ -102,6 +109,7 @@ type QuantizeResult struct {
 	InBytes    int64          `json:"in_bytes"`
 	OutBytes   int64          `json:"out_bytes"`
 	Importance bool           `json:"imatrix"`
+	Calib      *CalibInfo     `json:"calibration,omitempty"`
 }
 
 // llamaFtype maps a tensor type to the llama.cpp file type (llama.h,
@@ -156,7 +164,10 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) (*QuantizeResult, error) 
 			return nil, err
 		}
 	}
-	res := &QuantizeResult{In: cfg.In, Out: cfg.Out, Type: cfg.Type.String(), Importance: imp != nil}
+	res := &QuantizeResult{In: cfg.In, Out: cfg.Out, Type: cfg.Type.String(), Importance: imp != nil, Calib: cfg.Calib}
+	calibrated := func(t *gguf.TensorInfo) bool {
+		return cfg.Experts != nil && cfg.Type == quant.Q2_0 && len(t.Dims) == 3 && cfg.Experts.Handles(t.Name)
+	}
 
 	specs := f.Specs()
 	var units []unit
@@ -189,6 +200,9 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) (*QuantizeResult, error) 
 				return nil, fmt.Errorf("%s: tensor %q: row length %d is not a multiple of %s's block of %d", f.Path, t.Name, t.Dims[0], cfg.Type, ti.BlockElements)
 			}
 			rep.Action, rep.To = "quantized", cfg.Type.String()
+			if calibrated(t) {
+				rep.Note = "calibrated (optq)"
+			}
 			specs[i].Type = cfg.Type
 			convElems += t.Elements()
 		}
@@ -261,7 +275,13 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) (*QuantizeResult, error) 
 			expert = u.matrix
 		}
 		file, off := f.Locate(t)
-		st, err := convertSpan(t.Type, cfg.Type, src, dst, u.elems, s, opt, span{ctx: ctx, file: file, tensor: t.Name, expert: expert, firstElem: first, fileOff: off + u.off})
+		where := span{ctx: ctx, file: file, tensor: t.Name, expert: expert, firstElem: first, fileOff: off + u.off}
+		if calibrated(t) {
+			row0 := u.off/t.RowBytes() - int64(u.matrix)*t.Ne(1)
+			data, st, err := calibratedSpan(ctx, cfg.Experts, t, cfg.Type, src, u.elems, s, u.matrix, row0, int64(u.elems)/t.Dims[0], where)
+			return unitResult{data: data, st: st}, err
+		}
+		st, err := convertSpan(t.Type, cfg.Type, src, dst, u.elems, s, opt, where)
 		return unitResult{data: dst, st: st}, err
 	}, func(k int, r unitResult) error {
 		if _, err := out.Write(r.data); err != nil {
@@ -280,6 +300,11 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) (*QuantizeResult, error) 
 	}
 	for i := range res.Tensors {
 		res.Tensors[i].RelMSE = stats[i].RelMSE()
+		if cfg.Experts != nil && res.Tensors[i].Note == "calibrated (optq)" {
+			if e, ok := cfg.Experts.OutputError(res.Tensors[i].Name); ok {
+				res.Tensors[i].CalibOutputErr = &e
+			}
+		}
 		res.Tensors[i].OutBytes = layout.Sizes[i]
 		res.InBytes += res.Tensors[i].InBytes
 	}
@@ -389,6 +414,9 @@ func quantizeKeys(f *gguf.File, src []gguf.KV, cfg QuantizeConfig, pattern strin
 	}
 	if imp != nil {
 		kv = setKV(kv, "stratactl.quantize.imatrix", gguf.String(filepath.Base(cfg.Imatrix)))
+	}
+	if cfg.Calib != nil {
+		kv = calibKeys(kv, cfg.Calib)
 	}
 	return kv, note
 }

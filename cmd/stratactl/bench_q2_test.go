@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"math"
 	"strings"
 	"testing"
 
+	"github.com/stratactl/stratactl/internal/bench"
 	"github.com/stratactl/stratactl/internal/cli"
 	"github.com/stratactl/stratactl/internal/testutil"
 )
@@ -21,7 +21,7 @@ func TestBenchQ2Rules(t *testing.T) {
 	if code := run(context.Background(), cli.Test(&out, &errb), args); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	var rep q2RulesReport
+	var rep bench.Q2RulesReport
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -58,25 +58,6 @@ func TestBenchQ2RulesBadInput(t *testing.T) {
 			t.Errorf("%s: exit 0", name)
 		} else if errb.Len() == 0 {
 			t.Errorf("%s: no error message", name)
-		}
-	}
-}
-
-// The speed rows: one per rule and path, each with the weights it timed and
-// a rate that is the weights over the time it reports (no timed assertion).
-func TestBenchQ2Speed(t *testing.T) {
-	const weights = 1 << 16
-	rows, clock, err := q2Speed(0, weights)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rows) != 4 || clock == "" {
-		t.Fatalf("%d rows, clock %q; want 4 rows and a clock", len(rows), clock)
-	}
-	for _, r := range rows {
-		if r.Weights != weights || !(r.CPUSeconds > 0) || !(r.WallSeconds > 0) ||
-			math.Abs(r.MWeightsPerCPU-float64(weights)/r.CPUSeconds/1e6) > 1e-9*r.MWeightsPerCPU {
-			t.Errorf("row %+v", r)
 		}
 	}
 }

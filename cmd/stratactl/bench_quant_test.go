@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratactl/stratactl/internal/bench"
 	"github.com/stratactl/stratactl/internal/cli"
 	"github.com/stratactl/stratactl/kernels"
 	"github.com/stratactl/stratactl/quant"
@@ -18,7 +19,7 @@ func TestBenchQuantJSON(t *testing.T) {
 	if code := run(context.Background(), cli.Test(&o, &e), args); code != 0 {
 		t.Fatalf("exit %d: %s", code, e.String())
 	}
-	var rep quantBenchReport
+	var rep bench.QuantReport
 	if err := json.Unmarshal(o.Bytes(), &rep); err != nil {
 		t.Fatalf("%v: %s", err, o.String())
 	}
@@ -31,13 +32,13 @@ func TestBenchQuantJSON(t *testing.T) {
 			t.Errorf("bad rate %+v", r)
 		}
 		seen[r.Op+" "+r.Type+" "+r.Path] = true
-		if a, ok := ggmlAnchorFor(r.Op, quant.Q8_0); ok && r.Op == "dequantize" && r.Type == "Q8_0" {
+		if a, ok := bench.AnchorFor(r.Op, quant.Q8_0); ok && r.Op == "dequantize" && r.Type == "Q8_0" {
 			if r.GGMLMBPerS == nil || *r.GGMLMBPerS != a.DefaultMBs {
 				t.Errorf("Q8_0 lacks its ggml reference: %+v", r)
 			}
 		}
 	}
-	for _, typ := range benchDequantTypes {
+	for _, typ := range bench.DequantTypes {
 		if !seen["dequantize "+typ.String()+" portable"] {
 			t.Errorf("no portable figure for %s", typ)
 		}

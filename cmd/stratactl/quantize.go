@@ -18,6 +18,7 @@ func newQuantizeCmd(env *cli.Env) *cobra.Command {
 		jobs                  int
 		split                 splitFlags
 		qf                    quantFlags
+		cf                    calibFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "quantize IN.gguf -o OUT.gguf --type TYPE",
@@ -35,26 +36,47 @@ func newQuantizeCmd(env *cli.Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := checkFiles([]string{args[0], imatrix}, outputs(out, so)); err != nil {
+			if err := checkFiles([]string{args[0], imatrix, cf.tokens.text, cf.tokens.ids}, outputs(out, so)); err != nil {
 				return err
 			}
-			res, err := convert.Quantize(cmd.Context(), convert.QuantizeConfig{In: args[0], Out: out, Type: t, Tensors: tensors,
-				Q2: q2, Imatrix: imatrix, Jobs: jobs, Version: cli.Version, Progress: progressFor(env), Split: so})
+			cal, err := cf.prepare(cmd.Context(), env, cmd.Flags(), args[0], t, jobs)
 			if err != nil {
 				return err
 			}
+			qc := convert.QuantizeConfig{In: args[0], Out: out, Type: t, Tensors: tensors,
+				Q2: q2, Imatrix: imatrix, Jobs: jobs, Version: cli.Version, Progress: progressFor(env), Split: so}
+			if cal != nil {
+				defer cal.Close()
+				qc.Experts, qc.Calib = cal.q, cal.info
+			}
+			res, err := convert.Quantize(cmd.Context(), qc)
+			if err != nil {
+				return err
+			}
+			cal.finish()
 			if env.JSON {
 				return env.PrintJSON(res)
 			}
 			tw := tabwriter.NewWriter(env.Out, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "tensor\tfrom\tto\taction\trel. MSE")
+			fmt.Fprintln(tw, "tensor\tfrom\tto\taction\trel. MSE\tcalib. output err")
 			for _, r := range res.Tensors {
 				if r.Action == "kept" && !env.Verbose {
 					continue
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.4g\n", r.Name, r.From, r.To, r.Action, r.RelMSE)
+				oe := "-"
+				if r.CalibOutputErr != nil {
+					oe = fmt.Sprintf("%.4g", *r.CalibOutputErr)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.4g\t%s\n", r.Name, r.From, r.To, r.Action, r.RelMSE, oe)
 			}
 			tw.Flush()
+			if c := res.Calib; c != nil {
+				fmt.Fprintf(env.Out, "calibration: %d tokens in %d windows of %d from %s (%d held back), damping %g, %.1f s\n",
+					c.Tokens, c.Windows, c.Ctx, c.Source, c.HeldTokens, c.Damp, c.Seconds)
+				for _, fb := range c.Fallbacks {
+					fmt.Fprintf(env.Out, "plain search fallback: %s\n", fb)
+				}
+			}
 			fmt.Fprintf(env.Out, "%d tensors converted to %s, %d kept; %d -> %d bytes; general.file_type %s\nwrote %s\n",
 				res.Converted, res.Type, len(res.Tensors)-res.Converted, res.InBytes, res.OutBytes, res.FileType, res.Out)
 			if len(res.Shards) > 1 {
@@ -71,6 +93,7 @@ func newQuantizeCmd(env *cli.Env) *cobra.Command {
 	cli.Threads(f, &jobs, "worker threads (0: all cores)")
 	cli.Verbose(f, env, "also list the tensors copied unchanged")
 	split.add(f)
+	cf.add(f)
 	cmd.MarkFlagRequired("type")
 	return cmd
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stratactl/stratactl/internal/fixture"
 )
 
 // ModuleRoot is the directory holding go.mod, found from the working
@@ -28,14 +30,14 @@ func ModuleRoot(t testing.TB) string {
 	}
 }
 
-// Shared is the shared fixtures folder (../shared beside the module root).
-// A missing folder fails the test: fixtures are part of the suite, never a
-// reason to skip.
+// Shared is the shared fixtures folder (../shared beside the module root,
+// as internal/fixture finds it). A missing folder fails the test: fixtures
+// are part of the suite, never a reason to skip.
 func Shared(t testing.TB) string {
 	t.Helper()
-	d := filepath.Join(filepath.Dir(ModuleRoot(t)), "shared")
-	if _, err := os.Stat(filepath.Join(d, "FORMATS.md")); err != nil {
-		t.Fatalf("shared fixtures not found at %s: %v", d, err)
+	d, err := fixture.Shared(ModuleRoot(t))
+	if err != nil {
+		t.Fatal(err)
 	}
 	return d
 }

@@ -1,0 +1,219 @@
+// Package calib collects the calibration inputs of every expert: it runs
+// the model over calibration windows and records, per MoE layer, the normed
+// hidden state each token brings to the MoE block and the experts it is
+// routed to. The states are spilled to one temporary file per layer as the
+// windows run, so memory holds only the routing ids; a layer is read back
+// whole when its experts are quantized (Layer), one layer at a time.
+package calib
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/stratactl/stratactl/engine"
+	"github.com/stratactl/stratactl/quant/optq"
+)
+
+// DefaultHoldEvery holds back every 16th window from the Hessians to
+// measure the calibration output error on tokens the quantizer never saw.
+const DefaultHoldEvery = 16
+
+// Options tune Collect.
+type Options struct {
+	// HoldEvery holds back window i when i % HoldEvery == HoldEvery-1
+	// (0: DefaultHoldEvery; 1 or fewer than 2 windows: none held back).
+	HoldEvery int
+	// Dir is where the spill files go ("" : os.TempDir()).
+	Dir string
+	// Progress, when set, is told each window's token count once it ran.
+	Progress func(tokens int)
+}
+
+// Set is the collected calibration inputs of every MoE layer.
+type Set struct {
+	Embd, ExpertsUsed, Experts int
+	Tokens, HeldTokens         int64
+	Windows, HeldWindows       int
+	layers                     []*layerSpill
+	byBlock                    map[int]int
+}
+
+type layerSpill struct {
+	block int
+	file  *os.File
+	w     *bufio.Writer
+	ids   []int32 // [tokens][K]
+	held  []bool  // per token
+}
+
+type collector struct {
+	s    *Set
+	held bool
+	err  error
+	buf  []byte
+}
+
+func (c *collector) Layer(tr *engine.LayerTrace) {
+	if c.err != nil {
+		return
+	}
+	li, ok := c.s.byBlock[tr.Layer]
+	if !ok {
+		return
+	}
+	l := c.s.layers[li]
+	D, K := c.s.Embd, c.s.ExpertsUsed
+	if len(tr.MoEInput) != tr.Tokens*D || len(tr.IDs) != tr.Tokens*K {
+		c.err = fmt.Errorf("layer %d: trace of %d tokens has %d input values and %d ids (embedding %d, %d experts used)", tr.Layer, tr.Tokens, len(tr.MoEInput), len(tr.IDs), D, K)
+		return
+	}
+	c.buf = c.buf[:0]
+	for _, v := range tr.MoEInput {
+		c.buf = binary.LittleEndian.AppendUint32(c.buf, math.Float32bits(v))
+	}
+	if _, err := l.w.Write(c.buf); err != nil {
+		c.err = fmt.Errorf("calibration spill %s: %w", l.file.Name(), err)
+		return
+	}
+	l.ids = append(l.ids, tr.IDs...)
+	for range tr.Tokens {
+		l.held = append(l.held, c.held)
+	}
+}
+
+// Collect runs m over windows (each from position 0, as profile does) and
+// records the MoE inputs of the layers blocks. Close the Set to remove its
+// spill files.
+func Collect(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32, opt Options) (set *Set, err error) {
+	c := &m.Config
+	s := &Set{Embd: c.Embd, ExpertsUsed: c.ExpertsUsed, Experts: c.Experts, byBlock: map[int]int{}, Windows: len(windows)}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	for i, b := range blocks {
+		f, err := os.CreateTemp(opt.Dir, fmt.Sprintf("stratactl-calib-blk%d-*.f32", b))
+		if err != nil {
+			return nil, fmt.Errorf("calibration spill: %w", err)
+		}
+		// The file is unlinked at once where the system allows it, so that
+		// nothing is left behind even on a crash; it is read back through
+		// the open handle.
+		os.Remove(f.Name())
+		s.layers = append(s.layers, &layerSpill{block: b, file: f, w: bufio.NewWriterSize(f, 1<<20)})
+		s.byBlock[b] = i
+	}
+	hold := opt.HoldEvery
+	if hold == 0 {
+		hold = DefaultHoldEvery
+	}
+	col := &collector{s: s}
+	sess := m.NewSession()
+	sess.Observer = col
+	for i, w := range windows {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		col.held = hold > 1 && len(windows) >= 2 && i%hold == hold-1
+		sess.Reset()
+		if _, err := sess.Forward(w, false); err != nil {
+			return nil, fmt.Errorf("calibration window %d: %w", i, err)
+		}
+		if col.err != nil {
+			return nil, fmt.Errorf("calibration window %d: %w", i, col.err)
+		}
+		s.Tokens += int64(len(w))
+		if col.held {
+			s.HeldTokens += int64(len(w))
+			s.HeldWindows++
+		}
+		if opt.Progress != nil {
+			opt.Progress(len(w))
+		}
+	}
+	for _, l := range s.layers {
+		if err := l.w.Flush(); err != nil {
+			return nil, fmt.Errorf("calibration spill %s: %w", l.file.Name(), err)
+		}
+	}
+	return s, nil
+}
+
+// Close removes the spill files.
+func (s *Set) Close() error {
+	var first error
+	for _, l := range s.layers {
+		if l.file == nil {
+			continue
+		}
+		if err := l.file.Close(); err != nil && first == nil {
+			first = err
+		}
+		os.Remove(l.file.Name())
+		l.file = nil
+	}
+	return first
+}
+
+// Has reports whether block is one of the collected layers.
+func (s *Set) Has(block int) bool { _, ok := s.byBlock[block]; return ok }
+
+// Layer is one MoE layer's inputs in memory: every token's state and, per
+// expert, the tokens routed to it (quantizer's and held-back ones).
+type Layer struct {
+	Block       int
+	embd        int
+	x           []float32
+	train, held [][]int32 // per expert: token indices
+}
+
+// Layer reads block's inputs back from its spill file.
+func (s *Set) Layer(block int) (*Layer, error) {
+	li, ok := s.byBlock[block]
+	if !ok {
+		return nil, fmt.Errorf("calibration has no layer %d", block)
+	}
+	l := s.layers[li]
+	n := len(l.held)
+	D, K := s.Embd, s.ExpertsUsed
+	raw := make([]byte, n*D*4)
+	if _, err := l.file.ReadAt(raw, 0); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("calibration spill of layer %d: %w", block, err)
+	}
+	L := &Layer{Block: block, embd: D, x: make([]float32, n*D), train: make([][]int32, s.Experts), held: make([][]int32, s.Experts)}
+	for i := range L.x {
+		L.x[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+	}
+	for t := 0; t < n; t++ {
+		for _, e := range l.ids[t*K : (t+1)*K] {
+			if l.held[t] {
+				L.held[e] = append(L.held[e], int32(t))
+			} else {
+				L.train[e] = append(L.train[e], int32(t))
+			}
+		}
+	}
+	return L, nil
+}
+
+// Tokens is the number of quantizer (not held-back) tokens routed to e.
+func (l *Layer) Tokens(e int) int { return len(l.train[e]) }
+
+// Inputs gathers expert e's inputs for the quantizer.
+func (l *Layer) Inputs(e int) *optq.Inputs {
+	D := l.embd
+	gather := func(ts []int32) []float32 {
+		out := make([]float32, len(ts)*D)
+		for j, t := range ts {
+			copy(out[j*D:(j+1)*D], l.x[int(t)*D:(int(t)+1)*D])
+		}
+		return out
+	}
+	return &optq.Inputs{X: gather(l.train[e]), N: len(l.train[e]), Held: gather(l.held[e]), NH: len(l.held[e])}
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/stratactl/stratactl/calib"
+	"github.com/stratactl/stratactl/convert"
+	"github.com/stratactl/stratactl/engine"
+	"github.com/stratactl/stratactl/internal/cli"
+	"github.com/stratactl/stratactl/quant"
+	"github.com/stratactl/stratactl/quant/optq"
+	"github.com/stratactl/stratactl/strata"
+)
+
+// calibFlags are the calibrated quantizer's flags, shared by quantize and
+// pack.
+type calibFlags struct {
+	tokens     tokenFlags
+	ctx        int
+	self       int
+	seed       uint64
+	damp       float64
+	selfDamp   float64
+	refine     int
+	refineDamp float64
+	holdEvery  int
+	candidates int
+}
+
+func (c *calibFlags) add(f *pflag.FlagSet) {
+	c.tokens.add(f, "calibration (Q2_0: quantize the experts against the inputs they see on it):")
+	ctxFlag(f, &c.ctx)
+	cli.IntVar(f, &c.self, "calib-self", 0, 0, 1<<20, "add this many windows of --ctx tokens the model samples itself (temperature 1)")
+	f.Uint64Var(&c.seed, "seed", 1, "seed of --calib-self's sampling (window i uses seed+i)")
+	cli.Float64Var(f, &c.damp, "damp", optq.DefaultDamp, 0, 1e6, "Hessian damping, as a fraction of its mean diagonal")
+	cli.Float64Var(f, &c.selfDamp, "damp-self", optq.DefaultSelfDamp, 0, 1e6, "damping when --calib-self windows are used and --damp is not given")
+	cli.IntVar(f, &c.refine, "refine", optq.Defaults().Refine, 0, 1000, "refinement passes over codes and scales against the full Hessian")
+	cli.Float64Var(f, &c.refineDamp, "refine-damp", optq.Defaults().RefineDamp, 0, 1e6, "Hessian damping of the refinement, as a fraction of its mean diagonal")
+	cli.IntVar(f, &c.holdEvery, "calib-hold", calib.DefaultHoldEvery, 0, 1<<20, "hold back every Nth calibration window to measure the output error (0: none)")
+	cli.IntVar(f, &c.candidates, "calib-candidates", optq.Defaults().Candidates, 0, 1000, "grid scales per sign scored by the Hessian-weighted error")
+}
+
+func (c *calibFlags) active() bool { return c.tokens.text != "" || c.tokens.ids != "" || c.self > 0 }
+
+// calibrated is a prepared calibrated quantizer and what to record of it.
+type calibrated struct {
+	m    *engine.Model
+	set  *calib.Set
+	q    *calib.Quantizer
+	info *convert.CalibInfo
+}
+
+func (c *calibrated) Close() {
+	if c.set != nil {
+		c.set.Close()
+	}
+	if c.m != nil {
+		c.m.Close()
+	}
+}
+
+// prepare runs the source model over the calibration windows and returns
+// the quantizer for its experts; nil when no calibration was asked for.
+func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSet, model string, t quant.Type, jobs int) (*calibrated, error) {
+	if !c.active() {
+		return nil, nil
+	}
+	if t != quant.Q2_0 {
+		return nil, fmt.Errorf("--text, --ids and --calib-self need --type q2_0 (the calibrated quantizer is for Q2_0), not %s", t)
+	}
+	if c.tokens.text != "" && c.tokens.ids != "" {
+		return nil, fmt.Errorf("give one of --text and --ids")
+	}
+	opt := optq.Defaults()
+	opt.Damp, opt.Refine, opt.Candidates, opt.RefineDamp = c.damp, c.refine, c.candidates, c.refineDamp
+	if c.self > 0 && !fs.Changed("damp") {
+		opt.Damp = c.selfDamp
+	}
+	if err := opt.Check(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	m, err := engine.Open(model, engine.Options{Threads: jobs})
+	if err != nil {
+		return nil, err
+	}
+	out := &calibrated{m: m}
+	ok := false
+	defer func() {
+		if !ok {
+			out.Close()
+		}
+	}()
+	moe, err := m.File.MoE()
+	if err != nil {
+		return nil, err
+	}
+	info := &convert.CalibInfo{Source: "self", Ctx: c.ctx}
+	var windows [][]int32
+	if c.tokens.text != "" || c.tokens.ids != "" {
+		var src string
+		if windows, src, err = loadWindows(m, c.tokens, c.ctx, 0); err != nil {
+			return nil, err
+		}
+		info.Source = src
+		if _, info.SHA256, err = strata.HashFile(ctx, src); err != nil {
+			return nil, err
+		}
+	}
+	if c.self > 0 {
+		prog := env.NewProgress(int64(c.self*c.ctx), "calib-self", cli.Tokens)
+		gen, err := calib.Generate(ctx, m, c.self, c.ctx, c.seed, func(n int) { prog.Add(int64(n)) })
+		prog.Done()
+		if err != nil {
+			return nil, err
+		}
+		windows = append(windows, gen...)
+		info.SelfWindows, info.SelfSeed, info.SelfSHA256 = c.self, c.seed, calib.IDsSHA256(gen)
+	}
+	var blocks []int
+	for _, l := range moe.Layers {
+		blocks = append(blocks, l.Block)
+	}
+	prog := env.NewProgress(int64(len(windows)*c.ctx), "calibrate", cli.Tokens)
+	hold := c.holdEvery
+	if hold == 0 {
+		hold = 1 // calib.Options: 1 holds nothing back
+	}
+	set, err := calib.Collect(ctx, m, blocks, windows, calib.Options{HoldEvery: hold, Progress: func(n int) { prog.Add(int64(n)) }})
+	prog.Done()
+	if err != nil {
+		return nil, err
+	}
+	out.set = set
+	if out.q, err = calib.NewQuantizer(m.File, set, opt); err != nil {
+		return nil, err
+	}
+	info.Windows, info.Tokens, info.HeldTokens, info.Damp = set.Windows, set.Tokens, set.HeldTokens, opt.Damp
+	info.Seconds = time.Since(start).Seconds()
+	out.info = info
+	ok = true
+	return out, nil
+}
+
+// finish records the quantizer's fallbacks in the calibration info.
+func (c *calibrated) finish() {
+	if c == nil {
+		return
+	}
+	c.info.Fallbacks, _ = c.q.Fallbacks()
+}

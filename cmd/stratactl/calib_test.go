@@ -1,0 +1,58 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stratactl/stratactl/convert"
+	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/testutil"
+)
+
+// TestQuantizeCalibrated: quantize --ids records the calibration in
+// the output's metadata and the report, and every calibrated tensor's
+// output error on held-back tokens; layer 0 only, on three short windows.
+func TestQuantizeCalibrated(t *testing.T) {
+	src := testutil.TinyModel(t, "model-bf16.gguf")
+	all, err := os.ReadFile(testutil.TinyModel(t, "calib_tokens.i32.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := filepath.Join(t.TempDir(), "calib.i32.bin")
+	if err := os.WriteFile(ids, all[:3*64*4], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "c.gguf")
+	rep := decode[convert.QuantizeResult](t, stratactl(t, "quantize", src, "-o", out, "--type", "q2_0", "--tensors", `^blk\.0\.ffn_.*_exps`,
+		"--ids", ids, "--ctx", "64", "--calib-hold", "3", "--json"))
+	c := rep.Calib
+	if c == nil || c.Tokens != 3*64 || c.Windows != 3 || c.HeldTokens != 64 || c.SHA256 == "" || c.Damp != 0.3 {
+		t.Fatalf("calibration record %+v", c)
+	}
+	n := 0
+	for _, r := range rep.Tensors {
+		if r.Action != "quantized" {
+			continue
+		}
+		n++
+		if r.Note != "calibrated (optq)" || r.CalibOutputErr == nil || !(*r.CalibOutputErr > 0 && *r.CalibOutputErr < 1) || !(r.RelMSE > 0 && r.RelMSE < 1) {
+			t.Errorf("%s: note %q, output error %v, rel MSE %v", r.Name, r.Note, r.CalibOutputErr, r.RelMSE)
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d tensors quantized, want layer 0's 3", n)
+	}
+	f, err := gguf.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if v, ok := f.Get("stratactl.quantize.calib.sha256"); !ok || v.Any() != c.SHA256 {
+		t.Errorf("calib.sha256 in the output: %v, want %s", v, c.SHA256)
+	}
+	stratactlFails(t, "quantize", src, "-o", out, "--type", "q8_0", "--ids", ids)                 // not Q2_0
+	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--ids", ids, "--text", ids)  // both
+	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--ids", ids, "--ctx", "1")   // no window
+	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--ids", ids, "--damp", "-1") // bad damping
+}

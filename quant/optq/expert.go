@@ -1,0 +1,247 @@
+package optq
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/stratactl/stratactl/kernels"
+	"github.com/stratactl/stratactl/quant"
+)
+
+// Expert is one SwiGLU expert's weights as float32, row-major with one
+// GGUF row per output: Gate and Up are F rows of D, Down D rows of F.
+type Expert struct {
+	Gate, Up, Down []float32
+	D, F           int
+}
+
+// Inputs are the calibration inputs of one expert: the normed hidden
+// states of the tokens routed to it, N rows of D for the quantizer and
+// Held rows held back to measure the output error.
+type Inputs struct {
+	X    []float32
+	N    int
+	Held []float32
+	NH   int
+}
+
+// Errors accumulates one tensor's errors in float64 so that experts add
+// up: the weight error ‖W−Ŵ‖² against ‖W‖², and the output error
+// ‖(W−Ŵ)X‖² against ‖WX‖² on held-back inputs.
+type Errors struct {
+	Weight, WeightEnergy float64
+	Output, OutputEnergy float64
+	HeldTokens           int64
+}
+
+// Add accumulates b.
+func (a *Errors) Add(b Errors) {
+	a.Weight += b.Weight
+	a.WeightEnergy += b.WeightEnergy
+	a.Output += b.Output
+	a.OutputEnergy += b.OutputEnergy
+	a.HeldTokens += b.HeldTokens
+}
+
+// RelWeight is ‖W−Ŵ‖²/‖W‖² (0 for a zero tensor).
+func (a Errors) RelWeight() float64 { return ratio(a.Weight, a.WeightEnergy) }
+
+// RelOutput is ‖(W−Ŵ)X‖/‖WX‖ over the held-back inputs, or NaN when none
+// were held back.
+func (a Errors) RelOutput() float64 {
+	if a.HeldTokens == 0 {
+		return math.NaN()
+	}
+	return math.Sqrt(ratio(a.Output, a.OutputEnergy))
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		if a == 0 {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	return a / b
+}
+
+// ExpertResult is one expert quantized: Q2_0 bytes of each matrix, their
+// errors, and the reason the expert fell back to the plain search ("" when
+// it did not).
+type ExpertResult struct {
+	Gate, Up, Down []byte
+	Errors         [3]Errors // gate, up, down
+	Fallback       string
+}
+
+// QuantizeExpert quantizes an expert's three matrices against its
+// calibration inputs: gate and up with H = XᵀX; down against the SwiGLU
+// products A its exact gate and up give, through the products Â its
+// quantized ones give: the target minimising ‖W A − Ŵ Â‖² + λ‖W − Ŵ‖² is
+// W* = W (AᵀÂ + λI)(ÂᵀÂ + λI)⁻¹, quantized with H = ÂᵀÂ. With no inputs it
+// falls back to the plain search for all three.
+func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) {
+	D, F := ex.D, ex.F
+	if len(ex.Gate) != F*D || len(ex.Up) != F*D || len(ex.Down) != D*F {
+		return nil, fmt.Errorf("optq: expert of %d, %d, %d weights for D %d, F %d", len(ex.Gate), len(ex.Up), len(ex.Down), D, F)
+	}
+	if len(in.X) != in.N*D || len(in.Held) != in.NH*D {
+		return nil, fmt.Errorf("optq: %d and %d input values for %d and %d tokens of %d", len(in.X), len(in.Held), in.N, in.NH, D)
+	}
+	if err := opt.Check(); err != nil {
+		return nil, err
+	}
+	res := &ExpertResult{
+		Gate: make([]byte, F*D/group*quant.Q2BlockBytes),
+		Up:   make([]byte, F*D/group*quant.Q2BlockBytes),
+		Down: make([]byte, D*F/group*quant.Q2BlockBytes),
+	}
+	var hx []float64
+	if in.N > 0 {
+		hx = gram(in.X, in.N, D)
+	}
+	reason := ""
+	if hx == nil {
+		reason = FallbackNoTokens
+	} else {
+		var f *factors
+		if f, reason = factor(hx, D, opt.Damp, opt.RefineDamp); reason == "" {
+			f.run(ex.Gate, F, opt, res.Gate)
+			f.run(ex.Up, F, opt, res.Up)
+			reason = quantizeDown(ex, in, opt, res)
+		}
+	}
+	if reason != "" {
+		res.Fallback = reason
+		for _, m := range []struct {
+			w   []float32
+			dst []byte
+		}{{ex.Gate, res.Gate}, {ex.Up, res.Up}, {ex.Down, res.Down}} {
+			if err := plain(m.w, m.dst, opt); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return res, res.measure(ex, in)
+}
+
+// quantizeDown fills res.Down from the quantized gate and up in res.
+func quantizeDown(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string {
+	D, F := ex.D, ex.F
+	gq, uq := make([]float32, F*D), make([]float32, F*D)
+	if quant.Dequantize(quant.Q2_0, res.Gate, gq) != nil || quant.Dequantize(quant.Q2_0, res.Up, uq) != nil {
+		return FallbackSingular
+	}
+	a := swiglu(ex.Gate, ex.Up, in.X, in.N, D, F)
+	ah := swiglu(gq, uq, in.X, in.N, D, F)
+	h := gram(ah, in.N, F)
+	f, reason := factor(h, F, opt.Damp, opt.RefineDamp)
+	if reason != "" {
+		return reason
+	}
+	var mean float64
+	for j := 0; j < F; j++ {
+		mean += h[j*F+j]
+	}
+	lambda := opt.Damp * mean / float64(F)
+	// Row r of the target solves Ĥ yᵀ = (w_r M)ᵀ, M = AᵀÂ + λI (Ĥ is
+	// symmetric): first the rows w_r M, then the solves.
+	m := cross(a, ah, in.N, F)
+	for j := 0; j < F; j++ {
+		m[j*F+j] += lambda
+	}
+	m32 := make([]float32, F*F)
+	for i, v := range m {
+		m32[i] = float32(v)
+	}
+	wm := make([]float64, D*F)
+	row := make([]float32, F)
+	for r := 0; r < D; r++ {
+		clear(row)
+		for i, w := range ex.Down[r*F : (r+1)*F] {
+			if w != 0 {
+				kernels.Axpy(row, w, m32[i*F:(i+1)*F])
+			}
+		}
+		for j, v := range row {
+			wm[r*F+j] = float64(v)
+		}
+	}
+	solveCholesky(f.lower, F, wm, D)
+	target := make([]float32, D*F)
+	for i, v := range wm {
+		target[i] = float32(v)
+	}
+	for _, v := range target {
+		if v-v != 0 {
+			return FallbackSingular
+		}
+	}
+	f.run(target, D, opt, res.Down)
+	return ""
+}
+
+// swiglu returns silu(X Gᵀ) * (X Uᵀ), n rows of F.
+func swiglu(gate, up, x []float32, n, D, F int) []float32 {
+	out := make([]float32, n*F)
+	for t := 0; t < n; t++ {
+		xt := x[t*D : (t+1)*D]
+		for i := 0; i < F; i++ {
+			g := dot32(gate[i*D:(i+1)*D], xt)
+			u := dot32(up[i*D:(i+1)*D], xt)
+			out[t*F+i] = g / (1 + float32(math.Exp(float64(-g)))) * u
+		}
+	}
+	return out
+}
+
+// measure fills res.Errors from the decoded matrices and held-back inputs.
+func (res *ExpertResult) measure(ex *Expert, in *Inputs) error {
+	D, F := ex.D, ex.F
+	deq := func(b []byte, n int) ([]float32, error) {
+		y := make([]float32, n)
+		return y, quant.Dequantize(quant.Q2_0, b, y)
+	}
+	gq, err := deq(res.Gate, F*D)
+	if err != nil {
+		return err
+	}
+	uq, err := deq(res.Up, F*D)
+	if err != nil {
+		return err
+	}
+	dq, err := deq(res.Down, D*F)
+	if err != nil {
+		return err
+	}
+	res.Errors[0] = matErrors(ex.Gate, gq, F, D, in.Held, in.NH)
+	res.Errors[1] = matErrors(ex.Up, uq, F, D, in.Held, in.NH)
+	var a []float32
+	if in.NH > 0 {
+		a = swiglu(ex.Gate, ex.Up, in.Held, in.NH, D, F)
+	}
+	res.Errors[2] = matErrors(ex.Down, dq, D, F, a, in.NH)
+	return nil
+}
+
+func matErrors(w, wq []float32, rows, cols int, x []float32, n int) Errors {
+	var e Errors
+	diff := make([]float32, len(w))
+	for i, v := range w {
+		d := v - wq[i]
+		diff[i] = d
+		e.Weight += float64(d) * float64(d)
+		e.WeightEnergy += float64(v) * float64(v)
+	}
+	for t := 0; t < n; t++ {
+		xt := x[t*cols : (t+1)*cols]
+		for r := 0; r < rows; r++ {
+			y := float64(dot32(w[r*cols:(r+1)*cols], xt))
+			d := float64(dot32(diff[r*cols:(r+1)*cols], xt))
+			e.Output += d * d
+			e.OutputEnergy += y * y
+		}
+	}
+	e.HeldTokens = int64(n)
+	return e
+}

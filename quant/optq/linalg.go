@@ -1,0 +1,134 @@
+package optq
+
+import (
+	"math"
+
+	"github.com/stratactl/stratactl/kernels"
+)
+
+// gram returns XᵀX of the n rows of x (each cols long) as a dense
+// cols×cols float64 matrix. The sums run in float32 lanes over the tokens
+// (one kernels.DotF32 per entry on the transposed data), which is exact
+// enough for a Hessian and fast at the field width.
+func gram(x []float32, n, cols int) []float64 {
+	xt := transpose(x, n, cols)
+	h := make([]float64, cols*cols)
+	for i := 0; i < cols; i++ {
+		ci := xt[i*n : (i+1)*n]
+		for j := 0; j <= i; j++ {
+			v := float64(kernels.DotF32(ci, xt[j*n:(j+1)*n]))
+			h[i*cols+j], h[j*cols+i] = v, v
+		}
+	}
+	return h
+}
+
+// cross returns AᵀB of two n-row matrices of cols columns: entry [i][j] is
+// sum over rows t of a[t][i]*b[t][j].
+func cross(a, b []float32, n, cols int) []float64 {
+	at, bt := transpose(a, n, cols), transpose(b, n, cols)
+	m := make([]float64, cols*cols)
+	for i := 0; i < cols; i++ {
+		ai := at[i*n : (i+1)*n]
+		for j := 0; j < cols; j++ {
+			m[i*cols+j] = float64(kernels.DotF32(ai, bt[j*n:(j+1)*n]))
+		}
+	}
+	return m
+}
+
+func transpose(x []float32, rows, cols int) []float32 {
+	t := make([]float32, rows*cols)
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			t[c*rows+r] = x[r*cols+c]
+		}
+	}
+	return t
+}
+
+// cholesky factors the symmetric positive definite n×n matrix a in place
+// into its lower factor L (a = L Lᵀ; the upper triangle is zeroed). It
+// reports false when a pivot is not positive (a singular or indefinite
+// matrix) or not finite.
+func cholesky(a []float64, n int) bool {
+	for j := 0; j < n; j++ {
+		rj := a[j*n : j*n+j]
+		s := a[j*n+j]
+		for _, v := range rj {
+			s -= v * v
+		}
+		// A pivot that lost almost all of its diagonal to cancellation is
+		// rank deficiency in float64 clothing: treat it as singular.
+		if !(s > 1e-12*math.Abs(a[j*n+j])) || math.IsInf(s, 0) {
+			return false
+		}
+		d := math.Sqrt(s)
+		a[j*n+j] = d
+		for i := j + 1; i < n; i++ {
+			ri := a[i*n : i*n+j]
+			t := a[i*n+j]
+			for k, v := range ri {
+				t -= v * rj[k]
+			}
+			a[i*n+j] = t / d
+		}
+		for k := j + 1; k < n; k++ {
+			a[j*n+k] = 0
+		}
+	}
+	return true
+}
+
+// invFromCholesky returns a⁻¹ = L⁻ᵀ L⁻¹ from the lower factor l of a.
+func invFromCholesky(l []float64, n int) []float64 {
+	// Linv: solve L Linv = I column by column (lower triangular).
+	li := make([]float64, n*n)
+	for c := 0; c < n; c++ {
+		for i := c; i < n; i++ {
+			s := 0.0
+			if i == c {
+				s = 1
+			}
+			for k := c; k < i; k++ {
+				s -= l[i*n+k] * li[k*n+c]
+			}
+			li[i*n+c] = s / l[i*n+i]
+		}
+	}
+	inv := make([]float64, n*n)
+	for i := 0; i < n; i++ {
+		for j := 0; j <= i; j++ {
+			s := 0.0
+			for k := i; k < n; k++ { // (Linvᵀ Linv)[i][j] = sum_k Linv[k][i] Linv[k][j], k >= max(i,j)
+				s += li[k*n+i] * li[k*n+j]
+			}
+			inv[i*n+j], inv[j*n+i] = s, s
+		}
+	}
+	return inv
+}
+
+// solveCholesky overwrites each of the m rows of b (n long) with a⁻¹ bᵀ
+// given the lower factor l of the symmetric a: rows are solved independently.
+func solveCholesky(l []float64, n int, b []float64, m int) {
+	for r := 0; r < m; r++ {
+		y := b[r*n : (r+1)*n]
+		for i := 0; i < n; i++ {
+			s := y[i]
+			for k := 0; k < i; k++ {
+				s -= l[i*n+k] * y[k]
+			}
+			y[i] = s / l[i*n+i]
+		}
+		for i := n - 1; i >= 0; i-- {
+			s := y[i]
+			for k := i + 1; k < n; k++ {
+				s -= l[k*n+i] * y[k]
+			}
+			y[i] = s / l[i*n+i]
+		}
+	}
+}
+
+func dot32(a, b []float32) float32 { return kernels.DotF32(a, b) }

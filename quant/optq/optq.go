@@ -1,0 +1,435 @@
+// Package optq quantizes weight matrices to Q2_0 against the activations
+// they really see: OPTQ (GPTQ) column-by-column error compensation with a
+// per-expert Hessian H = XᵀX of the calibration inputs, each 64-column
+// group's scale chosen by the Hessian-weighted error it leaves, both signs
+// of the {-1, 0, 1, 2}·d grid, and a final coordinate refinement of codes
+// and scales against the full H. QuantizeExpert adds the down projection's
+// corrected target (its expert's own gate/up quantization error).
+//
+// Everything is deterministic: the same inputs give the same bytes, and
+// nothing depends on the number of goroutines a caller runs experts on.
+package optq
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/stratactl/stratactl/kernels"
+	"github.com/stratactl/stratactl/quant"
+)
+
+const group = quant.Q2BlockElements
+
+// Options tune the quantizer. The zero value is not the default: use
+// Defaults and change fields.
+type Options struct {
+	// Damp is added to H's diagonal as a fraction of its mean diagonal
+	// (a ridge towards the weights' own values). 0 means none: then a
+	// singular H makes the matrix fall back to the plain search.
+	Damp float64
+	// Refine is the number of coordinate passes over codes and scales
+	// against the full H after the OPTQ pass (0: none).
+	Refine int
+	// Candidates is the number of grid scales per sign each group's
+	// Hessian-weighted choice tries, besides the plain search's own pick.
+	Candidates int
+	// Q2Candidates is the plain search's candidate count (its own pick and
+	// the fallback); 0: quant.DefaultQ2Candidates.
+	Q2Candidates int
+	// RefineDamp is the damping of the H the refinement works against, as
+	// a fraction of its mean diagonal (the OPTQ pass uses Damp).
+	RefineDamp float64
+}
+
+// DefaultDamp is the damping fraction that measured best with the supplied
+// calibration set of tiny-qwen3moe (docs/QUALITY.md).
+const DefaultDamp = 0.30
+
+// Defaults are the measured defaults.
+func Defaults() Options {
+	return Options{Damp: DefaultDamp, Refine: 4, Candidates: 12, RefineDamp: 1}
+}
+
+// Check reports an option out of range.
+func (o *Options) Check() error {
+	if !(o.Damp >= 0) || math.IsInf(o.Damp, 0) {
+		return fmt.Errorf("optq: damping %v must be a finite fraction >= 0", o.Damp)
+	}
+	if !(o.RefineDamp >= 0) || math.IsInf(o.RefineDamp, 0) {
+		return fmt.Errorf("optq: refinement damping %v must be a finite fraction >= 0", o.RefineDamp)
+	}
+	if o.Refine < 0 || o.Candidates < 0 || o.Q2Candidates < 0 {
+		return fmt.Errorf("optq: negative option (refine %d, candidates %d, q2 candidates %d)", o.Refine, o.Candidates, o.Q2Candidates)
+	}
+	return nil
+}
+
+// Fallback reasons: a matrix quantized by the plain search instead.
+const (
+	FallbackNoTokens = "no calibration tokens reached it"
+	FallbackSingular = "singular Hessian"
+)
+
+// QuantizeMatrix writes the Q2_0 encoding of the rows×cols matrix w
+// (row-major, one GGUF row per output) to dst, minimising
+// sum over rows of (w-ŵ) H (w-ŵ)ᵀ, where h is the cols×cols Hessian of
+// the inputs (XᵀX). It returns "" or the reason it fell back to the plain
+// search (then dst holds the plain search's bytes).
+func QuantizeMatrix(w []float32, rows, cols int, h []float64, opt Options, dst []byte) (string, error) {
+	if err := checkShape(w, rows, cols, dst); err != nil {
+		return "", err
+	}
+	if len(h) != cols*cols {
+		return "", fmt.Errorf("optq: Hessian of %d values for %d columns", len(h), cols)
+	}
+	if err := opt.Check(); err != nil {
+		return "", err
+	}
+	f, reason := factor(h, cols, opt.Damp, opt.RefineDamp)
+	if reason != "" {
+		return reason, plain(w, dst, opt)
+	}
+	f.run(w, rows, opt, dst)
+	return "", nil
+}
+
+// run quantizes the rows of target against f's Hessian into dst.
+func (f *factors) run(target []float32, rows int, opt Options, dst []byte) {
+	q := f.quantize(target, rows, opt)
+	q.refine(target, f, opt.Refine)
+	q.pack(dst)
+}
+
+func checkShape(w []float32, rows, cols int, dst []byte) error {
+	if rows <= 0 || cols <= 0 || cols%group != 0 {
+		return fmt.Errorf("optq: matrix of %d x %d: need rows > 0 and columns a multiple of %d", rows, cols, group)
+	}
+	if len(w) != rows*cols {
+		return fmt.Errorf("optq: %d weights for %d x %d", len(w), rows, cols)
+	}
+	if want := rows * cols / group * quant.Q2BlockBytes; len(dst) != want {
+		return fmt.Errorf("optq: %d bytes for %d x %d Q2_0, want %d", len(dst), rows, cols, want)
+	}
+	return nil
+}
+
+func plain(w []float32, dst []byte, opt Options) error {
+	return kernels.QuantizeQ2_0(w, dst, &quant.QuantizeOptions{Q2Candidates: opt.Q2Candidates})
+}
+
+// factors is what the passes need of one Hessian: the damped H (float32,
+// for the refinement) and the upper Cholesky factor U of H⁻¹ (float32,
+// row j from column j on), with 1/U_jj.
+type factors struct {
+	cols    int
+	h       []float32
+	u       []float32
+	invDiag []float32
+	lower   []float64 // Cholesky factor of the damped H (for solves)
+}
+
+// factor damps h and factors it; reason is non-empty when it cannot.
+func factor(h []float64, cols int, damp, refineDamp float64) (*factors, string) {
+	var mean float64
+	for j := 0; j < cols; j++ {
+		mean += h[j*cols+j]
+	}
+	mean /= float64(cols)
+	if !(mean > 0) || math.IsInf(mean, 0) {
+		return nil, FallbackNoTokens
+	}
+	hd := append([]float64(nil), h...)
+	for j := 0; j < cols; j++ {
+		hd[j*cols+j] += damp * mean
+	}
+	f := &factors{cols: cols, h: make([]float32, cols*cols)}
+	for i, v := range h {
+		f.h[i] = float32(v)
+	}
+	for j := 0; j < cols; j++ {
+		f.h[j*cols+j] += float32(refineDamp * mean)
+	}
+	l := append([]float64(nil), hd...)
+	if !cholesky(l, cols) {
+		return nil, FallbackSingular
+	}
+	f.lower = l
+	hinv := invFromCholesky(l, cols)
+	if !cholesky(hinv, cols) { // hinv = Lh Lhᵀ, U = Lhᵀ
+		return nil, FallbackSingular
+	}
+	f.u = make([]float32, cols*cols)
+	f.invDiag = make([]float32, cols)
+	for j := 0; j < cols; j++ {
+		for k := j; k < cols; k++ {
+			f.u[j*cols+k] = float32(hinv[k*cols+j])
+		}
+		f.invDiag[j] = 1 / f.u[j*cols+j]
+	}
+	return f, ""
+}
+
+// quantized holds a matrix's codes as levels (-1..2) and its block scales.
+type quantized struct {
+	rows, cols int
+	levels     []int8
+	scales     []float32 // [rows][cols/64], fp16-exact
+}
+
+// level is quant's Q2 rule: round-to-even of x*inv clamped to [-1, 2].
+func level(x, inv float32) float32 {
+	t := min(max(x*inv, -1), 2)
+	return float32(math.RoundToEven(float64(t)))
+}
+
+// roundFP16 is d as the block's fp16 field holds it, |d| capped at the
+// largest finite fp16.
+func roundFP16(d float32) float32 {
+	d = min(max(d, -65504), 65504)
+	return quant.FP16ToFloat32(quant.Float32ToFP16(d))
+}
+
+// searcher is one matrix's per-group scale choice.
+type searcher struct {
+	f      *factors
+	ratios []float32
+	tmp    [group]float32
+	imp    [group]float32
+	block  [quant.Q2BlockBytes]byte
+	popt   quant.QuantizeOptions
+}
+
+// quantize runs the OPTQ pass over column groups in order.
+func (f *factors) quantize(w []float32, rows int, opt Options) *quantized {
+	cols := f.cols
+	groups := cols / group
+	q := &quantized{rows: rows, cols: cols, levels: make([]int8, rows*cols), scales: make([]float32, rows*groups)}
+	s := &searcher{f: f, ratios: gridRatios(opt.Candidates)}
+	s.popt = quant.QuantizeOptions{Q2Candidates: opt.Q2Candidates, RowLen: group}
+	W := append([]float32(nil), w...)
+	errs := make([]float32, rows*group)
+	for g := 0; g < groups; g++ {
+		g0, g1 := g*group, (g+1)*group
+		for j := g0; j < g1; j++ {
+			s.imp[j-g0] = f.invDiag[j] * f.invDiag[j]
+		}
+		for r := 0; r < rows; r++ {
+			wr := W[r*cols : (r+1)*cols]
+			d := s.choose(wr[g0:g1], g0)
+			q.scales[r*groups+g] = d
+			var inv float32
+			if d != 0 {
+				inv = 1 / d
+			}
+			er := errs[r*group : (r+1)*group]
+			for j := g0; j < g1; j++ {
+				l := level(wr[j], inv)
+				e := (wr[j] - d*l) * f.invDiag[j]
+				er[j-g0] = e
+				q.levels[r*cols+j] = int8(l)
+				if e != 0 && j+1 < g1 {
+					kernels.Axpy(wr[j+1:g1], -e, f.u[j*cols+j+1:j*cols+g1])
+				}
+			}
+		}
+		if g1 == cols {
+			break
+		}
+		for r := 0; r < rows; r++ {
+			rest := W[r*cols+g1 : (r+1)*cols]
+			for jj, e := range errs[r*group : (r+1)*group] {
+				if e != 0 {
+					j := g0 + jj
+					kernels.Axpy(rest, -e, f.u[j*cols+g1:(j+1)*cols])
+				}
+			}
+		}
+	}
+	return q
+}
+
+// gridRatios are n ratios d/max|x| of one sign for the Hessian-scored
+// choice, wider than the plain search's since compensation moves weights.
+func gridRatios(n int) []float32 {
+	r := make([]float32, n)
+	for i := range r {
+		if n == 1 {
+			r[i] = 0.5
+			continue
+		}
+		r[i] = float32(0.25 + 0.75*float64(i)/float64(n-1))
+	}
+	return r
+}
+
+// choose picks the scale of the group wg (64 current, compensated weights
+// starting at column g0) that leaves the least OPTQ loss
+// sum_j ((w_j - q_j)/U_jj)^2, quantizing the group column by column with
+// its in-group compensation. Candidates: the plain search's pick under the
+// weights 1/U_jj² (kept unless another is clearly better) and a grid of
+// both signs.
+func (s *searcher) choose(wg []float32, g0 int) float32 {
+	var amax float32
+	for _, v := range wg {
+		amax = max(amax, float32(math.Abs(float64(v))))
+	}
+	if amax == 0 {
+		return 0
+	}
+	s.popt.Importance = s.imp[:]
+	var d0 float32
+	if err := kernels.QuantizeQ2_0(wg, s.block[:], &s.popt); err == nil {
+		d0 = quant.FP16ToFloat32(binary.LittleEndian.Uint16(s.block[:]))
+	}
+	best, bestLoss := d0, s.loss(wg, g0, d0, float32(math.Inf(1)))
+	bar := bestLoss * (1 - 1e-5)
+	for _, r := range s.ratios {
+		for _, sign := range [2]float32{1, -1} {
+			d := roundFP16(sign * amax * r)
+			if d == 0 || d == best {
+				continue
+			}
+			if l := s.loss(wg, g0, d, bar); l < bar {
+				best, bestLoss = d, l
+				bar = bestLoss
+			}
+		}
+	}
+	return best
+}
+
+// loss is the group's OPTQ loss at scale d; it stops early once past bar.
+func (s *searcher) loss(wg []float32, g0 int, d, bar float32) float32 {
+	f := s.f
+	cols := f.cols
+	t := s.tmp[:]
+	copy(t, wg)
+	var inv float32
+	if d != 0 {
+		inv = 1 / d
+	}
+	var sum float32
+	for j := 0; j < group; j++ {
+		c := g0 + j
+		e := (t[j] - d*level(t[j], inv)) * f.invDiag[c]
+		sum += e * e
+		if sum >= bar {
+			return sum
+		}
+		if e != 0 && j+1 < group {
+			kernels.Axpy(t[j+1:], -e, f.u[c*cols+c+1:c*cols+g0+group])
+		}
+	}
+	return sum
+}
+
+// refine lowers (t-ŵ) H (t-ŵ)ᵀ row by row by coordinate descent: each code
+// moved to its best level, then each group's scale to the least-squares
+// value for its codes (rounded to fp16), while anything improves.
+func (q *quantized) refine(t []float32, f *factors, passes int) {
+	if passes == 0 {
+		return
+	}
+	cols, groups := q.cols, q.cols/group
+	e := make([]float32, cols)
+	g := make([]float32, cols)
+	v := make([]float32, cols)
+	for r := 0; r < q.rows; r++ {
+		lv := q.levels[r*cols : (r+1)*cols]
+		sc := q.scales[r*groups : (r+1)*groups]
+		tr := t[r*cols : (r+1)*cols]
+		for j := range e {
+			e[j] = tr[j] - sc[j/group]*float32(lv[j])
+		}
+		for j := range g {
+			g[j] = kernels.DotF32(f.h[j*cols:(j+1)*cols], e)
+		}
+		for range passes {
+			changed := false
+			for j := 0; j < cols; j++ {
+				d := sc[j/group]
+				if d == 0 {
+					continue
+				}
+				hjj := f.h[j*cols+j]
+				l := lv[j]
+				var bestC, bestD float32
+				var bestL int8
+				for nl := int8(-1); nl <= 2; nl++ {
+					if nl == l {
+						continue
+					}
+					dl := d * float32(nl-l)
+					if c := dl * (dl*hjj - 2*g[j]); c < bestC {
+						bestC, bestD, bestL = c, dl, nl
+					}
+				}
+				if bestC < 0 {
+					e[j] -= bestD
+					kernels.Axpy(g, -bestD, f.h[j*cols:(j+1)*cols])
+					lv[j] = bestL
+					changed = true
+				}
+			}
+			for b := 0; b < groups; b++ {
+				d := sc[b]
+				clear(v)
+				var num float32
+				for j := b * group; j < (b+1)*group; j++ {
+					if lv[j] != 0 {
+						kernels.Axpy(v, float32(lv[j]), f.h[j*cols:(j+1)*cols])
+						num += float32(lv[j]) * g[j]
+					}
+				}
+				var den float32
+				for j := b * group; j < (b+1)*group; j++ {
+					den += float32(lv[j]) * v[j]
+				}
+				if !(den > 0) {
+					continue
+				}
+				nd := roundFP16(d + num/den)
+				if nd == d || nd == 0 {
+					continue
+				}
+				dd := nd - d
+				if c := dd * (dd*den - 2*num); c < 0 {
+					for j := b * group; j < (b+1)*group; j++ {
+						e[j] -= dd * float32(lv[j])
+					}
+					kernels.Axpy(g, -dd, v)
+					sc[b] = nd
+					changed = true
+				}
+			}
+			if !changed {
+				break
+			}
+		}
+	}
+}
+
+// pack writes the Q2_0 blocks: fp16 scale, then codes level+1, element j
+// at bits 2*(j%4) of byte j/4.
+func (q *quantized) pack(dst []byte) {
+	groups := q.cols / group
+	for r := 0; r < q.rows; r++ {
+		for b := 0; b < groups; b++ {
+			out := dst[(r*groups+b)*quant.Q2BlockBytes:][:quant.Q2BlockBytes]
+			binary.LittleEndian.PutUint16(out, quant.Float32ToFP16(q.scales[r*groups+b]))
+			lv := q.levels[r*q.cols+b*group:][:group]
+			for i := 0; i < 16; i++ {
+				var c byte
+				for k := 0; k < 4; k++ {
+					c |= byte(lv[4*i+k]+1) << (2 * k)
+				}
+				out[2+i] = c
+			}
+		}
+	}
+}
+
+// DefaultSelfDamp is the damping that measured best when the calibration
+// includes windows the model generated itself (more, broader inputs).
+const DefaultSelfDamp = 0.10
