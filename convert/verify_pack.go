@@ -105,7 +105,10 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 	if err != nil {
 		return err
 	}
-	r.check("manifest", n, "outputs' sizes and sha256 match; inputs checked where given")
+	if man != nil && x != nil && man.FormatVersion >= 2 && man.PackID != x.PackID.String() {
+		r.failf("manifest", filepath.Join(dir, strata.ManifestFile), -1, "pack_id %q, but %s is of pack %s", man.PackID, strata.ExpertsFile, x.PackID)
+	}
+	r.check("manifest", n, "outputs' sizes and sha256 match, pack id too; inputs checked where given")
 
 	if x == nil || keep == nil {
 		return nil

@@ -145,7 +145,18 @@ func TestNaNWeightsAreReported(t *testing.T) {
 // from its last good position with the same results.
 func TestFailedForwardKeepsSession(t *testing.T) {
 	m := openModel(t, "model-iq4nl.gguf")
-	tokens := readI32(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))[:12]
+	failedForwardKeepsSession(t, m, readI32(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))[:12])
+}
+
+// TestFailedForwardKeepsSessionQwen35: the same with recurrent state: the
+// delta nets of layers 0 and 1 ran on the failed batch before layer 2
+// failed, and their states must not have moved.
+func TestFailedForwardKeepsSessionQwen35(t *testing.T) {
+	failedForwardKeepsSession(t, openQwen35(t), readI32(t, tiny35(t, "refs", "eval_tokens.i32.bin"))[:12])
+}
+
+func failedForwardKeepsSession(t *testing.T, m *Model, tokens []int32) {
+	t.Helper()
 	want, err := m.NewSession().Forward(tokens, true)
 	if err != nil {
 		t.Fatal(err)

@@ -51,6 +51,10 @@ type kernelSet struct {
 	// q8dot adds the terms of the first sub-blocks of a DotQ8 (qdot.go's
 	// order) to the lanes and returns how many sub-blocks it took.
 	q8dot [quant.NumTypes]func(row []byte, x *Q8Row, l *[8]float32) int
+	// q8decode decodes groups g0..g0+ng-1 of a row for DotQ8Rows, and
+	// q8dotDecoded adds their terms against one activation row to the lanes.
+	q8decode     [quant.NumTypes]func(row []byte, g0, ng int, d *q8Decoded)
+	q8dotDecoded func(d *q8Decoded, ng int, x *Q8Row, g0 int, l *[8]float32)
 	// q2 runs Q2Search's hot loops (nil: quant.Q2SearchRef).
 	q2 *quant.Q2SearchKernels
 }

@@ -54,6 +54,8 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8dot[quant.Q4_0] = q8dotQ4_0Vector
 		k.q8dot[quant.Q2_0] = q8dotQ2_0Vector
 		k.q8dot[quant.IQ3_S] = q8dotIQ3SVector
+		k.q8decode[quant.IQ3_S] = q8decodeIQ3SVector
+		k.q8dotDecoded = q8dotDecodedVector
 		k.paths = "avx2+f16c"
 	}
 	return k

@@ -108,17 +108,22 @@ func foldLanes(l *[8]float32) float32 {
 
 // q8DotTail adds the terms of sub-blocks s0.. to the lanes, portably.
 func q8DotTail(t quant.Type, row []byte, x *Q8Row, s0 int, l *[8]float32) {
-	var w [32]int16
+	var w [32]int8
 	for s := s0; s < len(x.d); s++ {
-		dw := weightSub(t, row, s, &w)
-		xs := x.qs[32*s : 32*s+32]
-		var sumi int32
-		for j := range w {
-			sumi += int32(w[j]) * int32(xs[j])
-		}
-		scale := float32(dw * x.d[s])
-		l[s%8] += float32(float32(sumi) * scale)
+		m, dw := weightSub(t, row, s, &w)
+		l[s%8] += q8Term(&w, m, dw, x, s)
 	}
+}
+
+// q8Term is sub-block s's term: float32(m * sum w*x) * (dw * dx_s).
+func q8Term(w *[32]int8, m int32, dw float32, x *Q8Row, s int) float32 {
+	xs := x.qs[32*s : 32*s+32]
+	var sumi int32
+	for j := range w {
+		sumi += int32(w[j]) * int32(xs[j])
+	}
+	scale := float32(dw * x.d[s])
+	return float32(float32(m*sumi) * scale)
 }
 
 // q4_0Values maps a Q4_0 nibble to its integer value, nibble - 8.
@@ -128,16 +133,18 @@ var q4_0Values = [16]int8{-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7
 var iq3sGrid = quant.IQ3SGrid()
 
 // weightSub writes the integer weights of sub-block s (32 weights) of a row
-// of type t to w and returns their scale, as quant's decoders define them
-// (weight = scale * integer, exactly; IQ3_S's integers reach 31*15).
-func weightSub(t quant.Type, row []byte, s int, w *[32]int16) float32 {
+// of type t to w and returns their multiplier and scale, as quant's
+// decoders define them: weight = scale * (multiplier * integer), exactly.
+// The multiplier is IQ3_S's 1+2*scale (its grid values times signs are the
+// integers); 1 for the others.
+func weightSub(t quant.Type, row []byte, s int, w *[32]int8) (int32, float32) {
 	switch t {
 	case quant.Q8_0:
 		blk := row[34*s : 34*s+34]
 		for j := range w {
-			w[j] = int16(int8(blk[2+j]))
+			w[j] = int8(blk[2+j])
 		}
-		return quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
+		return 1, quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
 	case quant.Q4_0, quant.IQ4_NL:
 		table := &quant.KvaluesIQ4NL
 		if t == quant.Q4_0 {
@@ -145,36 +152,108 @@ func weightSub(t quant.Type, row []byte, s int, w *[32]int16) float32 {
 		}
 		blk := row[18*s : 18*s+18]
 		for j := 0; j < 16; j++ {
-			w[j] = int16(table[blk[2+j]&15])
-			w[j+16] = int16(table[blk[2+j]>>4])
+			w[j] = table[blk[2+j]&15]
+			w[j+16] = table[blk[2+j]>>4]
 		}
-		return quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
+		return 1, quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
 	case quant.Q2_0:
 		blk := row[18*(s/2) : 18*(s/2)+18]
 		for j := range w {
 			e := 32*(s%2) + j
-			w[j] = int16((blk[2+e/4]>>(2*(e%4)))&3) - 1
+			w[j] = int8((blk[2+e/4]>>(2*(e%4)))&3) - 1
 		}
-		return quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
+		return 1, quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
 	case quant.IQ3_S:
 		// Block: fp16 d, qs[64], qh[8], signs[32], scales[4]; s%8 is the
 		// sub-block within it.
 		blk := row[110*(s/8) : 110*(s/8)+110]
 		sb := s % 8
 		qs, qh, signs := blk[2+8*sb:10+8*sb], blk[66+sb], blk[74+4*sb:78+4*sb]
-		ls := int16(1 + 2*int(blk[106+sb/2]>>(4*(sb%2))&15))
 		for k := 0; k < 8; k++ {
 			g := iq3sGrid[int(qs[k])|int(qh>>k&1)<<8]
 			for j := 0; j < 4; j++ {
 				e := 4*k + j
-				v := ls * int16(byte(g>>(8*j)))
+				v := int8(byte(g >> (8 * j)))
 				if signs[e/8]>>(e%8)&1 != 0 {
 					v = -v
 				}
 				w[e] = v
 			}
 		}
-		return quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
+		return int32(1 + 2*int(blk[106+sb/2]>>(4*(sb%2))&15)), quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
 	}
 	panic("kernels: no integer weights for " + t.String())
+}
+
+// decodedGroups is how many groups of 8 sub-blocks DotQ8Rows decodes at a
+// time (2048 weights: 2 KiB of codes, in L1 beside the activations).
+const decodedGroups = 8
+
+// q8Decoded is a row's weights decoded for DotQ8Rows: per group of 8
+// sub-blocks, 256 integer weights, 8 multipliers and 8 scales (weightSub's).
+type q8Decoded struct {
+	w  [decodedGroups * 256]int8
+	m  [decodedGroups * 8]int16
+	dw [decodedGroups * 8]float32
+}
+
+// DotQ8Rows sets out[r] = DotQ8(t, row, xs[r]) for every r, bit for bit,
+// decoding the row's weights once for all the activation rows where this
+// CPU has a decoder for t (else one DotQ8 per row). Every xs[r] has the
+// same length; out has at least len(xs) elements.
+func DotQ8Rows(t quant.Type, row []byte, xs []*Q8Row, out []float32) { host.dotQ8Rows(t, row, xs, out) }
+
+func (k *kernelSet) dotQ8Rows(t quant.Type, row []byte, xs []*Q8Row, out []float32) {
+	out = out[:len(xs)]
+	if len(xs) == 0 {
+		return
+	}
+	n := xs[0].Len()
+	for _, x := range xs {
+		if x.Len() != n {
+			panic(fmt.Sprintf("kernels: DotQ8Rows with rows of %d and %d activations", n, x.Len()))
+		}
+	}
+	dec := k.q8decode[t]
+	if dec == nil || k.q8dotDecoded == nil || len(xs) == 1 {
+		for r, x := range xs {
+			out[r] = k.dotQ8(t, row, x)
+		}
+		return
+	}
+	ti, _ := quant.Info(t)
+	if n%ti.BlockElements != 0 || len(row) < n/ti.BlockElements*ti.BlockBytes {
+		panic(fmt.Sprintf("kernels: DotQ8Rows on %s: %d activations, %d row bytes", t, n, len(row)))
+	}
+	var d q8Decoded
+	const batch = 16
+	var lanes [batch][8]float32
+	groups := n / 256
+	for r0 := 0; r0 < len(xs); r0 += batch {
+		rows := xs[r0:min(r0+batch, len(xs))]
+		lanes = [batch][8]float32{}
+		for g0 := 0; g0 < groups; g0 += decodedGroups {
+			ng := min(decodedGroups, groups-g0)
+			dec(row, g0, ng, &d)
+			for r, x := range rows {
+				k.q8dotDecoded(&d, ng, x, g0, &lanes[r])
+			}
+		}
+		for r, x := range rows {
+			q8DotTail(t, row, x, 8*groups, &lanes[r])
+			out[r0+r] = foldLanes(&lanes[r])
+		}
+	}
+}
+
+// decodeGroupsPortable is the decoder DotQ8Rows's vector kernels are
+// tested against: groups g0..g0+ng-1 of the row, by weightSub.
+func decodeGroupsPortable(t quant.Type, row []byte, g0, ng int, d *q8Decoded) {
+	for g := 0; g < ng; g++ {
+		for j := 0; j < 8; j++ {
+			w := (*[32]int8)(d.w[256*g+32*j:])
+			m, dw := weightSub(t, row, 8*(g0+g)+j, w)
+			d.m[8*g+j], d.dw[8*g+j] = int16(m), dw
+		}
+	}
 }

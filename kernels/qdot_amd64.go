@@ -56,3 +56,17 @@ func q8dotIQ3SVector(row []byte, x *Q8Row, l *[8]float32) int {
 	}
 	return 8 * g
 }
+
+//go:noescape
+func q8dotDecodedAVX2(w *int8, m *int16, dw *float32, xq *int8, xd *float32, groups int, lanes *[8]float32)
+
+//go:noescape
+func q8decodeIQ3SAVX2(w *byte, blocks int, grid *uint32, out *int8, m *int16, dw *float32)
+
+func q8dotDecodedVector(d *q8Decoded, ng int, x *Q8Row, g0 int, l *[8]float32) {
+	q8dotDecodedAVX2(&d.w[0], &d.m[0], &d.dw[0], &x.qs[256*g0], &x.d[8*g0], ng, l)
+}
+
+func q8decodeIQ3SVector(row []byte, g0, ng int, d *q8Decoded) {
+	q8decodeIQ3SAVX2(&row[110*g0], ng, &iq3sGrid[0], &d.w[0], &d.m[0], &d.dw[0])
+}

@@ -327,3 +327,117 @@ iq3done:
 	VMOVUPS Y12, (R11)
 	VZEROUPPER
 	RET
+
+// ---- Decoded weights, for DotQ8Rows: a group of 8 sub-blocks as 256
+// signed bytes (the integer weights, IQ3_S's without its sub-block scale),
+// 8 int16 multipliers (IQ3_S's 1+2*scale, else 1) and 8 float32 scales.
+
+// func q8dotDecodedAVX2(w *int8, m *int16, dw *float32, xq *int8, xd *float32, groups int, lanes *[8]float32)
+TEXT ·q8dotDecodedAVX2(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ m+8(FP), R9
+	MOVQ dw+16(FP), R10
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ groups+40(FP), CX
+	MOVQ lanes+48(FP), R11
+	VMOVUPS (R11), Y12
+	TESTQ CX, CX
+	JZ    decdone
+
+#define DECSUB(j, Yout) \
+	VMOVDQU (32*j)(SI), Y0 \
+	VMOVDQU (32*j)(DI), Y1 \
+	VPSIGNB Y0, Y0, Y2 \
+	VPSIGNB Y0, Y1, Y1 \
+	VPMADDUBSW Y1, Y2, Y2 \
+	VPBROADCASTW (2*j)(R9), Y3 \
+	VPMADDWD Y3, Y2, Yout
+
+decloop:
+	DECSUB(0, Y4)
+	DECSUB(1, Y5)
+	DECSUB(2, Y6)
+	DECSUB(3, Y7)
+	DECSUB(4, Y8)
+	DECSUB(5, Y9)
+	DECSUB(6, Y10)
+	DECSUB(7, Y11)
+	REDUCE8
+	VCVTDQ2PS Y0, Y0
+	VMOVUPS (R10), Y13
+	VMULPS  (DX), Y13, Y13
+	VMULPS  Y13, Y0, Y0
+	VADDPS  Y0, Y12, Y12
+	ADDQ $256, SI
+	ADDQ $16, R9
+	ADDQ $32, R10
+	ADDQ $256, DI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  decloop
+
+decdone:
+	VMOVUPS Y12, (R11)
+	VZEROUPPER
+	RET
+
+// func q8decodeIQ3SAVX2(w *byte, blocks int, grid *uint32, out *int8, m *int16, dw *float32)
+// One group per block: the grid bytes with the signs applied, 1+2*scale
+// per sub-block, and d eight times.
+TEXT ·q8decodeIQ3SAVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ blocks+8(FP), CX
+	MOVQ grid+16(FP), R8
+	MOVQ out+24(FP), DI
+	MOVQ m+32(FP), R9
+	MOVQ dw+40(FP), R11
+	TESTQ CX, CX
+	JZ    iq3ddone
+
+#define IQ3DEC(s) \
+	MOVBLZX (66+s)(SI), R10 \
+	IQ3PAIRQ(2+8*s, 0) \
+	VMOVQ   AX, X0 \
+	IQ3PAIRQ(4+8*s, 2) \
+	VPINSRQ $1, AX, X0, X0 \
+	IQ3PAIRQ(6+8*s, 4) \
+	VMOVQ   AX, X1 \
+	IQ3PAIRQ(8+8*s, 6) \
+	VPINSRQ $1, AX, X1, X1 \
+	VINSERTI128 $1, X1, Y0, Y0 \
+	VPBROADCASTD (74+4*s)(SI), Y1 \
+	VPSHUFB q8sgnshuf<>(SB), Y1, Y1 \
+	VPAND   q8sgnbit<>(SB), Y1, Y1 \
+	VPCMPEQB q8sgnbit<>(SB), Y1, Y1 \
+	VPXOR   Y1, Y0, Y0 \
+	VPSUBB  Y1, Y0, Y0 \
+	VMOVDQU Y0, (32*s)(DI) \
+	MOVBLZX (106+s/2)(SI), AX \
+	SHRL    $(4*(s%2)), AX \
+	ANDL    $15, AX \
+	LEAL    1(AX)(AX*1), AX \
+	MOVW    AX, (2*s)(R9)
+
+iq3dloop:
+	IQ3DEC(0)
+	IQ3DEC(1)
+	IQ3DEC(2)
+	IQ3DEC(3)
+	IQ3DEC(4)
+	IQ3DEC(5)
+	IQ3DEC(6)
+	IQ3DEC(7)
+	VPBROADCASTW (SI), X13
+	VCVTPH2PS X13, Y13
+	VMOVUPS Y13, (R11)
+	ADDQ $110, SI
+	ADDQ $256, DI
+	ADDQ $16, R9
+	ADDQ $32, R11
+	DECQ CX
+	JNZ  iq3dloop
+
+iq3ddone:
+	VZEROUPPER
+	RET

@@ -81,13 +81,13 @@ func TestWeightSubMatchesQuant(t *testing.T) {
 		if err := quant.Dequantize(typ, row, want); err != nil {
 			t.Fatal(err)
 		}
-		var w [32]int16
+		var w [32]int8
 		for s := 0; s < n/32; s++ {
-			d := weightSub(typ, row, s, &w)
+			m, d := weightSub(typ, row, s, &w)
 			for j := range w {
-				got := float32(w[j]) * d
+				got := float32(m*int32(w[j])) * d
 				if math.Float32bits(got) != math.Float32bits(want[32*s+j]) && !(got != got && want[32*s+j] != want[32*s+j]) {
-					t.Fatalf("%s sub-block %d element %d: %g x %g = %g, quant %g", typ, s, j, float32(w[j]), d, got, want[32*s+j])
+					t.Fatalf("%s sub-block %d element %d: %d x %d x %g = %g, quant %g", typ, s, j, m, w[j], d, got, want[32*s+j])
 				}
 			}
 		}
@@ -250,4 +250,124 @@ func BenchmarkDotQ8(b *testing.B) {
 			QuantizeQ8Row(x, &r)
 		}
 	})
+}
+
+// TestQ8DecodersMatchPortable: each vector decoder writes exactly the
+// portable decoder's weights, multipliers and scales, and only for the
+// groups asked.
+func TestQ8DecodersMatchPortable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(39, 40))
+	for _, typ := range q8Types {
+		dec := host.q8decode[typ]
+		if dec == nil {
+			continue
+		}
+		ti, _ := quant.Info(typ)
+		const groups = 20
+		row := randomBlocks(rng, typ, groups*256/ti.BlockElements)
+		for g0 := 0; g0 < groups; g0 += 3 {
+			for ng := 1; ng <= min(decodedGroups, groups-g0); ng++ {
+				var want, got q8Decoded
+				for i := range got.w {
+					got.w[i], want.w[i] = 0x55, 0x55
+				}
+				decodeGroupsPortable(typ, row, g0, ng, &want)
+				dec(row, g0, ng, &got)
+				for i := range want.w {
+					if got.w[i] != want.w[i] {
+						t.Fatalf("%s groups %d+%d: weight %d is %d, want %d", typ, g0, ng, i, got.w[i], want.w[i])
+					}
+				}
+				for i := range want.m {
+					if got.m[i] != want.m[i] || !sameFloat(got.dw[i], want.dw[i]) {
+						t.Fatalf("%s groups %d+%d: sub-block %d: m %d dw %g, want %d %g", typ, g0, ng, i, got.m[i], got.dw[i], want.m[i], want.dw[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestDotQ8RowsEqualsDotQ8: every activation row's result is DotQ8's bits,
+// over every whole-block length 0..4096 and several row counts, on every
+// kernel set; and the decoded-weights kernel, fed by the portable decoder,
+// gives them for every type (so each type's decoder only has to match
+// decodeGroupsPortable).
+func TestDotQ8RowsEqualsDotQ8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	sets := testSets()
+	if host.q8dotDecoded != nil {
+		k := host
+		for _, typ := range q8Types {
+			k.q8decode[typ] = func(row []byte, g0, ng int, d *q8Decoded) { decodeGroupsPortable(typ, row, g0, ng, d) }
+		}
+		sets = append(sets, namedSet{"portable decoders", &k})
+	}
+	for _, typ := range q8Types {
+		ti, _ := quant.Info(typ)
+		for n := 0; n <= 4096; n += ti.BlockElements {
+			raw := randomRow(rng, typ, n)
+			if rng.IntN(4) == 0 {
+				raw = randomBlocks(rng, typ, n/ti.BlockElements)
+			}
+			row := guardedBytes(raw, rng.IntN(8))
+			nrows := []int{1, 2, 3, 17}[rng.IntN(4)]
+			xs := make([]*Q8Row, nrows)
+			for r := range xs {
+				var q Q8Row
+				if err := QuantizeQ8Row(gaussians(rng, n, 1), &q); err != nil {
+					t.Fatal(err)
+				}
+				xs[r] = guardedQ8Row(&q, rng.IntN(8))
+			}
+			for _, s := range sets {
+				out, outOK := guardedFloats(nrows, rng.IntN(4))
+				s.k.dotQ8Rows(typ, row, xs, out)
+				for r, x := range xs {
+					if want := portable.dotQ8(typ, row, x); !sameFloat(out[r], want) {
+						t.Fatalf("%s n=%d rows=%d on %s: row %d is %g, DotQ8 %g", typ, n, nrows, s.name, r, out[r], want)
+					}
+				}
+				if !outOK() {
+					t.Fatalf("%s n=%d on %s: wrote outside out", typ, n, s.name)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkDotQ8Rows: one row of 2560 weights against 8 activation rows at
+// once, beside 8 DotQ8 calls. Bytes are the weight bytes read (once).
+func BenchmarkDotQ8Rows(b *testing.B) {
+	const n, rows = 2560, 8
+	rng := rand.New(rand.NewPCG(9, 9))
+	xs := make([]*Q8Row, rows)
+	for r := range xs {
+		xs[r] = &Q8Row{}
+		if err := QuantizeQ8Row(gaussians(rng, n, 1), xs[r]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	out := make([]float32, rows)
+	for _, typ := range q8Types {
+		ti, _ := quant.Info(typ)
+		row, err := SampleBlocks(typ, n/ti.BlockElements, 3)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("%s/rows", typ), func(b *testing.B) {
+			b.SetBytes(int64(len(row)))
+			for b.Loop() {
+				DotQ8Rows(typ, row, xs, out)
+			}
+		})
+		b.Run(fmt.Sprintf("%s/each", typ), func(b *testing.B) {
+			b.SetBytes(int64(len(row)))
+			for b.Loop() {
+				for r, x := range xs {
+					out[r] = DotQ8(typ, row, x)
+				}
+			}
+		})
+	}
 }

@@ -99,6 +99,7 @@ func (w *PackWriter) Keys(sourceNExpert int) ([]gguf.KV, error) {
 		{Key: KeyExpertsBytes, Value: gguf.Uint64(w.h.FileBytes)},
 		{Key: KeySlotBytes, Value: gguf.Uint64(w.h.SlotBytes)},
 		{Key: KeySourceNExpert, Value: gguf.Uint32(uint32(sourceNExpert))},
+		{Key: KeyPackID, Value: gguf.String(w.h.PackID.String())},
 	}, nil
 }
 
@@ -123,7 +124,7 @@ func (w *PackWriter) Commit(ctx context.Context, keep *Keep, man *Manifest) erro
 		return err
 	}
 	if man != nil {
-		man.Format, man.FormatVersion = ManifestFormat, FormatVersion
+		man.Format, man.FormatVersion, man.PackID = ManifestFormat, FormatVersion, w.h.PackID.String()
 		man.Outputs = man.Outputs[:0]
 		for _, o := range [][2]string{{RoleModel, ModelFile}, {RoleExperts, ExpertsFile}, {RoleKeep, KeepFile}} {
 			n, sum, err := HashFile(ctx, w.Path(o[1]))

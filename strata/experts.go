@@ -1,7 +1,9 @@
 package strata
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -13,22 +15,57 @@ import (
 	"github.com/stratactl/stratactl/quant"
 )
 
-// STRX constants (docs/FORMATS.md, "model.experts (STRX), version 1").
+// STRX constants (docs/FORMATS.md, "model.experts (STRX), version 2").
 const (
-	ExpertsMagic   = "STRX"
-	ExpertsVersion = 1
+	ExpertsMagic = "STRX"
+	// ExpertsVersion is the version written. Version 1 (the same header
+	// without the pack id) is still read, as before.
+	ExpertsVersion = 2
 	SlotAlign      = 16384
 	HeaderSize     = 4096
 	NumParts       = 3
 	TableEntrySize = 16
+	PackIDSize     = 16
 
-	partsOffset     = 56
-	partRecordSize  = 32
-	layersOffset    = partsOffset + NumParts*partRecordSize
+	partsOffset    = 56
+	partRecordSize = 32
+	// PackIDOffset is where version 2 keeps the pack id.
+	PackIDOffset    = partsOffset + NumParts*partRecordSize
+	layersOffset    = PackIDOffset + PackIDSize
+	layersOffsetV1  = PackIDOffset
 	headerCRCOffset = HeaderSize - 4
 	// MaxLayers is the most layers whose block indices fit in the header.
 	MaxLayers = (headerCRCOffset - layersOffset) / 4
 )
+
+// layersAt is where a header of version v lists its layers.
+func layersAt(v uint32) int {
+	if v == 1 {
+		return layersOffsetV1
+	}
+	return layersOffset
+}
+
+// PackID binds the files of one pack to each other: model.experts carries
+// it in its header (STRX version 2) and model.gguf under strata.pack_id. It
+// is a hash of the experts file's header and slot table (which holds every
+// slot's CRC), so it is known when the experts are written, two packs of
+// other experts differ, and the same inputs give the same bytes.
+type PackID [PackIDSize]byte
+
+// String is the id in hex, as model.gguf and manifest.json hold it.
+func (id PackID) String() string { return hex.EncodeToString(id[:]) }
+
+// ParsePackID reads an id written by String.
+func ParsePackID(s string) (PackID, error) {
+	var id PackID
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != PackIDSize {
+		return id, fmt.Errorf("pack id %q is not %d hex digits", s, 2*PackIDSize)
+	}
+	copy(id[:], b)
+	return id, nil
+}
 
 // PartNames are the parts of a slot, in slot order.
 var PartNames = [NumParts]string{"gate", "up", "down"}
@@ -58,6 +95,7 @@ type PartShape struct {
 // expert) is described by the slot table.
 type Header struct {
 	Version     uint32
+	PackID      PackID // zero in version 1
 	NExpert     uint32
 	SlotAlign   uint32
 	SlotBytes   uint64
@@ -149,10 +187,15 @@ func (h *Header) StandardSlotOffset(i int) uint64 {
 	return h.DataOffset + uint64(i)*h.SlotBytes
 }
 
-// MarshalBinary encodes the 4096-byte header with its CRC.
+// MarshalBinary encodes the 4096-byte header with its CRC, in the layout
+// of h.Version (2, or 1 for a file of an old pack).
 func (h *Header) MarshalBinary() ([]byte, error) {
-	if len(h.Layers) == 0 || len(h.Layers) > MaxLayers {
-		return nil, fmt.Errorf("strata: %d MoE layers, want 1..%d", len(h.Layers), MaxLayers)
+	if h.Version != 1 && h.Version != ExpertsVersion {
+		return nil, fmt.Errorf("strata: cannot write STRX version %d", h.Version)
+	}
+	lo := layersAt(h.Version)
+	if len(h.Layers) == 0 || len(h.Layers) > (headerCRCOffset-lo)/4 {
+		return nil, fmt.Errorf("strata: %d MoE layers, want 1..%d", len(h.Layers), (headerCRCOffset-lo)/4)
 	}
 	b := make([]byte, HeaderSize)
 	le := binary.LittleEndian
@@ -174,8 +217,11 @@ func (h *Header) MarshalBinary() ([]byte, error) {
 		le.PutUint64(b[o+16:], p.Bytes)
 		le.PutUint64(b[o+24:], p.Offset)
 	}
+	if h.Version >= 2 {
+		copy(b[PackIDOffset:], h.PackID[:])
+	}
 	for i, l := range h.Layers {
-		le.PutUint32(b[layersOffset+4*i:], l)
+		le.PutUint32(b[lo+4*i:], l)
 	}
 	le.PutUint32(b[headerCRCOffset:], CRC32C(b[:headerCRCOffset]))
 	return b, nil
@@ -192,12 +238,13 @@ func ParseHeader(b []byte, fileSize int64, name string) (*Header, error) {
 		return nil, formatErr(name, 0, "not a strata experts file: magic %q, want %q", b[:4], ExpertsMagic)
 	}
 	h := &Header{Version: le.Uint32(b[4:])}
-	if h.Version != ExpertsVersion {
-		return nil, formatErr(name, 4, "version %d, this reader knows %d", h.Version, ExpertsVersion)
+	if h.Version != 1 && h.Version != ExpertsVersion {
+		return nil, formatErr(name, 4, "STRX version %d, this reader knows versions 1 and %d", h.Version, ExpertsVersion)
 	}
+	lo := layersAt(h.Version)
 	nLayer := le.Uint32(b[8:])
-	if nLayer == 0 || nLayer > MaxLayers {
-		return nil, formatErr(name, 8, "n_layer %d, want 1..%d", nLayer, MaxLayers)
+	if max := uint32(headerCRCOffset-lo) / 4; nLayer == 0 || nLayer > max {
+		return nil, formatErr(name, 8, "n_layer %d, want 1..%d", nLayer, max)
 	}
 	h.NExpert = le.Uint32(b[12:])
 	if h.NExpert == 0 {
@@ -258,15 +305,18 @@ func ParseHeader(b []byte, fileSize int64, name string) (*Header, error) {
 	if h.DataOffset > h.FileBytes || slots > (h.FileBytes-h.DataOffset)/h.SlotBytes {
 		return nil, formatErr(name, 40, "%d slots of %d bytes from byte %d do not fit in the file's %d bytes", slots, h.SlotBytes, h.DataOffset, h.FileBytes)
 	}
+	if h.Version >= 2 {
+		copy(h.PackID[:], b[PackIDOffset:])
+	}
 	h.Layers = make([]uint32, nLayer)
 	for i := range h.Layers {
-		o := layersOffset + 4*i
+		o := lo + 4*i
 		h.Layers[i] = le.Uint32(b[o:])
 		if i > 0 && h.Layers[i] <= h.Layers[i-1] {
 			return nil, formatErr(name, int64(o), "layer block index %d after %d: the list must ascend", h.Layers[i], h.Layers[i-1])
 		}
 	}
-	for o := layersOffset + 4*int(nLayer); o < headerCRCOffset; o++ {
+	for o := lo + 4*int(nLayer); o < headerCRCOffset; o++ {
 		if b[o] != 0 {
 			return nil, formatErr(name, int64(o), "header padding byte is %#02x, want 0", b[o])
 		}
@@ -463,15 +513,11 @@ type ExpertsWriter struct {
 	pool  sync.Pool
 }
 
-// NewExpertsWriter writes h's header to w. h must come from NewHeader (the
-// standard layout).
+// NewExpertsWriter starts an experts file with header h on w. h must come
+// from NewHeader (the standard layout); Finish writes it, with the pack id.
 func NewExpertsWriter(w io.WriterAt, h *Header, name string) (*ExpertsWriter, error) {
-	hb, err := h.MarshalBinary()
-	if err != nil {
+	if _, err := h.MarshalBinary(); err != nil {
 		return nil, err
-	}
-	if _, err := w.WriteAt(hb, 0); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	n := h.NSlot()
 	xw := &ExpertsWriter{h: h, w: w, name: name, table: make([]SlotEntry, n), done: make([]bool, n), left: n}
@@ -519,8 +565,9 @@ func (xw *ExpertsWriter) WriteSlot(layerIdx, expert int, parts [NumParts][]byte)
 	return nil
 }
 
-// Finish writes the slot table and the zero bytes up to the first slot.
-// Every slot must have been written.
+// Finish writes the slot table, the zero bytes up to the first slot and the
+// header, whose pack id (version 2) is derived from the header and the
+// table. Every slot must have been written.
 func (xw *ExpertsWriter) Finish() error {
 	xw.mu.Lock()
 	defer xw.mu.Unlock()
@@ -540,6 +587,24 @@ func (xw *ExpertsWriter) Finish() error {
 	}
 	if _, err := xw.w.WriteAt(tb, int64(xw.h.TableOffset)); err != nil {
 		return fmt.Errorf("%s: writing the slot table: %w", xw.name, err)
+	}
+	if xw.h.Version >= 2 {
+		xw.h.PackID = PackID{}
+		hb, err := xw.h.MarshalBinary()
+		if err != nil {
+			return err
+		}
+		sum := sha256.New()
+		sum.Write(hb)
+		sum.Write(tb)
+		copy(xw.h.PackID[:], sum.Sum(nil))
+	}
+	hb, err := xw.h.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	if _, err := xw.w.WriteAt(hb, 0); err != nil {
+		return fmt.Errorf("%s: writing the header: %w", xw.name, err)
 	}
 	return nil
 }

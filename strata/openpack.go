@@ -114,6 +114,13 @@ func CrossCheck(dir string, mf *gguf.File, x *Experts, k *Keep) []Problem {
 	add := func(check, file string, off int64, format string, args ...any) {
 		out = append(out, Problem{Check: check, Err: formatErr(file, off, format, args...)})
 	}
+	// The pack id first: files of two packs disagree in many ways, and this
+	// is the one that says so.
+	if mf != nil && x != nil {
+		if p := bindingProblem(mf, x); p != nil {
+			out = append(out, *p)
+		}
+	}
 	if k != nil && x != nil {
 		kpath := filepath.Join(dir, KeepFile)
 		if len(k.Layers) != x.NLayer() {
@@ -146,8 +153,8 @@ func CrossCheck(dir string, mf *gguf.File, x *Experts, k *Keep) []Problem {
 		}
 		return u, ok
 	}
-	if v, ok := key(KeyFormatVersion); ok && v != FormatVersion {
-		add(mk, mf.Path, mf.KeyOffset(KeyFormatVersion), "%s = %d, this tool knows %d", KeyFormatVersion, v, FormatVersion)
+	if v, ok := key(KeyFormatVersion); ok && (v < 1 || v > FormatVersion) {
+		add(mk, mf.Path, mf.KeyOffset(KeyFormatVersion), "%s = %d, this tool knows versions 1..%d", KeyFormatVersion, v, FormatVersion)
 	}
 	if s, err := mf.String(KeyExpertsFile); err != nil {
 		add(mk, mf.Path, mf.KeyOffset(KeyExpertsFile), "%v", err)
@@ -209,4 +216,34 @@ func CrossCheck(dir string, mf *gguf.File, x *Experts, k *Keep) []Problem {
 		}
 	}
 	return out
+}
+
+// bindingProblem says whether model.gguf (mf) and model.experts (x) are of
+// one pack: the same pack id in both (format version 2), or neither with
+// one (a version 1 pack, written before packs had ids: not bound).
+func bindingProblem(mf *gguf.File, x *Experts) *Problem {
+	bad := func(file string, off int64, format string, args ...any) *Problem {
+		return &Problem{Check: "model.keys", Err: formatErr(file, off, format, args...)}
+	}
+	s, err := mf.String(KeyPackID)
+	_, has := mf.Get(KeyPackID)
+	switch {
+	case has && err != nil:
+		return bad(mf.Path, mf.KeyOffset(KeyPackID), "%v", err)
+	case !has && x.Version >= 2:
+		return bad(mf.Path, -1, "%s has no %s, but %s is STRX version %d of pack %s: the files are of different packs", ModelFile, KeyPackID, x.Path, x.Version, x.PackID)
+	case !has:
+		return nil // version 1: nothing binds the files
+	}
+	id, err := ParsePackID(s)
+	if err != nil {
+		return bad(mf.Path, mf.KeyOffset(KeyPackID), "%s: %v", KeyPackID, err)
+	}
+	if x.Version < 2 {
+		return bad(x.Path, 4, "%s belongs to pack %s, but %s is STRX version %d, which carries no pack id: the files are of different packs", ModelFile, id, x.Path, x.Version)
+	}
+	if id != x.PackID {
+		return bad(x.Path, PackIDOffset, "%s is of pack %s, but %s (%s) is of pack %s: the files are of different packs", x.Path, x.PackID, mf.Path, KeyPackID, id)
+	}
+	return nil
 }

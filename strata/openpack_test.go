@@ -298,3 +298,96 @@ func crossCheckDir(t *testing.T, dir string) []Problem {
 	k, _ := ReadKeep(filepath.Join(dir, KeepFile))
 	return CrossCheck(dir, mf, x, k)
 }
+
+// TestPackIDBindsFiles: two packs of the same model and shape (other kept
+// experts) get other ids, the same pack written twice the same one, and
+// OpenPack refuses model.experts of the other pack, naming both ids.
+func TestPackIDBindsFiles(t *testing.T) {
+	dir := t.TempDir()
+	f := writeSource(t, filepath.Join(dir, "src.gguf"))
+	a, a2, b := filepath.Join(dir, "a"), filepath.Join(dir, "a2"), filepath.Join(dir, "b")
+	writePack(t, f, a, testKeep)
+	writePack(t, f, a2, testKeep)
+	writePack(t, f, b, &Keep{NExpert: tE, Layers: []uint32{0, 1}, Keep: [][]uint32{{0, 1}, {1, 3}}})
+	id := func(pack string) PackID {
+		x, err := OpenExperts(filepath.Join(pack, ExpertsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		if x.Version != ExpertsVersion {
+			t.Fatalf("STRX version %d written", x.Version)
+		}
+		mf, _ := gguf.Open(filepath.Join(pack, ModelFile))
+		defer mf.Close()
+		if s, _ := mf.String(KeyPackID); s != x.PackID.String() {
+			t.Fatalf("%s: model.gguf says pack %q, model.experts %s", pack, s, x.PackID)
+		}
+		return x.PackID
+	}
+	ida, ida2, idb := id(a), id(a2), id(b)
+	if ida != ida2 || ida == idb || ida == (PackID{}) {
+		t.Fatalf("ids %s %s %s: want the same inputs to give the same id and other experts another", ida, ida2, idb)
+	}
+	for _, n := range []string{ExpertsFile, ManifestFile} {
+		x, _ := os.ReadFile(filepath.Join(a, n))
+		y, _ := os.ReadFile(filepath.Join(a2, n))
+		if !bytes.Equal(x, y) {
+			t.Errorf("%s differs between two writes of one pack", n)
+		}
+	}
+	eb, _ := os.ReadFile(filepath.Join(b, ExpertsFile))
+	os.WriteFile(filepath.Join(a, ExpertsFile), eb, 0o644)
+	os.Remove(filepath.Join(a, ManifestFile))
+	_, err := OpenPack(a, OpenOptions{})
+	if err == nil || !strings.Contains(err.Error(), ida.String()) || !strings.Contains(err.Error(), idb.String()) {
+		t.Fatalf("experts of pack %s with the model of pack %s: %v", idb, ida, err)
+	}
+}
+
+// TestHeaderVersion1: a header of an old pack (STRX version 1: no pack id,
+// layers from byte 152) still parses; an unknown version is refused naming
+// it.
+func TestHeaderVersion1(t *testing.T) {
+	h, err := NewHeader([]uint32{3, 5}, 2, smallShapes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.PackID = PackID{1, 2, 3}
+	for _, v := range []uint32{1, 2} {
+		h.Version = v
+		b, err := h.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := layersOffset
+		if v == 1 {
+			at = 152
+		}
+		if binary.LittleEndian.Uint32(b[at:]) != 3 || binary.LittleEndian.Uint32(b[at+4:]) != 5 {
+			t.Fatalf("version %d: layers not at byte %d", v, at)
+		}
+		back, err := ParseHeader(b, int64(h.FileBytes), "mem")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantID := h.PackID
+		if v == 1 {
+			wantID = PackID{}
+		}
+		if back.Version != v || back.PackID != wantID || !slices.Equal(back.Layers, h.Layers) {
+			t.Fatalf("version %d came back as %+v", v, back)
+		}
+	}
+	h.Version = 3
+	if _, err := h.MarshalBinary(); err == nil {
+		t.Fatal("wrote STRX version 3")
+	}
+	h.Version = 2
+	b, _ := h.MarshalBinary()
+	binary.LittleEndian.PutUint32(b[4:], 3)
+	binary.LittleEndian.PutUint32(b[headerCRCOffset:], CRC32C(b[:headerCRCOffset]))
+	if _, err := ParseHeader(b, int64(h.FileBytes), "mem"); err == nil || !strings.Contains(err.Error(), "STRX version 3") {
+		t.Fatalf("version 3: %v", err)
+	}
+}

@@ -28,11 +28,16 @@ const (
 	// KeySourceNExpert is the experts per layer before pruning; a pruned
 	// GGUF (stratactl prune) carries it too.
 	KeySourceNExpert = "strata.source.n_expert"
+	// KeyPackID is the pack id (PackID.String) that model.experts carries
+	// in its header: the two files belong to one pack.
+	KeyPackID = "strata.pack_id"
 )
 
-// FormatVersion is the pack format: strata.format_version in model.gguf and
-// format_version in manifest.json.
-const FormatVersion = 1
+// FormatVersion is the pack format written: strata.format_version in
+// model.gguf and format_version in manifest.json. Version 2 binds the files
+// with a pack id; a version 1 pack (no pack id, STRX version 1) is read as
+// before.
+const FormatVersion = 2
 
 // routerCopyTensor is the router copy's name inside its block.
 const routerCopyTensor = "ffn_gate_inp_q8.weight"
