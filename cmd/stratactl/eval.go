@@ -122,6 +122,9 @@ func runEval(cmd *cobra.Command, env *cli.Env, candPath string, f *evalFlags) er
 	if score.Scored(f.ctx) < 1 {
 		return fmt.Errorf("--ctx %d leaves no position to score under --score %s", f.ctx, score)
 	}
+	if err := checkFiles([]string{candPath, f.ref, f.tokens.text, f.tokens.ids}, []string{f.trace}); err != nil {
+		return err
+	}
 	ref, err := engine.Open(f.ref, engine.Options{Threads: f.threads})
 	if err != nil {
 		return err
