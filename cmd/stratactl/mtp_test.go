@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/testmodels"
 	"github.com/stratactl/stratactl/internal/testutil"
 	"github.com/stratactl/stratactl/prune"
@@ -20,7 +21,7 @@ func TestMTPAndFusedPipeline(t *testing.T) {
 	dir := t.TempDir()
 	plain := testmodels.Qwen35(t)
 	model := testmodels.Write(t, plain, dir, testmodels.Variant{Fuse: true, MTP: true})
-	ins := decode[inspectReport](t, stratactl(t, "inspect", model, "--json"))
+	ins := decode[gguf.InspectReport](t, stratactl(t, "inspect", model, "--json"))
 	if ins.MoE.Layers != 4 || !ins.MoE.FusedGateUp || !slices.Equal(ins.MoE.MTPBlocks, []int{4}) {
 		t.Errorf("inspect: %+v", ins.MoE)
 	}
