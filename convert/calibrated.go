@@ -5,6 +5,7 @@ import (
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/quant"
+	"github.com/stratactl/stratactl/strata"
 )
 
 // ExpertQuantizer encodes expert matrices itself, from calibration inputs
@@ -21,22 +22,9 @@ type ExpertQuantizer interface {
 	OutputError(tensor string) (float64, bool)
 }
 
-// CalibInfo describes the calibration input, for the output's metadata and
-// report.
-type CalibInfo struct {
-	Source      string   `json:"source"` // the file (or "self" for generated windows only)
-	SHA256      string   `json:"sha256"` // of the calibration file's bytes
-	Ctx         int      `json:"ctx"`
-	Windows     int      `json:"windows"`
-	Tokens      int64    `json:"tokens"`
-	HeldTokens  int64    `json:"held_tokens"` // held back from the Hessians for the output error
-	SelfWindows int      `json:"self_windows,omitempty"`
-	SelfSeed    uint64   `json:"self_seed,omitempty"`
-	SelfSHA256  string   `json:"self_sha256,omitempty"` // of the generated ids (int32 LE)
-	Damp        float64  `json:"damp"`
-	Fallbacks   []string `json:"fallbacks,omitempty"`
-	Seconds     float64  `json:"collect_seconds"`
-}
+// CalibInfo describes the calibration input, for the output's metadata
+// and report.
+type CalibInfo = strata.Calibration
 
 // calibKeys records the calibration in GGUF metadata.
 func calibKeys(kv []gguf.KV, c *CalibInfo) []gguf.KV {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/quant"
 	"github.com/stratactl/stratactl/strata"
 	"golang.org/x/sync/errgroup"
@@ -22,6 +23,10 @@ type PackConfig struct {
 	Version  string
 	Args     []string // the full command line, for the manifest
 	Progress ProgressFunc
+	// Experts, when set, encodes the expert matrices it handles (the
+	// calibrated quantizer); Calib describes its input for the manifest.
+	Experts ExpertQuantizer
+	Calib   *CalibInfo
 }
 
 // slotResult is one converted expert.
@@ -86,6 +91,10 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 		defer imp.Close()
 	}
 
+	// The room: model.experts exactly, model.gguf about the dense bytes.
+	if err := osutil.CheckSpace(cfg.OutDir, int64(h.FileBytes)+m.DenseBytes); err != nil {
+		return nil, err
+	}
 	pw, err := strata.CreatePack(cfg.OutDir, h)
 	if err != nil {
 		return nil, err
@@ -140,7 +149,7 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 	man := &strata.Manifest{
 		Tool: "stratactl", ToolVersion: cfg.Version,
 		CommandLine: append([]string{}, cfg.Args...),
-		Parameters:  strata.PackParams{Type: cfg.Type.String(), Keep: cfg.Keep, Imatrix: cfg.Imatrix, Jobs: jobsOr(cfg.Jobs)},
+		Parameters:  strata.PackParams{Type: cfg.Type.String(), Keep: cfg.Keep, Imatrix: cfg.Imatrix, Jobs: jobsOr(cfg.Jobs), Calibration: cfg.Calib},
 		Model: strata.PackShape{Arch: m.Arch, MoELayers: len(m.Layers), SourceExpert: m.Experts, Expert: nKeep, ExpertsUsed: m.ExpertsUsed,
 			Embd: m.Embd, ExpertFF: m.ExpertFF, SlotBytes: h.SlotBytes, PayloadBytes: h.PayloadBytes()},
 		Inputs: inputs,
@@ -150,6 +159,15 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 		man.Parameters.Q2Candidates = cfg.Q2.effectiveCandidates()
 	}
 	man.Layers, man.RelMSE = layerErrors(m, [strata.NumParts]quant.Type{cfg.Type, cfg.Type, cfg.Type}, layerStats)
+	for l, ml := range m.Layers {
+		for p, t := range []*gguf.TensorInfo{ml.Gate, ml.Up, ml.Down} {
+			if packCalibrated(cfg, t) {
+				if e, ok := cfg.Experts.OutputError(t.Name); ok {
+					man.Layers[l].Parts[p].CalibOutputErr = &e
+				}
+			}
+		}
+	}
 	if err := pw.Commit(ctx, keep, man); err != nil {
 		return nil, interrupted(err, "pack")
 	}
@@ -214,11 +232,21 @@ func writeExperts(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m *g
 			if err != nil {
 				return r, err
 			}
-			r.parts[p] = make([]byte, h.Parts[p].Bytes)
 			n := int(t.Dims[0] * t.Dims[1])
 			file, fileOff := f.Locate(t)
+			where := span{ctx: ctx, file: file, tensor: t.Name, expert: src, firstElem: int64(src) * int64(n), fileOff: fileOff + off}
+			if packCalibrated(cfg, t) {
+				s := <-scratches
+				r.parts[p], r.st[p], err = calibratedSpan(ctx, cfg.Experts, t, cfg.Type, in, n, s, src, 0, t.Dims[1], where)
+				scratches <- s
+				if err != nil {
+					return r, err
+				}
+				continue
+			}
+			r.parts[p] = make([]byte, h.Parts[p].Bytes)
 			s := <-scratches
-			r.st[p], err = convertSpan(t.Type, cfg.Type, in, r.parts[p], n, s, opt, span{file: file, tensor: t.Name, expert: src, firstElem: int64(src) * int64(n), fileOff: fileOff + off})
+			r.st[p], err = convertSpan(t.Type, cfg.Type, in, r.parts[p], n, s, opt, where)
 			scratches <- s
 			if err != nil {
 				return r, err
@@ -321,4 +349,10 @@ func writeRouterCopy(w *gguf.FileWriter, name string, f *gguf.File, router *stra
 		return fmt.Errorf("%s: tensor %q: %w", f.Path, router.Src.Name, err)
 	}
 	return w.WriteTensor(name, q)
+}
+
+// packCalibrated reports whether t's experts come from the calibrated
+// quantizer.
+func packCalibrated(cfg PackConfig, t *gguf.TensorInfo) bool {
+	return cfg.Experts != nil && cfg.Type == quant.Q2_0 && cfg.Experts.Handles(t.Name)
 }

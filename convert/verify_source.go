@@ -164,6 +164,20 @@ func verifySlots(ctx context.Context, cfg VerifyConfig, x *strata.Experts, keep 
 			worse := -1
 			if st.Type == pt.Type {
 				expect = sb
+			} else if calibratedParts(params, pt.Type) {
+				// Calibrated experts depend on the calibration run as well:
+				// their bytes cannot be rebuilt from the source alone, so
+				// only their error against it is measured (and checked
+				// against the manifest below).
+				xs, ys := s.floats(n)
+				if err := dequantize(st.Type, sb, xs); err != nil {
+					return sc, err
+				}
+				if err := dequantize(pt.Type, part, ys); err != nil {
+					return sc, err
+				}
+				sc.got[p] = measure(xs, ys)
+				continue
 			} else {
 				opt, err := quantOptions(pt.Type, q2, imp, st, srcID)
 				if err != nil {
@@ -171,7 +185,7 @@ func verifySlots(ctx context.Context, cfg VerifyConfig, x *strata.Experts, keep 
 				}
 				expect = make([]byte, pt.Bytes)
 				// convertSpan leaves the source values in s.x.
-				if sc.want[p], err = convertSpan(st.Type, pt.Type, sb, expect, n, s, opt, span{file: src.Path, tensor: st.Name, expert: srcID, firstElem: int64(srcID) * int64(n), fileOff: src.DataStart(st) + so}); err != nil {
+				if sc.want[p], err = convertSpan(st.Type, pt.Type, sb, expect, n, s, opt, span{ctx: ctx, file: src.Path, tensor: st.Name, expert: srcID, firstElem: int64(srcID) * int64(n), fileOff: src.DataStart(st) + so}); err != nil {
 					return sc, err
 				}
 				xs, ye := s.floats(n)
@@ -263,4 +277,10 @@ func keepMatchesSlots(keep *strata.Keep, x *strata.Experts) bool {
 		}
 	}
 	return true
+}
+
+// calibratedParts reports whether a pack's parts of type t were quantized
+// against calibration inputs (the manifest records it).
+func calibratedParts(params *strata.PackParams, t quant.Type) bool {
+	return params != nil && params.Calibration != nil && t == quant.Q2_0
 }

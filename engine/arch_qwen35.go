@@ -27,7 +27,8 @@ var qwen35moeArch = archSpec{
 // with plain (single-section) partial NEOX RoPE, value heads grouped per
 // key head (value head h reads key head h / (time_step_rank/group_count)),
 // and beta/alpha fused as ssm_ba (per key head: its value heads' beta
-// logits, then their alpha logits).
+// logits, then their alpha logits). Older conversions fuse q, k, v and z
+// too, as ssm_in (per key head: q, k, its value heads' v, their z).
 var qwen3nextArch = archSpec{
 	config: func(md meta, c *Config) error { return hybridConfig(md, c, false) },
 	layer:  func(l tensorLoader, c *Config, i int, L *Layer) error { return hybridLayer(l, c, i, L, true) },
@@ -164,12 +165,22 @@ func loadDeltaNet(l tensorLoader, c *Config, p string, L *Layer, fusedBA bool) e
 	steps := []func() error{
 		func() (e error) { d.QKV, e = l.matrix(p+"attn_qkv.weight", c.Embd, s.Channels()); return },
 		func() (e error) { d.Z, e = l.matrix(p+"attn_gate.weight", c.Embd, vdim); return },
+	}
+	if _, ok := l.f.Tensor(p + "attn_qkv.weight"); !ok && fusedBA {
+		// qwen3next's legacy layout: q, k, v and z from one ssm_in.
+		steps = []func() error{func() error {
+			in, err := l.matrix(p+"ssm_in.weight", c.Embd, s.Channels()+vdim)
+			d.In = &in
+			return err
+		}}
+	}
+	steps = append(steps,
 		func() (e error) { d.Conv, e = l.floats(p+"ssm_conv1d.weight", s.ConvKernel, s.Channels()); return },
 		func() (e error) { d.DtBias, e = l.vector(p+"ssm_dt.bias", s.ValueHeads); return },
 		func() (e error) { d.A, e = l.vector(p+"ssm_a", s.ValueHeads); return },
 		func() (e error) { d.Norm, e = l.vector(p+"ssm_norm.weight", s.ValueDim); return },
 		func() (e error) { d.Out, e = l.matrix(p+"ssm_out.weight", vdim, c.Embd); return },
-	}
+	)
 	if fusedBA {
 		steps = append(steps, func() error {
 			ba, err := l.matrix(p+"ssm_ba.weight", c.Embd, 2*s.ValueHeads)

@@ -51,19 +51,30 @@ func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
 	z := make([]float32, T*NV*DV)
 	beta := make([]float32, T*NV)
 	alpha := make([]float32, T*NV)
-	if d.BA != nil {
+	r := NV / NK
+	if d.In != nil {
+		// ssm_in: per key head g, [q | k | v of heads g*r.. | z of them].
+		w := 2*DK + 2*r*DV
+		in := make([]float32, T*NK*w)
 		ba := make([]float32, T*2*NV)
-		matVecsOrMul(m.Pool, []*kernels.Matrix{&d.QKV, &d.Z, d.BA}, xn, T, [][]float32{qkv, z, ba})
-		r := NV / NK
+		matVecsOrMul(m.Pool, []*kernels.Matrix{d.In, d.BA}, xn, T, [][]float32{in, ba})
 		for t := 0; t < T; t++ {
+			q := qkv[t*C:]
 			for g := 0; g < NK; g++ {
-				for i := 0; i < r; i++ {
-					beta[t*NV+g*r+i] = ba[t*2*NV+g*2*r+i]
-					alpha[t*NV+g*r+i] = ba[t*2*NV+g*2*r+r+i]
-				}
+				src := in[(t*NK+g)*w : (t*NK+g+1)*w]
+				copy(q[g*DK:(g+1)*DK], src[:DK])
+				copy(q[(NK+g)*DK:(NK+g+1)*DK], src[DK:2*DK])
+				copy(q[2*NK*DK+g*r*DV:2*NK*DK+(g+1)*r*DV], src[2*DK:2*DK+r*DV])
+				copy(z[t*NV*DV+g*r*DV:t*NV*DV+(g+1)*r*DV], src[2*DK+r*DV:])
 			}
 		}
+		unpackBA(ba, beta, alpha, T, NK, r)
+	} else if d.BA != nil {
+		ba := make([]float32, T*2*NV)
+		matVecsOrMul(m.Pool, []*kernels.Matrix{&d.QKV, &d.Z, d.BA}, xn, T, [][]float32{qkv, z, ba})
+		unpackBA(ba, beta, alpha, T, NK, r)
 	} else {
+
 		matVecsOrMul(m.Pool, []*kernels.Matrix{&d.QKV, &d.Z, &d.Beta, &d.Alpha}, xn, T, [][]float32{qkv, z, beta, alpha})
 	}
 
@@ -154,6 +165,20 @@ func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
 	out := make([]float32, T*c.Embd)
 	m.Pool.MatMul(&d.Out, o, T, out)
 	return out
+}
+
+// unpackBA splits ssm_ba's outputs: per key head g, the beta logits of
+// value heads g*r.. then their alpha logits.
+func unpackBA(ba, beta, alpha []float32, T, NK, r int) {
+	NV := NK * r
+	for t := 0; t < T; t++ {
+		for g := 0; g < NK; g++ {
+			for i := 0; i < r; i++ {
+				beta[t*NV+g*r+i] = ba[t*2*NV+g*2*r+i]
+				alpha[t*NV+g*r+i] = ba[t*2*NV+g*2*r+r+i]
+			}
+		}
+	}
 }
 
 // l2Normalize scales x to x / sqrt(sum x^2 + 1e-6) (transformers' form;

@@ -101,8 +101,11 @@ type Layer struct {
 
 // DeltaNet is a gated delta net's weights.
 type DeltaNet struct {
-	QKV  kernels.Matrix // input -> conv channels (q | k | v)
-	Z    kernels.Matrix // input -> output gate, ValueHeads*ValueDim
+	QKV kernels.Matrix // input -> conv channels (q | k | v)
+	Z   kernels.Matrix // input -> output gate, ValueHeads*ValueDim
+	// In, when set, replaces QKV and Z (qwen3next's legacy ssm_in): per
+	// key head its q, its k, its value heads' v, then their z rows.
+	In   *kernels.Matrix
 	Beta kernels.Matrix // input -> per value head beta logit
 	// Alpha is input -> per value head decay logit. With BA set instead
 	// (qwen3next's ssm_ba), one matrix gives both, per key head: its
@@ -303,7 +306,10 @@ func (m *Model) DenseBytesPerToken() int64 {
 func (L *Layer) denseMatrices() []*kernels.Matrix {
 	ms := []*kernels.Matrix{&L.Router}
 	if d := L.Delta; d != nil {
-		ms = append(ms, &d.QKV, &d.Z, &d.Out)
+		ms = append(ms, &d.QKV, &d.Z, &d.Out) // QKV and Z are empty with In
+		if d.In != nil {
+			ms = append(ms, d.In)
+		}
 		if d.BA != nil {
 			ms = append(ms, d.BA)
 		} else {

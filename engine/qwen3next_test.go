@@ -17,8 +17,10 @@ import (
 // the grouped one (head g*r + i) in every tensor indexed by value head;
 // ssm_beta and ssm_alpha fused as ssm_ba, per key head its r beta rows
 // then its r alpha rows; ffn_gate_inp_shexp 1-D. The same model, so it
-// must give the same logits.
-func qwen3nextFromQwen35(t *testing.T) string {
+// must give the same logits. legacy also fuses attn_qkv and attn_gate as
+// ssm_in (per key head g: its q rows, its k rows, the v rows of its value
+// heads g*r.., then their z rows), as older conversions wrote it.
+func qwen3nextFromQwen35(t *testing.T, legacy bool) string {
 	t.Helper()
 	src, err := gguf.OpenMapped(tiny35(t, "model-bf16.gguf"))
 	if err != nil {
@@ -117,6 +119,32 @@ func qwen3nextFromQwen35(t *testing.T) string {
 		specs = append(specs, sp)
 		data[sp.Name] = b
 	}
+	if legacy {
+		var out []gguf.TensorSpec
+		for _, sp := range specs {
+			blk, rest, _ := gguf.SplitBlockName(sp.Name)
+			switch rest {
+			case "attn_gate.weight":
+				continue
+			case "attn_qkv.weight":
+				qkv := data[sp.Name]
+				gate := data[fmt.Sprintf("blk.%d.attn_gate.weight", blk)]
+				rb := len(qkv) / int(sp.Dims[1])
+				rowsOf := func(b []byte, first, n int) []byte { return b[first*rb : (first+n)*rb] }
+				var in []byte
+				for g := 0; g < NK; g++ {
+					in = append(in, rowsOf(qkv, g*DK, DK)...)
+					in = append(in, rowsOf(qkv, (NK+g)*DK, DK)...)
+					in = append(in, rowsOf(qkv, 2*NK*DK+g*r*DV, r*DV)...)
+					in = append(in, rowsOf(gate, g*r*DV, r*DV)...)
+				}
+				sp = gguf.TensorSpec{Name: fmt.Sprintf("blk.%d.ssm_in.weight", blk), Type: sp.Type, Dims: []int64{sp.Dims[0], sp.Dims[1] + int64(NV*DV)}}
+				data[sp.Name] = in
+			}
+			out = append(out, sp)
+		}
+		specs = out
+	}
 	path := filepath.Join(t.TempDir(), "qwen3next.gguf")
 	w, err := gguf.Create(path, kv, specs)
 	if err != nil {
@@ -137,13 +165,19 @@ func qwen3nextFromQwen35(t *testing.T) string {
 // layout gives the qwen35moe logits (every eval position of the four
 // sequences, and the greedy continuation with its recurrent state).
 func TestQwen3nextSameModel(t *testing.T) {
-	path := qwen3nextFromQwen35(t)
+	for _, legacy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ssm_in=%v", legacy), func(t *testing.T) { qwen3nextSameModel(t, legacy) })
+	}
+}
+
+func qwen3nextSameModel(t *testing.T, legacy bool) {
+	path := qwen3nextFromQwen35(t, legacy)
 	next, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer next.Close()
-	if c := next.Config; c.Arch != "qwen3next" || !c.SSM.GroupedHeads || c.RopeSections != nil || next.Layers[0].Delta.BA == nil {
+	if c := next.Config; c.Arch != "qwen3next" || !c.SSM.GroupedHeads || c.RopeSections != nil || next.Layers[0].Delta.BA == nil || (next.Layers[0].Delta.In != nil) != legacy {
 		t.Fatalf("config %+v", c)
 	}
 	base := openQwen35(t)

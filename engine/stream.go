@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/stratactl/stratactl/cachesim"
+	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/kernels"
 	"github.com/stratactl/stratactl/strata"
 )
@@ -318,7 +319,7 @@ func (s *PackStore) readAt(buf []byte, off int64) error {
 	}
 	s.ioMu.Lock()
 	if s.direct {
-		bfd, berr := os.Open(s.path)
+		bfd, _, berr := osutil.OpenRegular(s.path)
 		if berr != nil {
 			s.ioMu.Unlock()
 			return berr

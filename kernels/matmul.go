@@ -181,3 +181,48 @@ func (p *Pool) MatVecs(ms []*Matrix, xs, outs [][]float32) {
 		p.scratch.Put(bp)
 	})
 }
+
+// CanDotQ8 reports whether MatVecQ8 and MatMulQ8 take m (its type pairs
+// with Q8_0 activations and its rows are whole 32-weight sub-blocks).
+func (m *Matrix) CanDotQ8() bool { return VecDotQ8(m.Type) && m.Cols%32 == 0 }
+
+func (m *Matrix) checkQ8(op string, x *Q8Row) {
+	if !m.CanDotQ8() || x.Len() != m.Cols {
+		panic(fmt.Sprintf("kernels: %s on %s, %d x %d, with %d activations", op, m.Type, m.Rows, m.Cols, x.Len()))
+	}
+}
+
+// MatVecQ8 sets out[r] = DotQ8(m.Type, row r, x) for every row: the fast
+// mode's matrix-vector product, with the bits of DotQ8 at any thread count.
+func (p *Pool) MatVecQ8(m *Matrix, x *Q8Row, out []float32) {
+	m.checkQ8("MatVecQ8", x)
+	out = out[:m.Rows]
+	p.Parallel(m.Rows, m.Cols, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			out[r] = DotQ8(m.Type, m.Row(r), x)
+		}
+	})
+}
+
+// MatMulQ8 sets out[t*Rows+r] = DotQ8(m.Type, row r, xs[t]) for every row
+// and input, each weight row decoded once for all inputs (DotQ8Rows): the
+// fast mode's batched prefill, with the bits of MatVecQ8 per input at any
+// thread count.
+func (p *Pool) MatMulQ8(m *Matrix, xs []*Q8Row, out []float32) {
+	for _, x := range xs {
+		m.checkQ8("MatMulQ8", x)
+	}
+	ntok, rows := len(xs), m.Rows
+	out = out[:ntok*rows]
+	p.Parallel(rows, m.Cols*ntok, func(lo, hi int) {
+		bp := p.buf(ntok)
+		one := *bp
+		for r := lo; r < hi; r++ {
+			DotQ8Rows(m.Type, m.Row(r), xs, one)
+			for t, v := range one {
+				out[t*rows+r] = v
+			}
+		}
+		p.scratch.Put(bp)
+	})
+}

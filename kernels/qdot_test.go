@@ -371,3 +371,49 @@ func BenchmarkDotQ8Rows(b *testing.B) {
 		})
 	}
 }
+
+// TestMatQ8ThreadsAndBatch: MatVecQ8 and MatMulQ8 give DotQ8's bits for
+// every row and input at any thread count.
+func TestMatQ8ThreadsAndBatch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	const cols, rows, ntok = 512, 300, 5
+	for _, typ := range q8Types {
+		var data []byte
+		for r := 0; r < rows; r++ {
+			data = append(data, randomRow(rng, typ, cols)...)
+		}
+		m, err := NewMatrix(typ, data, cols, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !m.CanDotQ8() {
+			t.Fatalf("%s: CanDotQ8 false", typ)
+		}
+		xs := make([]*Q8Row, ntok)
+		for i := range xs {
+			xs[i] = &Q8Row{}
+			if err := QuantizeQ8Row(gaussians(rng, cols, 1), xs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, th := range []int{1, 2, 3, 8} {
+			p := NewPool(th)
+			out := make([]float32, ntok*rows)
+			p.MatMulQ8(&m, xs, out)
+			one := make([]float32, rows)
+			for i, x := range xs {
+				p.MatVecQ8(&m, x, one)
+				for r := 0; r < rows; r++ {
+					want := DotQ8(typ, data[r*int(m.RowBytes):], x)
+					if !sameFloat(out[i*rows+r], want) || !sameFloat(one[r], want) {
+						t.Fatalf("%s threads=%d input %d row %d: MatMulQ8 %g MatVecQ8 %g DotQ8 %g", typ, th, i, r, out[i*rows+r], one[r], want)
+					}
+				}
+			}
+		}
+	}
+	m, _ := NewMatrix(quant.BF16, make([]byte, 2*64), 64, 1)
+	if m.CanDotQ8() {
+		t.Fatal("BF16 matrix accepted for DotQ8")
+	}
+}

@@ -9,9 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/osutil"
 )
 
 // ManifestFormat is manifest.json's "format".
@@ -41,6 +41,29 @@ type PartError struct {
 	To     string  `json:"to"`
 	Action string  `json:"action"` // "quantized" or "copied"
 	RelMSE float64 `json:"rel_mse"`
+	// CalibOutputErr is ‖(W−Ŵ)X‖/‖WX‖ on held-back calibration tokens, for
+	// a part quantized against calibration inputs.
+	CalibOutputErr *float64 `json:"calib_output_err,omitempty"`
+}
+
+// Calibration records the calibration input of a calibrated quantization
+// (quantize --json, a pack's manifest parameters).
+type Calibration struct {
+	Source      string   `json:"source"`           // the token file, or "self" for generated windows only
+	SHA256      string   `json:"sha256,omitempty"` // of the token file's bytes
+	Ctx         int      `json:"ctx"`
+	Windows     int      `json:"windows"`
+	Tokens      int64    `json:"tokens"`
+	HeldTokens  int64    `json:"held_tokens"` // held back from the Hessians to measure the output error
+	SelfWindows int      `json:"self_windows,omitempty"`
+	SelfSeed    uint64   `json:"self_seed,omitempty"`
+	SelfSHA256  string   `json:"self_sha256,omitempty"` // of the generated ids (int32 LE)
+	Damp        float64  `json:"damp"`
+	RefineDamp  float64  `json:"refine_damp"`
+	Refine      int      `json:"refine"`
+	Candidates  int      `json:"candidates"`
+	Fallbacks   []string `json:"fallbacks,omitempty"`
+	Seconds     float64  `json:"collect_seconds"`
 }
 
 // LayerError is one MoE layer's conversion error.
@@ -74,6 +97,9 @@ type PackParams struct {
 	Imatrix      string `json:"imatrix,omitempty"`
 	Keep         string `json:"keep,omitempty"`
 	Jobs         int    `json:"jobs"`
+	// Calibration is set when the experts were quantized against
+	// calibration inputs (then their bytes depend on that input too).
+	Calibration *Calibration `json:"calibration,omitempty"`
 }
 
 // PackShape describes the model packed.
@@ -124,7 +150,7 @@ func WriteManifest(path string, man *Manifest) error {
 // HashFile reads a file sequentially and returns its size and sha256 (hex),
 // as a manifest records them; it stops when ctx is done.
 func HashFile(ctx context.Context, path string) (int64, string, error) {
-	fh, err := os.Open(path)
+	fh, _, err := osutil.OpenRegular(path)
 	if err != nil {
 		return 0, "", err
 	}

@@ -139,6 +139,7 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 		return nil, err
 	}
 	info.Windows, info.Tokens, info.HeldTokens, info.Damp = set.Windows, set.Tokens, set.HeldTokens, opt.Damp
+	info.RefineDamp, info.Refine, info.Candidates = opt.RefineDamp, opt.Refine, opt.Candidates
 	info.Seconds = time.Since(start).Seconds()
 	out.info = info
 	ok = true

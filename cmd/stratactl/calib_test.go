@@ -3,11 +3,13 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stratactl/stratactl/convert"
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/testutil"
+	"github.com/stratactl/stratactl/strata"
 )
 
 // TestQuantizeCalibrated: quantize --ids records the calibration in
@@ -55,4 +57,47 @@ func TestQuantizeCalibrated(t *testing.T) {
 	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--ids", ids, "--text", ids)  // both
 	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--ids", ids, "--ctx", "1")   // no window
 	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--ids", ids, "--damp", "-1") // bad damping
+}
+
+// TestPackCalibrated: pack --ids with a keep map of 4 experts per layer
+// records the calibration and each part's output error in the manifest, and
+// verify --source accepts the pack (its calibrated parts measured, not
+// rebuilt).
+func TestPackCalibrated(t *testing.T) {
+	src := testutil.TinyModel(t, "model-bf16.gguf")
+	dir := t.TempDir()
+	all, err := os.ReadFile(testutil.TinyModel(t, "calib_tokens.i32.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := filepath.Join(dir, "calib.i32.bin")
+	if err := os.WriteFile(ids, all[:3*64*4], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	blocks := []uint32{0, 1, 2, 3}
+	keep := strata.IdentityKeep(blocks, 32)
+	for l := range keep.Keep {
+		keep.Keep[l] = []uint32{1, 5, 9, 30}
+		keep.Rank[l] = []uint32{0, 1, 2, 3}
+	}
+	km := filepath.Join(dir, "keep.strp")
+	if err := strata.WriteKeep(km, keep); err != nil {
+		t.Fatal(err)
+	}
+	pack := filepath.Join(dir, "pack")
+	man := decode[strata.Manifest](t, stratactl(t, "pack", src, "-o", pack, "--keep-map", km, "--ids", ids, "--ctx", "64", "--calib-hold", "3", "--json"))
+	c := man.Parameters.Calibration
+	if c == nil || c.Tokens != 3*64 || c.HeldTokens != 64 || c.SHA256 == "" {
+		t.Fatalf("calibration record %+v", c)
+	}
+	for _, l := range man.Layers {
+		for _, p := range l.Parts {
+			if p.CalibOutputErr == nil || !(*p.CalibOutputErr > 0 && *p.CalibOutputErr < 1) {
+				t.Errorf("block %d %s: output error %v", l.Block, p.Tensor, p.CalibOutputErr)
+			}
+		}
+	}
+	if code, out, errs := runCmd(t, "verify", pack, "--source", src); code != 0 || !strings.HasSuffix(strings.TrimSpace(out), "OK") {
+		t.Fatalf("verify --source: exit %d\n%s%s", code, out, errs)
+	}
 }

@@ -75,22 +75,6 @@ and wait per token); --trace FILE writes the demands (docs/FORMATS.md, STRC).`,
 	return cmd
 }
 
-// evalReport is eval's --json document.
-type evalReport struct {
-	Candidate string  `json:"candidate"`
-	Reference string  `json:"reference"`
-	Source    string  `json:"source"`
-	Ctx       int     `json:"ctx"`
-	Score     string  `json:"score"`        // the scoring: all or second-half
-	FirstPos  int     `json:"first_scored"` // first scored position of each window
-	Seconds   float64 `json:"seconds"`
-	evalq.Result
-	// With the candidate through its expert store:
-	CacheBonus *float64             `json:"cache_bonus,omitempty"`
-	ExactPicks *int                 `json:"exact_picks,omitempty"`
-	Stream     *engine.StreamReport `json:"stream,omitempty"`
-}
-
 // tokenFlags are the token input of profile and eval: a text file or a file
 // of token ids, exactly one (run's prompt is --prompt TEXT or the same --ids).
 type tokenFlags struct{ text, ids string }
@@ -138,6 +122,9 @@ func runEval(cmd *cobra.Command, env *cli.Env, candPath string, f *evalFlags) er
 	if score.Scored(f.ctx) < 1 {
 		return fmt.Errorf("--ctx %d leaves no position to score under --score %s", f.ctx, score)
 	}
+	if err := checkFiles([]string{candPath, f.ref, f.tokens.text, f.tokens.ids}, []string{f.trace}); err != nil {
+		return err
+	}
 	ref, err := engine.Open(f.ref, engine.Options{Threads: f.threads})
 	if err != nil {
 		return err
@@ -171,7 +158,7 @@ func runEval(cmd *cobra.Command, env *cli.Env, candPath string, f *evalFlags) er
 	if err != nil {
 		return err
 	}
-	rep := evalReport{Candidate: candPath, Reference: f.ref, Source: src, Ctx: f.ctx, Score: score.String(), FirstPos: score.First(f.ctx), Seconds: time.Since(start).Seconds(), Result: res}
+	rep := evalq.Report{Candidate: candPath, Reference: f.ref, Source: src, Ctx: f.ctx, Score: score.String(), FirstPos: score.First(f.ctx), Seconds: time.Since(start).Seconds(), Result: res}
 	if streaming {
 		var tr *cachesim.Trace
 		if rep.Stream, tr, err = ps.EndTrace(before, len(windows)*f.ctx); err != nil {
@@ -193,7 +180,7 @@ func runEval(cmd *cobra.Command, env *cli.Env, candPath string, f *evalFlags) er
 	return nil
 }
 
-func printEval(env *cli.Env, r *evalReport) {
+func printEval(env *cli.Env, r *evalq.Report) {
 	w := env.Out
 	fmt.Fprintf(w, "%s against %s: %d windows of %d tokens from %s, %d positions scored (%d..%d of each window; %.1f s)\n\n",
 		r.Candidate, r.Reference, r.Windows, r.Ctx, r.Source, r.Tokens, r.FirstPos, r.Ctx-2, r.Seconds)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stratactl/stratactl/cachesim"
 	"github.com/stratactl/stratactl/engine/enginetest"
+	"github.com/stratactl/stratactl/evalq"
 	"github.com/stratactl/stratactl/internal/testutil"
 )
 
@@ -20,7 +21,7 @@ func TestEvalThroughStore(t *testing.T) {
 	ids := testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin")
 	trace := filepath.Join(t.TempDir(), "eval.strc")
 	args := []string{"eval", dir, "--ref", dir, "--ids", ids, "--ctx", "48", "--chunks", "3", "--arena-mb", "0.6", "--json"}
-	plain := decode[evalReport](t, stratactl(t, append(args, "--trace", trace)...))
+	plain := decode[evalq.Report](t, stratactl(t, append(args, "--trace", trace)...))
 	st := plain.Stream
 	if st == nil || st.BeladyHitRate == nil || st.ArenaSlots >= st.TotalSlots || st.Tokens != 3*48 {
 		t.Fatalf("stream figures %+v", st)
@@ -42,14 +43,14 @@ func TestEvalThroughStore(t *testing.T) {
 	if own, _ := cachesim.Replay(tr, cachesim.Store, cachesim.Options{}); own != tr.Live {
 		t.Errorf("store replay %+v, live %+v", own, tr.Live)
 	}
-	bonus := decode[evalReport](t, stratactl(t, append(args, "--cache-bonus", "1.5", "--exact-picks", "1")...))
+	bonus := decode[evalq.Report](t, stratactl(t, append(args, "--cache-bonus", "1.5", "--exact-picks", "1")...))
 	if bonus.KLDMean <= 0 || bonus.CacheBonus == nil || *bonus.ExactPicks != 1 || bonus.Stream == nil {
 		t.Errorf("bonus 1.5 after 1 exact pick: KLD %v, report %+v", bonus.KLDMean, bonus.Stream)
 	}
 	t.Logf("no bonus: hit rate %.3f (MIN %.3f); bonus 1.5: KLD %.5f, top-1 %.3f, hit rate %.3f (MIN %.3f)",
 		st.HitRate, *st.BeladyHitRate, bonus.KLDMean, bonus.Top1Agreement, bonus.Stream.HitRate, *bonus.Stream.BeladyHitRate)
 	// Bonus 0 through the store changes no pick on this model either.
-	zero := decode[evalReport](t, stratactl(t, append(args, "--cache-bonus", "0")...))
+	zero := decode[evalq.Report](t, stratactl(t, append(args, "--cache-bonus", "0")...))
 	if zero.KLDMean != 0 {
 		t.Errorf("bonus 0: KLD %v", zero.KLDMean)
 	}

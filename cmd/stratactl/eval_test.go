@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratactl/stratactl/evalq"
 	"github.com/stratactl/stratactl/internal/testutil"
 )
 
@@ -23,8 +24,8 @@ func TestEvalTextMatchesIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	cand, ref := testutil.TinyModel(t, "model-iq4nl.gguf"), testutil.TinyModel(t, "model-bf16.gguf")
-	fromText := decode[evalReport](t, stratactl(t, "eval", cand, "--ref", ref, "--text", prefix, "--ctx", "256", "--chunks", "2", "--json"))
-	fromIDs := decode[evalReport](t, stratactl(t, "eval", cand, "--ref", ref, "--ids", testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"), "--ctx", "256", "--chunks", "2", "--json"))
+	fromText := decode[evalq.Report](t, stratactl(t, "eval", cand, "--ref", ref, "--text", prefix, "--ctx", "256", "--chunks", "2", "--json"))
+	fromIDs := decode[evalq.Report](t, stratactl(t, "eval", cand, "--ref", ref, "--ids", testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"), "--ctx", "256", "--chunks", "2", "--json"))
 	if fromText.Tokens != 510 || fromText.PPL != fromIDs.PPL || fromText.KLDMean != fromIDs.KLDMean || fromText.Top1Agreement != fromIDs.Top1Agreement {
 		t.Errorf("--text: %d positions ppl %v kld %v top-1 %v; --ids: %d ppl %v kld %v top-1 %v",
 			fromText.Tokens, fromText.PPL, fromText.KLDMean, fromText.Top1Agreement, fromIDs.Tokens, fromIDs.PPL, fromIDs.KLDMean, fromIDs.Top1Agreement)
@@ -51,7 +52,7 @@ func TestEvalTextMatchesIDs(t *testing.T) {
 func TestEvalSecondHalf(t *testing.T) {
 	cand, ref := testutil.TinyModel(t, "model-iq4nl.gguf"), testutil.TinyModel(t, "model-bf16.gguf")
 	ids := testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin")
-	r := decode[evalReport](t, stratactl(t, "eval", cand, "--ref", ref, "--ids", ids, "--ctx", "256", "--chunks", "1", "--score", "second-half", "--json"))
+	r := decode[evalq.Report](t, stratactl(t, "eval", cand, "--ref", ref, "--ids", ids, "--ctx", "256", "--chunks", "1", "--score", "second-half", "--json"))
 	if r.Tokens != 127 || r.Windows != 1 || r.Score != "second-half" || r.FirstPos != 128 {
 		t.Errorf("second half: %d positions, %d windows, score %q from %d", r.Tokens, r.Windows, r.Score, r.FirstPos)
 	}

@@ -15,6 +15,7 @@ func newPackCmd(env *cli.Env) *cobra.Command {
 		out, keep, imatrix string
 		jobs               int
 		qf                 quantFlags
+		cf                 calibFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "pack IN.gguf -o DIR",
@@ -28,8 +29,17 @@ func newPackCmd(env *cli.Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			man, err := convert.Pack(cmd.Context(), convert.PackConfig{In: args[0], OutDir: out, Type: t, Keep: keep, Imatrix: imatrix,
-				Q2: q2, Jobs: jobs, Version: cli.Version, Args: env.Args, Progress: progressFor(env)})
+			cal, err := cf.prepare(cmd.Context(), env, cmd.Flags(), args[0], t, jobs)
+			if err != nil {
+				return err
+			}
+			pc := convert.PackConfig{In: args[0], OutDir: out, Type: t, Keep: keep, Imatrix: imatrix,
+				Q2: q2, Jobs: jobs, Version: cli.Version, Args: env.Args, Progress: progressFor(env)}
+			if cal != nil {
+				defer cal.Close()
+				pc.Experts, pc.Calib = cal.q, cal.info
+			}
+			man, err := convert.Pack(cmd.Context(), pc)
 			if err != nil {
 				return err
 			}
@@ -60,5 +70,6 @@ func newPackCmd(env *cli.Env) *cobra.Command {
 	f.StringVar(&keep, "keep-map", "", "keep map (keep.strp, from prune): prune to the kept experts in the same pass")
 	f.StringVar(&imatrix, "imatrix", "", "importance matrix (llama.cpp GGUF imatrix)")
 	cli.Threads(f, &jobs, "worker threads (0: all cores)")
+	cf.add(f)
 	return cmd
 }

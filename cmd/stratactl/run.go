@@ -78,37 +78,15 @@ of the vocabulary size.`,
 	return cmd
 }
 
-// runReport is run's --json document.
-type runReport struct {
-	Model             string               `json:"model"`
-	Kernels           string               `json:"kernels"`
-	Threads           int                  `json:"threads"`
-	PromptIDs         []int32              `json:"prompt_ids"`
-	GeneratedIDs      []int32              `json:"generated_ids"`
-	Text              string               `json:"text"`
-	StopReason        string               `json:"stop_reason"`
-	PromptTokens      int                  `json:"prompt_tokens"`
-	DecodeSteps       int                  `json:"decode_steps"`
-	PrefillSeconds    float64              `json:"prefill_seconds"`
-	DecodeSeconds     float64              `json:"decode_seconds"`
-	PrefillTokensPerS float64              `json:"prefill_tokens_per_s"`
-	DecodeTokensPerS  float64              `json:"decode_tokens_per_s"`
-	Temp              float64              `json:"temp"`
-	TopP              float64              `json:"top_p"`
-	Seed              uint64               `json:"seed"`
-	LogitsFile        string               `json:"logits_file,omitempty"`
-	LogitsRows        int                  `json:"logits_rows,omitempty"`
-	Vocab             int                  `json:"vocab"`
-	CacheBonus        *float64             `json:"cache_bonus,omitempty"`
-	Stream            *engine.StreamReport `json:"stream,omitempty"`
-}
-
 func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error {
 	if (f.prompt == "") == (f.idsFile == "") {
 		return fmt.Errorf("give exactly one of --prompt and --ids")
 	}
 	routing := f.cache.routing()
 	cacheAware := f.cache.on()
+	if err := checkFiles([]string{path, f.idsFile}, []string{f.logits, f.trace}); err != nil {
+		return err
+	}
 	m, err := engine.Open(path, engine.Options{Threads: f.threads, Stream: engine.StreamOptions{
 		ArenaMB: f.arenaMB, Readers: f.readers, NoReadAhead: f.noReadAhead, Buffered: f.buffered,
 	}})
@@ -192,7 +170,7 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 			return err
 		}
 	}
-	rep := runReport{
+	rep := engine.RunReport{
 		Model:             path,
 		Kernels:           kernels.Describe(),
 		Threads:           m.Pool.Threads,

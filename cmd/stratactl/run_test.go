@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratactl/stratactl/engine"
 	"github.com/stratactl/stratactl/engine/enginetest"
 	"github.com/stratactl/stratactl/internal/cli"
 	"github.com/stratactl/stratactl/internal/testutil"
@@ -36,13 +37,13 @@ func loadGreedy(t *testing.T, elem ...string) greedyJSON {
 	return g
 }
 
-func runJSON(t *testing.T, args ...string) runReport {
+func runJSON(t *testing.T, args ...string) engine.RunReport {
 	t.Helper()
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), cli.Test(&out, &errb), append([]string{"--json"}, args...)); code != 0 {
 		t.Fatalf("run %v: exit %d: %s", args, code, errb.String())
 	}
-	var rep runReport
+	var rep engine.RunReport
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("not one JSON document: %v\n%s", err, out.String())
 	}
@@ -135,7 +136,7 @@ func TestRunPack(t *testing.T) {
 	ids := writeIDs(t, ref.PromptIDs)
 	full := runJSON(t, "run", dir, "--ids", ids, "-n", "32")
 	quarter := runJSON(t, "run", dir, "--ids", ids, "-n", "32", "--arena-mb", "0.6")
-	for _, rep := range []runReport{full, quarter} {
+	for _, rep := range []engine.RunReport{full, quarter} {
 		if !equalIDs(rep.GeneratedIDs, ref.GeneratedIDs) {
 			t.Fatalf("generated %v, want %v", rep.GeneratedIDs, ref.GeneratedIDs)
 		}
