@@ -225,7 +225,7 @@ func compareTensor(ctx context.Context, f *gguf.File, t *gguf.TensorInfo, src *g
 			return tc, err
 		}
 		expect := make([]byte, len(tb))
-		st, err := convertSpan(s.Type, t.Type, sb, expect, int(n*t.Dims[0]), &sc, opt, span{file: src.Path, tensor: s.Name, expert: -1, firstElem: row * t.Dims[0], fileOff: src.DataStart(s) + row*s.RowBytes()})
+		st, err := convertSpan(s.Type, t.Type, sb, expect, int(n*t.Dims[0]), &sc, opt, span{ctx: ctx, file: src.Path, tensor: s.Name, expert: -1, firstElem: row * t.Dims[0], fileOff: src.DataStart(s) + row*s.RowBytes()})
 		if err != nil {
 			return tc, err
 		}
