@@ -1,8 +1,8 @@
 package cachesim
 
 import (
+	"context"
 	"fmt"
-	"io"
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/osutil"
@@ -23,14 +23,9 @@ func WriteFile(path string, t *Trace) error {
 
 // ReadFile reads and checks the trace at path.
 func ReadFile(path string) (*Trace, error) {
-	fh, size, err := osutil.OpenRegular(path)
+	b, err := osutil.ReadFile(context.Background(), path, osutil.MaxTextBytes)
 	if err != nil {
 		return nil, err
-	}
-	defer fh.Close()
-	b := make([]byte, size)
-	if _, err := io.ReadFull(fh, b); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return Parse(b, path)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/quant"
 	"github.com/stratactl/stratactl/strata"
 	"golang.org/x/sync/errgroup"
@@ -90,6 +91,10 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 		defer imp.Close()
 	}
 
+	// The room: model.experts exactly, model.gguf about the dense bytes.
+	if err := osutil.CheckSpace(cfg.OutDir, int64(h.FileBytes)+m.DenseBytes); err != nil {
+		return nil, err
+	}
 	pw, err := strata.CreatePack(cfg.OutDir, h)
 	if err != nil {
 		return nil, err
@@ -218,7 +223,7 @@ func writeExperts(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m *g
 			}
 			n := int(t.Dims[0] * t.Dims[1])
 			file, fileOff := f.Locate(t)
-			where := span{file: file, tensor: t.Name, expert: src, firstElem: int64(src) * int64(n), fileOff: fileOff + off}
+			where := span{ctx: ctx, file: file, tensor: t.Name, expert: src, firstElem: int64(src) * int64(n), fileOff: fileOff + off}
 			if packCalibrated(cfg, t) {
 				s := <-scratches
 				r.parts[p], r.st[p], err = calibratedSpan(ctx, cfg.Experts, t, cfg.Type, in, n, s, src, 0, t.Dims[1], where)

@@ -173,6 +173,9 @@ func (a errStats) RelMSE() float64 {
 
 // span is a run of elements to convert, for error reports.
 type span struct {
+	// ctx, when set, is checked between chunks of the encoding, so that a
+	// slow search (many Q2_0 candidates) notices cancellation promptly.
+	ctx          context.Context
 	file, tensor string
 	expert       int
 	firstElem    int64 // index of src's first element inside the tensor
@@ -192,13 +195,54 @@ func convertSpan(from, to quant.Type, src, dst []byte, n int, s *scratch, opt *q
 		return errStats{}, &NonFiniteError{File: where.file, Tensor: where.tensor, Expert: where.expert, Element: where.firstElem + int64(i),
 			Offset: where.fileOff + int64(i/ti.BlockElements*ti.BlockBytes), Value: x[i]}
 	}
-	if err := quantize(to, x, dst, opt); err != nil {
+	if err := quantizeChunks(where.ctx, to, x, dst, opt); err != nil {
+		if where.ctx != nil && where.ctx.Err() != nil {
+			return errStats{}, err
+		}
 		return errStats{}, fmt.Errorf("%s: tensor %q: %w", where.file, where.tensor, err)
 	}
 	if err := dequantize(to, dst, y); err != nil {
 		return errStats{}, fmt.Errorf("%s: tensor %q: %w", where.file, where.tensor, err)
 	}
 	return measure(x, y), nil
+}
+
+// chunkWork bounds the work between two checks of the context: about this
+// many candidate evaluations (elements × candidates per sign).
+const chunkWork = 1 << 20
+
+// quantizeChunks encodes x into dst in chunks of whole blocks (whole rows
+// where importance weights the columns) and stops between chunks once ctx
+// is done. The encodings are blockwise, so the bytes do not depend on the
+// chunking.
+func quantizeChunks(ctx context.Context, to quant.Type, x []float32, dst []byte, opt *quant.QuantizeOptions) error {
+	ti, ok := quant.Info(to)
+	if ctx == nil || !ok || ti.BlockElements <= 0 || len(x)%ti.BlockElements != 0 {
+		return quantize(to, x, dst, opt)
+	}
+	cands := quant.DefaultQ2Candidates
+	if opt != nil && opt.Q2Candidates > 0 {
+		cands = opt.Q2Candidates
+	}
+	unit := ti.BlockElements
+	if opt != nil && opt.Importance != nil {
+		if opt.RowLen <= 0 || opt.RowLen%ti.BlockElements != 0 {
+			return quantize(to, x, dst, opt)
+		}
+		unit = opt.RowLen
+	}
+	step := max(unit, chunkWork/max(cands, 1)/unit*unit)
+	for a := 0; a < len(x); a += step {
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+		b := min(len(x), a+step)
+		ba, bb := a/ti.BlockElements*ti.BlockBytes, b/ti.BlockElements*ti.BlockBytes
+		if err := quantize(to, x[a:b], dst[ba:bb], opt); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func measure(x, y []float32) errStats {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/quant"
 )
 
@@ -154,7 +155,7 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) (*QuantizeResult, error) 
 		return nil, err
 	}
 	defer f.Close()
-	if err := notSameFile(cfg.Out, f); err != nil {
+	if err := notSameFile(cfg, f); err != nil {
 		return nil, err
 	}
 	var imp *Importance
@@ -274,7 +275,7 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) (*QuantizeResult, error) 
 			expert = u.matrix
 		}
 		file, off := f.Locate(t)
-		where := span{file: file, tensor: t.Name, expert: expert, firstElem: first, fileOff: off + u.off}
+		where := span{ctx: ctx, file: file, tensor: t.Name, expert: expert, firstElem: first, fileOff: off + u.off}
 		if calibrated(t) {
 			row0 := u.off/t.RowBytes() - int64(u.matrix)*t.Ne(1)
 			data, st, err := calibratedSpan(ctx, cfg.Experts, t, cfg.Type, src, u.elems, s, u.matrix, row0, int64(u.elems)/t.Dims[0], where)
@@ -420,21 +421,13 @@ func quantizeKeys(f *gguf.File, src []gguf.KV, cfg QuantizeConfig, pattern strin
 	return kv, note
 }
 
-// notSameFile refuses an output path that names the input (or one of its
-// shards): writing it would replace the model while it is being read.
-func notSameFile(out string, in *gguf.File) error {
-	o, err := os.Stat(out)
-	if err != nil {
-		return nil // does not exist yet
-	}
-	paths := []string{in.Path}
+// notSameFile refuses an output that is one of the inputs (the model or one
+// of its shards, the importance matrix): writing it would replace an input
+// while it is being read.
+func notSameFile(cfg QuantizeConfig, in *gguf.File) error {
+	inputs := []string{in.Path, cfg.Imatrix}
 	for _, sh := range in.Shards {
-		paths = append(paths, sh.Path)
+		inputs = append(inputs, sh.Path)
 	}
-	for _, p := range paths {
-		if st, err := os.Stat(p); err == nil && os.SameFile(o, st) {
-			return fmt.Errorf("%s: the output is the input %s", out, p)
-		}
-	}
-	return nil
+	return osutil.CheckDistinct(inputs, gguf.OutputPaths(cfg.Out, cfg.Split))
 }

@@ -2,16 +2,16 @@ package convert
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/strata"
 )
 
 func checkManifest(ctx context.Context, dir, source string, r *VerifyReport) (*strata.Manifest, error) {
 	path := filepath.Join(dir, strata.ManifestFile)
-	b, err := os.ReadFile(path)
+	b, err := osutil.ReadFile(ctx, path, osutil.MaxMetaBytes)
 	if err != nil {
 		r.failf("manifest", path, -1, "%v", err)
 		return nil, nil

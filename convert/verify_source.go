@@ -185,7 +185,7 @@ func verifySlots(ctx context.Context, cfg VerifyConfig, x *strata.Experts, keep 
 				}
 				expect = make([]byte, pt.Bytes)
 				// convertSpan leaves the source values in s.x.
-				if sc.want[p], err = convertSpan(st.Type, pt.Type, sb, expect, n, s, opt, span{file: src.Path, tensor: st.Name, expert: srcID, firstElem: int64(srcID) * int64(n), fileOff: src.DataStart(st) + so}); err != nil {
+				if sc.want[p], err = convertSpan(st.Type, pt.Type, sb, expect, n, s, opt, span{ctx: ctx, file: src.Path, tensor: st.Name, expert: srcID, firstElem: int64(srcID) * int64(n), fileOff: src.DataStart(st) + so}); err != nil {
 					return sc, err
 				}
 				xs, ye := s.floats(n)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"syscall"
+
+	"github.com/stratactl/stratactl/internal/osutil"
 )
 
 // openForRead opens path with O_DIRECT when asked and allowed, so that
@@ -15,13 +17,13 @@ func openForRead(path string, direct bool) (*os.File, bool, string) {
 		if err == nil {
 			return f, true, ""
 		}
-		fb, berr := os.Open(path)
+		fb, _, berr := osutil.OpenRegular(path)
 		if berr != nil {
 			return nil, false, berr.Error()
 		}
 		return fb, false, "the filesystem refused O_DIRECT (" + err.Error() + "); buffered reads"
 	}
-	f, err := os.Open(path)
+	f, _, err := osutil.OpenRegular(path)
 	if err != nil {
 		return nil, false, err.Error()
 	}
@@ -33,7 +35,8 @@ func isInvalid(err error) bool { return errors.Is(err, syscall.EINVAL) }
 // openDirect is a variable so tests can play a filesystem that refuses
 // O_DIRECT (tmpfs does, at open).
 var openDirect = func(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECT, 0)
+	f, _, err := osutil.OpenRegularFlag(path, syscall.O_DIRECT)
+	return f, err
 }
 
 // physicalMemory is the machine's RAM in bytes, 0 when unknown.

@@ -2,11 +2,15 @@
 
 package engine
 
-import "os"
+import (
+	"os"
+
+	"github.com/stratactl/stratactl/internal/osutil"
+)
 
 // openForRead opens path for buffered reads: O_DIRECT is Linux's.
 func openForRead(path string, direct bool) (*os.File, bool, string) {
-	f, err := os.Open(path)
+	f, _, err := osutil.OpenRegular(path)
 	if err != nil {
 		return nil, false, err.Error()
 	}

@@ -1,16 +1,17 @@
 package evalq
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
-	"os"
 
 	"github.com/stratactl/stratactl/engine"
+	"github.com/stratactl/stratactl/internal/osutil"
 )
 
 // ReadIDs reads a file of little-endian int32 token ids.
 func ReadIDs(path string) ([]int32, error) {
-	b, err := os.ReadFile(path)
+	b, err := osutil.ReadFile(context.Background(), path, osutil.MaxTextBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +103,7 @@ func (t Tokens) Windows(m *engine.Model, ctx, max int) ([][]int32, error) {
 			return nil, err
 		}
 	} else {
-		b, err := os.ReadFile(t.Text)
+		b, err := osutil.ReadFile(context.Background(), t.Text, osutil.MaxTextBytes)
 		if err != nil {
 			return nil, err
 		}

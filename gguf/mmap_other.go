@@ -6,7 +6,7 @@ import "os"
 
 // OpenMapped reads the whole file where mapping is unavailable.
 func OpenMapped(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := osutil.ReadFile(context.Background(), path, maxFileSize)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // The split convention of llama.cpp's gguf-split: shards named
@@ -228,4 +229,43 @@ func (f *File) Locate(t *TensorInfo) (path string, offset int64) {
 		return sh.Path, sh.DataOffset + (t.Offset - sh.base)
 	}
 	return f.Path, f.DataStart(t)
+}
+
+// ModelPaths lists the files a model path stands for: every shard of a
+// split model given by any of its shards, else path itself.
+func ModelPaths(path string) []string {
+	prefix, _, count, ok := ParseSplitPath(path)
+	if !ok {
+		return []string{path}
+	}
+	paths := make([]string, count)
+	for i := range paths {
+		paths[i] = SplitPath(prefix, i, count)
+	}
+	return paths
+}
+
+// OutputPaths lists the files an output at path may replace: path itself,
+// or for a split output (whose shard count is known only once it is
+// planned) every shard of any count already under its prefix, and the
+// first shard's name for a count of one.
+func OutputPaths(path string, opt SplitOptions) []string {
+	if !opt.active() {
+		return []string{path}
+	}
+	prefix := strings.TrimSuffix(path, ".gguf")
+	found, _ := filepath.Glob(globEscape(prefix) + "-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9].gguf")
+	return append(found, SplitPath(prefix, 0, 1))
+}
+
+// globEscape quotes the glob metacharacters of a literal path.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteRune('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

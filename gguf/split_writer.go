@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/stratactl/stratactl/internal/osutil"
 )
 
 // SplitOptions bounds each shard of a split output. A zero field means no
@@ -153,10 +155,27 @@ func CreateSplit(path string, kv []KV, tensors []TensorSpec, opt SplitOptions) (
 	}
 	count := len(bounds) - 1
 	id := splitID(kv, tensors)
+	// Every shard is checked before any is created, and the room for all of
+	// them at once.
+	var total int64
+	for k := 0; k < count; k++ {
+		p := SplitPath(prefix, k, count)
+		if _, err := osutil.OutputTarget(p); err != nil {
+			return nil, nil, err
+		}
+		l, err := Plan(shardKV(kv, k == 0, k, count, len(tensors), id), tensors[bounds[k]:bounds[k+1]])
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", p, err)
+		}
+		total += l.FileSize
+	}
+	if err := osutil.CheckSpace(path, total); err != nil {
+		return nil, nil, err
+	}
 	sw := &SplitWriter{prefix: prefix, bounds: bounds, tensors: tensors}
 	for k := 0; k < count; k++ {
 		p := SplitPath(prefix, k, count)
-		fw, err := Create(p, shardKV(kv, k == 0, k, count, len(tensors), id), tensors[bounds[k]:bounds[k+1]])
+		fw, err := create(p, shardKV(kv, k == 0, k, count, len(tensors), id), tensors[bounds[k]:bounds[k+1]], 0)
 		if err != nil {
 			sw.Abort()
 			return nil, nil, err

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/quant"
 )
 
@@ -401,20 +402,27 @@ func (w *Writer) Flush() error {
 }
 
 // AtomicFile is an output that appears under its name only when complete:
-// it is written to a temporary file beside it, fsynced and renamed by Commit.
+// it is written to a temporary file beside its target, fsynced and renamed
+// by Commit. The target is the path itself or, for a symlink, the regular
+// file the link ends at (osutil.OutputTarget); anything else there (a
+// device, FIFO, socket or directory) is refused when the output is created.
 type AtomicFile struct {
 	*os.File
-	path string
-	done bool
+	path   string // as the user gave it, for messages
+	target string // what the rename replaces
+	temp   *osutil.Temp
+	done   bool
 }
 
-// CreateAtomic starts an atomic output at path.
+// CreateAtomic starts an atomic output at path, first removing stale
+// temporary files of the same output that a killed run left
+// (osutil.SweepTemps).
 func CreateAtomic(path string) (*AtomicFile, error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
+	target, err := osutil.OutputTarget(path)
+	if err != nil {
+		return nil, err
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	t, err := osutil.CreateTemp(target)
 	if err != nil {
 		// The temporary name means nothing to the user; the path they gave does.
 		var pe *os.PathError
@@ -423,6 +431,7 @@ func CreateAtomic(path string) (*AtomicFile, error) {
 		}
 		return nil, &os.PathError{Op: "create", Path: path, Err: err}
 	}
+	f := t.File
 	// CreateTemp makes the file private (0600); an output should get the
 	// mode any other new file gets (0666 less the umask, applied by the
 	// kernel to OpenFile's mode, which Chmod does not do, hence the probe).
@@ -431,7 +440,14 @@ func CreateAtomic(path string) (*AtomicFile, error) {
 		os.Remove(f.Name())
 		return nil, err
 	}
-	return &AtomicFile{File: f, path: path}, nil
+	return &AtomicFile{File: f, path: path, target: target, temp: t}, nil
+}
+
+// Reserve refuses an output of n bytes that its file system has no room
+// for (osutil.CheckSpace); a writer that knows its size calls it before
+// writing.
+func (a *AtomicFile) Reserve(n int64) error {
+	return osutil.CheckSpace(a.path, n)
 }
 
 // Commit fsyncs, closes and renames the file into place, then syncs the
@@ -447,15 +463,24 @@ func (a *AtomicFile) Commit() error {
 		os.Remove(tmp)
 		return fmt.Errorf("%s: %w", a.path, err)
 	}
-	if err := a.File.Close(); err != nil {
+	// What appeared at the target since the output was created is checked
+	// again: the rename must replace nothing but a regular file.
+	if st, err := os.Lstat(a.target); err == nil && !st.Mode().IsRegular() {
+		a.File.Close()
+		os.Remove(tmp)
+		return &osutil.NotRegularError{Path: a.path, Mode: st.Mode(), Output: true}
+	}
+	if err := os.Rename(tmp, a.target); err != nil {
+		a.File.Close()
 		os.Remove(tmp)
 		return fmt.Errorf("%s: %w", a.path, err)
 	}
-	if err := os.Rename(tmp, a.path); err != nil {
-		os.Remove(tmp)
-		return err
+	// Closing releases the temporary file's lock, after the rename: until
+	// then a sweep sees it held.
+	if err := a.File.Close(); err != nil {
+		return fmt.Errorf("%s: %w", a.path, err)
 	}
-	if d, err := os.Open(filepath.Dir(a.path)); err == nil {
+	if d, err := os.Open(filepath.Dir(a.target)); err == nil {
 		d.Sync()
 		d.Close()
 	}
@@ -469,8 +494,8 @@ func (a *AtomicFile) Abort() {
 	}
 	a.done = true
 	name := a.File.Name()
-	a.File.Close()
 	os.Remove(name)
+	a.File.Close()
 }
 
 // FileWriter is a Writer into an AtomicFile.
@@ -482,8 +507,22 @@ type FileWriter struct {
 // Create starts writing a GGUF file at path; nothing appears there until
 // Commit succeeds. Its errors name path.
 func Create(path string, kv []KV, tensors []TensorSpec) (*FileWriter, error) {
+	l, err := Plan(kv, tensors)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return create(path, kv, tensors, l.FileSize)
+}
+
+// create is Create with the room to check for: the file's size, or 0 where
+// the caller has checked the room for several files at once.
+func create(path string, kv []KV, tensors []TensorSpec, room int64) (*FileWriter, error) {
 	out, err := CreateAtomic(path)
 	if err != nil {
+		return nil, err
+	}
+	if err := out.Reserve(room); err != nil {
+		out.Abort()
 		return nil, err
 	}
 	w, err := NewWriter(out, kv, tensors)

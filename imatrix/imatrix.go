@@ -11,11 +11,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/quant"
 )
 
@@ -53,7 +53,7 @@ type Matrix struct {
 // Open reads an importance matrix, GGUF or legacy, telling them apart by the
 // GGUF magic as llama.cpp does.
 func Open(path string) (*Matrix, error) {
-	f, err := os.Open(path)
+	f, _, err := osutil.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/quant"
 )
 
@@ -22,6 +23,7 @@ import (
 // FinishExperts, then model.gguf (Keys, CreateModel), then Commit.
 type PackWriter struct {
 	dir, tmp string
+	lock     *osutil.Temp // the temporary folder's lock, held while it is written
 	h        *Header
 	x        *ExpertsOut
 	experts  bool // model.experts is complete
@@ -35,16 +37,20 @@ func CreatePack(dir string, h *Header) (*PackWriter, error) {
 	if _, err := os.Lstat(out); err == nil {
 		return nil, fmt.Errorf("%s already exists: remove it or choose another -o", out)
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-")
+	// The temporary folder is locked while it is written, and a stale one
+	// a killed run left under the same name is swept (osutil.MkdirTemp).
+	lock, err := osutil.MkdirTemp(out)
 	if err != nil {
 		return nil, err
 	}
+	tmp := lock.Path
 	x, err := CreateExperts(filepath.Join(tmp, ExpertsFile), h)
 	if err != nil {
 		os.RemoveAll(tmp)
+		lock.Release()
 		return nil, err
 	}
-	return &PackWriter{dir: out, tmp: tmp, h: h, x: x}, nil
+	return &PackWriter{dir: out, tmp: tmp, lock: lock, h: h, x: x}, nil
 }
 
 // RemoveEmptyDir removes dir when it is an empty folder, so that a pack can
@@ -140,6 +146,7 @@ func (w *PackWriter) Commit(ctx context.Context, keep *Keep, man *Manifest) erro
 		return err
 	}
 	w.done = true
+	w.lock.Release()
 	return nil
 }
 
@@ -152,6 +159,7 @@ func (w *PackWriter) Abort() {
 		w.x.Abort()
 	}
 	os.RemoveAll(w.tmp)
+	w.lock.Release()
 	w.done = true
 }
 

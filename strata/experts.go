@@ -629,6 +629,10 @@ func CreateExperts(path string, h *Header) (*ExpertsOut, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := out.Reserve(int64(h.FileBytes)); err != nil {
+		out.Abort()
+		return nil, err
+	}
 	xw, err := NewExpertsWriter(out.File, h, path)
 	if err != nil {
 		out.Abort()

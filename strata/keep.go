@@ -1,13 +1,14 @@
 package strata
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/osutil"
 )
 
 // STRP constants (docs/FORMATS.md, "keep.strp (STRP), version 1").
@@ -329,7 +330,7 @@ func ParseKeep(b []byte, name string) (*Keep, error) {
 
 // ReadKeep reads and checks a keep.strp file.
 func ReadKeep(path string) (*Keep, error) {
-	b, err := os.ReadFile(path)
+	b, err := osutil.ReadFile(context.Background(), path, osutil.MaxMetaBytes)
 	if err != nil {
 		return nil, err
 	}

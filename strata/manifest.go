@@ -9,9 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/osutil"
 )
 
 // ManifestFormat is manifest.json's "format".
@@ -150,7 +150,7 @@ func WriteManifest(path string, man *Manifest) error {
 // HashFile reads a file sequentially and returns its size and sha256 (hex),
 // as a manifest records them; it stops when ctx is done.
 func HashFile(ctx context.Context, path string) (int64, string, error) {
-	fh, err := os.Open(path)
+	fh, _, err := osutil.OpenRegular(path)
 	if err != nil {
 		return 0, "", err
 	}

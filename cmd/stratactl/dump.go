@@ -66,6 +66,9 @@ Raw weights are never written to a terminal.`,
 }
 
 func runDump(ctx context.Context, env *cli.Env, path, name, out string) error {
+	if err := checkFiles([]string{path}, []string{out}); err != nil {
+		return err
+	}
 	f, err := gguf.OpenModel(path, false)
 	if err != nil {
 		return err
@@ -88,9 +91,6 @@ func runDump(ctx context.Context, env *cli.Env, path, name, out string) error {
 	var atomic *gguf.AtomicFile
 	switch {
 	case out != "":
-		if overwritesInput(out, f) {
-			return fmt.Errorf("-o %s is the model being read: choose another output", out)
-		}
 		if atomic, err = gguf.CreateAtomic(out); err != nil {
 			return err
 		}
@@ -211,23 +211,4 @@ func dumpTensor(ctx context.Context, env *cli.Env, f *gguf.File, ti *gguf.Tensor
 		bar.Add(4 * n)
 	}
 	return st, nil
-}
-
-// overwritesInput reports whether out is one of the files of model f (the
-// rename into place would replace it while it is being read).
-func overwritesInput(out string, f *gguf.File) bool {
-	o, err := os.Stat(out)
-	if err != nil {
-		return false
-	}
-	paths := []string{f.Path}
-	for _, sh := range f.Shards {
-		paths = append(paths, sh.Path)
-	}
-	for _, p := range paths {
-		if st, err := os.Stat(p); err == nil && os.SameFile(o, st) {
-			return true
-		}
-	}
-	return false
 }

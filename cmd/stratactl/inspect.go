@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -16,66 +15,6 @@ import (
 )
 
 func init() { register(newInspectCmd) }
-
-// inspectReport is inspect's --json document; docs/INSPECT.md describes
-// every field, and the names are part of the interface.
-type inspectReport struct {
-	File          string            `json:"file"`
-	FileBytes     int64             `json:"file_bytes"`
-	Version       uint32            `json:"version"`
-	Architecture  string            `json:"architecture"`
-	Name          string            `json:"name"`
-	Alignment     int64             `json:"alignment"`
-	DataOffset    int64             `json:"data_offset"`
-	TensorCount   int               `json:"tensor_count"`
-	TensorBytes   int64             `json:"tensor_bytes"`
-	MetadataCount int               `json:"metadata_count"`
-	Metadata      map[string]any    `json:"metadata"`
-	MetadataTypes map[string]string `json:"metadata_types"`
-	Tensors       []inspectTensor   `json:"tensors"`
-	MoE           *inspectMoE       `json:"moe"`
-	MoEError      string            `json:"moe_error,omitempty"`
-	Shards        []inspectShard    `json:"shards,omitempty"`
-}
-
-// inspectShard is one file of a split model.
-type inspectShard struct {
-	Path    string `json:"path"`
-	Bytes   int64  `json:"bytes"`
-	Tensors int    `json:"tensors"`
-}
-
-type inspectTensor struct {
-	Name   string  `json:"name"`
-	Type   string  `json:"type"`
-	Shape  []int64 `json:"shape"`
-	Bytes  int64   `json:"bytes"`
-	Offset int64   `json:"offset"`
-	Shard  int     `json:"shard"` // index into shards for a split model, else 0
-	Expert bool    `json:"expert"`
-}
-
-type inspectMoE struct {
-	Layers         int               `json:"layers"`
-	Blocks         int               `json:"blocks"`
-	Experts        int               `json:"experts"`
-	ExpertsUsed    int               `json:"experts_used"`
-	ExpertFF       int64             `json:"expert_ff"`
-	Embedding      int64             `json:"embedding"`
-	ExpertTypes    []string          `json:"expert_types"`
-	BytesPerExpert int64             `json:"bytes_per_expert"`
-	ExpertBytes    int64             `json:"expert_bytes"`
-	DenseBytes     int64             `json:"dense_bytes"`
-	ExpertShare    float64           `json:"expert_share"`
-	PerLayer       []inspectMoELayer `json:"per_layer"`
-}
-
-type inspectMoELayer struct {
-	Block          int               `json:"block"`
-	Types          map[string]string `json:"types"` // "ffn_down_exps.weight" -> "IQ4_NL"
-	BytesPerExpert int64             `json:"bytes_per_expert"`
-	ExpertBytes    int64             `json:"expert_bytes"`
-}
 
 func newInspectCmd(env *cli.Env) *cobra.Command {
 	var allKV, tensors bool
@@ -95,7 +34,7 @@ much of the file the experts take. Long arrays and strings are shortened unless
 				return err
 			}
 			defer f.Close()
-			rep := buildInspectReport(f)
+			rep := gguf.Inspect(f)
 			if env.JSON {
 				return env.PrintJSON(rep)
 			}
@@ -107,63 +46,7 @@ much of the file the experts take. Long arrays and strings are shortened unless
 	return cmd
 }
 
-func buildInspectReport(f *gguf.File) *inspectReport {
-	rep := &inspectReport{
-		File:          f.Path,
-		FileBytes:     f.Size,
-		Version:       f.Version,
-		Architecture:  f.Architecture(),
-		Alignment:     f.Alignment,
-		DataOffset:    f.DataOffset,
-		TensorCount:   len(f.Tensors),
-		MetadataCount: len(f.KV),
-		Metadata:      make(map[string]any, len(f.KV)),
-		MetadataTypes: make(map[string]string, len(f.KV)),
-		Tensors:       make([]inspectTensor, len(f.Tensors)),
-	}
-	rep.Name, _ = f.String("general.name")
-	for _, kv := range f.KV {
-		rep.Metadata[kv.Key] = kv.Value.JSON()
-		rep.MetadataTypes[kv.Key] = kv.Value.TypeName()
-	}
-	for i := range f.Tensors {
-		t := &f.Tensors[i]
-		rep.TensorBytes += t.Size
-		_, off := f.Locate(t)
-		rep.Tensors[i] = inspectTensor{Name: t.Name, Type: t.Type.String(), Shape: t.Dims, Bytes: t.Size, Offset: off, Shard: t.Shard, Expert: gguf.IsExpertTensor(t.Name)}
-	}
-	for _, sh := range f.Shards {
-		rep.Shards = append(rep.Shards, inspectShard{Path: sh.Path, Bytes: sh.Size, Tensors: sh.Tensors})
-	}
-	m, err := f.MoE()
-	switch {
-	case errors.Is(err, gguf.ErrNoMoE):
-	case err != nil:
-		rep.MoEError = err.Error()
-	default:
-		im := &inspectMoE{
-			Layers: len(m.Layers), Blocks: m.Blocks, Experts: m.Experts, ExpertsUsed: m.ExpertsUsed,
-			ExpertFF: m.ExpertFF, Embedding: m.Embd, BytesPerExpert: m.BytesPerExpert,
-			ExpertBytes: m.ExpertBytes, DenseBytes: m.DenseBytes,
-			ExpertShare: float64(m.ExpertBytes) / float64(f.Size),
-		}
-		for _, ty := range m.ExpertTypes {
-			im.ExpertTypes = append(im.ExpertTypes, ty.String())
-		}
-		for _, l := range m.Layers {
-			types := map[string]string{}
-			for _, t := range l.ExpertTensors() {
-				_, part, _ := gguf.SplitBlockName(t.Name)
-				types[part] = t.Type.String()
-			}
-			im.PerLayer = append(im.PerLayer, inspectMoELayer{Block: l.Block, Types: types, BytesPerExpert: l.BytesPerExpert, ExpertBytes: l.ExpertTensorSize})
-		}
-		rep.MoE = im
-	}
-	return rep
-}
-
-func printInspect(out io.Writer, f *gguf.File, rep *inspectReport, allKV, tensors bool) error {
+func printInspect(out io.Writer, f *gguf.File, rep *gguf.InspectReport, allKV, tensors bool) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	row := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
 	row("file\t%s (%s bytes, GGUF v%d)", rep.File, thousands(rep.FileBytes), rep.Version)

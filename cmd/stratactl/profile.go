@@ -52,6 +52,9 @@ model's tokenizer) or --ids (a file of little-endian int32 token ids).
 }
 
 func runProfile(cmd *cobra.Command, env *cli.Env, path string, f *profileFlags) error {
+	if err := checkFiles([]string{path, f.tokens.text, f.tokens.ids}, []string{f.out}); err != nil {
+		return err
+	}
 	m, err := engine.Open(path, engine.Options{Threads: f.threads})
 	if err != nil {
 		return err

@@ -112,8 +112,12 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 			return err
 		}
 	}
-	if keepOut != "" && (keepOut == f.out || keepOut == path) {
-		return fmt.Errorf("the keep map %s would overwrite a model file", keepOut)
+	split, err := f.split.options()
+	if err != nil {
+		return err
+	}
+	if err := checkFiles([]string{path, f.profile, f.keepMap}, append(outputs(f.out, split), keepOut)); err != nil {
+		return err
 	}
 
 	var retained []prune.Retained
@@ -128,10 +132,6 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 		total += src.Tensors[i].Size
 	}
 	prog := env.NewProgress(total*int64(keep.NKeep())/int64(keep.NExpert), "prune", cli.Bytes)
-	split, err := f.split.options()
-	if err != nil {
-		return err
-	}
 	res, err := prune.Write(cmd.Context(), src, keep, f.out, prune.Options{Criterion: criterion, Progress: prog.Add, Split: split, KeepMap: keepOut})
 	prog.Done()
 	if err != nil {

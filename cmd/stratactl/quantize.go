@@ -36,6 +36,9 @@ func newQuantizeCmd(env *cli.Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := checkFiles([]string{args[0], imatrix, cf.tokens.text, cf.tokens.ids}, outputs(out, so)); err != nil {
+				return err
+			}
 			cal, err := cf.prepare(cmd.Context(), env, cmd.Flags(), args[0], t, jobs)
 			if err != nil {
 				return err

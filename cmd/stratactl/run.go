@@ -84,6 +84,9 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	}
 	routing := f.cache.routing()
 	cacheAware := f.cache.on()
+	if err := checkFiles([]string{path, f.idsFile}, []string{f.logits, f.trace}); err != nil {
+		return err
+	}
 	m, err := engine.Open(path, engine.Options{Threads: f.threads, Stream: engine.StreamOptions{
 		ArenaMB: f.arenaMB, Readers: f.readers, NoReadAhead: f.noReadAhead, Buffered: f.buffered,
 	}})

@@ -57,7 +57,7 @@ func TestSplitModelInspectAndDump(t *testing.T) {
 	src := testutil.TinyModel(t, "model-mixed.gguf")
 	shards := splitModel(t, src, 3)
 
-	var single, split inspectReport
+	var single, split gguf.InspectReport
 	json.Unmarshal(runOK(t, "inspect", "--json", src), &single)
 	// Any shard names the model.
 	json.Unmarshal(runOK(t, "inspect", "--json", shards[1]), &split)

@@ -45,6 +45,9 @@ value heads), so --embd must be a multiple of 128. The field shape:
 			if cfg.Out == "" {
 				return fmt.Errorf("-o FILE is required")
 			}
+			if err := checkFiles(nil, []string{cfg.Out}); err != nil {
+				return err
+			}
 			if cfg.Hybrid.AttnInterval < 1 {
 				return fmt.Errorf("--attn-interval %d: want at least 1", cfg.Hybrid.AttnInterval)
 			}

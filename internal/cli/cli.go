@@ -174,8 +174,8 @@ func Interrupted(ctx context.Context, err error) error {
 	return &ExitError{Code: ExitInterrupted, Err: errors.New("interrupted")}
 }
 
-// SignalContext is cancelled on SIGINT or SIGTERM, so long work stops
-// promptly and removes its partial output.
+// SignalContext is cancelled on SIGINT, SIGTERM or SIGHUP (a closed
+// terminal), so long work stops promptly and removes its partial output.
 func SignalContext(parent context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 }
