@@ -84,7 +84,7 @@ func replayStore(t *Trace, slots int, init []Slot, readAhead bool) (Counts, erro
 		res = append(res, s.Key)
 	}
 	first := func(a, b int32) bool {
-		ka, kb := Keep(last[a], uses[a]), Keep(last[b], uses[b])
+		ka, kb := Keep(last[a], uses[a], t.UseWeight), Keep(last[b], uses[b], t.UseWeight)
 		return ka < kb || ka == kb && a < b
 	}
 	claim := func(k int32, pinned []int32) bool {

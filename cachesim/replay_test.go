@@ -11,7 +11,7 @@ import (
 // loop is a trace of one layer of m experts demanded in turn, one per
 // Need, length accesses, from an empty arena of slots.
 func loop(m, slots, length int) *Trace {
-	t := &Trace{Layers: 1, Experts: m, Slots: slots, Tokens: int64(length)}
+	t := &Trace{Layers: 1, Experts: m, Slots: slots, Tokens: int64(length), UseWeight: 1}
 	for i := 0; i < length; i++ {
 		t.Append(OpNeed, []int32{int32(i % m)})
 	}
@@ -174,7 +174,7 @@ func TestClaimPinned(t *testing.T) {
 }
 
 func TestTraceRoundTrip(t *testing.T) {
-	tr := &Trace{Layers: 3, Experts: 300, Slots: 200, Tokens: 9, ReadAhead: true,
+	tr := &Trace{Layers: 3, Experts: 300, Slots: 200, Tokens: 9, ReadAhead: true, UseWeight: 3,
 		Initial: []Slot{{Key: 5}, {Key: 899, Guess: true}},
 		Live:    Counts{1, 2, 3, 4, 5, 6}, Tick: 50, Last: make([]int64, 900), Uses: make([]int64, 900)}
 	tr.Last[899], tr.Uses[899], tr.Last[0] = 42, 3, -7
@@ -200,9 +200,10 @@ func TestTraceRoundTrip(t *testing.T) {
 		want string
 	}{
 		{"magic", func(b []byte) []byte { b[0] = 'X'; return b }, "byte 0: magic"},
-		{"version", func(b []byte) []byte { b[4] = 3; return b }, "byte 4: version"},
+		{"version", func(b []byte) []byte { b[4] = 2; return b }, "byte 4: version"},
 		{"history", func(b []byte) []byte { b[headerBytes+8+16*899] = 51; return b }, "expert 899 last demanded at 51 (tick 50)"},
 		{"tick", func(b []byte) []byte { b[103] = 0xff; return b }, "byte 96: tick"},
+		{"use weight", func(b []byte) []byte { b[36] = 0; return b }, "byte 36: use weight 0"},
 		{"truncated", func(b []byte) []byte { return b[:len(b)-1] }, "record 2"},
 		{"trailing", func(b []byte) []byte { return append(b, 0) }, "follow the last record"},
 		{"key", func(b []byte) []byte { b[len(b)-1] = 0x80; return b }, "not a key"},
@@ -242,10 +243,10 @@ func FuzzParse(f *testing.F) {
 }
 
 // TestStoreRule: hand-worked replay of the store's rule: recency plus
-// UseWeight per demand, guesses adding neither, the current call's experts
+// a weight of 8 per demand, guesses adding neither, the current call's experts
 // spared.
 func TestStoreRule(t *testing.T) {
-	tr := &Trace{Layers: 1, Experts: 4, Slots: 2, ReadAhead: true,
+	tr := &Trace{Layers: 1, Experts: 4, Slots: 2, ReadAhead: true, UseWeight: 8,
 		Initial: []Slot{{Key: 1}, {Key: 0}}, Last: []int64{0, -1, -2, -3}, Uses: make([]int64, 4)}
 	tr.Append(OpNeed, []int32{0})    // tick 1: hit; Keep(0) = 1 + 8
 	tr.Append(OpNeed, []int32{2})    // tick 2: miss; 1 (Keep -1) goes before 0 (9)
@@ -261,7 +262,7 @@ func TestStoreRule(t *testing.T) {
 	}
 	// The current call's expert is spared even when its score is the
 	// lowest.
-	tr = &Trace{Layers: 1, Experts: 4, Slots: 2, Initial: []Slot{{Key: 0}, {Key: 1}}, Last: []int64{0, 0, 0, 0}, Uses: []int64{0, 5, 0, 0}}
+	tr = &Trace{Layers: 1, Experts: 4, Slots: 2, UseWeight: 8, Initial: []Slot{{Key: 0}, {Key: 1}}, Last: []int64{0, 0, 0, 0}, Uses: []int64{0, 5, 0, 0}}
 	tr.Append(OpNeed, []int32{0, 2}) // 0 hits (Keep 9, below 1's 40) but is spared: 1 goes
 	got, _ = Replay(tr, Store, Options{})
 	if want := (Counts{Demands: 2, Hits: 1, Misses: 1, Reads: 1}); got != want {

@@ -74,7 +74,8 @@ type Trace struct {
 	// every expert's history then (by key): the tick of its last demand
 	// (≤ Tick; before any demand the pack's ranking, as 0, -1, -2, ...
 	// from the hottest) and its demands. The store's eviction score is
-	// Keep(Last, Uses).
+	// Keep(Last, Uses, UseWeight).
+	UseWeight  int64
 	Tick       int64
 	Last, Uses []int64
 	Records    []Record
@@ -85,7 +86,7 @@ type Trace struct {
 // Magic and Version identify the STRC file format.
 const (
 	Magic   = "STRC"
-	Version = 2
+	Version = 3
 	// headerBytes is the fixed header before the initial arena.
 	headerBytes = 104
 	guessBit    = 1 << 31
@@ -94,14 +95,16 @@ const (
 )
 
 // UseWeight is what one past demand is worth in Keep, in demands of
-// recency: an expert demanded n times more is kept as if demanded
-// UseWeight × n demands later. Replays of the fixtures' traces put the
-// best weight between 4 and 16 (docs/QUALITY.md).
-const UseWeight = 8
+// recency: half a token's demands (layers × experts per token / 2), so an
+// expert demanded n times more is kept as if demanded n/2 tokens later.
+// Replays of the fixtures' traces put the best weight between a quarter
+// and one token's demands (docs/QUALITY.md).
+func UseWeight(layers, used int) int64 { return max(1, int64(layers)*int64(used)/2) }
 
 // Keep is the store's eviction score of an expert last demanded at tick
-// last and demanded uses times: the lowest goes first.
-func Keep(last, uses int64) int64 { return last + UseWeight*uses }
+// last and demanded uses times, with weight w per demand: the lowest goes
+// first.
+func Keep(last, uses, w int64) int64 { return last + w*uses }
 
 // Append adds a record of keys (copied).
 func (t *Trace) Append(op Op, keys []int32) {
@@ -126,6 +129,7 @@ func (t *Trace) WriteTo(w io.Writer) (int64, error) {
 	}
 	le.PutUint64(h[24:], uint64(t.Tokens))
 	le.PutUint32(h[32:], uint32(len(t.Initial)))
+	le.PutUint32(h[36:], uint32(t.UseWeight))
 	le.PutUint64(h[40:], uint64(len(t.Records)))
 	c := t.Live
 	for i, v := range []int64{c.Demands, c.Hits, c.Misses, c.ReadAheadHits, c.Guesses, c.Reads} {
@@ -180,6 +184,9 @@ func (t *Trace) check() error {
 	keys := int64(t.Layers) * int64(t.Experts)
 	if t.Layers < 1 || t.Experts < 1 || keys > math.MaxInt32 {
 		return fmt.Errorf("trace of %d layers x %d experts", t.Layers, t.Experts)
+	}
+	if t.UseWeight < 1 || t.UseWeight > 1<<20 {
+		return fmt.Errorf("trace: use weight %d", t.UseWeight)
 	}
 	if t.Slots < 1 || int64(t.Slots) > keys || len(t.Initial) > t.Slots || t.Tokens < 0 {
 		return fmt.Errorf("trace: %d slots of %d experts, %d initially resident, %d tokens", t.Slots, keys, len(t.Initial), t.Tokens)
@@ -266,8 +273,9 @@ func Parse(b []byte, name string) (*Trace, error) {
 	if nInit > int64(t.Slots) {
 		return bad(32, "%d experts initially resident in %d slots", nInit, t.Slots)
 	}
-	if le.Uint32(b[36:]) != 0 {
-		return bad(36, "reserved field is %d, want 0", le.Uint32(b[36:]))
+	t.UseWeight = int64(le.Uint32(b[36:]))
+	if t.UseWeight < 1 || t.UseWeight > 1<<20 {
+		return bad(36, "use weight %d, want 1..%d", t.UseWeight, 1<<20)
 	}
 	nRec := le.Uint64(b[40:])
 	var live [6]int64

@@ -212,13 +212,9 @@ func (md meta) ints(suffix string, n int) (vals []int, ok bool, err error) {
 	var raw []int64
 	switch a := v.Any().(type) {
 	case []int32:
-		for _, x := range a {
-			raw = append(raw, int64(x))
-		}
+		raw = widen(a)
 	case []uint32:
-		for _, x := range a {
-			raw = append(raw, int64(x))
-		}
+		raw = widen(a)
 	case []int64:
 		raw = a
 	case []uint64:
@@ -226,31 +222,19 @@ func (md meta) ints(suffix string, n int) (vals []int, ok bool, err error) {
 			if x > 1<<31 {
 				return nil, true, bad
 			}
-			raw = append(raw, int64(x))
 		}
+		raw = widen(a)
 	case []uint8:
-		for _, x := range a {
-			raw = append(raw, int64(x))
-		}
+		raw = widen(a)
 	case []int8:
-		for _, x := range a {
-			raw = append(raw, int64(x))
-		}
+		raw = widen(a)
 	case []uint16:
-		for _, x := range a {
-			raw = append(raw, int64(x))
-		}
+		raw = widen(a)
 	case []int16:
-		for _, x := range a {
-			raw = append(raw, int64(x))
-		}
+		raw = widen(a)
 	case []bool:
 		for _, x := range a {
-			if x {
-				raw = append(raw, 1)
-			} else {
-				raw = append(raw, 0)
-			}
+			raw = append(raw, map[bool]int64{false: 0, true: 1}[x])
 		}
 	default:
 		return nil, true, bad
@@ -263,4 +247,13 @@ func (md meta) ints(suffix string, n int) (vals []int, ok bool, err error) {
 		vals[i] = int(x)
 	}
 	return vals, true, nil
+}
+
+// widen converts an integer array element by element.
+func widen[T ~int8 | ~int16 | ~int32 | ~uint8 | ~uint16 | ~uint32 | ~uint64](a []T) []int64 {
+	out := make([]int64, len(a))
+	for i, x := range a {
+		out[i] = int64(x)
+	}
+	return out
 }

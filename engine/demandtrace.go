@@ -59,7 +59,7 @@ func (s *PackStore) StartTrace() {
 	for _, i := range order {
 		t.Initial = append(t.Initial, cachesim.Slot{Key: int32(s.slots[i].key), Guess: s.slots[i].guess})
 	}
-	t.Tick = s.tick
+	t.Tick, t.UseWeight = s.tick, s.useWeight
 	t.Last = append([]int64(nil), s.keyLast...)
 	t.Uses = append([]int64(nil), s.keyUses...)
 	s.rec = &traceRec{t: t, from: s.counters}

@@ -1,9 +1,10 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 	"os"
-	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stratactl/stratactl/gguf"
@@ -96,26 +97,8 @@ func TestQwen35EvalRefs(t *testing.T) {
 					worstGate = math.Max(worstGate, d)
 				}
 				base := g * K
-				gotIDs := rec.ids[l][p*K : (p+1)*K]
-				wantIDs := refIDs[base : base+K]
-				probs := rec.probs[l][p*E : (p+1)*E]
-				if !sameSet(gotIDs, wantIDs) {
-					// Allowed only when the boundary is a tie within 1e-6.
-					kth := probs[wantIDs[K-1]]
-					for _, e := range gotIDs {
-						if !contains(wantIDs, e) && math.Abs(float64(probs[e]-kth)) > 1e-6 {
-							t.Errorf("seq %d layer %d pos %d: experts %v, want %v", seq, l, p, gotIDs, wantIDs)
-						}
-					}
-					continue
-				}
-				for k := 0; k < K; k++ {
-					if gotIDs[k] == wantIDs[k] {
-						if d := math.Abs(float64(rec.weights[l][p*K+k] - refW[base+k])); d > 1e-5 {
-							t.Errorf("seq %d layer %d pos %d: weight %d differs by %.3g", seq, l, p, k, d)
-						}
-					}
-				}
+				checkRouting(t, fmt.Sprintf("seq %d layer %d pos %d", seq, l, p), rec.ids[l][p*K:(p+1)*K], refIDs[base:base+K],
+					rec.probs[l][p*E:(p+1)*E], rec.weights[l][p*K:(p+1)*K], refW[base:base+K])
 			}
 		}
 	}
@@ -203,7 +186,7 @@ func TestQwen35Perplexity(t *testing.T) {
 			t.Fatal(err)
 		}
 		for j := 0; j < N-1; j++ {
-			got, want := nll(logits[j*V:(j+1)*V], win[j+1]), float64(refNLL[w*(N-1)+j])
+			got, want := -logSoftmax(logits[j*V : (j+1)*V])[win[j+1]], float64(refNLL[w*(N-1)+j])
 			if d := math.Abs(got - want); !(d <= 1e-3) {
 				t.Fatalf("window %d token %d: NLL %.6f, reference %.6f", w, j+1, got, want)
 			} else {
@@ -219,19 +202,6 @@ func TestQwen35Perplexity(t *testing.T) {
 		t.Fatalf("perplexity %.6f, reference %.6f (rel %.3g)", ppl, refPPL, rel)
 	}
 	t.Logf("%d windows: perplexity %.6f, reference %.6f; worst token |NLL diff| %.3g", W, ppl, refPPL, worst)
-}
-
-// nll is -log softmax(logits)[id], in float64.
-func nll(logits []float32, id int32) float64 {
-	mx := math.Inf(-1)
-	for _, v := range logits {
-		mx = math.Max(mx, float64(v))
-	}
-	var z float64
-	for _, v := range logits {
-		z += math.Exp(float64(v) - mx)
-	}
-	return mx + math.Log(z) - float64(logits[id])
 }
 
 // TestQwen35MTPBlockNotRun: the fixture with an MTP block appended (blk.4:
@@ -276,20 +246,7 @@ func TestQwen35MTPBlockNotRun(t *testing.T) {
 		specs = append(specs, gguf.TensorSpec{Name: x.name, Type: quant.F32, Dims: x.dims})
 		data[x.name] = f32(n)
 	}
-	path := filepath.Join(t.TempDir(), "mtp.gguf")
-	w, err := gguf.Create(path, kv, specs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, sp := range specs {
-		if err := w.WriteTensor(sp.Name, data[sp.Name]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	mtp, err := Open(path, Options{})
+	mtp, err := Open(writeGGUF(t, kv, specs, data), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,19 +254,46 @@ func TestQwen35MTPBlockNotRun(t *testing.T) {
 	if mtp.Config.Layers != 4 || mtp.Config.MTPLayers != 1 || len(mtp.Layers) != 4 {
 		t.Fatalf("config %+v, %d layers loaded", mtp.Config, len(mtp.Layers))
 	}
-	base := openQwen35(t)
-	ids := readI32(t, tiny35(t, "refs", "eval_tokens.i32.bin"))[:32]
-	want, err := base.NewSession().Forward(ids, true)
+	sameLogitBits(t, openQwen35(t), mtp, readI32(t, tiny35(t, "refs", "eval_tokens.i32.bin"))[:32], "with an MTP block")
+}
+
+// TestQwen35PerLayerKeys: the layer types given as
+// attention.recurrent_layers (a bool per block) and head_count_kv as a
+// per-layer array (0 on delta-net layers), in place of
+// full_attention_interval and a scalar, give the same model; an array of
+// the wrong length is refused, naming the key.
+func TestQwen35PerLayerKeys(t *testing.T) {
+	src, err := gguf.OpenMapped(tiny35(t, "model-bf16.gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := mtp.NewSession().Forward(ids, true)
-	if err != nil {
-		t.Fatal(err)
+	defer src.Close()
+	data := map[string][]byte{}
+	for _, sp := range src.Specs() {
+		ti, _ := src.Tensor(sp.Name)
+		data[sp.Name], _ = src.Bytes(ti)
 	}
-	for i := range want {
-		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-			t.Fatalf("logit %d: with MTP block %g, without %g", i, got[i], want[i])
+	write := func(rec []bool) string {
+		var kv []gguf.KV
+		for _, x := range src.KV {
+			switch x.Key {
+			case "qwen35moe.full_attention_interval":
+				continue
+			case "qwen35moe.attention.head_count_kv":
+				x.Value = gguf.MustArray([]int32{0, 0, 0, 2})
+			}
+			kv = append(kv, x)
 		}
+		kv = append(kv, gguf.KV{Key: "qwen35moe.attention.recurrent_layers", Value: gguf.MustArray(rec)})
+		return writeGGUF(t, kv, src.Specs(), data)
+	}
+	m, err := Open(write([]bool{true, true, true, false}), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	sameLogitBits(t, openQwen35(t), m, readI32(t, tiny35(t, "refs", "eval_tokens.i32.bin"))[:16], "per-layer keys")
+	if _, err := Open(write([]bool{true, true, false}), Options{}); err == nil || !strings.Contains(err.Error(), "recurrent_layers") {
+		t.Fatalf("error %v, want one naming attention.recurrent_layers", err)
 	}
 }

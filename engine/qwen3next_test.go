@@ -145,7 +145,14 @@ func qwen3nextFromQwen35(t *testing.T, legacy bool) string {
 		}
 		specs = out
 	}
-	path := filepath.Join(t.TempDir(), "qwen3next.gguf")
+	return writeGGUF(t, kv, specs, data)
+}
+
+// writeGGUF writes a model of the given metadata, tensors and tensor bytes
+// into the test's temporary folder.
+func writeGGUF(t *testing.T, kv []gguf.KV, specs []gguf.TensorSpec, data map[string][]byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "model.gguf")
 	w, err := gguf.Create(path, kv, specs)
 	if err != nil {
 		t.Fatal(err)
@@ -159,6 +166,25 @@ func qwen3nextFromQwen35(t *testing.T, legacy bool) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// sameLogitBits requires a and b to give the same logit bits at every
+// position of ids.
+func sameLogitBits(t *testing.T, a, b *Model, ids []int32, what string) {
+	t.Helper()
+	want, err := a.NewSession().Forward(ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.NewSession().Forward(ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("logit %d: %s %g, reference layout %g", i, what, got[i], want[i])
+		}
+	}
 }
 
 // TestQwen3nextSameModel: the qwen35moe fixture rewritten in qwen3next's
@@ -260,37 +286,10 @@ func TestFusedGateUpSameModel(t *testing.T) {
 		specs = append(specs, sp)
 		data[sp.Name] = b
 	}
-	path := filepath.Join(t.TempDir(), "fused.gguf")
-	w, err := gguf.Create(path, src.KV, specs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, sp := range specs {
-		if err := w.WriteTensor(sp.Name, data[sp.Name]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	fused, err := Open(path, Options{})
+	fused, err := Open(writeGGUF(t, src.KV, specs, data), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fused.Close()
-	base := openQwen35(t)
-	ids := readI32(t, tiny35(t, "refs", "eval_tokens.i32.bin"))[:64]
-	want, err := base.NewSession().Forward(ids, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := fused.NewSession().Forward(ids, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range want {
-		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-			t.Fatalf("logit %d: fused %g, separate %g", i, got[i], want[i])
-		}
-	}
+	sameLogitBits(t, openQwen35(t), fused, readI32(t, tiny35(t, "refs", "eval_tokens.i32.bin"))[:64], "fused gate/up")
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"sort"
@@ -159,26 +160,32 @@ func TestEvalRefsBF16(t *testing.T) {
 					t.Errorf("seq %d layer %d pos %d: hidden rel L2 error %.3g", seq, l, p, rel)
 				}
 				base := ((l*S+seq)*P + p) * K
-				gotIDs := append([]int32(nil), rec.ids[l][p*K:(p+1)*K]...)
-				wantIDs := append([]int32(nil), refIDs[base:base+K]...)
-				probs := rec.probs[l][p*E : (p+1)*E]
-				if !sameSet(gotIDs, wantIDs) {
-					// Allowed only when the boundary is a tie within 1e-6.
-					kth := probs[wantIDs[K-1]]
-					for _, e := range gotIDs {
-						if !contains(wantIDs, e) && math.Abs(float64(probs[e]-kth)) > 1e-6 {
-							t.Errorf("seq %d layer %d pos %d: experts %v, want %v", seq, l, p, gotIDs, wantIDs)
-						}
-					}
-					continue
-				}
-				for k := 0; k < K; k++ {
-					if gotIDs[k] == wantIDs[k] {
-						if d := math.Abs(float64(rec.weights[l][p*K+k] - refW[base+k])); d > 1e-5 {
-							t.Errorf("seq %d layer %d pos %d: weight %d differs by %.3g", seq, l, p, k, d)
-						}
-					}
-				}
+				checkRouting(t, fmt.Sprintf("seq %d layer %d pos %d", seq, l, p), rec.ids[l][p*K:(p+1)*K], refIDs[base:base+K],
+					rec.probs[l][p*E:(p+1)*E], rec.weights[l][p*K:(p+1)*K], refW[base:base+K])
+			}
+		}
+	}
+}
+
+// checkRouting compares one token's picks with the reference: the same set
+// of experts (a different one only where the k-th probability ties within
+// 1e-6), and the weights of the experts at the same rank within 1e-5.
+func checkRouting(t *testing.T, where string, gotIDs, wantIDs []int32, probs, gotW, wantW []float32) {
+	t.Helper()
+	K := len(wantIDs)
+	if !sameSet(gotIDs, wantIDs) {
+		kth := probs[wantIDs[K-1]]
+		for _, e := range gotIDs {
+			if !contains(wantIDs, e) && math.Abs(float64(probs[e]-kth)) > 1e-6 {
+				t.Errorf("%s: experts %v, want %v", where, gotIDs, wantIDs)
+			}
+		}
+		return
+	}
+	for k := 0; k < K; k++ {
+		if gotIDs[k] == wantIDs[k] {
+			if d := math.Abs(float64(gotW[k] - wantW[k])); d > 1e-5 {
+				t.Errorf("%s: weight %d differs by %.3g", where, k, d)
 			}
 		}
 	}

@@ -111,6 +111,7 @@ type PackStore struct {
 	// keyLast and keyUses are each expert's history, resident or not: the
 	// tick of its last demand and its demands.
 	keyLast, keyUses []int64
+	useWeight        int64    // cachesim.UseWeight of the model
 	jobs             chan int // reads the forward pass waits for
 	guesses          chan int // read-ahead, served only when no demand read waits
 	wg               sync.WaitGroup
@@ -220,6 +221,7 @@ func (s *PackStore) fill(rank [][]uint32) error {
 	// Before any demand, the ranking orders the experts: the coldest goes
 	// first.
 	s.keyLast, s.keyUses = make([]int64, len(s.where)), make([]int64, len(s.where))
+	s.useWeight = cachesim.UseWeight(s.cfg.Layers, s.cfg.ExpertsUsed)
 	for i, k := range order {
 		s.keyLast[k] = -int64(i)
 	}
@@ -395,7 +397,7 @@ func (s *PackStore) claim(key int) int {
 
 // evictsFirst is whether expert a goes before expert b.
 func (s *PackStore) evictsFirst(a, b int) bool {
-	ka, kb := cachesim.Keep(s.keyLast[a], s.keyUses[a]), cachesim.Keep(s.keyLast[b], s.keyUses[b])
+	ka, kb := cachesim.Keep(s.keyLast[a], s.keyUses[a], s.useWeight), cachesim.Keep(s.keyLast[b], s.keyUses[b], s.useWeight)
 	return ka < kb || ka == kb && a < b
 }
 

@@ -147,25 +147,23 @@ func runEval(cmd *cobra.Command, env *cli.Env, candPath string, f *evalFlags) er
 	}
 	prog := env.NewProgress(int64(len(windows)*f.ctx), "eval", cli.Tokens)
 	start := time.Now()
-	var before engine.StreamCounters
+	progress := func(n int) { prog.Add(int64(n)) }
+	var res evalq.Result
+	var st *evalq.Streamed
 	if streaming {
-		before = ps.Counters()
-		ps.StartTrace()
+		res, st, err = evalq.RunThroughStore(cmd.Context(), ref, cand, windows, score, routing, progress)
+	} else {
+		res, _, err = evalq.Run(cmd.Context(), ref, cand, windows, score, progress)
 	}
-	opt := evalq.Candidate{Routing: routing, TokenByToken: streaming}
-	res, _, err := evalq.RunCandidate(cmd.Context(), ref, cand, windows, score, opt, func(n int) { prog.Add(int64(n)) })
 	prog.Done()
 	if err != nil {
 		return err
 	}
 	rep := evalq.Report{Candidate: candPath, Reference: f.ref, Source: src, Ctx: f.ctx, Score: score.String(), FirstPos: score.First(f.ctx), Seconds: time.Since(start).Seconds(), Result: res}
 	if streaming {
-		var tr *cachesim.Trace
-		if rep.Stream, tr, err = ps.EndTrace(before, len(windows)*f.ctx); err != nil {
-			return err
-		}
+		rep.Stream = st.Stream
 		if f.trace != "" {
-			if err := cachesim.WriteFile(f.trace, tr); err != nil {
+			if err := cachesim.WriteFile(f.trace, st.Trace); err != nil {
 				return err
 			}
 		}
