@@ -26,9 +26,13 @@ type ExpertQuantizer interface {
 // and report.
 type CalibInfo = strata.Calibration
 
+// calibKeySource marks a GGUF whose experts were quantized against
+// calibration inputs.
+const calibKeySource = "stratactl.quantize.calib.source"
+
 // calibKeys records the calibration in GGUF metadata.
 func calibKeys(kv []gguf.KV, c *CalibInfo) []gguf.KV {
-	kv = setKV(kv, "stratactl.quantize.calib.source", gguf.String(c.Source))
+	kv = setKV(kv, calibKeySource, gguf.String(c.Source))
 	kv = setKV(kv, "stratactl.quantize.calib.sha256", gguf.String(c.SHA256))
 	kv = setKV(kv, "stratactl.quantize.calib.ctx", gguf.Uint32(uint32(c.Ctx)))
 	kv = setKV(kv, "stratactl.quantize.calib.tokens", gguf.Uint64(uint64(c.Tokens)))

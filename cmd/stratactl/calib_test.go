@@ -53,6 +53,9 @@ func TestQuantizeCalibrated(t *testing.T) {
 	if v, ok := f.Get("stratactl.quantize.calib.sha256"); !ok || v.Any() != c.SHA256 {
 		t.Errorf("calib.sha256 in the output: %v, want %s", v, c.SHA256)
 	}
+	if code, vout, errs := runCmd(t, "verify", out, "--source", src); code != 0 || !strings.HasSuffix(strings.TrimSpace(vout), "OK") {
+		t.Fatalf("verify --source: exit %d\n%s%s", code, vout, errs)
+	}
 	stratactlFails(t, "quantize", src, "-o", out, "--type", "q8_0", "--ids", ids)                 // not Q2_0
 	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--ids", ids, "--text", ids)  // both
 	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--ids", ids, "--ctx", "1")   // no window
