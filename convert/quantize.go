@@ -228,6 +228,25 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) (*QuantizeResult, error) 
 	if matched == 0 {
 		return nil, fmt.Errorf("%s: --tensors %q selects none of its %d tensors: nothing to quantize", f.Path, pattern, len(f.Tensors))
 	}
+	// Everything selected is left as it is (not already of the type, just
+	// not convertible): say why, tensor by tensor, rather than write a copy
+	// of the input.
+	var why []string
+	for _, r := range res.Tensors {
+		if r.Action == "copied" || r.Action == "quantized" {
+			why = nil
+			break
+		}
+		if r.Note != "" {
+			why = append(why, fmt.Sprintf("%s (%s)", r.Name, r.Note))
+		}
+	}
+	if len(why) > 0 {
+		if len(why) > 3 {
+			why = append(why[:3], fmt.Sprintf("and %d more", len(why)-3))
+		}
+		return nil, fmt.Errorf("%s: --tensors %q selects %d tensors, none of which it converts to %s: %s", f.Path, pattern, matched, cfg.Type, strings.Join(why, ", "))
+	}
 
 	kv := f.KV
 	kv, res.FileType = quantizeKeys(f, kv, cfg, pattern, res.Converted, imp, 2*convElems > allElems)
@@ -347,7 +366,7 @@ func convertUnits(f *gguf.File, i int, to quant.Type, imp *Importance) ([]unit, 
 func quantOptions(to quant.Type, q2 Q2Params, imp *Importance, t *gguf.TensorInfo, matrix int) (*quant.QuantizeOptions, error) {
 	opt := &quant.QuantizeOptions{Q2Mode: q2.Mode, Q2Candidates: q2.Candidates}
 	if imp != nil {
-		w, err := imp.For(t.Name, t.Dims[0], matrix)
+		w, err := imp.For(t.Name, t.Dims[0], matrix, int(t.Ne(2)))
 		if err != nil {
 			return nil, err
 		}

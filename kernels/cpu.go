@@ -16,15 +16,18 @@ import (
 // instructions need (see chooseKernels), nothing more.
 type cpuFeatures struct {
 	avx, avx2, f16c bool
-	brand           string
+	// avx512vnni: AVX-512 F, BW and VNNI.
+	avx512vnni bool
+	brand      string
 }
 
 // hostCPU is read once, at start-up.
 var hostCPU = cpuFeatures{
-	avx:   cpuid.CPU.Supports(cpuid.AVX),
-	avx2:  cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2),
-	f16c:  cpuid.CPU.Supports(cpuid.AVX, cpuid.F16C),
-	brand: cpuid.CPU.BrandName,
+	avx:        cpuid.CPU.Supports(cpuid.AVX),
+	avx2:       cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2),
+	f16c:       cpuid.CPU.Supports(cpuid.AVX, cpuid.F16C),
+	avx512vnni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VNNI),
+	brand:      cpuid.CPU.BrandName,
 }
 
 // fusedDot is a dot product that decodes the weights in registers. It takes
@@ -48,9 +51,10 @@ type kernelSet struct {
 	dot [quant.NumTypes]fusedDot
 	// dequant decodes whole blocks (sizes checked by the caller, len(dst) > 0).
 	dequant [quant.NumTypes]func(src []byte, dst []float32)
-	// q8dot adds the terms of the first sub-blocks of a DotQ8 (qdot.go's
-	// order) to the lanes and returns how many sub-blocks it took.
-	q8dot [quant.NumTypes]func(row []byte, x *Q8Row, l *[8]float32) int
+	// q8dot returns the lanes after the first sub-blocks of a DotQ8
+	// (qdot.go's order) and how many sub-blocks it took. (Lanes by value,
+	// so that nothing of a call escapes to the heap.)
+	q8dot [quant.NumTypes]func(row []byte, x *Q8Row) ([8]float32, int)
 	// q8decode decodes groups g0..g0+ng-1 of a row for DotQ8Rows, and
 	// q8dotDecoded adds their terms against one activation row to the lanes.
 	q8decode     [quant.NumTypes]func(row []byte, g0, ng int, d *q8Decoded)

@@ -6,7 +6,8 @@ import "github.com/stratactl/stratactl/quant"
 
 // chooseKernels binds each assembly kernel where c has every extension its
 // instructions need (read off the disassembly: no kernel uses FMA or BMI2;
-// VCVTPH2PS is F16C; 256-bit integer instructions are AVX2; the rest is AVX).
+// VCVTPH2PS is F16C; 256-bit integer instructions are AVX2; the rest is AVX;
+// the 512-bit kernels need AVX-512 F, BW and VNNI besides).
 func chooseKernels(c cpuFeatures) kernelSet {
 	var k kernelSet
 	// Plain Go, faster than quant's loop on a little-endian machine.
@@ -57,6 +58,11 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8decode[quant.IQ3_S] = q8decodeIQ3SVector
 		k.q8dotDecoded = q8dotDecodedVector
 		k.paths = "avx2+f16c"
+	}
+	if c.avx2 && c.f16c && c.avx512vnni {
+		// The VEX parts need AVX2 and F16C; the rest is AVX-512 F, BW, VNNI.
+		k.q8dot[quant.Q2_0] = q8dotQ2_0Vector512
+		k.paths = "avx2+f16c+avx512vnni"
 	}
 	return k
 }

@@ -217,8 +217,12 @@ func (p *Pool) MatMulQ8(m *Matrix, xs []*Q8Row, out []float32) {
 	p.Parallel(rows, m.Cols*ntok, func(lo, hi int) {
 		bp := p.buf(ntok)
 		one := *bp
+		var sc *q8Scratch
+		if host.q8decode[m.Type] != nil {
+			sc = new(q8Scratch)
+		}
 		for r := lo; r < hi; r++ {
-			DotQ8Rows(m.Type, m.Row(r), xs, one)
+			host.dotQ8Rows(m.Type, m.Row(r), xs, one, sc)
 			for t, v := range one {
 				out[t*rows+r] = v
 			}

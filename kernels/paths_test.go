@@ -13,21 +13,23 @@ type namedSet struct {
 // checked too). The portable set is the truth they are compared with.
 func testSets() []namedSet {
 	var out []namedSet
-	for mask := 0; mask < 8; mask++ {
+	for mask := 0; mask < 16; mask++ {
+		want := cpuFeatures{avx: mask&1 != 0, f16c: mask&2 != 0, avx2: mask&4 != 0, avx512vnni: mask&8 != 0, brand: hostCPU.brand}
 		c := cpuFeatures{
-			avx:   hostCPU.avx && mask&1 != 0,
-			f16c:  hostCPU.f16c && mask&2 != 0,
-			avx2:  hostCPU.avx2 && mask&4 != 0,
-			brand: hostCPU.brand,
+			avx:        hostCPU.avx && want.avx,
+			f16c:       hostCPU.f16c && want.f16c,
+			avx2:       hostCPU.avx2 && want.avx2,
+			avx512vnni: hostCPU.avx512vnni && want.avx512vnni,
+			brand:      hostCPU.brand,
 		}
-		if (c.f16c || c.avx2) && !c.avx {
-			continue // no such CPU
+		if (c.f16c || c.avx2) && !c.avx || c.avx512vnni && !(c.avx2 && c.f16c) {
+			continue // no such CPU, or the same set as another mask
 		}
-		if c != (cpuFeatures{avx: mask&1 != 0, f16c: mask&2 != 0, avx2: mask&4 != 0, brand: hostCPU.brand}) {
+		if c != want {
 			continue // the host lacks one of them
 		}
 		k := chooseKernels(c)
-		out = append(out, namedSet{fmt.Sprintf("avx=%v,f16c=%v,avx2=%v", c.avx, c.f16c, c.avx2), &k})
+		out = append(out, namedSet{fmt.Sprintf("avx=%v,f16c=%v,avx2=%v,avx512vnni=%v", c.avx, c.f16c, c.avx2, c.avx512vnni), &k})
 	}
 	return out
 }

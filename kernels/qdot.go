@@ -37,6 +37,13 @@ type Q8Row struct {
 	blocks []byte  // quant's block layout, reused between rows
 }
 
+// padded reports whether the row's buffers reach, with zeros, to the end
+// of the group of 8 blocks that starts at block s0 (QuantizeQ8Row's rows
+// do), so a vector kernel may run that whole group.
+func (r *Q8Row) padded(s0 int) bool {
+	return cap(r.qs) >= 32*(s0+8) && cap(r.d) >= s0+8 && cap(r.sums) >= s0+8
+}
+
 // Len is the number of activations in the row.
 func (r *Q8Row) Len() int { return len(r.qs) }
 
@@ -48,13 +55,21 @@ func QuantizeQ8Row(x []float32, r *Q8Row) error {
 		return fmt.Errorf("quantize activations to Q8_0: %d values, not a multiple of 32", n)
 	}
 	nb := n / 32
+	// Capacity for whole groups of 8 blocks, the padding zero: the vector
+	// kernels run a partial last group over it (see Q8Row.padded).
+	pb := (nb + 7) / 8 * 8
+	if cap(r.d) < pb {
+		r.qs = make([]int8, 32*pb)
+		r.d = make([]float32, pb)
+		r.sums = make([]int32, pb)
+	}
 	if cap(r.blocks) < nb*34 {
 		r.blocks = make([]byte, nb*34)
-		r.qs = make([]int8, n)
-		r.d = make([]float32, nb)
-		r.sums = make([]int32, nb)
 	}
 	r.blocks, r.qs, r.d, r.sums = r.blocks[:nb*34], r.qs[:n], r.d[:nb], r.sums[:nb]
+	clear(r.qs[n : 32*pb])
+	clear(r.d[nb:pb])
+	clear(r.sums[nb:pb])
 	if err := quant.Quantize(quant.Q8_0, x, r.blocks, nil); err != nil {
 		return err
 	}
@@ -95,7 +110,7 @@ func (k *kernelSet) dotQ8(t quant.Type, row []byte, x *Q8Row) float32 {
 	var l [8]float32
 	s0 := 0
 	if f := k.q8dot[t]; f != nil {
-		s0 = f(row, x, &l)
+		l, s0 = f(row, x)
 	}
 	q8DotTail(t, row, x, s0, &l)
 	return foldLanes(&l)
@@ -201,9 +216,23 @@ type q8Decoded struct {
 // decoding the row's weights once for all the activation rows where this
 // CPU has a decoder for t (else one DotQ8 per row). Every xs[r] has the
 // same length; out has at least len(xs) elements.
-func DotQ8Rows(t quant.Type, row []byte, xs []*Q8Row, out []float32) { host.dotQ8Rows(t, row, xs, out) }
+// (MatMulQ8 keeps its scratch space between rows; DotQ8Rows allocates it.)
+func DotQ8Rows(t quant.Type, row []byte, xs []*Q8Row, out []float32) {
+	host.dotQ8Rows(t, row, xs, out, nil)
+}
 
-func (k *kernelSet) dotQ8Rows(t quant.Type, row []byte, xs []*Q8Row, out []float32) {
+// q8Scratch is DotQ8Rows's working space: a chunk of decoded weights and
+// the lanes of a batch of activation rows.
+type q8Scratch struct {
+	d     q8Decoded
+	lanes [q8Batch][8]float32
+}
+
+// q8Batch is how many activation rows share one decoding of a chunk.
+const q8Batch = 16
+
+// sc may be nil: it is allocated when the decoding path needs it.
+func (k *kernelSet) dotQ8Rows(t quant.Type, row []byte, xs []*Q8Row, out []float32, sc *q8Scratch) {
 	out = out[:len(xs)]
 	if len(xs) == 0 {
 		return
@@ -225,23 +254,23 @@ func (k *kernelSet) dotQ8Rows(t quant.Type, row []byte, xs []*Q8Row, out []float
 	if n%ti.BlockElements != 0 || len(row) < n/ti.BlockElements*ti.BlockBytes {
 		panic(fmt.Sprintf("kernels: DotQ8Rows on %s: %d activations, %d row bytes", t, n, len(row)))
 	}
-	var d q8Decoded
-	const batch = 16
-	var lanes [batch][8]float32
+	if sc == nil {
+		sc = new(q8Scratch)
+	}
 	groups := n / 256
-	for r0 := 0; r0 < len(xs); r0 += batch {
-		rows := xs[r0:min(r0+batch, len(xs))]
-		lanes = [batch][8]float32{}
+	for r0 := 0; r0 < len(xs); r0 += q8Batch {
+		rows := xs[r0:min(r0+q8Batch, len(xs))]
+		sc.lanes = [q8Batch][8]float32{}
 		for g0 := 0; g0 < groups; g0 += decodedGroups {
 			ng := min(decodedGroups, groups-g0)
-			dec(row, g0, ng, &d)
+			dec(row, g0, ng, &sc.d)
 			for r, x := range rows {
-				k.q8dotDecoded(&d, ng, x, g0, &lanes[r])
+				k.q8dotDecoded(&sc.d, ng, x, g0, &sc.lanes[r])
 			}
 		}
 		for r, x := range rows {
-			q8DotTail(t, row, x, 8*groups, &lanes[r])
-			out[r0+r] = foldLanes(&lanes[r])
+			q8DotTail(t, row, x, 8*groups, &sc.lanes[r])
+			out[r0+r] = foldLanes(&sc.lanes[r])
 		}
 	}
 }

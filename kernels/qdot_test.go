@@ -63,6 +63,26 @@ func TestQ8RowMatchesQuant(t *testing.T) {
 			}
 		}
 	}
+	// A shorter row in the same buffers is zero-padded to its group's end.
+	if err := QuantizeQ8Row(gaussians(rng, 4096, 1), &r); err != nil {
+		t.Fatal(err)
+	}
+	if err := QuantizeQ8Row(gaussians(rng, 96, 1), &r); err != nil {
+		t.Fatal(err)
+	}
+	if !r.padded(0) {
+		t.Fatal("3 blocks not padded to 8")
+	}
+	for i, q := range r.qs[96:256] {
+		if q != 0 {
+			t.Fatalf("padding code %d is %d", i, q)
+		}
+	}
+	for b := 3; b < 8; b++ {
+		if r.d[:8][b] != 0 || r.sums[:8][b] != 0 {
+			t.Fatalf("padding block %d: d %g sum %d", b, r.d[:8][b], r.sums[:8][b])
+		}
+	}
 	if err := QuantizeQ8Row(make([]float32, 33), &r); err == nil {
 		t.Fatal("33 activations accepted")
 	}
@@ -95,23 +115,35 @@ func TestWeightSubMatchesQuant(t *testing.T) {
 }
 
 // guardedQ8Row copies r into buffers with guard values on both sides (codes
-// 127, NaN scales, huge sums), so a kernel reading past the row shows.
-func guardedQ8Row(r *Q8Row, shift int) *Q8Row {
+// 127, NaN scales, huge sums), so a kernel reading past the row shows. With
+// pad, the row is zero-padded to whole groups of 8 blocks before the guard,
+// as QuantizeQ8Row leaves it (the vector kernels then run the last partial
+// group); without, the guard follows the row at once.
+func guardedQ8Row(r *Q8Row, shift int, pad bool) *Q8Row {
 	const band = 64
+	nb := len(r.d)
+	pb := nb
+	if pad {
+		pb = (nb + 7) / 8 * 8
+	}
 	g := &Q8Row{}
-	qs := make([]int8, band+shift+len(r.qs)+band)
+	qs := make([]int8, band+shift+32*pb+band)
 	for i := range qs {
 		qs[i] = 127
 	}
-	d := make([]float32, band+len(r.d)+band)
-	sums := make([]int32, band+len(r.sums)+band)
+	d := make([]float32, band+pb+band)
+	sums := make([]int32, band+pb+band)
 	for i := range d {
 		d[i] = float32(math.NaN())
 		sums[i] = 1 << 30
 	}
-	g.qs = qs[band+shift : band+shift+len(r.qs) : band+shift+len(r.qs)]
-	g.d = d[band : band+len(r.d) : band+len(r.d)]
-	g.sums = sums[band : band+len(r.sums) : band+len(r.sums)]
+	lo := band + shift
+	g.qs = qs[lo : lo+32*nb : lo+32*pb]
+	g.d = d[band : band+nb : band+pb]
+	g.sums = sums[band : band+nb : band+pb]
+	clear(g.qs[:32*pb])
+	clear(g.d[:pb])
+	clear(g.sums[:pb])
 	copy(g.qs, r.qs)
 	copy(g.d, r.d)
 	copy(g.sums, r.sums)
@@ -141,7 +173,7 @@ func TestDotQ8LengthsGuarded(t *testing.T) {
 			if err := QuantizeQ8Row(gaussians(rng, n, 1), &r); err != nil {
 				t.Fatal(err)
 			}
-			x := guardedQ8Row(&r, rng.IntN(8))
+			x := guardedQ8Row(&r, rng.IntN(8), rng.IntN(2) == 0)
 			want := portable.dotQ8(typ, row, x)
 			for _, s := range sets {
 				if got := s.k.dotQ8(typ, row, x); !sameFloat(got, want) {
@@ -214,42 +246,47 @@ func TestDotQ8RejectsShapes(t *testing.T) {
 	}
 }
 
-// BenchmarkDotQ8: one row of 2560 weights against activations quantized once,
-// beside Dot on float32 activations. Bytes are the weight bytes read.
+// BenchmarkDotQ8: one row of 2560 or 640 weights (the field expert shape's
+// gate/up and down rows) against activations quantized once, beside Dot on
+// float32 activations. Bytes are the weight bytes read.
 func BenchmarkDotQ8(b *testing.B) {
-	const n = 2560
 	rng := rand.New(rand.NewPCG(9, 9))
-	x := gaussians(rng, n, 1)
-	var r Q8Row
-	if err := QuantizeQ8Row(x, &r); err != nil {
-		b.Fatal(err)
-	}
-	scratch := make([]float32, n)
-	for _, typ := range q8Types {
-		ti, _ := quant.Info(typ)
-		row, err := SampleBlocks(typ, n/ti.BlockElements, 3)
-		if err != nil {
+	for _, n := range []int{2560, 640} {
+		x := gaussians(rng, n, 1)
+		var r Q8Row
+		if err := QuantizeQ8Row(x, &r); err != nil {
 			b.Fatal(err)
 		}
-		b.Run(fmt.Sprintf("%s/q8", typ), func(b *testing.B) {
-			b.SetBytes(int64(len(row)))
-			for b.Loop() {
-				DotQ8(typ, row, &r)
+		scratch := make([]float32, n)
+		for _, typ := range q8Types {
+			ti, _ := quant.Info(typ)
+			if n%ti.BlockElements != 0 {
+				continue
 			}
-		})
-		b.Run(fmt.Sprintf("%s/f32", typ), func(b *testing.B) {
-			b.SetBytes(int64(len(row)))
+			row, err := SampleBlocks(typ, n/ti.BlockElements, 3)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run(fmt.Sprintf("%s/%d/q8", typ, n), func(b *testing.B) {
+				b.SetBytes(int64(len(row)))
+				for b.Loop() {
+					DotQ8(typ, row, &r)
+				}
+			})
+			b.Run(fmt.Sprintf("%s/%d/f32", typ, n), func(b *testing.B) {
+				b.SetBytes(int64(len(row)))
+				for b.Loop() {
+					Dot(typ, row, x, scratch)
+				}
+			})
+		}
+		b.Run(fmt.Sprintf("quantize-activations/%d", n), func(b *testing.B) {
+			b.SetBytes(int64(4 * n))
 			for b.Loop() {
-				Dot(typ, row, x, scratch)
+				QuantizeQ8Row(x, &r)
 			}
 		})
 	}
-	b.Run("quantize-activations", func(b *testing.B) {
-		b.SetBytes(4 * n)
-		for b.Loop() {
-			QuantizeQ8Row(x, &r)
-		}
-	})
 }
 
 // TestQ8DecodersMatchPortable: each vector decoder writes exactly the
@@ -318,11 +355,11 @@ func TestDotQ8RowsEqualsDotQ8(t *testing.T) {
 				if err := QuantizeQ8Row(gaussians(rng, n, 1), &q); err != nil {
 					t.Fatal(err)
 				}
-				xs[r] = guardedQ8Row(&q, rng.IntN(8))
+				xs[r] = guardedQ8Row(&q, rng.IntN(8), rng.IntN(2) == 0)
 			}
 			for _, s := range sets {
 				out, outOK := guardedFloats(nrows, rng.IntN(4))
-				s.k.dotQ8Rows(typ, row, xs, out)
+				s.k.dotQ8Rows(typ, row, xs, out, new(q8Scratch))
 				for r, x := range xs {
 					if want := portable.dotQ8(typ, row, x); !sameFloat(out[r], want) {
 						t.Fatalf("%s n=%d rows=%d on %s: row %d is %g, DotQ8 %g", typ, n, nrows, s.name, r, out[r], want)

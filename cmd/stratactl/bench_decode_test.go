@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stratactl/stratactl/internal/bench"
 	"github.com/stratactl/stratactl/internal/cli"
 )
 
@@ -19,7 +20,7 @@ func TestBenchDecodeSmall(t *testing.T) {
 	if code := run(context.Background(), cli.Test(&out, &errb), args); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	var rep benchDecodeReport
+	var rep bench.DecodeReport
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}

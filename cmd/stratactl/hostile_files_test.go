@@ -5,12 +5,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"io/fs"
+	"math"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,6 +22,7 @@ import (
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/cli"
 	"github.com/stratactl/stratactl/internal/osutil"
+	"github.com/stratactl/stratactl/quant"
 )
 
 // The hostile suite's file cases (issue 11): what stratactl promises about
@@ -393,4 +397,101 @@ func TestHostileSIGHUP(t *testing.T) {
 	if l := listTree(t, dir); len(l) != 0 {
 		t.Errorf("SIGHUP left %v (stderr %s)", l, stderr.String())
 	}
+}
+
+// writeImatrix writes a GGUF importance matrix for every expert tensor of
+// model (per expert: column i weighs 1+i), as llama-imatrix lays it out.
+func writeImatrix(t *testing.T, model, path string) {
+	t.Helper()
+	f, err := gguf.Open(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var specs []gguf.TensorSpec
+	var data [][]float32
+	for _, ti := range f.Tensors {
+		if len(ti.Dims) != 3 || !strings.Contains(ti.Name, "_exps.") {
+			continue
+		}
+		ne0, n := ti.Dims[0], ti.Dims[2]
+		sum := make([]float32, ne0*n)
+		for i := range sum {
+			sum[i] = float32(1 + int64(i)%ne0)
+		}
+		cnt := make([]float32, n)
+		for i := range cnt {
+			cnt[i] = 1
+		}
+		specs = append(specs, gguf.TensorSpec{Name: ti.Name + ".in_sum2", Type: quant.F32, Dims: []int64{ne0, n}},
+			gguf.TensorSpec{Name: ti.Name + ".counts", Type: quant.F32, Dims: []int64{1, n}})
+		data = append(data, sum, cnt)
+	}
+	ds, err := gguf.Array([]string{"synthetic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := []gguf.KV{{Key: "general.type", Value: gguf.String("imatrix")}, {Key: "imatrix.datasets", Value: ds},
+		{Key: "imatrix.chunk_count", Value: gguf.Uint32(1)}, {Key: "imatrix.chunk_size", Value: gguf.Uint32(16)}}
+	w, err := gguf.Create(path, kv, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range specs {
+		b := make([]byte, 4*len(data[i]))
+		for j, v := range data[i] {
+			binary.LittleEndian.PutUint32(b[4*j:], math.Float32bits(v))
+		}
+		if err := w.WriteTensor(s.Name, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHostileImatrixOfOtherExperts (item 5): an importance matrix is applied
+// only to the experts it was collected on: given a pruned model (4 of 8
+// experts), the source's 8-expert imatrix is refused, naming both shapes,
+// where it used to give kept expert i the importance of source expert i.
+func TestHostileImatrixOfOtherExperts(t *testing.T) {
+	in := newHostileInputs(t)
+	im := filepath.Join(t.TempDir(), "imatrix.gguf")
+	writeImatrix(t, in.model, im)
+	// The imatrix fits the model it describes.
+	mustRun(t, "pack", in.model, "--imatrix", im, "-o", filepath.Join(t.TempDir(), "pack"))
+	for _, args := range [][]string{
+		{"pack", in.pruned, "--imatrix", im, "-o", "OUT/pack"},
+		{"quantize", in.pruned, "--imatrix", im, "--type", "q2_0", "-o", "OUT/q.gguf"},
+	} {
+		expectFailure(t, hostileCase{want: []string{im, "8 experts", "4 experts"}, args: func(o string) []string {
+			a := slices.Clone(args)
+			for i := range a {
+				a[i] = strings.Replace(a[i], "OUT", o, 1)
+			}
+			return a
+		}})
+	}
+}
+
+// TestHostileQuantizeUnconvertible (item 11): --tensors that selects only
+// tensors quantize leaves as they are says which and why, instead of
+// writing a copy of the input in silence.
+func TestHostileQuantizeUnconvertible(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "plain.gguf")
+	specs := []gguf.TensorSpec{{Name: "blk.0.attn_q.bias", Type: quant.F32, Dims: []int64{64, 2}}, {Name: "blk.0.attn_norm.weight", Type: quant.F32, Dims: []int64{64}}}
+	w, err := gguf.Create(p, []gguf.KV{{Key: "general.architecture", Value: gguf.String("llama")}}, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.WriteTensor(specs[0].Name, make([]byte, 4*128))
+	w.WriteTensor(specs[1].Name, make([]byte, 4*64))
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	expectFailure(t, hostileCase{want: []string{p, "blk.0.attn_q.bias", "not a weight matrix", "blk.0.attn_norm.weight", "1-D"}, args: func(o string) []string {
+		return []string{"quantize", p, "--tensors", "^blk", "--type", "q8_0", "-o", filepath.Join(o, "q.gguf")}
+	}})
 }

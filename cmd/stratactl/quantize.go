@@ -60,7 +60,8 @@ func newQuantizeCmd(env *cli.Env) *cobra.Command {
 			tw := tabwriter.NewWriter(env.Out, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "tensor\tfrom\tto\taction\trel. MSE\tcalib. output err")
 			for _, r := range res.Tensors {
-				if r.Action == "kept" && !env.Verbose {
+				// A selected tensor left as is is shown with the reason.
+				if r.Action == "kept" && r.Note == "" && !env.Verbose {
 					continue
 				}
 				oe := "-"
