@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/stratactl/stratactl/gguf"
@@ -164,7 +165,7 @@ func verifyGGUF(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 			r.failf("gguf.source", f.Path, t.InfoOffset, "tensor %q is not in the source %s", t.Name, src.Path)
 			continue
 		}
-		if !sameDims(s.Dims, t.Dims) {
+		if !slices.Equal(s.Dims, t.Dims) {
 			r.failf("gguf.source", f.Path, t.InfoOffset, "tensor %q has ne %v, the source %v", t.Name, t.Dims, s.Dims)
 			continue
 		}
