@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -50,8 +51,9 @@ func newRunCmd(env *cli.Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run MODEL",
 		Short: "Generate text from a GGUF model or a pack, streaming it, then report prompt and decode speed",
-		Long: `run loads MODEL (a qwen3moe GGUF, or a pack folder whose experts are streamed
-from disk through an arena of --arena-mb) and generates -n tokens after the prompt.
+		Long: `run loads MODEL (a GGUF whose architecture is one of ` + strings.Join(engine.SupportedArchitectures(), ", ") + `;
+or a pack folder whose experts are streamed from disk through an arena of
+--arena-mb) and generates -n tokens after the prompt.
 The prompt is --prompt TEXT (tokenized with the model's tokenizer) or --ids FILE
 (little-endian int32 token ids). --temp 0 (the default) is greedy; otherwise
 temperature and top-p sampling from --seed. --logits OUT writes the logits of
