@@ -495,3 +495,82 @@ func TestHostileQuantizeUnconvertible(t *testing.T) {
 		return []string{"quantize", p, "--tensors", "^blk", "--type", "q8_0", "-o", filepath.Join(o, "q.gguf")}
 	}})
 }
+
+// TestHostileVerifyInputsElsewhere (item 6): a pack made with an importance
+// matrix given by a relative path verifies against its source from any
+// folder (the manifest records inputs by absolute path and sha256, and
+// verify finds them by hash); with the matrix gone, verify reports one
+// missing input, not damage to the pack's experts.
+func TestHostileVerifyInputsElsewhere(t *testing.T) {
+	in := newHostileInputs(t)
+	work := t.TempDir()
+	writeImatrix(t, in.model, filepath.Join(work, "imatrix.gguf"))
+	t.Chdir(work)
+	pack := filepath.Join(t.TempDir(), "pack")
+	mustRun(t, "pack", in.model, "--imatrix", "imatrix.gguf", "-o", pack)
+	t.Chdir(t.TempDir())
+	mustRun(t, "verify", pack, "--source", in.model)
+
+	// Moved beside the pack: found there by its hash.
+	beside := filepath.Join(filepath.Dir(pack), "imatrix.gguf")
+	if err := os.Rename(filepath.Join(work, "imatrix.gguf"), beside); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "verify", pack, "--source", in.model)
+
+	// Gone: one missing input, the experts still compared by their error.
+	os.Remove(beside)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), cli.Test(&stdout, &stderr), []string{"verify", "--json", pack, "--source", in.model})
+	var rep struct {
+		OK       bool `json:"ok"`
+		Failures []struct {
+			Check string `json:"check"`
+			Msg   string `json:"message"`
+		} `json:"failures"`
+		Omitted int `json:"failures_omitted"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("verify --json: %v\n%s", err, stdout.String())
+	}
+	if code == 0 || rep.OK || len(rep.Failures) != 1 || rep.Omitted != 0 || rep.Failures[0].Check != "inputs" || !strings.Contains(rep.Failures[0].Msg, "missing") {
+		t.Fatalf("verify with the imatrix gone: exit %d, %+v", code, rep)
+	}
+}
+
+// TestHostileInspectPack (item 11): inspect describes our own pack (the
+// folder or its model.gguf) instead of calling its experts unsupported.
+func TestHostileInspectPack(t *testing.T) {
+	in := newHostileInputs(t)
+	for _, p := range []string{in.pack, filepath.Join(in.pack, "model.gguf"), in.packKeep} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), cli.Test(&stdout, &stderr), []string{"inspect", p}); code != 0 {
+			t.Fatalf("inspect %s: exit %d: %s", p, code, stderr.String())
+		}
+		if s := stdout.String(); strings.Contains(s, "not usable") || !strings.Contains(s, "Pack (strata format") || !strings.Contains(s, "model.experts") {
+			t.Errorf("inspect %s does not describe the pack:\n%s", p, s)
+		}
+		stdout.Reset()
+		if code := run(context.Background(), cli.Test(&stdout, &stderr), []string{"inspect", "--json", p}); code != 0 {
+			t.Fatalf("inspect --json %s: exit %d: %s", p, code, stderr.String())
+		}
+		var rep struct {
+			MoEError string `json:"moe_error"`
+			Pack     *struct {
+				Layers, Experts, SourceExperts int
+				PartTypes                      []string `json:"part_types"`
+				Problem                        string
+			} `json:"pack"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		want := 8
+		if p == in.packKeep {
+			want = 4
+		}
+		if rep.MoEError != "" || rep.Pack == nil || rep.Pack.Problem != "" || rep.Pack.Layers != 2 || rep.Pack.Experts != want || len(rep.Pack.PartTypes) != 3 {
+			t.Errorf("inspect --json %s: moe_error %q, pack %+v", p, rep.MoEError, rep.Pack)
+		}
+	}
+}
