@@ -1,14 +1,11 @@
 package convert
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"time"
@@ -28,7 +25,6 @@ type BenchPackConfig struct {
 	Type      quant.Type // synthetic experts' type
 	Keep      int        // experts kept per layer
 	Jobs      int
-	Exe       string // stratactl binary to run pack in a child process; "" runs it in this process
 	KeepFiles bool
 	Progress  ProgressFunc
 }
@@ -125,27 +121,18 @@ func BenchPack(ctx context.Context, cfg BenchPackConfig) (*BenchPackResult, erro
 	// The pack, cold: the input leaves the page cache first.
 	res.CacheDropped = dropCache(in) == nil
 	out := filepath.Join(dir, "pack")
+	// The pack runs in this process; its peak RSS is measured from its
+	// start where the kernel lets the high-water mark be reset.
+	scoped := resetPeakRSS()
 	t0 := time.Now()
-	var man strata.Manifest
-	if cfg.Exe != "" {
-		cmd := exec.CommandContext(ctx, cfg.Exe, "pack", in, "-o", out, "--keep-map", keepPath, "-j", fmt.Sprint(res.Jobs), "--json")
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("pack: %v: %s", err, stderr.String())
-		}
-		res.PackSeconds = time.Since(t0).Seconds()
-		res.PeakRSSBytes, res.RSSScope = childPeakRSS(cmd.ProcessState), "the pack process"
-		if err := json.Unmarshal(stdout.Bytes(), &man); err != nil {
-			return nil, fmt.Errorf("pack --json: %w", err)
-		}
+	man, err := Pack(ctx, PackConfig{In: in, OutDir: out, Type: quant.Q2_0, Keep: keepPath, Jobs: cfg.Jobs, Progress: cfg.Progress})
+	if err != nil {
+		return nil, err
+	}
+	res.PackSeconds = time.Since(t0).Seconds()
+	if scoped {
+		res.PeakRSSBytes, res.RSSScope = peakRSS(), "this process from the start of the pack"
 	} else {
-		m, err := Pack(ctx, PackConfig{In: in, OutDir: out, Type: quant.Q2_0, Keep: keepPath, Jobs: cfg.Jobs, Progress: cfg.Progress})
-		if err != nil {
-			return nil, err
-		}
-		res.PackSeconds = time.Since(t0).Seconds()
-		man = *m
 		res.PeakRSSBytes, res.RSSScope = selfPeakRSS(), "this process (synth and pack together)"
 	}
 	res.PackRelMSE = man.RelMSE

@@ -4,6 +4,9 @@ package convert
 
 import (
 	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -33,10 +36,30 @@ func selfPeakRSS() int64 {
 	return ru.Maxrss * 1024
 }
 
-// childPeakRSS is a finished child's peak resident set.
-func childPeakRSS(ps *os.ProcessState) int64 {
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss * 1024
+// resetPeakRSS hands the memory the Go runtime holds back to the kernel
+// and resets this process's peak resident set (/proc/self/clear_refs, 5),
+// so that peakRSS measures only what runs from now on. It reports whether
+// the kernel allowed the reset.
+func resetPeakRSS() bool {
+	debug.FreeOSMemory()
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+}
+
+// peakRSS is this process's peak resident set since the last reset
+// (VmHWM in /proc/self/status), 0 when unknown.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb * 1024
+		}
 	}
 	return 0
 }

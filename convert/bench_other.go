@@ -2,13 +2,11 @@
 
 package convert
 
-import (
-	"errors"
-	"os"
-)
+import "errors"
 
 func dropCache(string) error { return errors.New("dropping the page cache is Linux-only here") }
 
-// selfPeakRSS and childPeakRSS are measured on Linux only; 0 means unknown.
-func selfPeakRSS() int64                     { return 0 }
-func childPeakRSS(ps *os.ProcessState) int64 { return 0 }
+// The peak resident set is measured on Linux only; 0 means unknown.
+func selfPeakRSS() int64 { return 0 }
+func resetPeakRSS() bool { return false }
+func peakRSS() int64     { return 0 }

@@ -161,6 +161,27 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 		man.Parameters.Q2Mode = Q2ModeName(cfg.Q2.Mode)
 		man.Parameters.Q2Candidates = cfg.Q2.effectiveCandidates()
 	}
+	man.Layers, man.RelMSE = layerErrors(m, [strata.NumParts]quant.Type{cfg.Type, cfg.Type, cfg.Type}, layerStats)
+	for l, ml := range m.Layers {
+		for p, t := range []*gguf.TensorInfo{ml.Gate, ml.Up, ml.Down} {
+			if packCalibrated(cfg, t) {
+				if e, ok := cfg.Experts.OutputError(t.Name); ok {
+					man.Layers[l].Parts[p].CalibOutputErr = &e
+				}
+			}
+		}
+	}
+	if err := pw.Commit(ctx, keep, man); err != nil {
+		return nil, interrupted(err, "pack")
+	}
+	return man, nil
+}
+
+// layerErrors is the per-layer, per-matrix conversion error table of a pack
+// whose parts have the types to, from the error statistics of each layer's
+// kept experts; and the error over all of them.
+func layerErrors(m *gguf.MoE, to [strata.NumParts]quant.Type, stats [][strata.NumParts]errStats) ([]strata.LayerError, float64) {
+	var out []strata.LayerError
 	var total errStats
 	for l, ml := range m.Layers {
 		le := strata.LayerError{Block: ml.Block}
@@ -168,27 +189,17 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 		for p, t := range []*gguf.TensorInfo{ml.Gate, ml.Up, ml.Down} {
 			_, rest, _ := gguf.SplitBlockName(t.Name)
 			action := "quantized"
-			if t.Type == cfg.Type {
+			if t.Type == to[p] {
 				action = "copied"
 			}
-			pe := strata.PartError{Tensor: rest, From: t.Type.String(), To: cfg.Type.String(), Action: action, RelMSE: layerStats[l][p].RelMSE()}
-			if packCalibrated(cfg, t) {
-				if e, ok := cfg.Experts.OutputError(t.Name); ok {
-					pe.CalibOutputErr = &e
-				}
-			}
-			le.Parts = append(le.Parts, pe)
-			sum.add(layerStats[l][p])
+			le.Parts = append(le.Parts, strata.PartError{Tensor: rest, From: t.Type.String(), To: to[p].String(), Action: action, RelMSE: stats[l][p].RelMSE()})
+			sum.add(stats[l][p])
 		}
 		le.RelMSE = sum.RelMSE()
 		total.add(sum)
-		man.Layers = append(man.Layers, le)
+		out = append(out, le)
 	}
-	man.RelMSE = total.RelMSE()
-	if err := pw.Commit(ctx, keep, man); err != nil {
-		return nil, interrupted(err, "pack")
-	}
-	return man, nil
+	return out, total.RelMSE()
 }
 
 // writeExperts converts every kept expert into its slot and returns the

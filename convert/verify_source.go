@@ -243,30 +243,23 @@ func verifySlots(ctx context.Context, cfg VerifyConfig, x *strata.Experts, keep 
 	if src == nil {
 		return nil
 	}
-	var total errStats
-	for l, ml := range sm.Layers {
-		le := strata.LayerError{Block: ml.Block}
-		var sum errStats
-		for p, t := range []*gguf.TensorInfo{ml.Gate, ml.Up, ml.Down} {
-			_, rest, _ := gguf.SplitBlockName(t.Name)
-			action := "quantized"
-			if t.Type == x.Parts[p].Type {
-				action = "copied"
-			}
-			le.Parts = append(le.Parts, strata.PartError{Tensor: rest, From: t.Type.String(), To: x.Parts[p].Type.String(), Action: action, RelMSE: got[l][p].RelMSE()})
-			sum.add(got[l][p])
-			// The manifest's figures are recomputed here.
-			if man != nil && l < len(man.Layers) && p < len(man.Layers[l].Parts) {
-				if rec := man.Layers[l].Parts[p].RelMSE; !closeRel(rec, got[l][p].RelMSE()) {
-					r.failf("manifest", filepath.Join(cfg.Path, strata.ManifestFile), -1, "block %d %s: relative MSE %.9g recorded, %.9g measured", ml.Block, rest, rec, got[l][p].RelMSE())
+	var to [strata.NumParts]quant.Type
+	for p := range to {
+		to[p] = x.Parts[p].Type
+	}
+	r.Layers, r.RelMSE = layerErrors(sm, to, got)
+	// The manifest's figures are recomputed here.
+	if man != nil {
+		for l, le := range r.Layers {
+			for p, pe := range le.Parts {
+				if l < len(man.Layers) && p < len(man.Layers[l].Parts) {
+					if rec := man.Layers[l].Parts[p].RelMSE; !closeRel(rec, pe.RelMSE) {
+						r.failf("manifest", filepath.Join(cfg.Path, strata.ManifestFile), -1, "block %d %s: relative MSE %.9g recorded, %.9g measured", le.Block, pe.Tensor, rec, pe.RelMSE)
+					}
 				}
 			}
 		}
-		le.RelMSE = sum.RelMSE()
-		total.add(sum)
-		r.Layers = append(r.Layers, le)
 	}
-	r.RelMSE = total.RelMSE()
 	return nil
 }
 

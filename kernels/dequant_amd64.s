@@ -130,11 +130,7 @@ DATA q2mask<>+248(SB)/8, $0x8080800f8080800f
 GLOBL q2mask<>(SB), RODATA|NOPTR, $256
 
 // Per-dword shifts that bring element 4j+k's code (bits 2k..2k+1) down.
-DATA q2shift<>+0(SB)/8, $0x0000000200000000
-DATA q2shift<>+8(SB)/8, $0x0000000600000004
-DATA q2shift<>+16(SB)/8, $0x0000000200000000
-DATA q2shift<>+24(SB)/8, $0x0000000600000004
-GLOBL q2shift<>(SB), RODATA|NOPTR, $32
+// (The shifts 0,2,4,6 per lane are ·q2shifts, qdot_amd64.s.)
 
 #define Q2GROUP(g) \
 	VPSHUFB   (g*32)(R8), Y1, Y2; \
@@ -155,7 +151,7 @@ TEXT ·dequantQ2_0AVX2(SB), NOSPLIT, $0-24
 	TESTQ CX, CX
 	JZ   q2done
 	LEAQ q2mask<>(SB), R8
-	VMOVDQU q2shift<>(SB), Y10
+	VMOVDQU ·q2shifts(SB), Y10
 	MOVL $3, AX
 	VMOVD AX, X11
 	VPBROADCASTD X11, Y11

@@ -177,11 +177,7 @@ DATA q2shuf<>+16(SB)/8, $0x8080800180808001
 DATA q2shuf<>+24(SB)/8, $0x8080800180808001
 GLOBL q2shuf<>(SB), RODATA|NOPTR, $32
 
-DATA q2shift<>+0(SB)/8, $0x0000000200000000
-DATA q2shift<>+8(SB)/8, $0x0000000600000004
-DATA q2shift<>+16(SB)/8, $0x0000000200000000
-DATA q2shift<>+24(SB)/8, $0x0000000600000004
-GLOBL q2shift<>(SB), RODATA|NOPTR, $32
+// The shifts are ·q2shifts (qdot_amd64.s).
 
 // float32 -1, 0, 1, 2, -1, 0, 1, 2
 DATA q2vals<>+0(SB)/8, $0x00000000bf800000
@@ -207,7 +203,7 @@ TEXT ·dotQ2AVX2(SB), NOSPLIT, $0-28
 	MOVQ blocks+16(FP), CX
 	ZERO4
 	VMOVDQU q2shuf<>(SB), Y10
-	VMOVDQU q2shift<>(SB), Y11
+	VMOVDQU ·q2shifts(SB), Y11
 	VMOVUPS q2vals<>(SB), Y9
 	TESTQ   CX, CX
 	JZ      q2done

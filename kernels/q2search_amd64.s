@@ -8,16 +8,8 @@ DATA q2consts<>+4(SB)/4, $0x40000000
 DATA q2consts<>+8(SB)/4, $1
 GLOBL q2consts<>(SB), RODATA|NOPTR, $12
 
-// bit position of each lane's code within its byte: 2*(j%4)
-DATA q2shifts<>+0(SB)/4, $0
-DATA q2shifts<>+4(SB)/4, $2
-DATA q2shifts<>+8(SB)/4, $4
-DATA q2shifts<>+12(SB)/4, $6
-DATA q2shifts<>+16(SB)/4, $0
-DATA q2shifts<>+20(SB)/4, $2
-DATA q2shifts<>+24(SB)/4, $4
-DATA q2shifts<>+28(SB)/4, $6
-GLOBL q2shifts<>(SB), RODATA|NOPTR, $32
+// The bit position of each lane's code within its byte, 2*(j%4), is
+// ·q2shifts (qdot_amd64.s).
 
 // LEVEL: Y13 = RoundToEven(clamp(Y14 * Y10, -1, 2)); Y8 = -1, Y9 = 2.
 #define LEVEL \
@@ -195,7 +187,7 @@ TEXT ·q2PackAVX2(SB), NOSPLIT, $0-24
 	VBROADCASTSS q2consts<>+0(SB), Y8
 	VBROADCASTSS q2consts<>+4(SB), Y9
 	VPBROADCASTD q2consts<>+8(SB), Y12
-	VMOVDQU      q2shifts<>(SB), Y11
+	VMOVDQU      ·q2shifts(SB), Y11
 	CODES(0, Y0)
 	CODES(32, Y1)
 	CODES(64, Y2)

@@ -24,25 +24,8 @@ DATA q8nib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA q8nib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL q8nib<>(SB), RODATA|NOPTR, $16
 
-DATA q8three<>+0(SB)/8, $0x0303030303030303
-DATA q8three<>+8(SB)/8, $0x0303030303030303
-DATA q8three<>+16(SB)/8, $0x0303030303030303
-DATA q8three<>+24(SB)/8, $0x0303030303030303
-GLOBL q8three<>(SB), RODATA|NOPTR, $32
 
-// Dword shifts 0,2,4,6 (per 128-bit lane) for the Q2_0 codes.
-DATA q8shift<>+0(SB)/8, $0x0000000200000000
-DATA q8shift<>+8(SB)/8, $0x0000000600000004
-DATA q8shift<>+16(SB)/8, $0x0000000200000000
-DATA q8shift<>+24(SB)/8, $0x0000000600000004
-GLOBL q8shift<>(SB), RODATA|NOPTR, $32
 
-// After the shifts, byte 4k+m of a lane holds element 4m+k: the transpose.
-DATA q8trans<>+0(SB)/8, $0x0d0905010c080400
-DATA q8trans<>+8(SB)/8, $0x0f0b07030e0a0602
-DATA q8trans<>+16(SB)/8, $0x0d0905010c080400
-DATA q8trans<>+24(SB)/8, $0x0f0b07030e0a0602
-GLOBL q8trans<>(SB), RODATA|NOPTR, $32
 
 // SUMSIGNED: Yout = 8 int32 partial sums of w (Y0, signed bytes) times x
 // (32 bytes at xoff(DI)).
@@ -77,6 +60,18 @@ GLOBL q8trans<>(SB), RODATA|NOPTR, $32
 	VMULPS (DX), Y13, Y13 \
 	VMULPS Y13, Y0, Y0 \
 	VADDPS Y0, Y12, Y12
+
+// SCALES8(st): X13 = the fp16 scales of 8 consecutive blocks st bytes apart.
+#define SCALES8(st) \
+	MOVWLZX 0(SI), AX \
+	VMOVD   AX, X13 \
+	VPINSRW $1, (st)(SI), X13, X13 \
+	VPINSRW $2, (2*st)(SI), X13, X13 \
+	VPINSRW $3, (3*st)(SI), X13, X13 \
+	VPINSRW $4, (4*st)(SI), X13, X13 \
+	VPINSRW $5, (5*st)(SI), X13, X13 \
+	VPINSRW $6, (6*st)(SI), X13, X13 \
+	VPINSRW $7, (7*st)(SI), X13, X13
 
 #define PROLOGUE \
 	MOVQ w+0(FP), SI \
@@ -114,15 +109,7 @@ q8loop:
 	Q8SUB(6, Y10)
 	Q8SUB(7, Y11)
 	REDUCE8
-	MOVWLZX 0(SI), AX
-	VMOVD   AX, X13
-	VPINSRW $1, 34(SI), X13, X13
-	VPINSRW $2, 68(SI), X13, X13
-	VPINSRW $3, 102(SI), X13, X13
-	VPINSRW $4, 136(SI), X13, X13
-	VPINSRW $5, 170(SI), X13, X13
-	VPINSRW $6, 204(SI), X13, X13
-	VPINSRW $7, 238(SI), X13, X13
+	SCALES8(34)
 	ACCUMULATE
 	ADDQ $272, SI
 	ADDQ $256, DI
@@ -162,15 +149,7 @@ nlloop:
 	NLSUB(6, Y10)
 	NLSUB(7, Y11)
 	REDUCE8
-	MOVWLZX 0(SI), AX
-	VMOVD   AX, X13
-	VPINSRW $1, 18(SI), X13, X13
-	VPINSRW $2, 36(SI), X13, X13
-	VPINSRW $3, 54(SI), X13, X13
-	VPINSRW $4, 72(SI), X13, X13
-	VPINSRW $5, 90(SI), X13, X13
-	VPINSRW $6, 108(SI), X13, X13
-	VPINSRW $7, 126(SI), X13, X13
+	SCALES8(18)
 	ACCUMULATE
 	ADDQ $144, SI
 	ADDQ $256, DI
@@ -181,6 +160,25 @@ nlloop:
 nldone:
 	EPILOGUE
 
+// Q2NEXT: the 8 sub-blocks' scales (each block's d twice) into the
+// accumulators, then on to the next group of 4 blocks.
+#define Q2NEXT \
+	MOVWLZX 0(SI), AX \
+	VMOVD   AX, X13 \
+	VPINSRW $1, 0(SI), X13, X13 \
+	VPINSRW $2, 18(SI), X13, X13 \
+	VPINSRW $3, 18(SI), X13, X13 \
+	VPINSRW $4, 36(SI), X13, X13 \
+	VPINSRW $5, 36(SI), X13, X13 \
+	VPINSRW $6, 54(SI), X13, X13 \
+	VPINSRW $7, 54(SI), X13, X13 \
+	ACCUMULATE \
+	ADDQ $72, SI \
+	ADDQ $256, DI \
+	ADDQ $32, DX \
+	ADDQ $32, BX \
+	DECQ CX
+
 // Q2_0: sub-block j is half j%2 of block j/2 (codes at 2+18*(j/2)+8*(j%2)).
 // The codes c (0..3) are multiplied unsigned, and sum(c-1)*x is
 // sum c*x minus the activation block's code sum (BX).
@@ -188,9 +186,9 @@ nldone:
 	VPBROADCASTD off(SI), X0 \
 	VPBROADCASTD (off+4)(SI), X1 \
 	VINSERTI128 $1, X1, Y0, Y0 \
-	VPSRLVD q8shift<>(SB), Y0, Y0 \
-	VPAND q8three<>(SB), Y0, Y0 \
-	VPSHUFB q8trans<>(SB), Y0, Y0 \
+	VPSRLVD ·q2shifts(SB), Y0, Y0 \
+	VPAND q2three512<>(SB), Y0, Y0 \
+	VPSHUFB q2trans512<>(SB), Y0, Y0 \
 	SUMUNSIGNED(32*j, Yout)
 
 // func q8dotQ2_0AVX2(w *byte, xq *int8, xd *float32, xs *int32, groups int, lanes *[8]float32)
@@ -210,21 +208,7 @@ q2loop:
 	Q2SUB(64, 7, Y11)
 	REDUCE8
 	VPSUBD  (BX), Y0, Y0
-	MOVWLZX 0(SI), AX
-	VMOVD   AX, X13
-	VPINSRW $1, 0(SI), X13, X13
-	VPINSRW $2, 18(SI), X13, X13
-	VPINSRW $3, 18(SI), X13, X13
-	VPINSRW $4, 36(SI), X13, X13
-	VPINSRW $5, 36(SI), X13, X13
-	VPINSRW $6, 54(SI), X13, X13
-	VPINSRW $7, 54(SI), X13, X13
-	ACCUMULATE
-	ADDQ $72, SI
-	ADDQ $256, DI
-	ADDQ $32, DX
-	ADDQ $32, BX
-	DECQ CX
+	Q2NEXT
 	JNZ  q2loop
 
 q2done:
@@ -266,7 +250,9 @@ GLOBL q8sgnbit<>(SB), RODATA|NOPTR, $32
 	SHLQ    $32, R12 \
 	ORQ     R12, AX
 
-#define IQ3Q8SUB(s, Yout) \
+// IQ3GRIDSIGNS(s): sub-block s of the block at SI: Y0 = its 32 grid bytes,
+// Y1 = 0xff where its sign bit is set.
+#define IQ3GRIDSIGNS(s) \
 	MOVBLZX (66+s)(SI), R10 \
 	IQ3PAIRQ(2+8*s, 0) \
 	VMOVQ   AX, X0 \
@@ -280,15 +266,22 @@ GLOBL q8sgnbit<>(SB), RODATA|NOPTR, $32
 	VPBROADCASTD (74+4*s)(SI), Y1 \
 	VPSHUFB q8sgnshuf<>(SB), Y1, Y1 \
 	VPAND   q8sgnbit<>(SB), Y1, Y1 \
-	VPCMPEQB q8sgnbit<>(SB), Y1, Y1 \
+	VPCMPEQB q8sgnbit<>(SB), Y1, Y1
+
+// IQ3LS(s): AX = 1 + 2*(sub-block s's scale nibble).
+#define IQ3LS(s) \
+	MOVBLZX (106+s/2)(SI), AX \
+	SHRL    $(4*(s%2)), AX \
+	ANDL    $15, AX \
+	LEAL    1(AX)(AX*1), AX
+
+#define IQ3Q8SUB(s, Yout) \
+	IQ3GRIDSIGNS(s) \
 	VMOVDQU (32*s)(DI), Y2 \
 	VPXOR   Y1, Y2, Y2 \
 	VPSUBB  Y1, Y2, Y2 \
 	VPMADDUBSW Y2, Y0, Y0 \
-	MOVBLZX (106+s/2)(SI), AX \
-	SHRL    $(4*(s%2)), AX \
-	ANDL    $15, AX \
-	LEAL    1(AX)(AX*1), AX \
+	IQ3LS(s) \
 	VMOVD   AX, X3 \
 	VPBROADCASTW X3, Y3 \
 	VPMADDWD Y3, Y0, Yout
@@ -396,27 +389,11 @@ TEXT ·q8decodeIQ3SAVX2(SB), NOSPLIT, $0-48
 	JZ    iq3ddone
 
 #define IQ3DEC(s) \
-	MOVBLZX (66+s)(SI), R10 \
-	IQ3PAIRQ(2+8*s, 0) \
-	VMOVQ   AX, X0 \
-	IQ3PAIRQ(4+8*s, 2) \
-	VPINSRQ $1, AX, X0, X0 \
-	IQ3PAIRQ(6+8*s, 4) \
-	VMOVQ   AX, X1 \
-	IQ3PAIRQ(8+8*s, 6) \
-	VPINSRQ $1, AX, X1, X1 \
-	VINSERTI128 $1, X1, Y0, Y0 \
-	VPBROADCASTD (74+4*s)(SI), Y1 \
-	VPSHUFB q8sgnshuf<>(SB), Y1, Y1 \
-	VPAND   q8sgnbit<>(SB), Y1, Y1 \
-	VPCMPEQB q8sgnbit<>(SB), Y1, Y1 \
+	IQ3GRIDSIGNS(s) \
 	VPXOR   Y1, Y0, Y0 \
 	VPSUBB  Y1, Y0, Y0 \
 	VMOVDQU Y0, (32*s)(DI) \
-	MOVBLZX (106+s/2)(SI), AX \
-	SHRL    $(4*(s%2)), AX \
-	ANDL    $15, AX \
-	LEAL    1(AX)(AX*1), AX \
+	IQ3LS(s) \
 	MOVW    AX, (2*s)(R9)
 
 iq3dloop:
@@ -457,15 +434,15 @@ DATA q2perm512<>+48(SB)/8, $0x0000000300000003
 DATA q2perm512<>+56(SB)/8, $0x0000000300000003
 GLOBL q2perm512<>(SB), RODATA|NOPTR, $64
 
-DATA q2shift512<>+0(SB)/8, $0x0000000200000000
-DATA q2shift512<>+8(SB)/8, $0x0000000600000004
-DATA q2shift512<>+16(SB)/8, $0x0000000200000000
-DATA q2shift512<>+24(SB)/8, $0x0000000600000004
-DATA q2shift512<>+32(SB)/8, $0x0000000200000000
-DATA q2shift512<>+40(SB)/8, $0x0000000600000004
-DATA q2shift512<>+48(SB)/8, $0x0000000200000000
-DATA q2shift512<>+56(SB)/8, $0x0000000600000004
-GLOBL q2shift512<>(SB), RODATA|NOPTR, $64
+DATA ·q2shifts+0(SB)/8, $0x0000000200000000
+DATA ·q2shifts+8(SB)/8, $0x0000000600000004
+DATA ·q2shifts+16(SB)/8, $0x0000000200000000
+DATA ·q2shifts+24(SB)/8, $0x0000000600000004
+DATA ·q2shifts+32(SB)/8, $0x0000000200000000
+DATA ·q2shifts+40(SB)/8, $0x0000000600000004
+DATA ·q2shifts+48(SB)/8, $0x0000000200000000
+DATA ·q2shifts+56(SB)/8, $0x0000000600000004
+GLOBL ·q2shifts(SB), RODATA|NOPTR, $64
 
 DATA q2three512<>+0(SB)/8, $0x0303030303030303
 DATA q2three512<>+8(SB)/8, $0x0303030303030303
@@ -503,7 +480,7 @@ GLOBL q2trans512<>(SB), RODATA|NOPTR, $64
 TEXT ·q8dotQ2_0AVX512(SB), NOSPLIT, $0-48
 	PROLOGUE
 	VMOVDQU32 q2perm512<>(SB), Z14
-	VMOVDQU32 q2shift512<>(SB), Z15
+	VMOVDQU32 ·q2shifts(SB), Z15
 	TESTQ CX, CX
 	JZ    q25done
 
@@ -514,21 +491,7 @@ q25loop:
 	Q2BLK512(3, Z10, Y11)
 	REDUCE8
 	VPSUBD  (BX), Y0, Y0
-	MOVWLZX 0(SI), AX
-	VMOVD   AX, X13
-	VPINSRW $1, 0(SI), X13, X13
-	VPINSRW $2, 18(SI), X13, X13
-	VPINSRW $3, 18(SI), X13, X13
-	VPINSRW $4, 36(SI), X13, X13
-	VPINSRW $5, 36(SI), X13, X13
-	VPINSRW $6, 54(SI), X13, X13
-	VPINSRW $7, 54(SI), X13, X13
-	ACCUMULATE
-	ADDQ $72, SI
-	ADDQ $256, DI
-	ADDQ $32, DX
-	ADDQ $32, BX
-	DECQ CX
+	Q2NEXT
 	JNZ  q25loop
 
 q25done:

@@ -32,6 +32,12 @@ type reapRef struct {
 			REAP    float64 `json:"reap"`
 			EANSum  float64 `json:"ean_sum"`
 		} `json:"experts"`
+		// Shared is the shared expert's means (qwen35moe), nil without.
+		Shared *struct {
+			GateMean         float64 `json:"gate_mean"`
+			OutNormMean      float64 `json:"out_norm_mean"`
+			GatedOutNormMean float64 `json:"gated_out_norm_mean"`
+		} `json:"shared_expert"`
 	} `json:"layers"`
 }
 
@@ -59,12 +65,34 @@ func loadReapRef(t *testing.T, arch string) *reapRef {
 
 // nearTies counts, per decoder layer, the tokens whose k-th and (k+1)-th
 // router probabilities are within 1e-6 relative: float32 rounding decides
-// those picks, so an engine and the reference may differ there.
-type nearTies struct{ perLayer map[int]int }
+// those picks, so an engine and the reference may differ there. It also
+// sums the shared expert's gate, output norm and gated norm per layer.
+type nearTies struct {
+	perLayer             map[int]int
+	tokens               map[int]int64
+	gate, norm, gatedOut map[int]float64
+}
+
+func newNearTies() *nearTies {
+	return &nearTies{perLayer: map[int]int{}, tokens: map[int]int64{}, gate: map[int]float64{}, norm: map[int]float64{}, gatedOut: map[int]float64{}}
+}
 
 func (n *nearTies) Layer(tr *engine.LayerTrace) {
 	if tr.Tokens == 0 {
 		return
+	}
+	if tr.SharedGate != nil {
+		D := len(tr.SharedOut) / tr.Tokens
+		for t, g := range tr.SharedGate {
+			var ss float64
+			for _, v := range tr.SharedOut[t*D : (t+1)*D] {
+				ss += float64(v) * float64(v)
+			}
+			n.tokens[tr.Layer]++
+			n.gate[tr.Layer] += float64(g)
+			n.norm[tr.Layer] += math.Sqrt(ss)
+			n.gatedOut[tr.Layer] += float64(g) * math.Sqrt(ss)
+		}
 	}
 	E, K := len(tr.Probs)/tr.Tokens, len(tr.IDs)/tr.Tokens
 	for t := 0; t < tr.Tokens; t++ {
@@ -164,6 +192,35 @@ func TestProfileQwen35MatchesReference(t *testing.T) {
 	checkReap(t, "qwen35moe")
 }
 
+// checkShared compares the shared experts' means with reap.json's.
+func checkShared(t *testing.T, ref *reapRef, n *nearTies) {
+	t.Helper()
+	worst, checked := 0.0, 0
+	defer func() {
+		if checked > 0 {
+			t.Logf("shared experts of %d layers: worst relative difference %.3g", checked, worst)
+		}
+	}()
+	for _, rl := range ref.Layers {
+		sh := rl.Shared
+		if sh == nil {
+			continue
+		}
+		checked++
+		cnt := float64(n.tokens[rl.Layer])
+		for _, x := range []struct {
+			what      string
+			got, want float64
+		}{{"gate_mean", n.gate[rl.Layer] / cnt, sh.GateMean}, {"out_norm_mean", n.norm[rl.Layer] / cnt, sh.OutNormMean}, {"gated_out_norm_mean", n.gatedOut[rl.Layer] / cnt, sh.GatedOutNormMean}} {
+			if d := math.Abs(x.got-x.want) / x.want; !(d <= 1e-3) {
+				t.Errorf("layer %d shared expert %s %v, reference %v", rl.Layer, x.what, x.got, x.want)
+			} else if d > worst {
+				worst = d
+			}
+		}
+	}
+}
+
 // checkReap profiles arch's tiny model and compares with its reap.json.
 // Counts must be exact, except that each near tie at the top-k boundary
 // (see nearTies) in this layer or an earlier one may move two routed slots
@@ -173,8 +230,9 @@ func TestProfileQwen35MatchesReference(t *testing.T) {
 func checkReap(t *testing.T, arch string) *Stats {
 	t.Helper()
 	ref := loadReapRef(t, arch)
-	ties := &nearTies{perLayer: map[int]int{}}
+	ties := newNearTies()
 	s := profileTiny(t, arch, ties)
+	checkShared(t, ref, ties)
 	if s.Tokens != int64(ref.NSequences*ref.SeqLen) || len(s.Blocks) != len(ref.Layers) || s.NExpert != ref.NExperts {
 		t.Fatalf("profiled %d tokens, %d layers × %d experts; reference %d tokens, %d × %d", s.Tokens, len(s.Blocks), s.NExpert, ref.NSequences*ref.SeqLen, len(ref.Layers), ref.NExperts)
 	}

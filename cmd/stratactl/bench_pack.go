@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/stratactl/stratactl/convert"
@@ -14,29 +13,25 @@ func init() { registerBench(newBenchPackCmd) }
 
 func newBenchPackCmd(env *cli.Env) *cobra.Command {
 	var (
-		cfg       convert.BenchPackConfig
-		typ       string
-		inProcess bool
+		cfg convert.BenchPackConfig
+		typ string
 	)
 	cmd := &cobra.Command{
 		Use:   "pack",
 		Short: "Synthesize a model (default: the field's 48 × 512 experts of 2560 × 640, IQ3_S), pack it with a keep map, and compare with the disk floor",
 		Long: `bench pack writes a synthetic model (or takes --input), keeps --keep experts per
-layer, runs "stratactl pack --keep-map" on it in a child process (cold: the input is
-dropped from the page cache first) and reports wall time, weights converted
-per second, the child's peak RSS, and the ratio to the disk floor: the time
-to read the input once and write the output bytes, measured in the same run.
+layer, packs it in this process (cold: the input is dropped from the page
+cache first) and reports wall time, weights converted per second, the peak
+RSS from the start of the pack (the high-water mark is reset after the
+synthesis; where the kernel does not allow that, the whole run's), and the
+ratio to the disk floor: the time to read the input once and write the
+output bytes, measured in the same run.
 The field-scale default needs about 75 GB of free disk in --dir.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
 			if cfg.Type, err = quant.ParseType(typ); err != nil {
 				return err
-			}
-			if !inProcess {
-				if cfg.Exe, err = os.Executable(); err != nil {
-					return err
-				}
 			}
 			cfg.Progress = progressFor(env)
 			res, err := convert.BenchPack(cmd.Context(), cfg)
@@ -73,6 +68,5 @@ The field-scale default needs about 75 GB of free disk in --dir.`,
 	cli.IntVar(f, &cfg.Keep, "keep", 256, 1, maxExperts, "experts kept per layer")
 	cli.Threads(f, &cfg.Jobs, "worker threads (0: all cores)")
 	f.BoolVar(&cfg.KeepFiles, "keep-files", false, "leave the model and pack in --dir")
-	f.BoolVar(&inProcess, "in-process", false, "pack in this process (peak RSS then covers synth too)")
 	return cmd
 }

@@ -9,7 +9,7 @@ import (
 
 func TestBenchPackSmall(t *testing.T) {
 	code, out, errs := runCmd(t, "bench", "pack", "--dir", t.TempDir(), "--layers", "2", "--experts", "16", "--embd", "256", "--ff", "256",
-		"--keep", "8", "--in-process", "--json")
+		"--keep", "8", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

@@ -64,12 +64,15 @@ func (c *calibrated) Close() {
 
 // prepare runs the source model over the calibration windows and returns
 // the quantizer for its experts; nil when no calibration was asked for.
-func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSet, model string, t quant.Type, jobs int) (*calibrated, error) {
+func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSet, model string, t quant.Type, imatrix string, jobs int) (*calibrated, error) {
 	if !c.active() {
 		return nil, nil
 	}
 	if t != quant.Q2_0 {
 		return nil, fmt.Errorf("--text, --ids and --calib-self need --type q2_0 (the calibrated quantizer is for Q2_0), not %s", t)
+	}
+	if imatrix != "" {
+		return nil, fmt.Errorf("--imatrix does not apply to experts quantized against calibration inputs: give one of --imatrix and the calibration")
 	}
 	if c.tokens.text != "" && c.tokens.ids != "" {
 		return nil, fmt.Errorf("give one of --text and --ids")

@@ -56,6 +56,7 @@ func TestQuantizeCalibrated(t *testing.T) {
 	if code, vout, errs := runCmd(t, "verify", out, "--source", src); code != 0 || !strings.HasSuffix(strings.TrimSpace(vout), "OK") {
 		t.Fatalf("verify --source: exit %d\n%s%s", code, vout, errs)
 	}
+	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--ids", ids, "--imatrix", testutil.TinyModel(t, "imatrix.gguf"))
 	stratactlFails(t, "quantize", src, "-o", out, "--type", "q8_0", "--ids", ids)                 // not Q2_0
 	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--ids", ids, "--text", ids)  // both
 	stratactlFails(t, "quantize", src, "-o", out, "--type", "q2_0", "--ids", ids, "--ctx", "1")   // no window

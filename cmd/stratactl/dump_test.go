@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratactl/stratactl/convert"
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/cli"
 	"github.com/stratactl/stratactl/internal/testutil"
@@ -112,7 +113,7 @@ func TestDumpManyChunks(t *testing.T) {
 		v := float64(w)
 		sum, sumSq, lo, hi = sum+v, sumSq+v*v, min(lo, v), max(hi, v)
 	}
-	var s dumpSummary
+	var s convert.DumpSummary
 	if err := json.Unmarshal(o.Bytes(), &s); err != nil {
 		t.Fatalf("%v: %s", err, o.String())
 	}
@@ -129,7 +130,7 @@ func TestDumpJSONWithoutOutput(t *testing.T) {
 	if code := run(context.Background(), cli.Test(&o, &e), []string{"dump", path, "q", "--json"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, e.String())
 	}
-	var s dumpSummary
+	var s convert.DumpSummary
 	if err := json.Unmarshal(o.Bytes(), &s); err != nil {
 		t.Fatalf("%v: %s", err, o.String())
 	}

@@ -282,7 +282,7 @@ func (in *hostileInputs) modelCommands() []modelCommand {
 			return []string{"bench", "q2rules", "--model", m, "--fixtures", in.fixtures, "--no-speed", "--gaussian-blocks", "1"}
 		}},
 		{name: "bench-pack", needsMoE: true, args: func(m, o string) []string {
-			return []string{"bench", "pack", "--input", m, "--keep", "4", "--in-process", "--dir", o}
+			return []string{"bench", "pack", "--input", m, "--keep", "4", "--dir", o}
 		}},
 		{name: "demo", needsMoE: true, steps: true, args: func(m, o string) []string {
 			return []string{"demo", "--model", m, "--calib", in.text, "--heldout", in.text, "-o", filepath.Join(o, "demo")}
@@ -560,13 +560,13 @@ func TestHostileFlags(t *testing.T) {
 		{name: "bench-decode/expert-type", args: []any{"bench", "decode", "--expert-type", "nonsense", "--dir", o("d")}, want: []string{"nonsense"}},
 		{name: "bench-decode/arena-frac", args: []any{"bench", "decode", "--arena-frac", "2", "--dir", o("d")}, want: []string{"--arena-frac"}},
 		{name: "bench-decode/jobs-negative", args: []any{"bench", "decode", "-j", "-1", "--dir", o("d")}, want: []string{"-j"}},
-		{name: "bench-pack/keep-zero", args: []any{"bench", "pack", "--input", m, "--keep", "0", "--in-process", "--dir", o("")}, want: []string{"--keep"}},
-		{name: "bench-pack/keep-beyond-experts", args: []any{"bench", "pack", "--input", m, "--keep", "9", "--in-process", "--dir", o("")}, want: []string{"--keep"}},
-		{name: "bench-pack/synthetic-keep-zero", args: []any{"bench", "pack", "--keep", "0", "--in-process", "--dir", o("")}, want: []string{"--keep"}},
-		{name: "bench-pack/layers-zero", args: []any{"bench", "pack", "--layers", "0", "--in-process", "--dir", o("")}, want: []string{"0"}},
-		{name: "bench-pack/type-nonsense", args: []any{"bench", "pack", "--type", "nonsense", "--in-process", "--dir", o("")}, want: []string{"nonsense"}},
-		{name: "bench-pack/dir-missing", args: []any{"bench", "pack", "--input", m, "--keep", "4", "--in-process", "--dir", o("no")}, want: []string{"no"}},
-		{name: "bench-pack/jobs-negative", args: []any{"bench", "pack", "--input", m, "--keep", "4", "--in-process", "-j", "-1", "--dir", o("")}, want: []string{"-j"}},
+		{name: "bench-pack/keep-zero", args: []any{"bench", "pack", "--input", m, "--keep", "0", "--dir", o("")}, want: []string{"--keep"}},
+		{name: "bench-pack/keep-beyond-experts", args: []any{"bench", "pack", "--input", m, "--keep", "9", "--dir", o("")}, want: []string{"--keep"}},
+		{name: "bench-pack/synthetic-keep-zero", args: []any{"bench", "pack", "--keep", "0", "--dir", o("")}, want: []string{"--keep"}},
+		{name: "bench-pack/layers-zero", args: []any{"bench", "pack", "--layers", "0", "--dir", o("")}, want: []string{"0"}},
+		{name: "bench-pack/type-nonsense", args: []any{"bench", "pack", "--type", "nonsense", "--dir", o("")}, want: []string{"nonsense"}},
+		{name: "bench-pack/dir-missing", args: []any{"bench", "pack", "--input", m, "--keep", "4", "--dir", o("no")}, want: []string{"no"}},
+		{name: "bench-pack/jobs-negative", args: []any{"bench", "pack", "--input", m, "--keep", "4", "-j", "-1", "--dir", o("")}, want: []string{"-j"}},
 		// synth
 		{name: "synth/layers-zero", args: []any{"synth", "-o", o("s.gguf"), "--layers", "0"}, want: []string{"0"}},
 		{name: "synth/embd-not-64", args: []any{"synth", "-o", o("s.gguf"), "--embd", "63"}, want: []string{"63"}},
@@ -605,7 +605,7 @@ func TestHostileFlags(t *testing.T) {
 		{name: "bounds/bench-decode-heads", args: []any{"bench", "decode", "--heads", "5000", "--dir", o("d")}, want: []string{"--heads", "1..1024"}},
 		{name: "bounds/bench-decode-tokens", args: []any{"bench", "decode", "-n", "1", "--dir", o("d")}, want: []string{"-n, --tokens", "2..1048576"}},
 		{name: "bounds/bench-decode-used", args: []any{"bench", "decode", "--experts", "4", "--used", "8", "--dir", o("d")}, want: []string{"--used", "--experts"}},
-		{name: "bounds/bench-pack-layers", args: []any{"bench", "pack", "--layers", "2000", "--in-process", "--dir", o("")}, want: []string{"--layers", "1..1024"}},
+		{name: "bounds/bench-pack-layers", args: []any{"bench", "pack", "--layers", "2000", "--dir", o("")}, want: []string{"--layers", "1..1024"}},
 		{name: "bounds/bench-q2rules-candidates", args: []any{"bench", "q2rules", "--model", m, "--fixtures", in.fixtures, "--candidates", "100000"}, want: []string{"--candidates", "0..64"}},
 		{name: "bounds/bench-quant-seconds", args: []any{"bench", "quant", "--seconds", "601"}, want: []string{"--seconds", "over 0, up to 600"}},
 		{name: "bounds/bench-quant-mib", args: []any{"bench", "quant", "--mib", "5000"}, want: []string{"--mib", "1..4096"}},

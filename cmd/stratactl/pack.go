@@ -29,7 +29,7 @@ func newPackCmd(env *cli.Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cal, err := cf.prepare(cmd.Context(), env, cmd.Flags(), args[0], t, jobs)
+			cal, err := cf.prepare(cmd.Context(), env, cmd.Flags(), args[0], t, imatrix, jobs)
 			if err != nil {
 				return err
 			}
@@ -68,7 +68,7 @@ func newPackCmd(env *cli.Env) *cobra.Command {
 	f.StringVarP(&out, "output", "o", "", "output folder (must not exist)")
 	qf.add(f, "q2_0", "expert type in model.experts")
 	f.StringVar(&keep, "keep-map", "", "keep map (keep.strp, from prune): prune to the kept experts in the same pass")
-	f.StringVar(&imatrix, "imatrix", "", "importance matrix (llama.cpp GGUF imatrix)")
+	f.StringVar(&imatrix, "imatrix", "", "importance matrix (llama.cpp GGUF imatrix) weighting the Q2_0 search; not recommended: it raises KLD slightly on tiny-qwen3moe (docs/QUALITY.md), calibrate with --ids instead")
 	cli.Threads(f, &jobs, "worker threads (0: all cores)")
 	cf.add(f)
 	return cmd

@@ -39,7 +39,7 @@ func newQuantizeCmd(env *cli.Env) *cobra.Command {
 			if err := checkFiles([]string{args[0], imatrix, cf.tokens.text, cf.tokens.ids}, outputs(out, so)); err != nil {
 				return err
 			}
-			cal, err := cf.prepare(cmd.Context(), env, cmd.Flags(), args[0], t, jobs)
+			cal, err := cf.prepare(cmd.Context(), env, cmd.Flags(), args[0], t, imatrix, jobs)
 			if err != nil {
 				return err
 			}
@@ -90,7 +90,7 @@ func newQuantizeCmd(env *cli.Env) *cobra.Command {
 	f.StringVarP(&out, "output", "o", "", "output GGUF file")
 	qf.add(f, "", "target type (q2_0, q8_0, bf16, f16, f32)")
 	f.StringVar(&tensors, "tensors", convert.DefaultTensors, "regular expression selecting the tensors to convert")
-	f.StringVar(&imatrix, "imatrix", "", "importance matrix (llama.cpp GGUF imatrix)")
+	f.StringVar(&imatrix, "imatrix", "", "importance matrix (llama.cpp GGUF imatrix) weighting the Q2_0 search; not recommended: it raises KLD slightly on tiny-qwen3moe (docs/QUALITY.md), calibrate with --ids instead")
 	cli.Threads(f, &jobs, "worker threads (0: all cores)")
 	cli.Verbose(f, env, "also list the tensors copied unchanged")
 	split.add(f)
