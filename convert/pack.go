@@ -74,6 +74,9 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 		if err := keep.Fits(m, f.Path); err != nil {
 			return nil, fmt.Errorf("%s: %w", cfg.Keep, err)
 		}
+		if err := keep.FitsGroups(f, m); err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Keep, err)
+		}
 	}
 	nKeep := keep.NKeep()
 	if m.Embd%32 != 0 {
