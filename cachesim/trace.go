@@ -292,8 +292,10 @@ func Parse(b []byte, name string) (*Trace, error) {
 		return bad(96, "tick %d", t.Tick)
 	}
 	off := headerBytes
-	if int64(len(b)-off) < 4*nInit {
-		return bad(off, "%d initial slots need %d bytes, %d remain", nInit, 4*nInit, len(b)-off)
+	// The initial arena and the history of every expert come first: bound
+	// the sizes by the bytes there before allocating anything.
+	if int64(len(b)-off) < 4*nInit+16*keys {
+		return bad(off, "%d initial slots and the history of %d experts need %d bytes, %d remain", nInit, keys, 4*nInit+16*keys, len(b)-off)
 	}
 	seen := make([]bool, keys)
 	t.Initial = make([]Slot, nInit)

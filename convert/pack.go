@@ -19,6 +19,7 @@ type PackConfig struct {
 	Type     quant.Type // expert type in model.experts (the command's default is Q2_0; the zero value is F32)
 	Keep     string     // keep.strp path, or "" to keep every expert
 	Imatrix  string
+	CarryMTP bool // keep the multi-token-prediction blocks (whole) in model.gguf instead of dropping them
 	Q2       Q2Params
 	Jobs     int
 	Version  string
@@ -53,11 +54,12 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 		return nil, err
 	}
 	for _, l := range m.Layers {
-		if l.Gate == nil {
+		parts, ok := l.Parts()
+		if !ok {
 			return nil, &gguf.FormatError{File: f.Path, Offset: l.Up.InfoOffset, Tensor: l.Up.Name, Msg: fmt.Sprintf("block %d has no ffn_gate_exps: a strata slot holds gate, up and down", l.Block)}
 		}
-		for _, t := range []*gguf.TensorInfo{l.Gate, l.Up, l.Down} {
-			if t.Type != cfg.Type && !quant.CanDequantize(t.Type) {
+		for _, pt := range parts {
+			if t := pt.Tensor; t.Type != cfg.Type && !quant.CanDequantize(t.Type) {
 				return nil, &gguf.FormatError{File: f.Path, Offset: t.InfoOffset, Tensor: t.Name, Msg: fmt.Sprintf("cannot decode type %s", t.Type)}
 			}
 		}
@@ -134,14 +136,21 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 	}
 	var work int64
 	for _, l := range m.Layers {
-		work += int64(nKeep) * (l.Gate.Size + l.Up.Size + l.Down.Size) / int64(m.Experts)
+		parts, _ := l.Parts()
+		for _, pt := range parts {
+			_, size, _ := pt.Slice(0)
+			work += int64(nKeep) * size
+		}
+	}
+	if cfg.CarryMTP {
+		work += m.MTPBytes
 	}
 	prog := cfg.Progress.start(work+m.DenseBytes, "pack")
 	defer prog.Done()
 
 	layerStats, err := writeExperts(ctx, pw, f, m, keep, cfg, imp, prog)
 	if err == nil {
-		err = writePackModel(ctx, pw, f, m, keep, prog)
+		err = writePackModel(ctx, pw, f, m, keep, cfg.CarryMTP, prog)
 	}
 	if err != nil {
 		stopHash()
@@ -160,14 +169,18 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 			Embd: m.Embd, ExpertFF: m.ExpertFF, SlotBytes: h.SlotBytes, PayloadBytes: h.PayloadBytes()},
 		Inputs: inputs,
 	}
+	if len(m.MTP) > 0 {
+		man.MTP = &strata.MTPRecord{Blocks: m.MTP, Carried: cfg.CarryMTP}
+	}
 	if cfg.Type == quant.Q2_0 {
 		man.Parameters.Q2Mode = Q2ModeName(cfg.Q2.Mode)
 		man.Parameters.Q2Candidates = cfg.Q2.effectiveCandidates()
 	}
 	man.Layers, man.RelMSE = layerErrors(m, [strata.NumParts]quant.Type{cfg.Type, cfg.Type, cfg.Type}, layerStats)
 	for l, ml := range m.Layers {
-		for p, t := range []*gguf.TensorInfo{ml.Gate, ml.Up, ml.Down} {
-			if packCalibrated(cfg, t) {
+		parts, _ := ml.Parts()
+		for p, pt := range parts {
+			if t := pt.Tensor; packCalibrated(cfg, t) {
 				if e, ok := cfg.Experts.OutputError(t.Name); ok {
 					man.Layers[l].Parts[p].CalibOutputErr = &e
 				}
@@ -189,8 +202,9 @@ func layerErrors(m *gguf.MoE, to [strata.NumParts]quant.Type, stats [][strata.Nu
 	for l, ml := range m.Layers {
 		le := strata.LayerError{Block: ml.Block}
 		var sum errStats
-		for p, t := range []*gguf.TensorInfo{ml.Gate, ml.Up, ml.Down} {
-			_, rest, _ := gguf.SplitBlockName(t.Name)
+		parts, _ := ml.Parts()
+		for p, pt := range parts {
+			t, rest := pt.Tensor, pt.Label()
 			action := "quantized"
 			if t.Type == to[p] {
 				action = "copied"
@@ -220,8 +234,10 @@ func writeExperts(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m *g
 		ml := &m.Layers[l]
 		src := int(keep.Keep[l][e])
 		var r slotResult
-		for p, t := range []*gguf.TensorInfo{ml.Gate, ml.Up, ml.Down} {
-			off, size, err := gguf.ExpertSlice(t, src)
+		parts, _ := ml.Parts()
+		for p, pt := range parts {
+			t := pt.Tensor
+			off, size, err := pt.Slice(src)
 			if err != nil {
 				return r, err
 			}
@@ -238,12 +254,12 @@ func writeExperts(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m *g
 			if err != nil {
 				return r, err
 			}
-			n := int(t.Dims[0] * t.Dims[1])
+			n := int(pt.Ne0 * pt.Rows)
 			file, fileOff := f.Locate(t)
-			where := span{ctx: ctx, file: file, tensor: t.Name, expert: src, firstElem: int64(src) * int64(n), fileOff: fileOff + off}
+			where := span{ctx: ctx, file: file, tensor: t.Name, expert: src, firstElem: pt.FirstElement(src), fileOff: fileOff + off}
 			if packCalibrated(cfg, t) {
 				s := <-scratches
-				r.parts[p], r.st[p], err = calibratedSpan(ctx, cfg.Experts, t, cfg.Type, in, n, s, src, 0, t.Dims[1], where)
+				r.parts[p], r.st[p], err = calibratedSpan(ctx, cfg.Experts, t, cfg.Type, in, n, s, src, pt.RowOffset(), pt.Rows, where)
 				scratches <- s
 				if err != nil {
 					return r, err
@@ -281,15 +297,19 @@ func writeExperts(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m *g
 
 // writePackModel writes model.gguf: every tensor of the source but the
 // expert matrices, as strata.KeptTensors cuts them to the kept experts, and
-// a Q8_0 copy right after each router.
-func writePackModel(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m *gguf.MoE, keep *strata.Keep, prog Progress) error {
-	kept, err := strata.KeptTensors(f, m, keep)
+// a Q8_0 copy right after each router. The multi-token-prediction blocks
+// are dropped unless carryMTP copies them whole.
+func writePackModel(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m *gguf.MoE, keep *strata.Keep, carryMTP bool, prog Progress) error {
+	kept, err := strata.KeptTensors(f, m, keep, carryMTP)
 	if err != nil {
 		return err
 	}
 	matrices := map[*gguf.TensorInfo]bool{}
 	for _, l := range m.Layers {
-		matrices[l.Gate], matrices[l.Up], matrices[l.Down] = true, true, true
+		parts, _ := l.Parts()
+		for _, pt := range parts {
+			matrices[pt.Tensor] = true
+		}
 	}
 	type job struct {
 		kt     *strata.KeptTensor
@@ -314,7 +334,7 @@ func writePackModel(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m 
 	if err != nil {
 		return err
 	}
-	kv, err := strata.KeptKV(f, int(nKeep), keys)
+	kv, err := strata.KeptKV(f, m, int(nKeep), carryMTP, keys)
 	if err != nil {
 		return err
 	}

@@ -153,18 +153,6 @@ func Verify(ctx context.Context, cfg VerifyConfig) (*VerifyReport, error) {
 	return r, nil
 }
 
-func sameDims(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // worseBlock is the acceptance rule for converted data that is not exactly
 // the re-quantized source: block by block, its squared error against the
 // source x may exceed that of the re-quantized data (decoded as ye) by 1% at

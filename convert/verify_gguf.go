@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/stratactl/stratactl/gguf"
@@ -172,7 +173,16 @@ func verifyGGUF(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 		if err := keep.Fits(sm, src.Path); err != nil {
 			return fmt.Errorf("%s: %w", cfg.KeepMap, err)
 		}
-		kts, err := strata.KeptTensors(src, sm, keep)
+		// The multi-token-prediction blocks were carried whole, or left out.
+		carryMTP := false
+		for i := range src.Tensors {
+			if b, _, ok := gguf.SplitBlockName(src.Tensors[i].Name); ok && slices.Contains(sm.MTP, b) {
+				if _, in := f.Tensor(src.Tensors[i].Name); in {
+					carryMTP = true
+				}
+			}
+		}
+		kts, err := strata.KeptTensors(src, sm, keep, carryMTP)
 		if err != nil {
 			return err
 		}
@@ -192,9 +202,9 @@ func verifyGGUF(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 		if kt == nil {
 			kt = &strata.KeptTensor{Src: s, Spec: gguf.TensorSpec{Dims: s.Dims}, Layer: -1}
 		}
-		if !sameDims(kt.Spec.Dims, t.Dims) {
+		if !slices.Equal(kt.Spec.Dims, t.Dims) {
 			msg := fmt.Sprintf("tensor %q has ne %v, the source %v", t.Name, t.Dims, kt.Spec.Dims)
-			if keep == nil && nSource > 0 && len(t.Dims) > 0 && sameDims(t.Dims[:len(t.Dims)-1], s.Dims[:len(s.Dims)-1]) {
+			if keep == nil && nSource > 0 && len(t.Dims) > 0 && slices.Equal(t.Dims[:len(t.Dims)-1], s.Dims[:len(s.Dims)-1]) {
 				msg += fmt.Sprintf(": the file keeps %d of %d experts (%s); give its keep map with --keep-map", t.Dims[len(t.Dims)-1], nSource, strata.KeySourceNExpert)
 			}
 			r.failf("gguf.source", f.Path, t.InfoOffset, "%s", msg)
@@ -207,6 +217,9 @@ func verifyGGUF(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 		r.Tensors = append(r.Tensors, tc)
 	}
 	for i := range src.Tensors {
+		if _, cut := kept[src.Tensors[i].Name]; keep != nil && !cut {
+			continue // not in the pruned model (a left-out MTP block)
+		}
 		if _, ok := f.Tensor(src.Tensors[i].Name); !ok {
 			r.failf("gguf.source", cfg.Path, -1, "source tensor %q is missing", src.Tensors[i].Name)
 		}

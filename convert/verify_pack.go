@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/quant"
@@ -202,7 +203,7 @@ func checkRouterCopies(mf *gguf.File, x *strata.Experts, r *VerifyReport) (int, 
 		rt, ok := mf.Tensor(name)
 		cp, ok2 := mf.Tensor(strata.RouterCopyName(int(b)))
 		want := []int64{int64(x.Parts[0].Ne0), int64(x.NExpert)}
-		if !ok || !ok2 || !sameDims(rt.Dims, want) || cp.Type != quant.Q8_0 || !sameDims(cp.Dims, want) || !quant.CanDequantize(rt.Type) {
+		if !ok || !ok2 || !slices.Equal(rt.Dims, want) || cp.Type != quant.Q8_0 || !slices.Equal(cp.Dims, want) || !quant.CanDequantize(rt.Type) {
 			continue
 		}
 		rb, err := mf.ReadTensor(rt)

@@ -14,7 +14,8 @@ import (
 // compareDense checks model.gguf's non-expert tensors against the source:
 // copies byte for byte, per-expert tensors reduced to the kept rows.
 func compareDense(mf, src *gguf.File, sm *gguf.MoE, keep *strata.Keep, r *VerifyReport) {
-	kept, err := strata.KeptTensors(src, sm, keep)
+	// With the MTP blocks (whole) too: a pack may carry them.
+	kept, err := strata.KeptTensors(src, sm, keep, true)
 	if err != nil {
 		r.fail(findingOf("source.dense", err))
 		return
@@ -147,12 +148,18 @@ func verifySlots(ctx context.Context, cfg VerifyConfig, x *strata.Experts, keep 
 			// Compare with the source expert this slot holds.
 			srcID := int(keep.Keep[l][e])
 			ml := &sm.Layers[l]
-			st := []*gguf.TensorInfo{ml.Gate, ml.Up, ml.Down}[p]
-			if st.Dims[0] != int64(pt.Ne0) || st.Dims[1] != int64(pt.Ne1) {
-				add(Finding{Check: "experts.slots", File: x.Path, Offset: -1, Layer: block, Expert: e, Part: strata.PartNames[p], Msg: fmt.Sprintf("part is %d × %d, the source's %s is %v", pt.Ne0, pt.Ne1, st.Name, st.Dims)})
+			sparts, ok := ml.Parts()
+			if !ok {
+				add(Finding{Check: "experts.slots", File: x.Path, Offset: -1, Layer: block, Expert: e, Part: strata.PartNames[p], Msg: fmt.Sprintf("the source's block %d has no gate matrix", ml.Block)})
 				continue
 			}
-			so, size, err := gguf.ExpertSlice(st, srcID)
+			sp := sparts[p]
+			st := sp.Tensor
+			if sp.Ne0 != int64(pt.Ne0) || sp.Rows != int64(pt.Ne1) {
+				add(Finding{Check: "experts.slots", File: x.Path, Offset: -1, Layer: block, Expert: e, Part: strata.PartNames[p], Msg: fmt.Sprintf("part is %d × %d, the source's %s is %d × %d", pt.Ne0, pt.Ne1, sp.Label(), sp.Ne0, sp.Rows)})
+				continue
+			}
+			so, size, err := sp.Slice(srcID)
 			if err != nil {
 				return sc, err
 			}
@@ -186,7 +193,7 @@ func verifySlots(ctx context.Context, cfg VerifyConfig, x *strata.Experts, keep 
 				}
 				expect = make([]byte, pt.Bytes)
 				// convertSpan leaves the source values in s.x.
-				if sc.want[p], err = convertSpan(st.Type, pt.Type, sb, expect, n, s, opt, span{ctx: ctx, file: src.Path, tensor: st.Name, expert: srcID, firstElem: int64(srcID) * int64(n), fileOff: src.DataStart(st) + so}); err != nil {
+				if sc.want[p], err = convertSpan(st.Type, pt.Type, sb, expect, n, s, opt, span{ctx: ctx, file: src.Path, tensor: st.Name, expert: srcID, firstElem: sp.FirstElement(srcID), fileOff: src.DataStart(st) + so}); err != nil {
 					return sc, err
 				}
 				xs, ye := s.floats(n)

@@ -38,18 +38,15 @@ type mappedExperts struct {
 	experts [][]Expert
 }
 
-// fusedGateUp is the tensor that holds each expert's gate rows then its up
-// rows, [Embd, 2*ExpertFF, Experts] (convert_hf_to_gguf.py
-// --fuse-gate-up-exps), in place of ffn_gate_exps and ffn_up_exps.
-const fusedGateUp = "ffn_gate_up_exps"
-
 func newMappedExperts(f *gguf.File, c *Config) (*mappedExperts, error) {
 	l := tensorLoader{f}
 	s := &mappedExperts{experts: make([][]Expert, c.Layers)}
 	for i := 0; i < c.Layers; i++ {
 		s.experts[i] = make([]Expert, c.Experts)
 		first := 0 // the first part still to map
-		if name := fmt.Sprintf("blk.%d.%s.weight", i, fusedGateUp); hasTensor(f, name) {
+		// The fused layout (gguf.FusedGateUp): each expert's gate rows, then
+		// its up rows, in place of ffn_gate_exps and ffn_up_exps.
+		if name := fmt.Sprintf("blk.%d.%s", i, gguf.FusedGateUp); hasTensor(f, name) {
 			if err := s.mapGateUp(l, c, i, name); err != nil {
 				return nil, err
 			}

@@ -41,18 +41,24 @@ type InspectTensor struct {
 }
 
 type InspectMoE struct {
-	Layers         int               `json:"layers"`
-	Blocks         int               `json:"blocks"`
-	Experts        int               `json:"experts"`
-	ExpertsUsed    int               `json:"experts_used"`
-	ExpertFF       int64             `json:"expert_ff"`
-	Embedding      int64             `json:"embedding"`
-	ExpertTypes    []string          `json:"expert_types"`
-	BytesPerExpert int64             `json:"bytes_per_expert"`
-	ExpertBytes    int64             `json:"expert_bytes"`
-	DenseBytes     int64             `json:"dense_bytes"`
-	ExpertShare    float64           `json:"expert_share"`
-	PerLayer       []InspectMoELayer `json:"per_layer"`
+	Layers         int      `json:"layers"`
+	Blocks         int      `json:"blocks"`
+	Experts        int      `json:"experts"`
+	ExpertsUsed    int      `json:"experts_used"`
+	ExpertFF       int64    `json:"expert_ff"`
+	Embedding      int64    `json:"embedding"`
+	ExpertTypes    []string `json:"expert_types"`
+	BytesPerExpert int64    `json:"bytes_per_expert"`
+	ExpertBytes    int64    `json:"expert_bytes"`
+	DenseBytes     int64    `json:"dense_bytes"`
+	ExpertShare    float64  `json:"expert_share"`
+	// FusedGateUp: the experts' gate and up come fused (ffn_gate_up_exps).
+	FusedGateUp bool `json:"fused_gate_up,omitempty"`
+	// MTPBlocks are the multi-token-prediction blocks (not in Layers), and
+	// MTPBytes all their tensors.
+	MTPBlocks []int             `json:"mtp_blocks,omitempty"`
+	MTPBytes  int64             `json:"mtp_bytes,omitempty"`
+	PerLayer  []InspectMoELayer `json:"per_layer"`
 }
 
 type InspectMoELayer struct {
@@ -104,6 +110,7 @@ func Inspect(f *File) *InspectReport {
 			ExpertFF: m.ExpertFF, Embedding: m.Embd, BytesPerExpert: m.BytesPerExpert,
 			ExpertBytes: m.ExpertBytes, DenseBytes: m.DenseBytes,
 			ExpertShare: float64(m.ExpertBytes) / float64(f.Size),
+			FusedGateUp: m.Layers[0].GateUp != nil, MTPBlocks: m.MTP, MTPBytes: m.MTPBytes,
 		}
 		for _, ty := range m.ExpertTypes {
 			im.ExpertTypes = append(im.ExpertTypes, ty.String())

@@ -20,10 +20,15 @@ var ErrNoMoE = errors.New("no mixture-of-experts tensors (blk.N.*_exps.*)")
 // stacked expert matrices (ggml ne = [n_embd, n_ff_exp, n_expert] for gate
 // and up, [n_ff_exp, n_embd, n_expert] for down); Router is ffn_gate_inp
 // (ne = [n_embd, n_expert]). Gate is nil for architectures whose experts
-// have no gate (plain up/down FFN).
+// have no gate (plain up/down FFN). GateUp is the fused layout
+// (ffn_gate_up_exps, ne = [n_embd, 2 n_ff_exp, n_expert], which
+// convert_hf_to_gguf.py --fuse-gate-up-exps writes): each expert's slice
+// holds its gate rows, then its up rows (llama.cpp's build_moe_ffn takes the
+// first n_ff_exp outputs as gate); Gate and Up are nil then.
 type MoELayer struct {
 	Block            int
 	Gate, Up, Down   *TensorInfo
+	GateUp           *TensorInfo
 	Router           *TensorInfo
 	Extra            []*TensorInfo // other per-expert tensors of the block (biases, scales): blk.N.*_exps.*
 	Experts          int           // n_expert of this layer
@@ -33,14 +38,88 @@ type MoELayer struct {
 }
 
 // ExpertTensors lists every per-expert tensor of the layer: gate (if any),
-// up, down, then the extras in file order.
+// up (or the fused gate_up), down, then the extras in file order.
 func (l *MoELayer) ExpertTensors() []*TensorInfo {
 	out := make([]*TensorInfo, 0, 3+len(l.Extra))
 	if l.Gate != nil {
 		out = append(out, l.Gate)
 	}
-	out = append(out, l.Up, l.Down)
+	if l.GateUp != nil {
+		out = append(out, l.GateUp)
+	} else {
+		out = append(out, l.Up)
+	}
+	out = append(out, l.Down)
 	return append(out, l.Extra...)
+}
+
+// ExpertPart is one of the three matrices of an expert (gate, up, down) as
+// the source stores it: the expert's slice of a stacked tensor, or one half
+// of its slice of the fused ffn_gate_up_exps.
+type ExpertPart struct {
+	Tensor *TensorInfo
+	Ne0    int64 // weights per row
+	Rows   int64 // rows of one expert's matrix
+	Half   int   // 0: the whole slice; 1: its first half (gate); 2: its second half (up)
+}
+
+// Parts returns the layer's gate, up and down; ok is false when the experts
+// have no gate.
+func (l *MoELayer) Parts() (parts [3]ExpertPart, ok bool) {
+	down := ExpertPart{Tensor: l.Down, Ne0: l.ExpertFF, Rows: l.Embd}
+	switch {
+	case l.GateUp != nil:
+		return [3]ExpertPart{{l.GateUp, l.Embd, l.ExpertFF, 1}, {l.GateUp, l.Embd, l.ExpertFF, 2}, down}, true
+	case l.Gate != nil:
+		return [3]ExpertPart{{l.Gate, l.Embd, l.ExpertFF, 0}, {l.Up, l.Embd, l.ExpertFF, 0}, down}, true
+	}
+	return parts, false
+}
+
+// Slice is the byte range of expert e's part inside the tensor's data,
+// relative to the tensor's start.
+func (p ExpertPart) Slice(e int) (off, size int64, err error) {
+	off, size, err = ExpertSlice(p.Tensor, e)
+	if err != nil || p.Half == 0 {
+		return off, size, err
+	}
+	if size%2 != 0 {
+		return 0, 0, fmt.Errorf("tensor %q: an expert's %d bytes do not split into gate and up halves", p.Tensor.Name, size)
+	}
+	size /= 2
+	return off + int64(p.Half-1)*size, size, nil
+}
+
+// FirstElement is the index, within the tensor, of the first weight of
+// expert e's part.
+func (p ExpertPart) FirstElement(e int) int64 {
+	n := p.Ne0 * p.Rows
+	if p.Half == 0 {
+		return int64(e) * n
+	}
+	return int64(e)*2*n + int64(p.Half-1)*n
+}
+
+// RowOffset is the first row of the part within one expert's matrix of
+// the tensor: 0, or n_ff_exp for the up half of the fused gate_up.
+func (p ExpertPart) RowOffset() int64 {
+	if p.Half == 0 {
+		return 0
+	}
+	return int64(p.Half-1) * p.Rows
+}
+
+// Label names the part in reports: the tensor's name after "blk.N.", with
+// the half for the fused tensor.
+func (p ExpertPart) Label() string {
+	_, rest, _ := SplitBlockName(p.Tensor.Name)
+	switch p.Half {
+	case 1:
+		return rest + "[gate]"
+	case 2:
+		return rest + "[up]"
+	}
+	return rest
 }
 
 // MoE describes the mixture-of-experts structure of a model.
@@ -61,6 +140,43 @@ type MoE struct {
 	BytesPerExpert int64
 	ExpertBytes    int64 // all per-expert tensors of the file
 	DenseBytes     int64 // every other tensor (attention, norms, routers, embeddings, shared experts)
+	// MTP lists the multi-token-prediction blocks (File.MTPBlocks), which
+	// inference never runs. They are not in Layers, and their tensors count
+	// in MTPBytes, not in ExpertBytes or DenseBytes.
+	MTP      []int
+	MTPBytes int64
+}
+
+// NextNKey is the key (after "{arch}.") that counts the
+// multi-token-prediction blocks, the last blocks of {arch}.block_count
+// (Qwen3.5, GLM-4.5 and DeepSeek GGUFs; llama.cpp's nextn_predict_layers).
+const NextNKey = "nextn_predict_layers"
+
+// MTPBlocks returns the model's multi-token-prediction blocks, first ..
+// first+n-1: the last {arch}.nextn_predict_layers of its
+// {arch}.block_count blocks. n is 0 when the key is absent or 0.
+func (f *File) MTPBlocks() (first, n int, err error) {
+	key := f.ArchKey(NextNKey)
+	nn, has, err := optionalCount(f, key)
+	if err != nil || !has || nn == 0 {
+		return 0, 0, err
+	}
+	blockKey := f.ArchKey("block_count")
+	bc, hasBC, err := optionalCount(f, blockKey)
+	if err != nil {
+		return 0, 0, err
+	}
+	if !hasBC || nn >= bc {
+		return 0, 0, &FormatError{File: f.Path, Offset: f.KeyOffset(key), Key: key,
+			Msg: fmt.Sprintf("%d multi-token-prediction blocks, but %s = %d leaves no other block", nn, blockKey, bc)}
+	}
+	return int(bc - nn), int(nn), nil
+}
+
+// InMTP reports whether the tensor name belongs to one of m's MTP blocks.
+func (m *MoE) InMTP(name string) bool {
+	b, _, ok := SplitBlockName(name)
+	return ok && len(m.MTP) > 0 && b >= m.MTP[0]
 }
 
 // UniformExpertBytes reports whether every layer's expert has the same size.
@@ -135,6 +251,9 @@ func ExpertIndexed(rest string) bool {
 // expert matrices: gate, up, down.
 var ExpertMatrices = [3]string{"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"}
 
+// FusedGateUp is the name (after "blk.N.") of the fused gate and up matrix.
+const FusedGateUp = "ffn_gate_up_exps.weight"
+
 // RouterName is the name of block b's router (ffn_gate_inp, ne = [n_embd,
 // n_expert]: row e scores expert e).
 func RouterName(block int) string { return fmt.Sprintf("blk.%d.ffn_gate_inp.weight", block) }
@@ -169,6 +288,13 @@ func (f *File) MoE() (*MoE, error) {
 		return &FormatError{File: f.Path, Offset: f.KeyOffset(key), Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
 
+	mtpFirst, mtpN, err := f.MTPBlocks()
+	if err != nil {
+		return nil, err
+	}
+	for b := mtpFirst; b < mtpFirst+mtpN; b++ {
+		m.MTP = append(m.MTP, b)
+	}
 	byBlock := map[int]*MoELayer{}
 	maxBlock := -1
 	for i := range f.Tensors {
@@ -178,7 +304,7 @@ func (f *File) MoE() (*MoE, error) {
 			continue
 		}
 		maxBlock = max(maxBlock, b)
-		if !IsExpertTensor(t.Name) {
+		if !IsExpertTensor(t.Name) || m.InMTP(t.Name) {
 			continue
 		}
 		l := byBlock[b]
@@ -193,6 +319,8 @@ func (f *File) MoE() (*MoE, error) {
 			l.Up = t
 		case ExpertMatrices[2]:
 			l.Down = t
+		case FusedGateUp:
+			l.GateUp = t
 		default:
 			l.Extra = append(l.Extra, t)
 		}
@@ -229,19 +357,29 @@ func (f *File) MoE() (*MoE, error) {
 	types := map[quant.Type]bool{}
 	for k, b := range blocks {
 		l := byBlock[b]
-		if l.Up == nil || l.Down == nil {
+		if l.GateUp != nil && (l.Gate != nil || l.Up != nil) {
+			return nil, bad(l.GateUp, "block %d has both the fused %s and separate gate/up matrices", b, FusedGateUp)
+		}
+		if (l.Up == nil && l.GateUp == nil) || l.Down == nil {
 			some := l.presentTensors()[0]
 			missing := ExpertMatrices[1]
-			if l.Up != nil {
+			if l.Up != nil || l.GateUp != nil {
 				missing = ExpertMatrices[2]
 			}
 			return nil, bad(some, "block %d has per-expert tensors but no blk.%d.%s", b, b, missing)
 		}
-		up := l.Up
-		if len(up.Dims) != 3 {
-			return nil, bad(up, "ne %v: want 3 dimensions [n_embd, n_ff_exp, n_expert]", up.Dims)
+		// The shape comes from up, or from the fused gate_up (2 n_ff_exp rows).
+		up, fused := l.Up, int64(1)
+		if up == nil {
+			up, fused = l.GateUp, 2
 		}
-		l.Embd, l.ExpertFF, l.Experts = up.Dims[0], up.Dims[1], int(up.Dims[2])
+		if len(up.Dims) != 3 {
+			return nil, bad(up, "ne %v: want 3 dimensions [n_embd, %sn_ff_exp, n_expert]", up.Dims, map[int64]string{1: "", 2: "2 x "}[fused])
+		}
+		if up.Dims[1]%fused != 0 {
+			return nil, bad(up, "ne %v: the fused gate and up need an even row count (2 x n_ff_exp)", up.Dims)
+		}
+		l.Embd, l.ExpertFF, l.Experts = up.Dims[0], up.Dims[1]/fused, int(up.Dims[2])
 		if up.Dims[2] > 1<<20 {
 			return nil, bad(up, "ne %v: %d experts is implausible", up.Dims, up.Dims[2])
 		}
@@ -261,8 +399,8 @@ func (f *File) MoE() (*MoE, error) {
 		if l.Gate != nil && !slices.Equal(l.Gate.Dims, want) {
 			return nil, bad(l.Gate, "ne %v, want [n_embd, n_ff_exp, n_expert] = %v", l.Gate.Dims, want)
 		}
-		if !slices.Equal(up.Dims, want) {
-			return nil, bad(up, "ne %v, want [n_embd, n_ff_exp, n_expert] = %v like block %d", up.Dims, want, blocks[0])
+		if wantUp := []int64{m.Embd, fused * m.ExpertFF, int64(m.Experts)}; !slices.Equal(up.Dims, wantUp) {
+			return nil, bad(up, "ne %v, want [n_embd, %sn_ff_exp, n_expert] = %v like block %d", up.Dims, map[int64]string{1: "", 2: "2 x "}[fused], wantUp, blocks[0])
 		}
 		if wantDown := []int64{m.ExpertFF, m.Embd, int64(m.Experts)}; !slices.Equal(l.Down.Dims, wantDown) {
 			return nil, bad(l.Down, "ne %v, want [n_ff_exp, n_embd, n_expert] = %v", l.Down.Dims, wantDown)
@@ -318,8 +456,11 @@ func (f *File) MoE() (*MoE, error) {
 	}
 
 	for i := range f.Tensors {
-		if !IsExpertTensor(f.Tensors[i].Name) {
-			m.DenseBytes += f.Tensors[i].Size
+		switch t := &f.Tensors[i]; {
+		case m.InMTP(t.Name):
+			m.MTPBytes += t.Size
+		case !IsExpertTensor(t.Name):
+			m.DenseBytes += t.Size
 		}
 	}
 	for t := range types {
@@ -333,7 +474,7 @@ func (f *File) MoE() (*MoE, error) {
 // error reports on incomplete layers.
 func (l *MoELayer) presentTensors() []*TensorInfo {
 	var out []*TensorInfo
-	for _, t := range []*TensorInfo{l.Gate, l.Up, l.Down} {
+	for _, t := range []*TensorInfo{l.Gate, l.Up, l.GateUp, l.Down} {
 		if t != nil {
 			out = append(out, t)
 		}

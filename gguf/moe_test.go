@@ -237,6 +237,62 @@ func TestMoEDense(t *testing.T) {
 	}
 }
 
+// fused replaces block b's gate and up with one ffn_gate_up_exps of ne dims.
+func fused(b int, dims ...int64) func([]TensorSpec) []TensorSpec {
+	return func(s []TensorSpec) []TensorSpec {
+		var out []TensorSpec
+		p := "blk." + string(rune('0'+b)) + "."
+		for _, x := range s {
+			switch x.Name {
+			case p + "ffn_gate_exps.weight":
+				out = append(out, TensorSpec{Name: p + "ffn_gate_up_exps.weight", Type: x.Type, Dims: dims})
+			case p + "ffn_up_exps.weight":
+			default:
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+}
+
+// TestMoEFusedAndMTP: the fused gate_up gives the shape the separate pair
+// gives, split in halves per expert; an MTP block is no MoE layer.
+func TestMoEFusedAndMTP(t *testing.T) {
+	sep := moeFile(t, nil, nil)
+	f := moeFile(t, []KV{{Key: "testmoe.block_count", Value: Uint32(3)}, {Key: "testmoe.nextn_predict_layers", Value: Uint32(1)}}, func(s []TensorSpec) []TensorSpec {
+		s = fused(1, 32, 128, 4)(fused(0, 32, 128, 4)(s))
+		return append(s, TensorSpec{Name: "blk.2.ffn_gate_inp.weight", Type: quant.F32, Dims: []int64{32, 4}},
+			TensorSpec{Name: "blk.2.ffn_gate_exps.weight", Type: quant.F32, Dims: []int64{32, 64, 4}},
+			TensorSpec{Name: "blk.2.nextn.eh_proj.weight", Type: quant.F32, Dims: []int64{64, 32}})
+	})
+	sm, err := sep.MoE()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := f.MoE()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Layers) != 2 || m.Blocks != 3 || len(m.MTP) != 1 || m.MTP[0] != 2 || m.ExpertFF != 64 || m.BytesPerExpert != sm.BytesPerExpert ||
+		m.ExpertBytes != sm.ExpertBytes || m.DenseBytes != sm.DenseBytes || m.MTPBytes != 4*32*4+4*32*64*4+4*64*32 {
+		t.Fatalf("fused + MTP: %+v; separate: %+v", m, sm)
+	}
+	if !m.InMTP("blk.2.ffn_gate_inp.weight") || m.InMTP("blk.1.ffn_gate_inp.weight") || m.InMTP("output.weight") {
+		t.Error("InMTP")
+	}
+	parts, ok := m.Layers[1].Parts()
+	if !ok || parts[0].Tensor != m.Layers[1].GateUp || parts[2].Tensor != m.Layers[1].Down {
+		t.Fatalf("parts %+v", parts)
+	}
+	const q8 = 32 * 64 / 32 * 34 // one expert's gate or up
+	for p, want := range [][2]int64{{3 * 2 * q8, q8}, {3*2*q8 + q8, q8}, {3 * 64 * 32 * 2, 64 * 32 * 2}} {
+		off, size, err := parts[p].Slice(3)
+		if err != nil || off != want[0] || size != want[1] {
+			t.Errorf("part %d of expert 3: [%d, +%d) %v; want [%d, +%d)", p, off, size, err, want[0], want[1])
+		}
+	}
+}
+
 func TestMoEInconsistent(t *testing.T) {
 	set := func(name string, dims ...int64) func([]TensorSpec) []TensorSpec {
 		return func(s []TensorSpec) []TensorSpec {
@@ -284,6 +340,13 @@ func TestMoEInconsistent(t *testing.T) {
 		{"count negative", []KV{{Key: "testmoe.expert_count", Value: Int32(-4)}}, nil, "", "testmoe.expert_count"},
 		{"block_count", []KV{{Key: "testmoe.block_count", Value: Uint32(1)}}, nil, "", "testmoe.block_count"},
 		{"declared, none", []KV{{Key: "testmoe.expert_count", Value: Uint32(4)}}, func(s []TensorSpec) []TensorSpec { return s[:1] }, "", "testmoe.expert_count"},
+		{"fused beside separate", nil, func(s []TensorSpec) []TensorSpec {
+			return append(s, TensorSpec{Name: "blk.0.ffn_gate_up_exps.weight", Type: quant.Q8_0, Dims: []int64{32, 128, 4}})
+		}, "blk.0.ffn_gate_up_exps.weight", ""},
+		{"fused odd rows", nil, fused(0, 32, 127, 4), "blk.0.ffn_gate_up_exps.weight", ""},
+		{"fused rows unlike block 0", nil, func(s []TensorSpec) []TensorSpec { return fused(1, 32, 64, 4)(fused(0, 32, 128, 4)(s)) }, "blk.1.ffn_gate_up_exps.weight", ""},
+		{"mtp: every block", []KV{{Key: "testmoe.block_count", Value: Uint32(2)}, {Key: "testmoe.nextn_predict_layers", Value: Uint32(2)}}, nil, "", "testmoe.nextn_predict_layers"},
+		{"mtp: no block_count", []KV{{Key: "testmoe.nextn_predict_layers", Value: Uint32(1)}}, nil, "", "testmoe.nextn_predict_layers"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -26,6 +26,9 @@ type Result struct {
 	CopiedTensors int    `json:"copied_tensors"`
 	// Shards lists the files of a split output (absent for one file).
 	Shards []string `json:"shards,omitempty"`
+	// MTP says what became of the source's multi-token-prediction blocks
+	// (absent when it has none).
+	MTP *strata.MTPRecord `json:"mtp,omitempty"`
 }
 
 // Options tune Write.
@@ -41,6 +44,10 @@ type Options struct {
 	// Split writes the output as shards (llama.cpp's gguf-split naming);
 	// the zero value writes one file.
 	Split gguf.SplitOptions
+	// CarryMTP copies the multi-token-prediction blocks unchanged, every
+	// expert kept; by default they are dropped and the keys say so
+	// (strata.KeptTensors, strata.KeptKV).
+	CarryMTP bool
 	// KeepMap, when set, is where the keep map is written beside the model:
 	// both outputs or neither (the model's files are removed again when the
 	// keep map cannot be written).
@@ -75,16 +82,19 @@ func Write(ctx context.Context, src *gguf.File, keep *strata.Keep, out string, o
 	if opt.Criterion != "" {
 		set = append(set, gguf.KV{Key: KeyCriterion, Value: gguf.String(opt.Criterion)})
 	}
-	kv, err := strata.KeptKV(src, k, set)
+	kv, err := strata.KeptKV(src, m, k, opt.CarryMTP, set)
 	if err != nil {
 		return nil, err
 	}
-	kept, err := strata.KeptTensors(src, m, keep)
+	kept, err := strata.KeptTensors(src, m, keep, opt.CarryMTP)
 	if err != nil {
 		return nil, err
 	}
 	specs := make([]gguf.TensorSpec, len(kept))
 	res := &Result{Path: out, SourceBytes: src.Size, NExpert: nExpert, NKeep: k}
+	if len(m.MTP) > 0 {
+		res.MTP = &strata.MTPRecord{Blocks: m.MTP, Carried: opt.CarryMTP}
+	}
 	for i := range kept {
 		specs[i] = kept[i].Spec
 		if kept[i].Layer < 0 {

@@ -87,6 +87,25 @@ type Manifest struct {
 	Outputs       []FileRecord `json:"outputs"`
 	Layers        []LayerError `json:"errors"`
 	RelMSE        float64      `json:"rel_mse"`
+	MTP           *MTPRecord   `json:"mtp,omitempty"` // the source's multi-token-prediction blocks, if any
+}
+
+// MTPRecord says what prune or pack did with the source's
+// multi-token-prediction blocks (gguf.File.MTPBlocks), which inference never
+// runs: dropped (the default; {arch}.nextn_predict_layers becomes 0 and
+// {arch}.block_count loses them) or carried unchanged, every expert kept, in
+// the output's GGUF. Either way they are in no keep map or profile.
+type MTPRecord struct {
+	Blocks  []int `json:"blocks"`
+	Carried bool  `json:"carried"`
+}
+
+// String says it in words, for the commands' reports.
+func (r *MTPRecord) String() string {
+	if r.Carried {
+		return fmt.Sprintf("multi-token-prediction block(s) %v carried unchanged, every expert kept", r.Blocks)
+	}
+	return fmt.Sprintf("multi-token-prediction block(s) %v dropped (nextn_predict_layers set to 0; --carry-mtp keeps them)", r.Blocks)
 }
 
 // PackParams are every setting that decides the output bytes.

@@ -188,9 +188,15 @@ func CrossCheck(dir string, mf *gguf.File, x *Experts, k *Keep) []Problem {
 			add(mk, mf.Path, mf.KeyOffset(fk), "n_ff_exp %d does not match the expert parts' shapes", v)
 		}
 	}
+	// A carried multi-token-prediction block keeps its experts here, whole.
+	mtpFirst, mtpN, err := mf.MTPBlocks()
+	if err != nil {
+		add(mk, mf.Path, mf.KeyOffset(mf.ArchKey(gguf.NextNKey)), "%v", err)
+	}
 	for i := range mf.Tensors {
 		t := &mf.Tensors[i]
-		if b, rest, ok := gguf.SplitBlockName(t.Name); ok && slices.Contains(gguf.ExpertMatrices[:], rest) {
+		b, rest, ok := gguf.SplitBlockName(t.Name)
+		if ok && (slices.Contains(gguf.ExpertMatrices[:], rest) || rest == gguf.FusedGateUp) && (mtpN == 0 || b < mtpFirst) {
 			add(mk, mf.Path, t.InfoOffset, "block %d's expert matrix %q belongs in %s", b, t.Name, ExpertsFile)
 		}
 	}

@@ -85,7 +85,7 @@ func TestKeptTensors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept, err := KeptTensors(f, m, testKeep)
+	kept, err := KeptTensors(f, m, testKeep, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestKeptTensors(t *testing.T) {
 	if sliced != 2*6 {
 		t.Errorf("%d tensors sliced, want 12 (router, bias, 3 matrices, expert bias per layer)", sliced)
 	}
-	kv, err := KeptKV(f, 2, []gguf.KV{{Key: KeySourceNExpert, Value: gguf.Uint32(tE)}, {Key: "test.expert_used_count", Value: gguf.Uint32(1)}})
+	kv, err := KeptKV(f, m, 2, false, []gguf.KV{{Key: KeySourceNExpert, Value: gguf.Uint32(tE)}, {Key: "test.expert_used_count", Value: gguf.Uint32(1)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func writePack(t *testing.T, f *gguf.File, dir string, keep *Keep) {
 	if err := pw.FinishExperts(); err != nil {
 		t.Fatal(err)
 	}
-	kept, err := KeptTensors(f, m, keep)
+	kept, err := KeptTensors(f, m, keep, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func writePack(t *testing.T, f *gguf.File, dir string, keep *Keep) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := KeptKV(f, keep.NKeep(), keys)
+	kv, err := KeptKV(f, m, keep.NKeep(), false, keys)
 	if err != nil {
 		t.Fatal(err)
 	}

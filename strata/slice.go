@@ -25,18 +25,24 @@ type KeptTensor struct {
 // only k's experts has it: each per-expert tensor (ExpertIndexed) of a MoE
 // layer of m cut to the kept experts' slices, every other tensor whole. A
 // per-expert tensor whose last dimension is not the expert count, or whose
-// bytes do not split into whole experts, is refused naming it.
-func KeptTensors(f *gguf.File, m *gguf.MoE, k *Keep) ([]KeptTensor, error) {
+// bytes do not split into whole experts, is refused naming it. The tensors
+// of m's multi-token-prediction blocks (m.MTP, in no MoE layer) are left
+// out, unless carryMTP keeps them whole (every expert).
+func KeptTensors(f *gguf.File, m *gguf.MoE, k *Keep, carryMTP bool) ([]KeptTensor, error) {
 	layerOf := make(map[int]int, len(m.Layers))
 	for l, ml := range m.Layers {
 		layerOf[ml.Block] = l
 	}
 	n := int64(m.Experts)
 	specs := f.Specs()
-	out := make([]KeptTensor, len(f.Tensors))
+	out := make([]KeptTensor, 0, len(f.Tensors))
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
-		out[i] = KeptTensor{Src: t, Spec: specs[i], Layer: -1}
+		if !carryMTP && m.InMTP(t.Name) {
+			continue
+		}
+		out = append(out, KeptTensor{Src: t, Spec: specs[i], Layer: -1})
+		kt := &out[len(out)-1]
 		b, rest, ok := gguf.SplitBlockName(t.Name)
 		l, moe := layerOf[b]
 		if !ok || !moe || !ExpertIndexed(rest) {
@@ -49,8 +55,8 @@ func KeptTensors(f *gguf.File, m *gguf.MoE, k *Keep) ([]KeptTensor, error) {
 		if per, err := quant.RowBytes(t.Type, t.Elements()/n); err != nil || per*n != t.Size {
 			return nil, &gguf.FormatError{File: f.Path, Offset: t.InfoOffset, Tensor: t.Name, Msg: fmt.Sprintf("%d bytes of %s do not split into %d whole experts", t.Size, t.Type, n)}
 		}
-		out[i].Spec.Dims[last] = int64(k.NKeep())
-		out[i].Layer = l
+		kt.Spec.Dims[last] = int64(k.NKeep())
+		kt.Layer = l
 	}
 	return out, nil
 }
@@ -114,15 +120,23 @@ func (kt *KeptTensor) Bytes(f *gguf.File, k *Keep) ([]byte, error) {
 // in src's key order: {arch}.expert_count becomes nKeep (in the source's
 // integer type, which readers such as llama.cpp insist on), and each key of
 // set replaces the source's value in place or is appended, in set's order.
-func KeptKV(src *gguf.File, nKeep int, set []gguf.KV) ([]gguf.KV, error) {
+// Unless carryMTP, m's multi-token-prediction blocks go too (as
+// KeptTensors leaves them out): {arch}.nextn_predict_layers becomes 0 and
+// {arch}.block_count the first of them.
+func KeptKV(src *gguf.File, m *gguf.MoE, nKeep int, carryMTP bool, set []gguf.KV) ([]gguf.KV, error) {
 	countKey := src.ArchKey("expert_count")
+	ints := map[string]uint64{countKey: uint64(nKeep)}
+	if len(m.MTP) > 0 && !carryMTP {
+		ints[src.ArchKey(gguf.NextNKey)] = 0
+		ints[src.ArchKey("block_count")] = uint64(m.MTP[0])
+	}
 	kv := make([]gguf.KV, 0, len(src.KV)+len(set)+1)
 	idx := make(map[string]int, len(src.KV))
 	for _, p := range src.KV {
-		if p.Key == countKey {
-			v, err := sameIntType(p.Value, uint64(nKeep))
+		if x, ok := ints[p.Key]; ok {
+			v, err := sameIntType(p.Value, x)
 			if err != nil {
-				return nil, &gguf.FormatError{File: src.Path, Offset: src.KeyOffset(countKey), Key: countKey, Msg: err.Error()}
+				return nil, &gguf.FormatError{File: src.Path, Offset: src.KeyOffset(p.Key), Key: p.Key, Msg: err.Error()}
 			}
 			p = gguf.KV{Key: p.Key, Value: v}
 		}

@@ -26,6 +26,7 @@ type calibFlags struct {
 	selfDamp   float64
 	refine     int
 	refineDamp float64
+	refSelf    float64
 	holdEvery  int
 	candidates int
 }
@@ -39,6 +40,7 @@ func (c *calibFlags) add(f *pflag.FlagSet) {
 	cli.Float64Var(f, &c.selfDamp, "damp-self", optq.DefaultSelfDamp, 0, 1e6, "damping when --calib-self windows are used and --damp is not given")
 	cli.IntVar(f, &c.refine, "refine", optq.Defaults().Refine, 0, 1000, "refinement passes over codes and scales against the full Hessian")
 	cli.Float64Var(f, &c.refineDamp, "refine-damp", optq.Defaults().RefineDamp, 0, 1e6, "Hessian damping of the refinement, as a fraction of its mean diagonal")
+	cli.Float64Var(f, &c.refSelf, "refine-damp-self", optq.DefaultSelfRefineDamp, 0, 1e6, "refinement damping when --calib-self windows are used and --refine-damp is not given")
 	cli.IntVar(f, &c.holdEvery, "calib-hold", calib.DefaultHoldEvery, 0, 1<<20, "hold back every Nth calibration window to measure the output error (0: none)")
 	cli.IntVar(f, &c.candidates, "calib-candidates", optq.Defaults().Candidates, 0, 1000, "grid scales per sign scored by the Hessian-weighted error")
 }
@@ -81,6 +83,9 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 	opt.Damp, opt.Refine, opt.Candidates, opt.RefineDamp = c.damp, c.refine, c.candidates, c.refineDamp
 	if c.self > 0 && !fs.Changed("damp") {
 		opt.Damp = c.selfDamp
+	}
+	if c.self > 0 && !fs.Changed("refine-damp") {
+		opt.RefineDamp = c.refSelf
 	}
 	if err := opt.Check(); err != nil {
 		return nil, err

@@ -87,7 +87,11 @@ func printInspect(out io.Writer, f *gguf.File, rep *gguf.InspectReport, pk *pack
 			used = strconv.Itoa(m.ExpertsUsed)
 		}
 		row("  experts\t%d per layer, %s used per token", m.Experts, used)
-		row("  expert width\tn_embd %d, n_ff_exp %d", m.Embedding, m.ExpertFF)
+		fused := ""
+		if m.FusedGateUp {
+			fused = " (gate and up fused: ffn_gate_up_exps)"
+		}
+		row("  expert width\tn_embd %d, n_ff_exp %d%s", m.Embedding, m.ExpertFF, fused)
 		row("  expert types\t%s", strings.Join(m.ExpertTypes, ", "))
 		per := fmt.Sprintf("%s bytes (one expert of one layer, all its parts)", thousands(m.BytesPerExpert))
 		for _, l := range m.PerLayer {
@@ -99,6 +103,9 @@ func printInspect(out io.Writer, f *gguf.File, rep *gguf.InspectReport, pk *pack
 		row("  bytes per expert\t%s", per)
 		row("  expert bytes\t%s (%.1f%% of the file)", thousands(m.ExpertBytes), 100*m.ExpertShare)
 		row("  dense bytes\t%s (%.1f%% of the file)", thousands(m.DenseBytes), 100*float64(m.DenseBytes)/float64(rep.FileBytes))
+		if len(m.MTPBlocks) > 0 {
+			row("  MTP blocks\t%v (nextn_predict_layers; never run, dropped by prune and pack by default): %s bytes", m.MTPBlocks, thousands(m.MTPBytes))
+		}
 		tw.Flush()
 	case rep.MoEError != "":
 		fmt.Fprintf(out, "MoE: not usable: %s\n", rep.MoEError)

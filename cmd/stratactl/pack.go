@@ -14,6 +14,7 @@ func newPackCmd(env *cli.Env) *cobra.Command {
 	var (
 		out, keep, imatrix string
 		jobs               int
+		carryMTP           bool
 		qf                 quantFlags
 		cf                 calibFlags
 	)
@@ -33,7 +34,7 @@ func newPackCmd(env *cli.Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			pc := convert.PackConfig{In: args[0], OutDir: out, Type: t, Keep: keep, Imatrix: imatrix,
+			pc := convert.PackConfig{In: args[0], OutDir: out, Type: t, Keep: keep, Imatrix: imatrix, CarryMTP: carryMTP,
 				Q2: q2, Jobs: jobs, Version: cli.Version, Args: env.Args, Progress: progressFor(env)}
 			if cal != nil {
 				defer cal.Close()
@@ -57,6 +58,9 @@ func newPackCmd(env *cli.Env) *cobra.Command {
 				fmt.Fprintln(env.Out)
 			}
 			fmt.Fprintf(env.Out, "overall rel. MSE %.4g\n", man.RelMSE)
+			if man.MTP != nil {
+				fmt.Fprintf(env.Out, "%s\n", man.MTP)
+			}
 			for _, o := range man.Outputs {
 				fmt.Fprintf(env.Out, "  %-14s %14d bytes  sha256 %s\n", o.Path, o.Bytes, o.SHA256)
 			}
@@ -69,6 +73,7 @@ func newPackCmd(env *cli.Env) *cobra.Command {
 	qf.add(f, "q2_0", "expert type in model.experts")
 	f.StringVar(&keep, "keep-map", "", "keep map (keep.strp, from prune): prune to the kept experts in the same pass")
 	f.StringVar(&imatrix, "imatrix", "", "importance matrix (llama.cpp GGUF imatrix) weighting the Q2_0 search; not recommended: it raises KLD slightly on tiny-qwen3moe (docs/QUALITY.md), calibrate with --ids instead")
+	f.BoolVar(&carryMTP, "carry-mtp", false, "keep the multi-token-prediction blocks (nextn_predict_layers), whole, in model.gguf instead of dropping them")
 	cli.Threads(f, &jobs, "worker threads (0: all cores)")
 	cf.add(f)
 	return cmd

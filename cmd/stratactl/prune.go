@@ -18,6 +18,7 @@ type pruneFlags struct {
 	profile, keepMap, by, out, keepOut string
 	keep                               int
 	split                              splitFlags
+	carryMTP                           bool
 }
 
 func newPruneCmd(env *cli.Env) *cobra.Command {
@@ -29,7 +30,9 @@ func newPruneCmd(env *cli.Env) *cobra.Command {
 kept experts: every per-expert tensor (ffn_*_exps, the router ffn_gate_inp and
 any expert bias) is cut to the kept slices, {arch}.expert_count becomes K,
 strata.source.n_expert and stratactl.prune.criterion record where it came
-from, and every other tensor and key is copied unchanged.
+from, and every other tensor and key is copied unchanged. Multi-token-prediction
+blocks ({arch}.nextn_predict_layers, never run and in no profile or keep map)
+are dropped, the key set to 0, unless --carry-mtp keeps them whole.
 
 With --profile (from stratactl profile) it keeps the K experts of each layer
 that score highest by --by (reap: mean gate-weighted output norm over the
@@ -55,6 +58,7 @@ experts serve.`,
 	fl.StringVar(&f.keepMap, "keep-map", "", "apply this keep map instead of choosing from a profile")
 	fl.StringVarP(&f.out, "output", "o", "", "pruned GGUF to write")
 	fl.StringVar(&f.keepOut, "keep-out", "", "where to write the keep map (default: OUT with .keep.strp for .gguf)")
+	fl.BoolVar(&f.carryMTP, "carry-mtp", false, "keep the multi-token-prediction blocks (nextn_predict_layers), every expert, instead of dropping them")
 	f.split.add(fl)
 	cli.Verbose(fl, env, "also list the experts each layer keeps")
 	cmd.MarkFlagRequired("output")
@@ -137,7 +141,7 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 		total += src.Tensors[i].Size
 	}
 	prog := env.NewProgress(total*int64(keep.NKeep())/int64(keep.NExpert), "prune", cli.Bytes)
-	res, err := prune.Write(cmd.Context(), src, keep, f.out, prune.Options{Criterion: criterion, Progress: prog.Add, Split: split, KeepMap: keepOut})
+	res, err := prune.Write(cmd.Context(), src, keep, f.out, prune.Options{Criterion: criterion, Progress: prog.Add, Split: split, KeepMap: keepOut, CarryMTP: f.carryMTP})
 	prog.Done()
 	if err != nil {
 		return err
@@ -152,6 +156,9 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 	}
 	fmt.Fprintf(env.Out, "pruned %s to %d of %d experts per layer by %s: %d per-expert tensors sliced, %d copied; %d -> %d bytes\n",
 		path, res.NKeep, res.NExpert, criterion, res.SlicedTensors, res.CopiedTensors, res.SourceBytes, res.Bytes)
+	if res.MTP != nil {
+		fmt.Fprintf(env.Out, "%s\n", res.MTP)
+	}
 	if m := rep.RetainedMean; m != nil {
 		fmt.Fprintf(env.Out, "on the profile, the kept experts serve %.1f%% of the routed (token, expert) slots, %.1f%% of the gate weight, %.1f%% of EAN (mean over layers)\n",
 			100*m.Count, 100*m.GateSum, 100*m.EAN)

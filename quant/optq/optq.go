@@ -430,6 +430,10 @@ func (q *quantized) pack(dst []byte) {
 	}
 }
 
-// DefaultSelfDamp is the damping that measured best when the calibration
-// includes windows the model generated itself (more, broader inputs).
-const DefaultSelfDamp = 0.10
+// DefaultSelfDamp and DefaultSelfRefineDamp are the dampings that measured
+// best when the calibration includes windows the model generated itself
+// (more, broader inputs: less regularisation needed).
+const (
+	DefaultSelfDamp       = 0.10
+	DefaultSelfRefineDamp = 0.3
+)
