@@ -230,3 +230,30 @@ func (p *Pool) MatMulQ8(m *Matrix, xs []*Q8Row, out []float32) {
 		p.scratch.Put(bp)
 	})
 }
+
+// MatVecsQ8 is MatVecs in the fast mode: outs[i][r] = DotQ8(row r of ms[i],
+// xs[i]) for several matrices in one parallel pass over all their rows,
+// with MatVecQ8's bits.
+func (p *Pool) MatVecsQ8(ms []*Matrix, xs []*Q8Row, outs [][]float32) {
+	start := make([]int, len(ms)+1)
+	work := 0
+	for i, m := range ms {
+		m.checkQ8("MatVecsQ8", xs[i])
+		if len(outs[i]) < m.Rows {
+			panic(fmt.Sprintf("kernels: MatVecsQ8: matrix %d has %d rows, len(out)=%d", i, m.Rows, len(outs[i])))
+		}
+		start[i+1] = start[i] + m.Rows
+		work = max(work, m.Cols)
+	}
+	p.Parallel(start[len(ms)], work, func(lo, hi int) {
+		i := 0
+		for g := lo; g < hi; g++ {
+			for g >= start[i+1] {
+				i++
+			}
+			m := ms[i]
+			r := g - start[i]
+			outs[i][r] = DotQ8(m.Type, m.Row(r), xs[i])
+		}
+	})
+}

@@ -409,8 +409,8 @@ func BenchmarkDotQ8Rows(b *testing.B) {
 	}
 }
 
-// TestMatQ8ThreadsAndBatch: MatVecQ8 and MatMulQ8 give DotQ8's bits for
-// every row and input at any thread count.
+// TestMatQ8ThreadsAndBatch: MatVecQ8, MatMulQ8 and MatVecsQ8 give DotQ8's
+// bits for every row and input at any thread count.
 func TestMatQ8ThreadsAndBatch(t *testing.T) {
 	rng := rand.New(rand.NewPCG(43, 44))
 	const cols, rows, ntok = 512, 300, 5
@@ -446,6 +446,36 @@ func TestMatQ8ThreadsAndBatch(t *testing.T) {
 						t.Fatalf("%s threads=%d input %d row %d: MatMulQ8 %g MatVecQ8 %g DotQ8 %g", typ, th, i, r, out[i*rows+r], one[r], want)
 					}
 				}
+			}
+		}
+	}
+	// MatVecsQ8 over matrices of every type at once gives MatVecQ8's bits.
+	var ms []*Matrix
+	var xs []*Q8Row
+	var outs [][]float32
+	for i, typ := range q8Types {
+		cols, rows := 256*(i+1), 40+i*17
+		var data []byte
+		for r := 0; r < rows; r++ {
+			data = append(data, randomRow(rng, typ, cols)...)
+		}
+		m, err := NewMatrix(typ, data, cols, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := &Q8Row{}
+		if err := QuantizeQ8Row(gaussians(rng, cols, 1), x); err != nil {
+			t.Fatal(err)
+		}
+		ms, xs, outs = append(ms, &m), append(xs, x), append(outs, make([]float32, rows))
+	}
+	NewPool(3).MatVecsQ8(ms, xs, outs)
+	for i, m := range ms {
+		want := make([]float32, m.Rows)
+		NewPool(1).MatVecQ8(m, xs[i], want)
+		for r := range want {
+			if !sameFloat(outs[i][r], want[r]) {
+				t.Fatalf("MatVecsQ8 matrix %d row %d: %g, MatVecQ8 %g", i, r, outs[i][r], want[r])
 			}
 		}
 	}

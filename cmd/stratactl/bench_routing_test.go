@@ -16,7 +16,7 @@ func TestBenchRouting(t *testing.T) {
 	dir := t.TempDir()
 	enginetest.BuildPack(t, testutil.TinyModel(t, "model-iq3s.gguf"), dir)
 	ids := testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin")
-	rep := decode[routingReport](t, stratactl(t, "bench", "routing", dir, "--ids", ids, "--ctx", "40", "--chunks", "2",
+	rep := decode[evalq.RoutingReport](t, stratactl(t, "bench", "routing", dir, "--ids", ids, "--ctx", "40", "--chunks", "2",
 		"--arenas", "0.25", "--bonuses", "1.5", "--exact", "1", "--json"))
 	if len(rep.Rows) != 2 || rep.Tokens != 80 {
 		t.Fatalf("%d rows over %d tokens: %+v", len(rep.Rows), rep.Tokens, rep)

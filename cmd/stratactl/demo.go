@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/stratactl/stratactl/engine"
 	"github.com/stratactl/stratactl/internal/cli"
 )
 
@@ -34,7 +35,7 @@ func newDemoCmd(env *cli.Env) *cobra.Command {
 each with --json, and prints their command lines and one summary table of what they
 measured. By default it works on the small model in testdata/ (run it from the
 repository root); --model runs the same pipeline on any model the engine supports
-(qwen3moe, qwen35moe, qwen3next), with --calib and --heldout texts for its tokenizer.
+(` + strings.Join(engine.SupportedArchitectures(), ", ") + `), with --calib and --heldout texts for its tokenizer.
 It writes into a new temporary folder, which it keeps.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return demoRun(cmd, env, o) },

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/pflag"
 )
@@ -109,5 +110,52 @@ func (r *floatRange) Set(s string) error {
 		return fmt.Errorf("want a number %s", r.Range())
 	}
 	*r.p = v
+	return nil
+}
+
+// numList is a comma-separated list flag value whose every number is in
+// [lo, hi], or (lo, hi] when loOpen.
+type numList[T int | float64] struct {
+	p      *[]T
+	lo, hi T
+	loOpen bool
+}
+
+// NumListVar declares a comma-separated list flag of numbers, each in
+// [lo, hi] (lo excluded when loOpen); *p holds the default list.
+func NumListVar[T int | float64](fl *pflag.FlagSet, p *[]T, name string, lo, hi T, loOpen bool, usage string) {
+	v := &numList[T]{p: p, lo: lo, hi: hi, loOpen: loOpen}
+	fl.Var(v, name, fmt.Sprintf("%s, comma-separated, each %s", usage, v.Range()))
+}
+
+// Range is "lo..hi", or "over lo, up to hi" when lo is excluded.
+func (v *numList[T]) Range() string {
+	if v.loOpen {
+		return fmt.Sprintf("over %v, up to %v", v.lo, v.hi)
+	}
+	return fmt.Sprintf("%v..%v", v.lo, v.hi)
+}
+
+func (v *numList[T]) String() string {
+	parts := make([]string, len(*v.p))
+	for i, x := range *v.p {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (v *numList[T]) Type() string { return "list" }
+
+func (v *numList[T]) Set(s string) error {
+	var out []T
+	for _, f := range strings.Split(s, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		t := T(x)
+		if err != nil || math.IsNaN(x) || float64(t) != x || t > v.hi || t < v.lo || (v.loOpen && t == v.lo) {
+			return fmt.Errorf("%q: want numbers %s", f, v.Range())
+		}
+		out = append(out, t)
+	}
+	*v.p = out
 	return nil
 }
