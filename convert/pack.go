@@ -3,6 +3,7 @@ package convert
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/osutil"
@@ -75,6 +76,9 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 		if err := keep.Fits(m, f.Path); err != nil {
 			return nil, fmt.Errorf("%s: %w", cfg.Keep, err)
 		}
+		if err := keep.FitsGroups(f, m); err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Keep, err)
+		}
 	}
 	nKeep := keep.NKeep()
 	if m.Embd%32 != 0 {
@@ -107,19 +111,21 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 	hashCtx, stopHash := context.WithCancel(ctx)
 	defer stopHash()
 	hg, hctx := errgroup.WithContext(hashCtx)
-	inputs := []strata.FileRecord{{Role: strata.RoleModel, Path: cfg.In}}
+	// Inputs are recorded by absolute path (and sha256, below), so that
+	// verify finds them from any folder.
+	inputs := []strata.FileRecord{{Role: strata.RoleModel, Path: absPath(cfg.In)}}
 	if len(f.Shards) > 0 {
 		// A split model's provenance is every one of its files.
 		inputs = inputs[:0]
 		for _, sh := range f.Shards {
-			inputs = append(inputs, strata.FileRecord{Role: strata.RoleModel, Path: sh.Path})
+			inputs = append(inputs, strata.FileRecord{Role: strata.RoleModel, Path: absPath(sh.Path)})
 		}
 	}
 	if cfg.Keep != "" {
-		inputs = append(inputs, strata.FileRecord{Role: strata.RoleKeep, Path: cfg.Keep})
+		inputs = append(inputs, strata.FileRecord{Role: strata.RoleKeep, Path: absPath(cfg.Keep)})
 	}
 	if cfg.Imatrix != "" {
-		inputs = append(inputs, strata.FileRecord{Role: strata.RoleImatrix, Path: cfg.Imatrix})
+		inputs = append(inputs, strata.FileRecord{Role: strata.RoleImatrix, Path: absPath(cfg.Imatrix)})
 	}
 	for i := range inputs {
 		hg.Go(func() error {
@@ -158,7 +164,7 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 	man := &strata.Manifest{
 		Tool: "stratactl", ToolVersion: cfg.Version,
 		CommandLine: append([]string{}, cfg.Args...),
-		Parameters:  strata.PackParams{Type: cfg.Type.String(), Keep: cfg.Keep, Imatrix: cfg.Imatrix, Jobs: jobsOr(cfg.Jobs), Calibration: cfg.Calib},
+		Parameters:  strata.PackParams{Type: cfg.Type.String(), Keep: absPath(cfg.Keep), Imatrix: absPath(cfg.Imatrix), Jobs: jobsOr(cfg.Jobs), Calibration: cfg.Calib},
 		Model: strata.PackShape{Arch: m.Arch, MoELayers: len(m.Layers), SourceExpert: m.Experts, Expert: nKeep, ExpertsUsed: m.ExpertsUsed,
 			Embd: m.Embd, ExpertFF: m.ExpertFF, SlotBytes: h.SlotBytes, PayloadBytes: h.PayloadBytes()},
 		Inputs: inputs,
@@ -375,4 +381,15 @@ func writeRouterCopy(w *gguf.FileWriter, name string, f *gguf.File, router *stra
 // quantizer.
 func packCalibrated(cfg PackConfig, t *gguf.TensorInfo) bool {
 	return cfg.Experts != nil && cfg.Type == quant.Q2_0 && cfg.Experts.Handles(t.Name)
+}
+
+// absPath is path made absolute ("" stays ""), for the manifest's records.
+func absPath(path string) string {
+	if path == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }

@@ -20,6 +20,7 @@ type VerifyConfig struct {
 	Path     string // a pack folder or a GGUF file
 	Source   string // the source GGUF, or ""
 	Imatrix  string // the importance matrix the checked file was made with, when not recorded or moved
+	KeepMap  string // for a pruned GGUF: the keep map it was pruned with, to compare it with Source
 	Jobs     int
 	Progress ProgressFunc
 }

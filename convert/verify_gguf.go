@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/quant"
+	"github.com/stratactl/stratactl/strata"
 )
 
 // checkGGUFPadding reports nonzero bytes between the header and the data
@@ -158,6 +159,38 @@ func verifyGGUF(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 			return err
 		}
 	}
+	// A pruned file is compared with the source as its keep map cuts it.
+	var keep *strata.Keep
+	kept := map[string]*strata.KeptTensor{}
+	if cfg.KeepMap != "" {
+		if keep, err = strata.ReadKeep(cfg.KeepMap); err != nil {
+			return err
+		}
+		sm, err := src.MoE()
+		if err != nil {
+			return err
+		}
+		if err := keep.Fits(sm, src.Path); err != nil {
+			return fmt.Errorf("%s: %w", cfg.KeepMap, err)
+		}
+		// The multi-token-prediction blocks were carried whole, or left out.
+		carryMTP := false
+		for i := range src.Tensors {
+			if b, _, ok := gguf.SplitBlockName(src.Tensors[i].Name); ok && slices.Contains(sm.MTP, b) {
+				if _, in := f.Tensor(src.Tensors[i].Name); in {
+					carryMTP = true
+				}
+			}
+		}
+		kts, err := strata.KeptTensors(src, sm, keep, carryMTP)
+		if err != nil {
+			return err
+		}
+		for i := range kts {
+			kept[kts[i].Src.Name] = &kts[i]
+		}
+	}
+	nSource, _ := f.Uint32(strata.KeySourceNExpert)
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
 		s, ok := src.Tensor(t.Name)
@@ -165,17 +198,28 @@ func verifyGGUF(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 			r.failf("gguf.source", f.Path, t.InfoOffset, "tensor %q is not in the source %s", t.Name, src.Path)
 			continue
 		}
-		if !slices.Equal(s.Dims, t.Dims) {
-			r.failf("gguf.source", f.Path, t.InfoOffset, "tensor %q has ne %v, the source %v", t.Name, t.Dims, s.Dims)
+		kt := kept[t.Name]
+		if kt == nil {
+			kt = &strata.KeptTensor{Src: s, Spec: gguf.TensorSpec{Dims: s.Dims}, Layer: -1}
+		}
+		if !slices.Equal(kt.Spec.Dims, t.Dims) {
+			msg := fmt.Sprintf("tensor %q has ne %v, the source %v", t.Name, t.Dims, kt.Spec.Dims)
+			if keep == nil && nSource > 0 && len(t.Dims) > 0 && slices.Equal(t.Dims[:len(t.Dims)-1], s.Dims[:len(s.Dims)-1]) {
+				msg += fmt.Sprintf(": the file keeps %d of %d experts (%s); give its keep map with --keep-map", t.Dims[len(t.Dims)-1], nSource, strata.KeySourceNExpert)
+			}
+			r.failf("gguf.source", f.Path, t.InfoOffset, "%s", msg)
 			continue
 		}
-		tc, err := compareTensor(ctx, f, t, src, s, q2, imp, calibrated, r)
+		tc, err := compareKept(ctx, f, t, src, kt, keep, q2, imp, calibrated, r)
 		if err != nil {
 			return err
 		}
 		r.Tensors = append(r.Tensors, tc)
 	}
 	for i := range src.Tensors {
+		if _, cut := kept[src.Tensors[i].Name]; keep != nil && !cut {
+			continue // not in the pruned model (a left-out MTP block)
+		}
 		if _, ok := f.Tensor(src.Tensors[i].Name); !ok {
 			r.failf("gguf.source", cfg.Path, -1, "source tensor %q is missing", src.Tensors[i].Name)
 		}
@@ -188,6 +232,20 @@ func verifyGGUF(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 // same type means same bytes; otherwise t's error against the source must
 // not exceed that of re-quantizing the source with the recorded settings.
 func compareTensor(ctx context.Context, f *gguf.File, t *gguf.TensorInfo, src *gguf.File, s *gguf.TensorInfo, q2 Q2Params, imp *Importance, calibrated bool, r *VerifyReport) (TensorCompare, error) {
+	return compareKept(ctx, f, t, src, &strata.KeptTensor{Src: s, Layer: -1}, nil, q2, imp, calibrated, r)
+}
+
+// compareKept is compareTensor against the source as a keep map cuts it
+// (keep nil: whole): the pruned tensor's expert i is source expert
+// keep.Keep[layer][i], read, and quantized with its importance, as such.
+func compareKept(ctx context.Context, f *gguf.File, t *gguf.TensorInfo, src *gguf.File, kt *strata.KeptTensor, keep *strata.Keep, q2 Q2Params, imp *Importance, calibrated bool, r *VerifyReport) (TensorCompare, error) {
+	s := kt.Src
+	srcMatrix := func(m int64) int {
+		if kt.Layer >= 0 && len(t.Dims) == 3 {
+			return int(keep.Keep[kt.Layer][m])
+		}
+		return int(m)
+	}
 	calibrated = calibrated && t.Type == quant.Q2_0 && gguf.IsExpertTensor(t.Name)
 	tc := TensorCompare{Name: t.Name, Type: t.Type.String(), Source: s.Type.String(), Identical: true}
 	per := max(1, chunkElems/t.Dims[0])
@@ -203,7 +261,7 @@ func compareTensor(ctx context.Context, f *gguf.File, t *gguf.TensorInfo, src *g
 		n := end - row
 		sb := make([]byte, n*s.RowBytes())
 		tb := make([]byte, n*t.RowBytes())
-		if err := src.ReadTensorAt(s, sb, row*s.RowBytes()); err != nil {
+		if err := kt.ReadAt(src, keep, sb, row*s.RowBytes()); err != nil {
 			return tc, err
 		}
 		if err := f.ReadTensorAt(t, tb, row*t.RowBytes()); err != nil {
@@ -221,7 +279,7 @@ func compareTensor(ctx context.Context, f *gguf.File, t *gguf.TensorInfo, src *g
 		if !quant.CanDequantize(s.Type) || !quant.CanDequantize(t.Type) || !quant.CanQuantize(t.Type) {
 			return tc, fmt.Errorf("tensor %q: cannot compare %s with %s", t.Name, t.Type, s.Type)
 		}
-		opt, err := quantOptions(t.Type, q2, imp, s, int(m))
+		opt, err := quantOptions(t.Type, q2, imp, s, srcMatrix(m))
 		if err != nil {
 			return tc, err
 		}

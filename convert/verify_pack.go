@@ -118,6 +118,7 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 	var sm *gguf.MoE
 	var imp *Importance
 	var params *strata.PackParams
+	measureOnly := false // the experts' bytes cannot be rebuilt: compare their error only
 	if cfg.Source != "" {
 		n = r.nfail()
 		if src, err = gguf.OpenModel(cfg.Source, false); err != nil {
@@ -129,16 +130,26 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 		}
 		if man != nil {
 			params = &man.Parameters
-			path := params.Imatrix
-			if cfg.Imatrix != "" {
-				path = cfg.Imatrix
+			ni := r.nfail()
+			path, err := packImatrix(ctx, cfg, man, r)
+			if err != nil {
+				return err
 			}
+			measureOnly = path == "" && params.Imatrix != ""
 			if path != "" {
 				if imp, err = LoadImportance(path); err != nil {
-					r.failf("source", path, -1, "the pack was made with an importance matrix (%s), which cannot be read now: %v", params.Imatrix, err)
+					r.failf("inputs", path, -1, "the pack was made with an importance matrix (%s), which cannot be read now: %v", params.Imatrix, err)
+					measureOnly = true
 				} else {
 					defer imp.Close()
 				}
+			}
+			if params.Imatrix != "" {
+				detail := "the importance matrix the pack was made with: " + path
+				if measureOnly {
+					detail = "the importance matrix the pack was made with is not at hand: experts compared by their error only"
+				}
+				r.check("inputs", ni, detail)
 			}
 		} else {
 			r.failf("source", filepath.Join(dir, strata.ManifestFile), -1, "no readable manifest: the quantizer settings to compare with are unknown")
@@ -159,7 +170,7 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 		src = nil
 	}
 	n = r.nfail()
-	if err := verifySlots(ctx, cfg, x, keep, src, sm, params, imp, man, r); err != nil {
+	if err := verifySlots(ctx, cfg, x, keep, src, sm, params, imp, measureOnly, man, r); err != nil {
 		return err
 	}
 	detail := fmt.Sprintf("%d slots: CRC-32C, zero padding, every block decodes to finite values", r.Slots)
@@ -234,4 +245,41 @@ func checkRouterCopies(mf *gguf.File, x *strata.Experts, r *VerifyReport) (int, 
 		count++
 	}
 	return count, nil
+}
+
+// packImatrix is the importance matrix to rebuild a pack's experts with:
+// --imatrix when given (it must be the one recorded), else the recorded
+// input found by its sha256 (findInput). "" when the pack was made without
+// one, or when it is missing (reported under "inputs", never as damage to
+// the pack: the experts are then compared by error only).
+func packImatrix(ctx context.Context, cfg VerifyConfig, man *strata.Manifest, r *VerifyReport) (string, error) {
+	rec := inputRecord(man, strata.RoleImatrix)
+	switch {
+	case cfg.Imatrix != "" && rec != nil:
+		size, sum, err := strata.HashFile(ctx, cfg.Imatrix)
+		if err != nil {
+			if ctx.Err() != nil {
+				return "", context.Cause(ctx)
+			}
+			r.failf("inputs", cfg.Imatrix, -1, "%v", err)
+			return "", nil
+		}
+		if size != rec.Bytes || sum != rec.SHA256 {
+			r.failf("inputs", cfg.Imatrix, -1, "%d bytes sha256 %s: not the importance matrix the pack was made with (%s: %d bytes sha256 %s)", size, sum, rec.Path, rec.Bytes, rec.SHA256)
+			return "", nil
+		}
+		return cfg.Imatrix, nil
+	case cfg.Imatrix != "":
+		return cfg.Imatrix, nil
+	case rec != nil:
+		path, err := findInput(ctx, rec, cfg.Path, cfg.Source)
+		if err != nil {
+			return "", err
+		}
+		if path == "" {
+			r.failf("inputs", rec.Path, -1, "missing: the importance matrix the pack was made with (%d bytes, sha256 %s) is neither there nor beside the pack or the source; give --imatrix to compare the experts byte for byte", rec.Bytes, rec.SHA256)
+		}
+		return path, nil
+	}
+	return man.Parameters.Imatrix, nil
 }

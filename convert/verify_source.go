@@ -90,7 +90,7 @@ type slotCheck struct {
 	want     [strata.NumParts]errStats // re-quantized source against the source
 }
 
-func verifySlots(ctx context.Context, cfg VerifyConfig, x *strata.Experts, keep *strata.Keep, src *gguf.File, sm *gguf.MoE, params *strata.PackParams, imp *Importance, man *strata.Manifest, r *VerifyReport) error {
+func verifySlots(ctx context.Context, cfg VerifyConfig, x *strata.Experts, keep *strata.Keep, src *gguf.File, sm *gguf.MoE, params *strata.PackParams, imp *Importance, measureOnly bool, man *strata.Manifest, r *VerifyReport) error {
 	nE := int(x.NExpert)
 	prog := cfg.Progress.start(int64(x.FileBytes), "verify")
 	defer prog.Done()
@@ -171,9 +171,10 @@ func verifySlots(ctx context.Context, cfg VerifyConfig, x *strata.Experts, keep 
 			worse := -1
 			if st.Type == pt.Type {
 				expect = sb
-			} else if calibratedParts(params, pt.Type) {
-				// Calibrated experts depend on the calibration run as well:
-				// their bytes cannot be rebuilt from the source alone, so
+			} else if measureOnly || calibratedParts(params, pt.Type) {
+				// Calibrated experts depend on the calibration run as well,
+				// and experts made with an importance matrix not at hand on
+				// it: their bytes cannot be rebuilt from the source alone, so
 				// only their error against it is measured (and checked
 				// against the manifest below).
 				xs, ys := s.floats(n)

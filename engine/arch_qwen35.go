@@ -1,10 +1,6 @@
 package engine
 
-import (
-	"fmt"
-
-	"github.com/stratactl/stratactl/kernels"
-)
+import "fmt"
 
 // qwen35moeArch is Qwen3.5-MoE (llama.cpp qwen35moe): a hybrid of gated
 // delta net blocks and gated full-attention blocks (every
@@ -212,21 +208,4 @@ func loadShared(l tensorLoader, c *Config, p string) (*SharedExpert, error) {
 		return nil, err
 	}
 	return sh, nil
-}
-
-// matVecsOrMul computes outs[i] = ms[i] x for T tokens: in one parallel
-// pass for a single token, else a MatMul each (the same dot per element
-// either way).
-func matVecsOrMul(pool *kernels.Pool, ms []*kernels.Matrix, x []float32, T int, outs [][]float32) {
-	if T == 1 {
-		xs := make([][]float32, len(ms))
-		for i := range xs {
-			xs[i] = x
-		}
-		pool.MatVecs(ms, xs, outs)
-		return
-	}
-	for i, m := range ms {
-		pool.MatMul(m, x, T, outs[i])
-	}
 }

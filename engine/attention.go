@@ -23,13 +23,7 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int) []float32 {
 	q := make([]float32, T*qstride)
 	k := make([]float32, T*kdim)
 	v := make([]float32, T*vdim)
-	if T == 1 {
-		m.Pool.MatVecs([]*kernels.Matrix{&L.Q, &L.K, &L.V}, [][]float32{xn, xn, xn}, [][]float32{q, k, v})
-	} else {
-		m.Pool.MatMul(&L.Q, xn, T, q)
-		m.Pool.MatMul(&L.K, xn, T, k)
-		m.Pool.MatMul(&L.V, xn, T, v)
-	}
+	matVecsOrMul(m.Pool, []*kernels.Matrix{&L.Q, &L.K, &L.V}, newActs(xn, c.Embd, m.Mode), [][]float32{q, k, v})
 	r := m.ropeTable()
 	for t := 0; t < T; t++ {
 		pos := textPos(s.Pos + t)

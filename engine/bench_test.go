@@ -34,7 +34,8 @@ func BenchmarkDecodeTiny(b *testing.B) {
 }
 
 // BenchmarkDecodeSynthetic is a decode step of a small synthetic pack with
-// the field model's expert shape (2560 x 640, Q2_0), every expert resident.
+// the field model's expert shape (2560 x 640, Q2_0), every expert resident,
+// in exact and fast mode.
 func BenchmarkDecodeSynthetic(b *testing.B) {
 	dir := b.TempDir()
 	sp := SynthSpec{Layers: 2, Embd: 2560, Heads: 32, HeadsKV: 4, HeadDim: 128, Experts: 16, ExpertsUsed: 8,
@@ -42,23 +43,26 @@ func BenchmarkDecodeSynthetic(b *testing.B) {
 	if err := WriteSyntheticPack(dir, sp); err != nil {
 		b.Fatal(err)
 	}
-	m, err := Open(dir, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
-	s := m.NewSession()
-	if _, err := s.Forward([]int32{1, 2, 3}, false); err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(m.DenseBytesPerToken() + int64(sp.Layers*sp.ExpertsUsed)*m.Stream().PayloadBytes())
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if s.Pos >= 64 {
-			s.Reset()
-		}
-		if _, err := s.Forward([]int32{int32(100 + i%50)}, false); err != nil {
-			b.Fatal(err)
-		}
+	for _, mode := range []Mode{Exact, Fast} {
+		b.Run(mode.String(), func(b *testing.B) {
+			m, err := Open(dir, Options{Mode: mode})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			s := m.NewSession()
+			if _, err := s.Forward([]int32{1, 2, 3}, false); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(m.DenseBytesPerToken() + int64(sp.Layers*sp.ExpertsUsed)*m.Stream().PayloadBytes())
+			timeTokens(b, 1, func(i int) {
+				if s.Pos >= 64 {
+					s.Reset()
+				}
+				if _, err := s.Forward([]int32{int32(100 + i%50)}, false); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
 	}
 }

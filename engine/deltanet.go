@@ -44,6 +44,7 @@ func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
 	st := s.delta[l]
 	C, K := sc.Channels(), sc.ConvKernel
 	NK, DK, NV, DV := sc.KeyHeads, sc.KeyDim, sc.ValueHeads, sc.ValueDim
+	xa := newActs(xn, c.Embd, m.Mode)
 
 	// Projections: conv input, output gate, beta and alpha logits.
 	ext := make([]float32, (K-1+T)*C) // conv history then this batch's inputs
@@ -57,7 +58,7 @@ func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
 		w := 2*DK + 2*r*DV
 		in := make([]float32, T*NK*w)
 		ba := make([]float32, T*2*NV)
-		matVecsOrMul(m.Pool, []*kernels.Matrix{d.In, d.BA}, xn, T, [][]float32{in, ba})
+		matVecsOrMul(m.Pool, []*kernels.Matrix{d.In, d.BA}, xa, [][]float32{in, ba})
 		for t := 0; t < T; t++ {
 			q := qkv[t*C:]
 			for g := 0; g < NK; g++ {
@@ -71,11 +72,11 @@ func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
 		unpackBA(ba, beta, alpha, T, NK, r)
 	} else if d.BA != nil {
 		ba := make([]float32, T*2*NV)
-		matVecsOrMul(m.Pool, []*kernels.Matrix{&d.QKV, &d.Z, d.BA}, xn, T, [][]float32{qkv, z, ba})
+		matVecsOrMul(m.Pool, []*kernels.Matrix{&d.QKV, &d.Z, d.BA}, xa, [][]float32{qkv, z, ba})
 		unpackBA(ba, beta, alpha, T, NK, r)
 	} else {
 
-		matVecsOrMul(m.Pool, []*kernels.Matrix{&d.QKV, &d.Z, &d.Beta, &d.Alpha}, xn, T, [][]float32{qkv, z, beta, alpha})
+		matVecsOrMul(m.Pool, []*kernels.Matrix{&d.QKV, &d.Z, &d.Beta, &d.Alpha}, xa, [][]float32{qkv, z, beta, alpha})
 	}
 
 	// Causal depthwise conv over time, then SiLU: out[t, c] = sum_j
@@ -163,7 +164,7 @@ func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
 		}
 	})
 	out := make([]float32, T*c.Embd)
-	m.Pool.MatMul(&d.Out, o, T, out)
+	matMul(m.Pool, &d.Out, newActs(o, len(o)/T, m.Mode), out)
 	return out
 }
 

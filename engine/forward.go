@@ -192,7 +192,7 @@ func (s *Session) batch(ids []int32, all, last bool) ([]float32, error) {
 		} else {
 			att := s.attention(l, L, xn, T)
 			o = make([]float32, T*D)
-			m.Pool.MatMul(&L.O, att, T, o)
+			matMul(m.Pool, &L.O, newActs(att, len(att)/T, m.Mode), o)
 		}
 		for i := range x {
 			x[i] += o[i]
@@ -233,7 +233,7 @@ func (s *Session) batch(ids []int32, all, last bool) ([]float32, error) {
 	n := T - first
 	rmsNormRows(xn[:n*D], x[first*D:], m.OutNorm, D, c.Eps)
 	logits := make([]float32, n*c.Vocab)
-	m.Pool.MatMul(&m.Output, xn[:n*D], n, logits)
+	matMul(m.Pool, &m.Output, newActs(xn[:n*D], D, m.Mode), logits)
 	if i := firstNonFinite(logits); i >= 0 {
 		return nil, fmt.Errorf("%s: non-finite logit %v (token %d): output.weight or output_norm.weight holds NaN or infinity", m.File.Path, logits[i], i%c.Vocab)
 	}

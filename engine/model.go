@@ -136,6 +136,9 @@ type Model struct {
 	Layers  []Layer
 	Experts ExpertStore
 	Pool    *kernels.Pool
+	// Mode is the arithmetic of the matrix products (Options.Mode); it
+	// may be changed between Forward calls.
+	Mode Mode
 
 	ropeOnce sync.Once
 	rope     *rope
@@ -245,6 +248,9 @@ type Options struct {
 	Threads int
 	// Stream configures the expert store of a pack (ignored for a GGUF).
 	Stream StreamOptions
+	// Mode is the arithmetic of the matrix products: Exact (the default)
+	// or Fast (quantized activations, mode.go).
+	Mode Mode
 }
 
 // Open loads a model: a GGUF file or any shard of a split GGUF (experts used
@@ -277,7 +283,7 @@ func newModel(f *gguf.File, opt Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Config: c, File: f, Pool: kernels.NewPool(opt.Threads)}
+	m := &Model{Config: c, File: f, Pool: kernels.NewPool(opt.Threads), Mode: opt.Mode}
 	if err := m.loadDense(f); err != nil {
 		return nil, err
 	}

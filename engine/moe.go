@@ -13,8 +13,11 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	m := s.m
 	c := &m.Config
 	E, K, D := c.Experts, c.ExpertsUsed, c.Embd
+	// The router, the shared expert and every routed expert read xn: in
+	// fast mode it is quantized once for all of them.
+	xa := newActs(xn, D, m.Mode)
 	logits := make([]float32, T*E)
-	m.Pool.MatMul(&L.Router, xn, T, logits)
+	matMul(m.Pool, &L.Router, xa, logits)
 	probs := make([]float32, T*E)
 	ids := make([]int32, T*K)
 	weights := make([]float32, T*K)
@@ -43,10 +46,10 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 		act = make([]float32, T*K*c.ExpertFF)
 	}
 	if T == 1 {
-		if err := s.expertsOneToken(l, ids, xn, ys, act); err != nil {
+		if err := s.expertsOneToken(l, ids, xa, ys, act); err != nil {
 			return nil, err
 		}
-	} else if err := s.expertsBatch(l, users, T, xn, ys, act); err != nil {
+	} else if err := s.expertsBatch(l, users, xa, ys, act); err != nil {
 		return nil, err
 	}
 	out := make([]float32, T*D)
@@ -64,7 +67,7 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 		s.trace = &LayerTrace{Layer: l, Pos0: s.Pos, Tokens: T, Probs: probs, IDs: ids, Weights: weights, ExpertOut: ys, MoEInput: xn, ExpertAct: act}
 	}
 	if L.Shared != nil {
-		gate, sh := s.sharedExpert(L.Shared, xn, T)
+		gate, sh := s.sharedExpert(L.Shared, xa)
 		for t := 0; t < T; t++ {
 			kernels.Axpy(out[t*D:(t+1)*D], gate[t], sh[t*D:(t+1)*D])
 		}
@@ -77,8 +80,9 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 
 // sharedExpert runs the shared expert on T tokens: its gates
 // sigmoid(GateInp . x) [T] and its outputs before them [T][Embd].
-func (s *Session) sharedExpert(sh *SharedExpert, xn []float32, T int) (gate, y []float32) {
+func (s *Session) sharedExpert(sh *SharedExpert, xa *acts) (gate, y []float32) {
 	m := s.m
+	xn, T := xa.x, xa.T()
 	D, F := m.Config.Embd, m.Config.SharedFF
 	gate = make([]float32, T)
 	for t := range gate {
@@ -86,12 +90,12 @@ func (s *Session) sharedExpert(sh *SharedExpert, xn []float32, T int) (gate, y [
 	}
 	g := make([]float32, T*F)
 	u := make([]float32, T*F)
-	matVecsOrMul(m.Pool, []*kernels.Matrix{&sh.Gate, &sh.Up}, xn, T, [][]float32{g, u})
+	matVecsOrMul(m.Pool, []*kernels.Matrix{&sh.Gate, &sh.Up}, xa, [][]float32{g, u})
 	for i := range g {
 		g[i] = silu(g[i]) * u[i]
 	}
 	y = make([]float32, T*D)
-	m.Pool.MatMul(&sh.Down, g, T, y)
+	matMul(m.Pool, &sh.Down, newActs(g, F, m.Mode), y)
 	return gate, y
 }
 
@@ -162,7 +166,7 @@ func (s *Session) route(probs, logits []float32, resident func(int) bool, ids []
 // expertsBatch runs each needed expert once over all the tokens routed to
 // it (users[e] lists its (token, rank) slots), writing outputs to ys and,
 // when act is not nil, the SwiGLU products to act.
-func (s *Session) expertsBatch(l int, users [][]int, T int, xn, ys, act []float32) error {
+func (s *Session) expertsBatch(l int, users [][]int, xa *acts, ys, act []float32) error {
 	m := s.m
 	c := &m.Config
 	K, D, F := c.ExpertsUsed, c.Embd, c.ExpertFF
@@ -184,16 +188,17 @@ func (s *Session) expertsBatch(l int, users [][]int, T int, xn, ys, act []float3
 		}
 		s.Stats.DistinctLoads++
 		nt := len(u)
+		tok := make([]int, nt)
 		for j, slot := range u {
-			t := slot / K
-			copy(xs[j*D:(j+1)*D], xn[t*D:(t+1)*D])
+			tok[j] = slot / K
 		}
-		m.Pool.MatMul(&ex.Gate, xs[:nt*D], nt, g[:nt*F])
-		m.Pool.MatMul(&ex.Up, xs[:nt*D], nt, up[:nt*F])
+		ea := xa.gather(tok, xs)
+		matMul(m.Pool, &ex.Gate, ea, g[:nt*F])
+		matMul(m.Pool, &ex.Up, ea, up[:nt*F])
 		for i := 0; i < nt*F; i++ {
 			g[i] = silu(g[i]) * up[i]
 		}
-		m.Pool.MatMul(&ex.Down, g[:nt*F], nt, y[:nt*D])
+		matMul(m.Pool, &ex.Down, newActs(g[:nt*F], F, m.Mode), y[:nt*D])
 		m.Experts.Release(l, e)
 		for j, slot := range u {
 			copy(ys[slot*D:(slot+1)*D], y[j*D:(j+1)*D])
@@ -210,7 +215,7 @@ func (s *Session) expertsBatch(l int, users [][]int, T int, xn, ys, act []float3
 // one parallel pass per stage (gate and up, then down) rather than three per
 // expert. Every output element is the same Dot, so the bits are
 // expertsBatch's whatever the grouping.
-func (s *Session) expertsOneToken(l int, ids []int32, xn, ys, act []float32) error {
+func (s *Session) expertsOneToken(l int, ids []int32, xa *acts, ys, act []float32) error {
 	m := s.m
 	var now, later []int
 	for k, e := range ids {
@@ -224,7 +229,7 @@ func (s *Session) expertsOneToken(l int, ids []int32, xn, ys, act []float32) err
 		if len(group) == 0 {
 			continue
 		}
-		if err := s.expertGroup(l, ids, group, xn, ys, act); err != nil {
+		if err := s.expertGroup(l, ids, group, xa, ys, act); err != nil {
 			return err
 		}
 	}
@@ -233,7 +238,7 @@ func (s *Session) expertsOneToken(l int, ids []int32, xn, ys, act []float32) err
 
 // expertGroup runs the experts ids[k] for k in ranks, pinned together;
 // act, when not nil, gets rank k's SwiGLU product at [k*ExpertFF:].
-func (s *Session) expertGroup(l int, ids []int32, ranks []int, xn, ys, act []float32) error {
+func (s *Session) expertGroup(l int, ids []int32, ranks []int, xa *acts, ys, act []float32) error {
 	m := s.m
 	c := &m.Config
 	D, F := c.Embd, c.ExpertFF
@@ -256,14 +261,14 @@ func (s *Session) expertGroup(l int, ids []int32, ranks []int, xn, ys, act []flo
 	}
 	gu := make([]float32, 2*n*F)
 	ms := make([]*kernels.Matrix, 0, 2*n)
-	xs := make([][]float32, 0, 2*n)
+	xs := make([]*acts, 0, 2*n)
 	outs := make([][]float32, 0, 2*n)
 	for j, ex := range exs {
 		ms = append(ms, &ex.Gate, &ex.Up)
-		xs = append(xs, xn, xn)
+		xs = append(xs, xa, xa)
 		outs = append(outs, gu[2*j*F:(2*j+1)*F], gu[(2*j+1)*F:(2*j+2)*F])
 	}
-	m.Pool.MatVecs(ms, xs, outs)
+	matVecs(m.Pool, ms, xs, outs)
 	h := make([]float32, n*F)
 	for j := 0; j < n; j++ {
 		g, u := gu[2*j*F:(2*j+1)*F], gu[(2*j+1)*F:(2*j+2)*F]
@@ -280,9 +285,9 @@ func (s *Session) expertGroup(l int, ids []int32, ranks []int, xn, ys, act []flo
 	for j, ex := range exs {
 		k := ranks[j]
 		ms = append(ms, &ex.Down)
-		xs = append(xs, h[j*F:(j+1)*F])
+		xs = append(xs, newActs(h[j*F:(j+1)*F], F, m.Mode))
 		outs = append(outs, ys[k*D:(k+1)*D])
 	}
-	m.Pool.MatVecs(ms, xs, outs)
+	matVecs(m.Pool, ms, xs, outs)
 	return nil
 }

@@ -216,8 +216,13 @@ func contains(s []int32, v int32) bool {
 // TestPrefillEqualsDecode: batched prefill and token-by-token decode with
 // the KV cache give the same bits.
 func TestPrefillEqualsDecode(t *testing.T) {
-	m := openModel(t, "model-bf16.gguf")
-	tokens := readI32(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))[:40]
+	prefillEqualsDecode(t, openModel(t, "model-bf16.gguf"), readI32(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))[:40])
+}
+
+// prefillEqualsDecode requires m's batched prefill of tokens and its
+// token-by-token decode to give the same logit bits.
+func prefillEqualsDecode(t *testing.T, m *Model, tokens []int32) {
+	t.Helper()
 	V := m.Config.Vocab
 	s := m.NewSession()
 	all, err := s.Forward(tokens, true)

@@ -7,6 +7,7 @@ type RunReport struct {
 	Model             string        `json:"model"`
 	Kernels           string        `json:"kernels"`
 	Threads           int           `json:"threads"`
+	Mode              string        `json:"mode"` // "exact" or "fast" (Mode)
 	PromptIDs         []int32       `json:"prompt_ids"`
 	GeneratedIDs      []int32       `json:"generated_ids"`
 	Text              string        `json:"text"`

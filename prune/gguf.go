@@ -73,8 +73,10 @@ func Write(ctx context.Context, src *gguf.File, keep *strata.Keep, out string, o
 	}
 	nExpert := m.Experts
 	k := keep.NKeep()
-	if g, err := src.Uint32(src.ArchKey("expert_group_count")); err == nil && g > 1 {
-		return nil, fmt.Errorf("%s: %s = %d: grouped routing ties experts to fixed groups, which pruning would break", src.Path, src.ArchKey("expert_group_count"), g)
+	// Grouped routing survives a group-balanced keep (the group keys are
+	// copied unchanged); any other keep is refused.
+	if err := keep.FitsGroups(src, m); err != nil {
+		return nil, err
 	}
 	set := []gguf.KV{{Key: strata.KeySourceNExpert, Value: gguf.Uint32(uint32(nExpert))}}
 	if opt.Criterion != "" {

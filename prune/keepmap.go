@@ -10,7 +10,14 @@ import (
 // order an engine should fill its cache in) and carries the profile's
 // statistics in its STAT block.
 func Choose(s *profile.Stats, c Criterion, k int) (*strata.Keep, error) {
-	keep, err := Select(s, c, k)
+	return ChooseGroups(s, c, k, 0)
+}
+
+// ChooseGroups is Choose for a model that routes by groups of consecutive
+// experts (strata.ExpertGroups; groups <= 1: no groups): it keeps the
+// k/groups best of every group, so that the keep is group-balanced.
+func ChooseGroups(s *profile.Stats, c Criterion, k, groups int) (*strata.Keep, error) {
+	keep, err := SelectGroups(s, c, k, groups)
 	if err != nil {
 		return nil, err
 	}

@@ -81,6 +81,35 @@ func Select(s *profile.Stats, c Criterion, k int) ([][]int, error) {
 	return keep, nil
 }
 
+// SelectGroups is Select keeping the k/groups best of every group of
+// consecutive experts (groups <= 1: Select); k must be a multiple of groups.
+func SelectGroups(s *profile.Stats, c Criterion, k, groups int) ([][]int, error) {
+	if groups <= 1 {
+		return Select(s, c, k)
+	}
+	if k < 1 || k > s.NExpert {
+		return nil, fmt.Errorf("keep %d experts of %d: want 1..%d", k, s.NExpert, s.NExpert)
+	}
+	if s.NExpert%groups != 0 || k%groups != 0 {
+		return nil, fmt.Errorf("keep %d experts of %d in %d groups: want the same number from every group (a multiple of %d)", k, s.NExpert, groups, groups)
+	}
+	per, kg := s.NExpert/groups, k/groups
+	keep := make([][]int, len(s.Blocks))
+	for l := range keep {
+		taken := make([]int, groups)
+		var kept []int
+		for _, e := range Order(s, c, l) {
+			if g := e / per; taken[g] < kg {
+				taken[g]++
+				kept = append(kept, e)
+			}
+		}
+		sort.Ints(kept)
+		keep[l] = kept
+	}
+	return keep, nil
+}
+
 // Hotness ranks the kept experts of each layer (positions 0..k-1 into
 // keep[l]) by routed-token count, hottest first, ties to the lower position:
 // the order in which an engine should fill its expert cache.

@@ -108,3 +108,23 @@ func TestRetention(t *testing.T) {
 		t.Error("profile of other layers accepted")
 	}
 }
+
+// TestSelectGroups: with expert groups, the best k/groups of every group
+// are kept, not the best k overall (issue 11 item 9).
+func TestSelectGroups(t *testing.T) {
+	s := profile.NewStats([]int{0}, 6)
+	// Two groups of three: {0,1,2} {3,4,5}; counts 50 40 30 | 20 10 0.
+	for e, c := range []int64{50, 40, 30, 20, 10, 0} {
+		s.Count[0][e] = c
+	}
+	if got, _ := Select(s, Frequency, 4); !slices.Equal(got[0], []int{0, 1, 2, 3}) {
+		t.Fatalf("ungrouped: %v", got[0])
+	}
+	got, err := SelectGroups(s, Frequency, 4, 2)
+	if err != nil || !slices.Equal(got[0], []int{0, 1, 3, 4}) {
+		t.Fatalf("2 groups, keep 4: %v, %v; want [0 1 3 4]", got, err)
+	}
+	if _, err := SelectGroups(s, Frequency, 3, 2); err == nil {
+		t.Error("keep 3 in 2 groups accepted")
+	}
+}

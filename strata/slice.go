@@ -78,6 +78,30 @@ func (kt *KeptTensor) Reader(f *gguf.File, k *Keep) io.Reader {
 	return io.MultiReader(parts...)
 }
 
+// ReadAt fills b with the output bytes of kt from byte off, as Reader
+// streams them (the random-access form, for comparing a pruned file with
+// its source).
+func (kt *KeptTensor) ReadAt(f *gguf.File, k *Keep, b []byte, off int64) error {
+	if kt.Layer < 0 {
+		return f.ReadTensorAt(kt.Src, b, off)
+	}
+	t := kt.Src
+	per := t.Size / t.Dims[len(t.Dims)-1]
+	ids := k.Keep[kt.Layer]
+	for len(b) > 0 {
+		i, within := off/per, off%per
+		if i >= int64(len(ids)) {
+			return fmt.Errorf("%s: tensor %q: read past its %d kept experts", f.Path, t.Name, len(ids))
+		}
+		n := min(int64(len(b)), per-within)
+		if err := f.ReadTensorAt(t, b[:n], int64(ids[i])*per+within); err != nil {
+			return err
+		}
+		b, off = b[n:], off+n
+	}
+	return nil
+}
+
 // Bytes reads the whole output of kt (for the small per-expert tensors:
 // routers, biases).
 func (kt *KeptTensor) Bytes(f *gguf.File, k *Keep) ([]byte, error) {

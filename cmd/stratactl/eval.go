@@ -23,6 +23,7 @@ type evalFlags struct {
 	score       string
 	ctx, chunks int
 	threads     int
+	fast        bool
 	arenaMB     float64
 	cache       cacheFlags
 	trace       string
@@ -68,6 +69,7 @@ and wait per token); --trace FILE writes the demands (docs/FORMATS.md, STRC).`,
 	cli.IntVar(fl, &f.chunks, "chunks", 0, 0, maxTokenCount, "windows to evaluate (0: all)")
 	fl.StringVar(&f.score, "score", evalq.ScoreAll.String(), "positions scored in each window: "+strings.Join(evalq.ScoringNames(), " or ")+" (llama-perplexity's)")
 	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS); results do not depend on it")
+	fastFlag(fl, &f.fast, "the candidate (REFERENCE stays exact)")
 	cli.Float64Var(fl, &f.arenaMB, "arena-mb", 0, 0, maxArenaMB, "pack candidate: run it through its expert store with this much memory for resident experts, in MiB (0: every expert)")
 	f.cache.add(fl)
 	fl.StringVar(&f.trace, "trace", "", "pack candidate: write its expert demands to this file (STRC, docs/FORMATS.md; stratactl replay reads it)")
@@ -132,7 +134,7 @@ func runEval(cmd *cobra.Command, env *cli.Env, candPath string, f *evalFlags) er
 	defer ref.Close()
 	routing := f.cache.routing()
 	streaming := f.arenaMB > 0 || f.cache.on() || f.trace != ""
-	cand, err := engine.Open(candPath, engine.Options{Threads: f.threads, Stream: engine.StreamOptions{ArenaMB: f.arenaMB}})
+	cand, err := engine.Open(candPath, engine.Options{Threads: f.threads, Mode: modeOf(f.fast), Stream: engine.StreamOptions{ArenaMB: f.arenaMB}})
 	if err != nil {
 		return err
 	}

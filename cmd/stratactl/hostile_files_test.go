@@ -23,6 +23,7 @@ import (
 	"github.com/stratactl/stratactl/internal/cli"
 	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/quant"
+	"github.com/stratactl/stratactl/strata"
 )
 
 // The hostile suite's file cases (issue 11): what stratactl promises about
@@ -493,5 +494,235 @@ func TestHostileQuantizeUnconvertible(t *testing.T) {
 	}
 	expectFailure(t, hostileCase{want: []string{p, "blk.0.attn_q.bias", "not a weight matrix", "blk.0.attn_norm.weight", "1-D"}, args: func(o string) []string {
 		return []string{"quantize", p, "--tensors", "^blk", "--type", "q8_0", "-o", filepath.Join(o, "q.gguf")}
+	}})
+}
+
+// TestHostileVerifyInputsElsewhere (item 6): a pack made with an importance
+// matrix given by a relative path verifies against its source from any
+// folder (the manifest records inputs by absolute path and sha256, and
+// verify finds them by hash); with the matrix gone, verify reports one
+// missing input, not damage to the pack's experts.
+func TestHostileVerifyInputsElsewhere(t *testing.T) {
+	in := newHostileInputs(t)
+	work := t.TempDir()
+	writeImatrix(t, in.model, filepath.Join(work, "imatrix.gguf"))
+	t.Chdir(work)
+	pack := filepath.Join(t.TempDir(), "pack")
+	mustRun(t, "pack", in.model, "--imatrix", "imatrix.gguf", "-o", pack)
+	t.Chdir(t.TempDir())
+	mustRun(t, "verify", pack, "--source", in.model)
+
+	// Moved beside the pack: found there by its hash.
+	beside := filepath.Join(filepath.Dir(pack), "imatrix.gguf")
+	if err := os.Rename(filepath.Join(work, "imatrix.gguf"), beside); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "verify", pack, "--source", in.model)
+
+	// Gone: one missing input, the experts still compared by their error.
+	os.Remove(beside)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), cli.Test(&stdout, &stderr), []string{"verify", "--json", pack, "--source", in.model})
+	var rep struct {
+		OK       bool `json:"ok"`
+		Failures []struct {
+			Check string `json:"check"`
+			Msg   string `json:"message"`
+		} `json:"failures"`
+		Omitted int `json:"failures_omitted"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("verify --json: %v\n%s", err, stdout.String())
+	}
+	if code == 0 || rep.OK || len(rep.Failures) != 1 || rep.Omitted != 0 || rep.Failures[0].Check != "inputs" || !strings.Contains(rep.Failures[0].Msg, "missing") {
+		t.Fatalf("verify with the imatrix gone: exit %d, %+v", code, rep)
+	}
+}
+
+// TestHostileInspectPack (item 11): inspect describes our own pack (the
+// folder or its model.gguf) instead of calling its experts unsupported.
+func TestHostileInspectPack(t *testing.T) {
+	in := newHostileInputs(t)
+	for _, p := range []string{in.pack, filepath.Join(in.pack, "model.gguf"), in.packKeep} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), cli.Test(&stdout, &stderr), []string{"inspect", p}); code != 0 {
+			t.Fatalf("inspect %s: exit %d: %s", p, code, stderr.String())
+		}
+		if s := stdout.String(); strings.Contains(s, "not usable") || !strings.Contains(s, "Pack (strata format") || !strings.Contains(s, "model.experts") {
+			t.Errorf("inspect %s does not describe the pack:\n%s", p, s)
+		}
+		stdout.Reset()
+		if code := run(context.Background(), cli.Test(&stdout, &stderr), []string{"inspect", "--json", p}); code != 0 {
+			t.Fatalf("inspect --json %s: exit %d: %s", p, code, stderr.String())
+		}
+		var rep struct {
+			MoEError string `json:"moe_error"`
+			Pack     *struct {
+				Layers, Experts, SourceExperts int
+				PartTypes                      []string `json:"part_types"`
+				Problem                        string
+			} `json:"pack"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		want := 8
+		if p == in.packKeep {
+			want = 4
+		}
+		if rep.MoEError != "" || rep.Pack == nil || rep.Pack.Problem != "" || rep.Pack.Layers != 2 || rep.Pack.Experts != want || len(rep.Pack.PartTypes) != 3 {
+			t.Errorf("inspect --json %s: moe_error %q, pack %+v", p, rep.MoEError, rep.Pack)
+		}
+	}
+}
+
+// withGroups rewrites model with DeepSeek-V3's grouped-routing keys added
+// ({arch}.expert_group_count, expert_group_used_count).
+func withGroups(t *testing.T, model, out string, groups, used uint32) {
+	t.Helper()
+	f, err := gguf.Open(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	kv := append(slices.Clone(f.KV), gguf.KV{Key: f.ArchKey("expert_group_count"), Value: gguf.Uint32(groups)},
+		gguf.KV{Key: f.ArchKey("expert_group_used_count"), Value: gguf.Uint32(used)})
+	w, err := gguf.Create(out, kv, f.Specs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range f.Tensors {
+		if err := w.CopyTensor(f.Tensors[i].Name, f.SectionReader(&f.Tensors[i])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHostileGroupedRouting (item 9): a model routing by expert groups
+// (8 experts in 2 groups of 4, 1 group per token, 2 experts per token)
+// prunes and packs with a group-balanced keep map (2 from each group), the
+// group keys preserved; any other keep is refused by both, naming the group.
+func TestHostileGroupedRouting(t *testing.T) {
+	in := newHostileInputs(t)
+	dir := t.TempDir()
+	m := filepath.Join(dir, "grouped.gguf")
+	withGroups(t, in.model, m, 2, 1)
+	f, err := gguf.Open(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moe, err := f.MoE()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []uint32
+	for _, l := range moe.Layers {
+		blocks = append(blocks, uint32(l.Block))
+	}
+	keepMap := func(name string, ids ...uint32) string {
+		k := &strata.Keep{NExpert: 8, Layers: blocks}
+		for range blocks {
+			k.Keep = append(k.Keep, ids)
+			k.Rank = append(k.Rank, nil)
+		}
+		p := filepath.Join(dir, name)
+		if err := strata.WriteKeep(p, k); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	balanced := keepMap("balanced.strp", 1, 3, 4, 6)
+	unbalanced := keepMap("unbalanced.strp", 0, 1, 2, 4)
+
+	pruned := filepath.Join(dir, "pruned.gguf")
+	mustRun(t, "prune", m, "--keep-map", balanced, "-o", pruned)
+	pack := filepath.Join(dir, "pack")
+	mustRun(t, "pack", m, "--keep-map", balanced, "-o", pack)
+	for _, p := range []string{pruned, filepath.Join(pack, "model.gguf")} {
+		g, err := gguf.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := g.Uint32(g.ArchKey("expert_count"))
+		gc, _ := g.Uint32(g.ArchKey("expert_group_count"))
+		gu, _ := g.Uint32(g.ArchKey("expert_group_used_count"))
+		g.Close()
+		if n != 4 || gc != 2 || gu != 1 {
+			t.Errorf("%s: expert_count %d, expert_group_count %d, expert_group_used_count %d; want 4, 2, 1", p, n, gc, gu)
+		}
+	}
+	mustRun(t, "verify", pack, "--source", m)
+
+	// Chosen from a profile: the best 2 of each group.
+	chosen := filepath.Join(dir, "chosen.gguf")
+	mustRun(t, "prune", m, "--profile", in.profile, "--keep", "4", "-o", chosen)
+	k, err := strata.ReadKeep(filepath.Join(dir, "chosen.keep.strp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l, ids := range k.Keep {
+		var per [2]int
+		for _, e := range ids {
+			per[e/4]++
+		}
+		if per != [2]int{2, 2} {
+			t.Errorf("block %d keeps %v from a profile: %v per group, want 2 and 2", k.Layers[l], ids, per)
+		}
+	}
+
+	for _, args := range [][]string{
+		{"prune", m, "--keep-map", unbalanced, "-o", "OUT/p.gguf"},
+		{"pack", m, "--keep-map", unbalanced, "-o", "OUT/pack"},
+	} {
+		expectFailure(t, hostileCase{want: []string{m, "expert_group_count", "group 0", "group-balanced"}, args: func(o string) []string {
+			a := slices.Clone(args)
+			for i := range a {
+				a[i] = strings.Replace(a[i], "OUT", o, 1)
+			}
+			return a
+		}})
+	}
+}
+
+// TestHostileVerifyPrunedWithKeepMap (item 11): verify PRUNED --source SRC
+// --keep-map compares each kept expert with its source expert, and passes;
+// without the keep map the shape failure says to give it; a flipped byte in
+// a kept expert is found.
+func TestHostileVerifyPrunedWithKeepMap(t *testing.T) {
+	in := newHostileInputs(t)
+	mustRun(t, "verify", in.pruned, "--source", in.model, "--keep-map", in.keepMap)
+	expectFailure(t, hostileCase{stdoutReport: true, want: []string{"--keep-map"}, args: func(string) []string {
+		return []string{"verify", in.pruned, "--source", in.model}
+	}})
+	// Another keep map (the identity) does not fit the pruned shapes.
+	identity := filepath.Join(t.TempDir(), "all.strp")
+	k, err := strata.ReadKeep(in.keepMap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strata.WriteKeep(identity, strata.IdentityKeep(k.Layers, int(k.NExpert)))
+	if slices.Equal(k.Keep[0], []uint32{0, 1, 2, 3}) && slices.Equal(k.Keep[1], []uint32{0, 1, 2, 3}) {
+		t.Fatal("the pruned model keeps experts 0-3: the mapping would not be tested")
+	}
+	expectFailure(t, hostileCase{stdoutReport: true, want: []string{"ne"}, args: func(string) []string {
+		return []string{"verify", in.pruned, "--source", in.model, "--keep-map", identity}
+	}})
+	// A byte of a kept expert changed: found.
+	bad := filepath.Join(t.TempDir(), "bad.gguf")
+	copyFile(t, in.pruned, bad)
+	f, err := gguf.Open(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ti, _ := f.Tensor("blk.1.ffn_down_exps.weight")
+	at := f.DataStart(ti) + ti.Size - 7
+	f.Close()
+	flipByte(t, bad, at)
+	expectFailure(t, hostileCase{stdoutReport: true, want: []string{"blk.1.ffn_down_exps.weight"}, args: func(string) []string {
+		return []string{"verify", bad, "--source", in.model, "--keep-map", in.keepMap}
 	}})
 }

@@ -29,16 +29,25 @@ much of the file the experts take. Long arrays and strings are shortened unless
 (all metadata in full, every tensor) as one document; see docs/INSPECT.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := gguf.OpenModel(args[0], false)
+			f, err := gguf.OpenModel(inspectPath(args[0]), false)
 			if err != nil {
 				return err
 			}
 			defer f.Close()
 			rep := gguf.Inspect(f)
-			if env.JSON {
-				return env.PrintJSON(rep)
+			// A pack's model.gguf holds no experts: they are in its
+			// model.experts, which the pack section describes.
+			pk := inspectPack(f)
+			if pk != nil {
+				rep.MoEError = ""
 			}
-			return printInspect(env.Out, f, rep, allKV, tensors)
+			if env.JSON {
+				return env.PrintJSON(struct {
+					*gguf.InspectReport
+					Pack *packSummary `json:"pack,omitempty"`
+				}{rep, pk})
+			}
+			return printInspect(env.Out, f, rep, pk, allKV, tensors)
 		},
 	}
 	cmd.Flags().BoolVar(&allKV, "kv", false, "print metadata values in full (arrays and long strings)")
@@ -46,7 +55,7 @@ much of the file the experts take. Long arrays and strings are shortened unless
 	return cmd
 }
 
-func printInspect(out io.Writer, f *gguf.File, rep *gguf.InspectReport, allKV, tensors bool) error {
+func printInspect(out io.Writer, f *gguf.File, rep *gguf.InspectReport, pk *packSummary, allKV, tensors bool) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	row := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
 	row("file\t%s (%s bytes, GGUF v%d)", rep.File, thousands(rep.FileBytes), rep.Version)
@@ -68,6 +77,8 @@ func printInspect(out io.Writer, f *gguf.File, rep *gguf.InspectReport, allKV, t
 
 	fmt.Fprintln(out)
 	switch m := rep.MoE; {
+	case pk != nil:
+		printPack(out, pk)
 	case m != nil:
 		fmt.Fprintln(out, "MoE")
 		row("  layers\t%d of %d blocks", m.Layers, m.Blocks)

@@ -18,6 +18,7 @@ type profileFlags struct {
 	out            string
 	ctx, maxTokens int
 	threads        int
+	fast           bool
 }
 
 func newProfileCmd(env *cli.Env) *cobra.Command {
@@ -47,6 +48,7 @@ model's tokenizer) or --ids (a file of little-endian int32 token ids).
 	ctxFlag(fl, &f.ctx)
 	cli.IntVar(fl, &f.maxTokens, "max-tokens", 0, 0, maxTokenCount, "stop after this many tokens, in whole windows (0: all)")
 	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS); results do not depend on it")
+	fastFlag(fl, &f.fast, "the model")
 	cmd.MarkFlagRequired("output")
 	return cmd
 }
@@ -55,7 +57,7 @@ func runProfile(cmd *cobra.Command, env *cli.Env, path string, f *profileFlags) 
 	if err := checkFiles([]string{path, f.tokens.text, f.tokens.ids}, []string{f.out}); err != nil {
 		return err
 	}
-	m, err := engine.Open(path, engine.Options{Threads: f.threads})
+	m, err := engine.Open(path, engine.Options{Threads: f.threads, Mode: modeOf(f.fast)})
 	if err != nil {
 		return err
 	}

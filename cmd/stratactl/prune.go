@@ -40,6 +40,9 @@ tokens routed to the expert; frequency: tokens routed to it; ean: total
 gate-weighted output norm), ties to the lower id, and writes the keep map
 (ranking by routed tokens, with the profile's statistics) to --keep-out,
 by default OUT with .gguf replaced by .keep.strp. pack --keep-map accepts it.
+A model that routes by expert groups ({arch}.expert_group_count, DeepSeek-V3's
+layout) keeps the same number from every group (the best K/G of each), and
+its group keys stay; a keep map that is not group-balanced is refused.
 With --keep-map it applies an existing keep map instead; given a --profile too
 (of any text), it also reports how much of that profile's routing the kept
 experts serve.`,
@@ -102,7 +105,9 @@ func runPrune(cmd *cobra.Command, env *cli.Env, path string, f *pruneFlags) erro
 			return err
 		}
 		criterion = string(c)
-		if keep, err = prune.Choose(stats, c, f.keep); err != nil {
+		// A model routing by expert groups keeps the same number from each.
+		groups, _ := strata.ExpertGroups(src)
+		if keep, err = prune.ChooseGroups(stats, c, f.keep, groups); err != nil {
 			return fmt.Errorf("%s: %w", f.profile, err)
 		}
 		if keepOut == "" {

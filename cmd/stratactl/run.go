@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/stratactl/stratactl/cachesim"
 	"github.com/stratactl/stratactl/engine"
 	"github.com/stratactl/stratactl/evalq"
@@ -35,6 +36,7 @@ type runFlags struct {
 	seed    uint64
 	logits  string
 	threads int
+	fast    bool
 
 	arenaMB     float64
 	readers     int
@@ -71,6 +73,7 @@ of the vocabulary size.`,
 	fl.Uint64Var(&f.seed, "seed", 1, "sampling seed")
 	fl.StringVar(&f.logits, "logits", "", "write every prompt position's and decode step's logits (float32 LE rows) to this file")
 	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS); results do not depend on it")
+	fastFlag(fl, &f.fast, "the model")
 	cli.Float64Var(fl, &f.arenaMB, "arena-mb", 0, 0, maxArenaMB, "pack: memory for resident experts in MiB (0: every expert)")
 	cli.IntVar(fl, &f.readers, "readers", 4, 1, maxReaders, "pack: goroutines reading expert slots")
 	fl.BoolVar(&f.noReadAhead, "no-readahead", false, "pack: do not guess and read the next layer's experts early")
@@ -89,7 +92,7 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	if err := checkFiles([]string{path, f.idsFile}, []string{f.logits, f.trace}); err != nil {
 		return err
 	}
-	m, err := engine.Open(path, engine.Options{Threads: f.threads, Stream: engine.StreamOptions{
+	m, err := engine.Open(path, engine.Options{Threads: f.threads, Mode: modeOf(f.fast), Stream: engine.StreamOptions{
 		ArenaMB: f.arenaMB, Readers: f.readers, NoReadAhead: f.noReadAhead, Buffered: f.buffered,
 	}})
 	if err != nil {
@@ -176,6 +179,7 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 		Model:             path,
 		Kernels:           kernels.Describe(),
 		Threads:           m.Pool.Threads,
+		Mode:              m.Mode.String(),
 		PromptIDs:         res.PromptIDs,
 		GeneratedIDs:      res.GeneratedIDs,
 		Text:              tok.Decode(res.GeneratedIDs),
@@ -235,4 +239,18 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 		fmt.Fprintf(env.Err, "logits: %d rows of %d to %s\n", rep.LogitsRows, rep.Vocab, rep.LogitsFile)
 	}
 	return nil
+}
+
+// fastFlag adds --fast, the engine's fast mode for what (run, eval and
+// profile spell it the same).
+func fastFlag(fl *pflag.FlagSet, fast *bool, what string) {
+	fl.BoolVar(fast, "fast", false, "run "+what+" in fast mode: quantized dot products against Q8_0 activations where the weight type has one (default exact: float32 activations)")
+}
+
+// modeOf is the engine mode --fast selects.
+func modeOf(fast bool) engine.Mode {
+	if fast {
+		return engine.Fast
+	}
+	return engine.Exact
 }

@@ -12,15 +12,15 @@ func init() { register(newVerifyCmd) }
 
 func newVerifyCmd(env *cli.Env) *cobra.Command {
 	var (
-		source, imatrix string
-		jobs            int
+		source, imatrix, keepMap string
+		jobs                     int
 	)
 	cmd := &cobra.Command{
 		Use:   "verify PATH",
 		Short: "Check a pack folder or a GGUF byte by byte; with --source, against the model it was made from",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := convert.Verify(cmd.Context(), convert.VerifyConfig{Path: args[0], Source: source, Imatrix: imatrix, Jobs: jobs, Progress: progressFor(env)})
+			rep, err := convert.Verify(cmd.Context(), convert.VerifyConfig{Path: args[0], Source: source, Imatrix: imatrix, KeepMap: keepMap, Jobs: jobs, Progress: progressFor(env)})
 			if err != nil {
 				return err
 			}
@@ -45,6 +45,7 @@ func newVerifyCmd(env *cli.Env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&source, "source", "", "the GGUF the checked file was made from: compare every expert and tensor with it")
+	cmd.Flags().StringVar(&keepMap, "keep-map", "", "for a pruned GGUF (stratactl prune): the keep map it was pruned with, so that --source compares each kept expert with its source expert")
 	cmd.Flags().StringVar(&imatrix, "imatrix", "", "the importance matrix the file was made with (default: the one the pack's manifest names)")
 	cli.Threads(cmd.Flags(), &jobs, "worker threads (0: all cores)")
 	cli.Verbose(cmd.Flags(), env, "also list the tensors whose type did not change")

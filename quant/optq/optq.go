@@ -435,5 +435,5 @@ func (q *quantized) pack(dst []byte) {
 // (more, broader inputs: less regularisation needed).
 const (
 	DefaultSelfDamp       = 0.10
-	DefaultSelfRefineDamp = 0.3
+	DefaultSelfRefineDamp = 0.1
 )

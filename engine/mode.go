@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/stratactl/stratactl/kernels"
+)
+
+// Mode selects the arithmetic of the weight-matrix products.
+type Mode int
+
+const (
+	// Exact multiplies every weight row, decoded to float32, with float32
+	// activations: the reference mode, and the default.
+	Exact Mode = iota
+	// Fast multiplies weights whose type has a quantized dot product
+	// (kernels.VecDotQ8) with activations quantized to Q8_0 once per row,
+	// the quantized row reused by every matrix and expert reading it; in
+	// a batch each weight row meets all the batch's rows (MatMulQ8).
+	// Products on other types stay exact. Each output element is one
+	// kernels.DotQ8 of one weight row and one quantized row, so the bits
+	// do not depend on the thread count or on how tokens are batched.
+	Fast
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Exact:
+		return "exact"
+	case Fast:
+		return "fast"
+	}
+	return fmt.Sprintf("mode(%d)", int(m))
+}
+
+// acts is a batch of activation rows as the products read them: float32
+// rows of n and, in fast mode, their Q8_0 quantization, made on first use
+// and kept for every later product reading the same rows.
+type acts struct {
+	x    []float32
+	n    int
+	fast bool
+	q    []*kernels.Q8Row
+}
+
+// newActs wraps the rows x (len a multiple of n) for mode mode.
+func newActs(x []float32, n int, mode Mode) *acts {
+	return &acts{x: x, n: n, fast: mode == Fast}
+}
+
+// T is the number of rows.
+func (a *acts) T() int { return len(a.x) / a.n }
+
+// q8 is the rows quantized to Q8_0, quantized on the first call.
+func (a *acts) q8() []*kernels.Q8Row {
+	if a.q == nil {
+		a.q = make([]*kernels.Q8Row, a.T())
+		for t := range a.q {
+			r := new(kernels.Q8Row)
+			if err := kernels.QuantizeQ8Row(a.x[t*a.n:(t+1)*a.n], r); err != nil {
+				// Only reached through a matrix that CanDotQ8 (n a multiple
+				// of 32), so this is a broken invariant, not bad input.
+				panic("engine: " + err.Error())
+			}
+			a.q[t] = r
+		}
+	}
+	return a.q
+}
+
+// gather is the rows idx of a, copied to buf (len >= len(idx)*n); in fast
+// mode the quantized rows are a's, shared, so no row is quantized twice.
+func (a *acts) gather(idx []int, buf []float32) *acts {
+	g := &acts{x: buf[:len(idx)*a.n], n: a.n, fast: a.fast}
+	for j, t := range idx {
+		copy(g.x[j*a.n:(j+1)*a.n], a.x[t*a.n:(t+1)*a.n])
+	}
+	if a.fast {
+		q := a.q8()
+		g.q = make([]*kernels.Q8Row, len(idx))
+		for j, t := range idx {
+			g.q[j] = q[t]
+		}
+	}
+	return g
+}
+
+// useQ8 reports whether the product of mat with a takes the quantized path.
+func (a *acts) useQ8(mat *kernels.Matrix) bool { return a.fast && mat.CanDotQ8() }
+
+// matMul sets out[t*Rows+r] = row r of mat . row t of a, in a's mode.
+func matMul(pool *kernels.Pool, mat *kernels.Matrix, a *acts, out []float32) {
+	T := a.T()
+	switch {
+	case !a.useQ8(mat):
+		pool.MatMul(mat, a.x, T, out)
+	case T == 1:
+		pool.MatVecQ8(mat, a.q8()[0], out)
+	default:
+		pool.MatMulQ8(mat, a.q8(), out)
+	}
+}
+
+// matVecs sets outs[i] = ms[i] . as[i] for single rows, in one parallel pass
+// over all the matrices' rows (the small products of one decode step), each
+// element the bits matMul would give.
+func matVecs(pool *kernels.Pool, ms []*kernels.Matrix, as []*acts, outs [][]float32) {
+	var exact []*kernels.Matrix
+	var exactX, exactOut [][]float32
+	var qm []*kernels.Matrix
+	var qx []*kernels.Q8Row
+	var qout [][]float32
+	for i, mat := range ms {
+		if as[i].useQ8(mat) {
+			qm = append(qm, mat)
+			qx = append(qx, as[i].q8()[0])
+			qout = append(qout, outs[i])
+		} else {
+			exact = append(exact, mat)
+			exactX = append(exactX, as[i].x)
+			exactOut = append(exactOut, outs[i])
+		}
+	}
+	if len(exact) > 0 {
+		pool.MatVecs(exact, exactX, exactOut)
+	}
+	if len(qm) == 0 {
+		return
+	}
+	start := make([]int, len(qm)+1)
+	work := 0
+	for i, mat := range qm {
+		if qx[i].Len() != mat.Cols || len(qout[i]) < mat.Rows {
+			panic(fmt.Sprintf("engine: matVecs shapes: matrix %d is %d x %d, %d activations, len(out)=%d", i, mat.Rows, mat.Cols, qx[i].Len(), len(qout[i])))
+		}
+		start[i+1] = start[i] + mat.Rows
+		work = max(work, mat.Cols)
+	}
+	pool.Parallel(start[len(qm)], work, func(lo, hi int) {
+		i := 0
+		for g := lo; g < hi; g++ {
+			for g >= start[i+1] {
+				i++
+			}
+			mat := qm[i]
+			r := g - start[i]
+			qout[i][r] = kernels.DotQ8(mat.Type, mat.Row(r), qx[i])
+		}
+	})
+}
+
+// matVecsOrMul computes outs[i] = ms[i] a for a's rows: in one parallel pass
+// for a single row, else a matMul each (the same dot per element either
+// way).
+func matVecsOrMul(pool *kernels.Pool, ms []*kernels.Matrix, a *acts, outs [][]float32) {
+	if a.T() == 1 {
+		as := make([]*acts, len(ms))
+		for i := range as {
+			as[i] = a
+		}
+		matVecs(pool, ms, as, outs)
+		return
+	}
+	for i, mat := range ms {
+		matMul(pool, mat, a, outs[i])
+	}
+}
