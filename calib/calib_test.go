@@ -3,6 +3,7 @@ package calib
 import (
 	"bytes"
 	"context"
+	"slices"
 	"sync"
 	"testing"
 
@@ -98,12 +99,12 @@ func TestCollectRoutedInputs(t *testing.T) {
 			t.Fatalf("expert %d: %d + %d inputs, want %d + %d", e, in.N, in.NH, len(train), len(held))
 		}
 		for j, x := range train {
-			if !equalF32(in.X[j*D:(j+1)*D], x) {
+			if !slices.Equal(in.X[j*D:(j+1)*D], x) {
 				t.Fatalf("expert %d input %d differs from the traced MoE input", e, j)
 			}
 		}
 		for j, x := range held {
-			if !equalF32(in.Held[j*D:(j+1)*D], x) {
+			if !slices.Equal(in.Held[j*D:(j+1)*D], x) {
 				t.Fatalf("expert %d held input %d differs from the traced MoE input", e, j)
 			}
 		}
@@ -111,18 +112,6 @@ func TestCollectRoutedInputs(t *testing.T) {
 	if _, err := set.Layer(1); err == nil {
 		t.Fatal("layer 1 was not collected but Layer gave it")
 	}
-}
-
-func equalF32(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestQuantizerDeterministic: the same bytes with 1 or 2 matmul threads in
