@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/hybridshape"
 	"github.com/stratactl/stratactl/quant"
 )
 
@@ -26,6 +27,16 @@ type SynthConfig struct {
 	Jobs        int
 	Progress    ProgressFunc
 	Hybrid      HybridShape // qwen35moe only: the token mixers' geometry
+}
+
+// HybridShape is a qwen35moe model's token-mixer geometry (its home is
+// internal/hybridshape, shared with bench decode's synthetic packs).
+type HybridShape = hybridshape.Shape
+
+// hybridModel is the part of cfg the qwen35moe layout reads.
+func (cfg *SynthConfig) hybridModel() hybridshape.Model {
+	return hybridshape.Model{Arch: cfg.Arch, Layers: cfg.Layers, Experts: cfg.Experts, Embd: cfg.Embd, FF: cfg.FF,
+		Type: cfg.Type, DenseType: cfg.DenseType}
 }
 
 // SynthResult says what was written.
@@ -137,7 +148,7 @@ func Synth(ctx context.Context, cfg SynthConfig) (*SynthResult, error) {
 	var hy HybridShape
 	if cfg.Arch == "qwen35moe" {
 		var err error
-		if hy, err = cfg.Hybrid.resolve(cfg.Embd, cfg.FF); err != nil {
+		if hy, err = cfg.Hybrid.Resolve(cfg.Embd, cfg.FF); err != nil {
 			return nil, err
 		}
 		res.Heads, res.HeadsKV, res.HeadDim = hy.Heads, hy.HeadsKV, hy.HeadDim
@@ -184,10 +195,10 @@ func Synth(ctx context.Context, cfg SynthConfig) (*SynthResult, error) {
 	must(add("token_embd.weight", cfg.DenseType, 0, 0.02, D, V))
 	for b := range cfg.Layers {
 		if cfg.Arch == "qwen35moe" {
-			if hy.isAttention(b) {
+			if hy.IsAttention(b) {
 				res.AttentionLayers = append(res.AttentionLayers, b)
 			}
-			must(hy.addBlock(b, cfg, add))
+			must(hy.AddBlock(b, cfg.hybridModel(), add))
 			continue
 		}
 		p := fmt.Sprintf("blk.%d.", b)
@@ -219,7 +230,7 @@ func Synth(ctx context.Context, cfg SynthConfig) (*SynthResult, error) {
 		kv = append(kv, gguf.KV{Key: "general.file_type", Value: gguf.Uint32(ft)})
 	}
 	if cfg.Arch == "qwen35moe" {
-		kv = append(kv, hy.metadata(cfg, used)...)
+		kv = append(kv, hy.Metadata(cfg.hybridModel(), used)...)
 	} else {
 		kv = append(kv, qwen3moeKV(cfg, res, used)...)
 	}

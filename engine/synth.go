@@ -6,20 +6,63 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/hybridshape"
 	"github.com/stratactl/stratactl/quant"
 	"github.com/stratactl/stratactl/strata"
 )
 
-// SynthSpec shapes a synthetic qwen3moe pack for decode benchmarks: random
-// weights of realistic scale (activations stay ordinary numbers), so speed
-// is what real weights of the same types would give.
+// SynthSpec shapes a synthetic pack for decode benchmarks: random weights
+// of realistic scale (activations stay ordinary numbers), so speed is what
+// real weights of the same types would give. Arch is "qwen3moe" (the
+// default when empty; Heads, HeadsKV and HeadDim shape its attention) or
+// "qwen35moe", whose token mixers Hybrid shapes (zero fields take
+// hybridshape.Shape's defaults; Heads, HeadsKV and HeadDim are unused) and
+// whose dense tensors are laid out by hybridshape.Shape.AddBlock, the
+// layout synth writes.
 type SynthSpec struct {
+	Arch                                  string `json:"arch,omitempty"`
 	Layers, Embd, Heads, HeadsKV, HeadDim int
 	Experts, ExpertsUsed, ExpertFF, Vocab int
 	DenseType, ExpertType                 quant.Type
 	Seed                                  uint64
+	Hybrid                                *hybridshape.Shape `json:"hybrid,omitempty"`
+}
+
+// SynthArchitectures are the architectures WriteSyntheticPack makes.
+var SynthArchitectures = []string{"qwen3moe", "qwen35moe"}
+
+// Resolve checks the architecture and, for qwen35moe, fills Hybrid's zero
+// fields with their defaults.
+func (sp *SynthSpec) Resolve() error {
+	switch sp.Arch {
+	case "", "qwen3moe":
+		sp.Arch = "qwen3moe"
+		if sp.Hybrid != nil {
+			return fmt.Errorf("synthetic qwen3moe pack: a hybrid shape is for qwen35moe only")
+		}
+	case "qwen35moe":
+		var h hybridshape.Shape
+		if sp.Hybrid != nil {
+			h = *sp.Hybrid
+		}
+		r, err := h.Resolve(sp.Embd, sp.ExpertFF)
+		if err != nil {
+			return err
+		}
+		sp.Hybrid = &r
+	default:
+		return fmt.Errorf("synthetic packs are of %s, not %q", strings.Join(SynthArchitectures, " or "), sp.Arch)
+	}
+	return nil
+}
+
+// hybridModel is the part of the spec the qwen35moe layout reads.
+func (sp *SynthSpec) hybridModel() hybridshape.Model {
+	return hybridshape.Model{Arch: sp.Arch, Layers: sp.Layers, Experts: sp.Experts, Embd: sp.Embd, FF: sp.ExpertFF,
+		Type: sp.ExpertType, DenseType: sp.DenseType}
 }
 
 // SynthBytes is the size of the experts file the spec makes.
@@ -101,6 +144,9 @@ func randomWeights(rng *rand.Rand, t quant.Type, cols, rows int, sigma float32) 
 // model.experts and keep.strp, through strata.CreatePack) as the folder
 // dir, which must not exist or be an empty folder.
 func WriteSyntheticPack(dir string, sp SynthSpec) error {
+	if err := sp.Resolve(); err != nil {
+		return err
+	}
 	rng := rand.New(rand.NewPCG(sp.Seed, 0x5717))
 	h, err := sp.header()
 	if err != nil {
@@ -144,22 +190,28 @@ func WriteSyntheticPack(dir string, sp SynthSpec) error {
 	if err != nil {
 		return err
 	}
-	arch := "qwen3moe"
+	arch := sp.Arch
 	kv := []gguf.KV{
 		{Key: "general.architecture", Value: gguf.String(arch)},
 		{Key: "general.name", Value: gguf.String("synthetic")},
-		{Key: arch + ".block_count", Value: gguf.Uint32(uint32(sp.Layers))},
-		{Key: arch + ".context_length", Value: gguf.Uint32(4096)},
-		{Key: arch + ".embedding_length", Value: gguf.Uint32(uint32(sp.Embd))},
-		{Key: arch + ".expert_feed_forward_length", Value: gguf.Uint32(uint32(sp.ExpertFF))},
-		{Key: arch + ".attention.head_count", Value: gguf.Uint32(uint32(sp.Heads))},
-		{Key: arch + ".attention.head_count_kv", Value: gguf.Uint32(uint32(sp.HeadsKV))},
-		{Key: arch + ".attention.key_length", Value: gguf.Uint32(uint32(sp.HeadDim))},
-		{Key: arch + ".attention.value_length", Value: gguf.Uint32(uint32(sp.HeadDim))},
-		{Key: arch + ".rope.freq_base", Value: gguf.Float32(1e6)},
-		{Key: arch + ".attention.layer_norm_rms_epsilon", Value: gguf.Float32(1e-6)},
-		{Key: arch + ".expert_count", Value: gguf.Uint32(uint32(sp.Experts))},
-		{Key: arch + ".expert_used_count", Value: gguf.Uint32(uint32(sp.ExpertsUsed))},
+	}
+	if arch == "qwen35moe" {
+		kv = append(kv, sp.Hybrid.Metadata(sp.hybridModel(), sp.ExpertsUsed)...)
+	} else {
+		kv = append(kv, []gguf.KV{
+			{Key: arch + ".block_count", Value: gguf.Uint32(uint32(sp.Layers))},
+			{Key: arch + ".context_length", Value: gguf.Uint32(4096)},
+			{Key: arch + ".embedding_length", Value: gguf.Uint32(uint32(sp.Embd))},
+			{Key: arch + ".expert_feed_forward_length", Value: gguf.Uint32(uint32(sp.ExpertFF))},
+			{Key: arch + ".attention.head_count", Value: gguf.Uint32(uint32(sp.Heads))},
+			{Key: arch + ".attention.head_count_kv", Value: gguf.Uint32(uint32(sp.HeadsKV))},
+			{Key: arch + ".attention.key_length", Value: gguf.Uint32(uint32(sp.HeadDim))},
+			{Key: arch + ".attention.value_length", Value: gguf.Uint32(uint32(sp.HeadDim))},
+			{Key: arch + ".rope.freq_base", Value: gguf.Float32(1e6)},
+			{Key: arch + ".attention.layer_norm_rms_epsilon", Value: gguf.Float32(1e-6)},
+			{Key: arch + ".expert_count", Value: gguf.Uint32(uint32(sp.Experts))},
+			{Key: arch + ".expert_used_count", Value: gguf.Uint32(uint32(sp.ExpertsUsed))},
+		}...)
 	}
 	kv = append(kv, keys...)
 	type tensor struct {
@@ -187,21 +239,12 @@ func WriteSyntheticPack(dir string, sp SynthSpec) error {
 	}
 	D := sp.Embd
 	inv := float32(1 / math.Sqrt(float64(D)))
-	add("token_embd.weight", sp.DenseType, D, sp.Vocab, 1)
-	for l := 0; l < sp.Layers; l++ {
-		p := fmt.Sprintf("blk.%d.", l)
-		ones(p+"attn_norm.weight", D)
-		add(p+"attn_q.weight", sp.DenseType, D, sp.Heads*sp.HeadDim, inv)
-		add(p+"attn_k.weight", sp.DenseType, D, sp.HeadsKV*sp.HeadDim, inv)
-		add(p+"attn_v.weight", sp.DenseType, D, sp.HeadsKV*sp.HeadDim, inv)
-		add(p+"attn_output.weight", sp.DenseType, sp.Heads*sp.HeadDim, D, float32(1/math.Sqrt(float64(sp.Heads*sp.HeadDim))))
-		ones(p+"attn_q_norm.weight", sp.HeadDim)
-		ones(p+"attn_k_norm.weight", sp.HeadDim)
-		ones(p+"ffn_norm.weight", D)
-		// The Q8_0 copy is the router itself, rounded, as a converter makes
-		// it: read-ahead guesses as well as it would on a real pack.
+	// router adds layer l's router and its Q8_0 copy, the router itself
+	// rounded, as a converter makes it: read-ahead guesses as well as it
+	// would on a real pack.
+	router := func(l int) {
 		var router []byte
-		ts = append(ts, tensor{gguf.TensorSpec{Name: p + "ffn_gate_inp.weight", Type: quant.F32, Dims: []int64{int64(D), int64(sp.Experts)}}, func() (b []byte, err error) {
+		ts = append(ts, tensor{gguf.TensorSpec{Name: fmt.Sprintf("blk.%d.ffn_gate_inp.weight", l), Type: quant.F32, Dims: []int64{int64(D), int64(sp.Experts)}}, func() (b []byte, err error) {
 			router, err = randomWeights(rng, quant.F32, D, sp.Experts, inv)
 			return router, err
 		}})
@@ -212,6 +255,54 @@ func WriteSyntheticPack(dir string, sp SynthSpec) error {
 			}
 			return strata.RouterCopy(x, D)
 		}})
+	}
+	add("token_embd.weight", sp.DenseType, D, sp.Vocab, 1)
+	for l := 0; l < sp.Layers; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		if arch == "qwen35moe" {
+			// convert's layout, less the routed experts (they are the
+			// experts file's) and with the router's copy beside it.
+			err := sp.Hybrid.AddBlock(l, sp.hybridModel(), func(name string, t quant.Type, mean, sigma float64, dims ...int64) error {
+				switch {
+				case strings.HasSuffix(name, "_exps.weight"):
+					return nil
+				case name == p+"ffn_gate_inp.weight":
+					router(l)
+					return nil
+				case mean != 0 && t != quant.F32:
+					return fmt.Errorf("synthetic %s: a mean of %g in %s is not made", name, mean, t)
+				}
+				rows := int64(1)
+				for _, d := range dims[1:] {
+					rows *= d
+				}
+				cols := int(dims[0])
+				ts = append(ts, tensor{gguf.TensorSpec{Name: name, Type: t, Dims: dims}, func() ([]byte, error) {
+					b, err := randomWeights(rng, t, cols, int(rows), float32(sigma))
+					if err == nil && mean != 0 {
+						for i := 0; i+4 <= len(b); i += 4 {
+							v := math.Float32frombits(binary.LittleEndian.Uint32(b[i:]))
+							binary.LittleEndian.PutUint32(b[i:], math.Float32bits(v+float32(mean)))
+						}
+					}
+					return b, err
+				}})
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		ones(p+"attn_norm.weight", D)
+		add(p+"attn_q.weight", sp.DenseType, D, sp.Heads*sp.HeadDim, inv)
+		add(p+"attn_k.weight", sp.DenseType, D, sp.HeadsKV*sp.HeadDim, inv)
+		add(p+"attn_v.weight", sp.DenseType, D, sp.HeadsKV*sp.HeadDim, inv)
+		add(p+"attn_output.weight", sp.DenseType, sp.Heads*sp.HeadDim, D, float32(1/math.Sqrt(float64(sp.Heads*sp.HeadDim))))
+		ones(p+"attn_q_norm.weight", sp.HeadDim)
+		ones(p+"attn_k_norm.weight", sp.HeadDim)
+		ones(p+"ffn_norm.weight", D)
+		router(l)
 	}
 	ones("output_norm.weight", D)
 	add("output.weight", sp.DenseType, D, sp.Vocab, inv)

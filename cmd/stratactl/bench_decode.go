@@ -3,18 +3,22 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/stratactl/stratactl/engine"
 	"github.com/stratactl/stratactl/internal/bench"
 	"github.com/stratactl/stratactl/internal/cli"
+	"github.com/stratactl/stratactl/internal/hybridshape"
 	"github.com/stratactl/stratactl/quant"
 )
 
 func init() { registerBench(newBenchDecodeCmd) }
 
 type benchDecodeFlags struct {
-	dir                        string
+	dir, arch                  string
+	attnInterval               int
+	changed                    func(name string) bool
 	keep                       bool
 	layers, embd, heads, kv    int
 	headDim, experts, used, ff int
@@ -33,18 +37,26 @@ func newBenchDecodeCmd(env *cli.Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "decode",
 		Short: "Decode speed of a synthetic pack against the memory and disk bandwidth measured in the same run",
-		Long: `bench decode writes a synthetic qwen3moe pack (random weights of the given
-shapes and types) to --dir, measures this machine's memory read bandwidth and the
+		Long: `bench decode writes a synthetic pack of --arch (qwen3moe, or the hybrid
+qwen35moe: gated delta nets with every --attn-interval-th layer gated attention,
+a shared expert, head geometry from --embd as synth makes it unless --heads,
+--heads-kv or --head-dim are given; random weights of the given shapes and
+types) to --dir, measures this machine's memory read bandwidth and the
 pack's random slot-read bandwidth (O_DIRECT where allowed), then decodes twice:
 with every expert resident (bound by memory bandwidth: weight bytes per token)
 and with an arena of --arena-frac of the experts (bound also by the disk: bytes
 read per token). It prints each speed next to the limit those bandwidths give.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return benchDecode(cmd.Context(), env, &f) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.changed = cmd.Flags().Changed
+			return benchDecode(cmd.Context(), env, &f)
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.dir, "dir", "", "where to make the synthetic pack's own new folder (default: the temp dir); it is removed after unless --keep-files")
 	fl.BoolVar(&f.keep, "keep-files", false, "keep the synthetic pack")
+	fl.StringVar(&f.arch, "arch", "qwen3moe", "architecture of the synthetic pack: "+strings.Join(engine.SynthArchitectures, ", "))
+	cli.IntVar(fl, &f.attnInterval, "attn-interval", 4, 1, maxLayers, "qwen35moe: every this many layers one is full attention")
 	cli.IntVar(fl, &f.layers, "layers", 8, 1, maxLayers, "MoE layers")
 	cli.IntVar(fl, &f.embd, "embd", 2560, 1, maxWidth, "hidden size")
 	cli.IntVar(fl, &f.heads, "heads", 32, 1, maxHeads, "attention heads")
@@ -82,6 +94,21 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 	}
 	sp := engine.SynthSpec{Layers: f.layers, Embd: f.embd, Heads: f.heads, HeadsKV: f.kv, HeadDim: f.headDim,
 		Experts: f.experts, ExpertsUsed: f.used, ExpertFF: f.ff, Vocab: f.vocab, DenseType: dt, ExpertType: et, Seed: f.seed}
+	sp.Arch = f.arch
+	if f.arch == "qwen35moe" {
+		// synth's geometry from n_embd, overridden by the flags given.
+		h := hybridshape.Shape{AttnInterval: f.attnInterval}
+		if f.changed("heads") {
+			h.Heads = f.heads
+		}
+		if f.changed("heads-kv") {
+			h.HeadsKV = f.kv
+		}
+		if f.changed("head-dim") {
+			h.HeadDim = f.headDim
+		}
+		sp.Hybrid = &h
+	}
 	rep, err := bench.Decode(ctx, bench.DecodeConfig{Spec: sp, Dir: f.dir, KeepFiles: f.keep, ArenaFrac: f.arenaFrac,
 		Prompt: f.prompt, Tokens: f.tokens, Readers: f.readers, Threads: f.threads, MemMB: f.memMB, DiskSlots: f.diskSlots, Log: env.Logf})
 	if err != nil {
@@ -92,8 +119,12 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 		return env.PrintJSON(rep)
 	}
 	w := env.Out
-	fmt.Fprintf(w, "synthetic pack: %d layers, embd %d, %d experts (%d used) of ff %d, %s experts, %s dense, vocab %d\n",
-		f.layers, f.embd, f.experts, f.used, f.ff, et, dt, f.vocab)
+	fmt.Fprintf(w, "synthetic %s pack: %d layers, embd %d, %d experts (%d used) of ff %d, %s experts, %s dense, vocab %d\n",
+		rep.Spec.Arch, f.layers, f.embd, f.experts, f.used, f.ff, et, dt, f.vocab)
+	if h := rep.Spec.Hybrid; h != nil {
+		fmt.Fprintf(w, "  every %d-th layer attention (%d heads, %d KV, dim %d), the others delta nets (%d key, %d value heads of %d), shared expert ff %d\n",
+			h.AttnInterval, h.Heads, h.HeadsKV, h.HeadDim, h.KHeads, h.VHeads, h.VDim, h.SharedFF)
+	}
 	fmt.Fprintf(w, "  experts file %.1f MB (slots of %d bytes), written in %.1f s to %s\n", float64(size)/1e6, rep.SlotBytes, rep.WriteSeconds, dir)
 	fmt.Fprintf(w, "  weights per token: dense %.1f MB + experts %.1f MB\n", rep.DenseMBPerTok, rep.ExpertMBPerTok)
 	fmt.Fprintf(w, "machine: %s, %d threads of %d CPUs\n", rep.Kernels, rep.Threads, rep.CPUs)

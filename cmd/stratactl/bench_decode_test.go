@@ -12,11 +12,10 @@ import (
 	"github.com/stratactl/stratactl/internal/cli"
 )
 
-func TestBenchDecodeSmall(t *testing.T) {
+// benchDecodeReport runs bench decode with args and reads its JSON report.
+func benchDecodeReport(t *testing.T, args []string) bench.DecodeReport {
+	t.Helper()
 	var out, errb bytes.Buffer
-	args := []string{"--json", "bench", "decode", "--dir", t.TempDir(), "--layers", "2", "--embd", "256", "--ff", "128",
-		"--experts", "16", "--used", "2", "--vocab", "512", "--heads", "4", "--heads-kv", "2", "--head-dim", "64",
-		"-n", "4", "--prompt", "3", "--mem-mb", "8", "--disk-slots", "8"}
 	if code := run(context.Background(), cli.Test(&out, &errb), args); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -24,6 +23,14 @@ func TestBenchDecodeSmall(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
+	return rep
+}
+
+func TestBenchDecodeSmall(t *testing.T) {
+	args := []string{"--json", "bench", "decode", "--dir", t.TempDir(), "--layers", "2", "--embd", "256", "--ff", "128",
+		"--experts", "16", "--used", "2", "--vocab", "512", "--heads", "4", "--heads-kv", "2", "--head-dim", "64",
+		"-n", "4", "--prompt", "3", "--mem-mb", "8", "--disk-slots", "8"}
+	rep := benchDecodeReport(t, args)
 	if rep.MemReadGBs <= 0 || rep.DiskReadMBs <= 0 || rep.ExpertsBytes <= 0 {
 		t.Fatalf("bandwidths %+v", rep)
 	}
@@ -61,5 +68,31 @@ func TestBenchDecodeKeepsUserFiles(t *testing.T) {
 	left, _ := os.ReadDir(dir)
 	if len(left) != 1 {
 		t.Fatalf("bench decode left %d entries in --dir, want only the user's file", len(left))
+	}
+}
+
+// --arch qwen35moe benches the hybrid: its geometry comes from --embd as
+// synth makes it, every --attn-interval-th layer attention, and the dense
+// bytes per token count the shared experts the engine reads.
+func TestBenchDecodeQwen35(t *testing.T) {
+	args := []string{"--json", "bench", "decode", "--arch", "qwen35moe", "--dir", t.TempDir(), "--layers", "4", "--attn-interval", "2",
+		"--embd", "256", "--ff", "128", "--experts", "16", "--used", "2", "--vocab", "512",
+		"-n", "4", "--prompt", "3", "--mem-mb", "8", "--disk-slots", "8"}
+	rep := benchDecodeReport(t, args)
+	h := rep.Spec.Hybrid
+	if rep.Spec.Arch != "qwen35moe" || h == nil || h.AttnInterval != 2 || h.Heads != 2 || h.KHeads != 2 || h.SharedFF != 128 {
+		t.Fatalf("spec %+v hybrid %+v", rep.Spec, h)
+	}
+	if rep.Resident.DecodeSteps != 3 || rep.Resident.Stream.HitRate != 1 || rep.Streaming.Stream.Counters.Misses == 0 {
+		t.Fatalf("runs %+v %+v", rep.Resident, rep.Streaming.Stream)
+	}
+	// Same expert bytes per token as qwen3moe of these shapes: 4 layers x 2
+	// used x 3 matrices of 128 x 256 Q2_0 (18 bytes per 64 weights).
+	if want := 4 * 2 * 3 * 128 * 256 / 64 * 18; rep.ExpertMBPerTok*1e6 != float64(want) {
+		t.Fatalf("expert bytes per token %.0f, want %d", rep.ExpertMBPerTok*1e6, want)
+	}
+	var out, e2 bytes.Buffer
+	if code := run(context.Background(), cli.Test(&out, &e2), []string{"bench", "decode", "--arch", "llama", "--dir", t.TempDir()}); code == 0 {
+		t.Fatal("--arch llama was accepted")
 	}
 }

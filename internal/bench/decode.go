@@ -68,6 +68,9 @@ type DecodeReport struct {
 // give.
 func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 	sp := cfg.Spec
+	if err := sp.Resolve(); err != nil {
+		return nil, err
+	}
 	size, err := sp.SynthBytes()
 	if err != nil {
 		return nil, err

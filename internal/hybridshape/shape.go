@@ -1,4 +1,8 @@
-package convert
+// Package hybridshape is the one definition of a synthetic qwen35moe model's
+// layout: its token mixers' geometry, every block's tensors (names, shapes,
+// the spread of their random values) and its hyperparameter keys. synth
+// (convert) writes GGUFs of it and bench decode (engine) packs of it.
+package hybridshape
 
 import (
 	"fmt"
@@ -8,7 +12,7 @@ import (
 	"github.com/stratactl/stratactl/quant"
 )
 
-// HybridShape is the geometry of a qwen35moe model's token mixers: every
+// Shape is the geometry of a qwen35moe model's token mixers: every
 // AttnInterval-th layer (il+1 divisible by it) is gated full attention, the
 // others gated delta nets, as qwen35moe.full_attention_interval says. Zero
 // fields take defaults derived from n_embd with the ratios of Qwen3-Next and
@@ -17,7 +21,7 @@ import (
 // n_embd/128 key heads and twice as many value heads, a conv kernel of 4;
 // the shared expert as wide as a routed one), which need n_embd to be a
 // multiple of 128.
-type HybridShape struct {
+type Shape struct {
 	AttnInterval int    `json:"full_attention_interval"`
 	Heads        int    `json:"head_count"`
 	HeadsKV      int    `json:"head_count_kv"`
@@ -32,9 +36,22 @@ type HybridShape struct {
 	SharedFF     int    `json:"expert_shared_feed_forward_length"`
 }
 
-// resolve fills the zero fields and checks the geometry is one the
+// Model is the rest of a synthetic model's shape: what the layout reads
+// besides the token mixers.
+type Model struct {
+	Arch                  string // the metadata keys' prefix ("qwen35moe")
+	Layers, Experts, Embd int
+	FF                    int        // n_ff_exp
+	Type, DenseType       quant.Type // routed experts; attention, delta nets, shared expert
+}
+
+// AddFunc receives one tensor: name, type, the mean and standard deviation
+// of its random values, and dims (ne0 first).
+type AddFunc func(name string, t quant.Type, mean, sigma float64, dims ...int64) error
+
+// Resolve fills the zero fields and checks the geometry is one the
 // qwen35moe graph can run.
-func (h HybridShape) resolve(embd, ff int) (HybridShape, error) {
+func (h Shape) Resolve(embd, ff int) (Shape, error) {
 	def := func(v *int, d int) {
 		if *v == 0 {
 			*v = d
@@ -90,14 +107,15 @@ func (h HybridShape) resolve(embd, ff int) (HybridShape, error) {
 	return h, nil
 }
 
-// isAttention says whether block il is full attention.
-func (h HybridShape) isAttention(il int) bool { return (il+1)%h.AttnInterval == 0 }
+// IsAttention says whether block il is full attention.
+func (h Shape) IsAttention(il int) bool { return (il+1)%h.AttnInterval == 0 }
 
-// addBlock adds the tensors of block il, named and shaped as llama.cpp's
+// AddBlock adds the tensors of block il (with their random values' mean
+// and standard deviation), named and shaped as llama.cpp's
 // convert_hf_to_gguf.py writes qwen35moe (ne0 first): the mixer (gated
 // delta net or gated attention), post_attention_norm, the router, the
 // routed experts and the sigmoid-gated shared expert.
-func (h HybridShape) addBlock(il int, cfg SynthConfig, add func(name string, t quant.Type, mean, sigma float64, dims ...int64) error) error {
+func (h Shape) AddBlock(il int, cfg Model, add AddFunc) error {
 	D, E, F, S := int64(cfg.Embd), int64(cfg.Experts), int64(cfg.FF), int64(h.SharedFF)
 	inv := func(n int64) float64 { return 1 / math.Sqrt(float64(n)) }
 	dt := cfg.DenseType
@@ -109,7 +127,7 @@ func (h HybridShape) addBlock(il int, cfg SynthConfig, add func(name string, t q
 		dims        []int64
 	}
 	ts := []tensor{{"attn_norm.weight", quant.F32, 1, 0.02, []int64{D}}}
-	if h.isAttention(il) {
+	if h.IsAttention(il) {
 		hd, q, kv := int64(h.HeadDim), int64(h.Heads*h.HeadDim), int64(h.HeadsKV*h.HeadDim)
 		ts = append(ts,
 			tensor{"attn_q.weight", dt, 0, inv(D), []int64{D, 2 * q}}, // q and its output gate, interleaved per head
@@ -154,9 +172,9 @@ func (h HybridShape) addBlock(il int, cfg SynthConfig, add func(name string, t q
 	return nil
 }
 
-// metadata is the qwen35moe hyperparameter block, under the keys llama.cpp's
+// Metadata is the qwen35moe hyperparameter block, under the keys llama.cpp's
 // converter writes (see ../shared/models/tiny-qwen35moe/README.md).
-func (h HybridShape) metadata(cfg SynthConfig, used int) []gguf.KV {
+func (h Shape) Metadata(cfg Model, used int) []gguf.KV {
 	a := cfg.Arch + "."
 	var kv []gguf.KV
 	u := func(k string, v int) { kv = append(kv, gguf.KV{Key: a + k, Value: gguf.Uint32(uint32(v))}) }
