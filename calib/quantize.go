@@ -10,7 +10,7 @@ import (
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/kernels"
 	"github.com/stratactl/stratactl/quant"
-	"github.com/stratactl/stratactl/quant/optq"
+	"github.com/stratactl/stratactl/optq"
 )
 
 // Quantizer serves the Q2_0 encoding of a source model's experts, each
