@@ -11,7 +11,7 @@ import (
 	"github.com/stratactl/stratactl/evalq"
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/testutil"
-	"github.com/stratactl/stratactl/quant/optq"
+	"github.com/stratactl/stratactl/optq"
 )
 
 func openTiny(t *testing.T, threads int) *engine.Model {

@@ -16,7 +16,7 @@ import (
 	"os"
 
 	"github.com/stratactl/stratactl/engine"
-	"github.com/stratactl/stratactl/quant/optq"
+	"github.com/stratactl/stratactl/optq"
 )
 
 // DefaultHoldEvery holds back every 16th window from the Hessians to

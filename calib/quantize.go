@@ -9,8 +9,8 @@ import (
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/kernels"
+	"github.com/stratactl/stratactl/optq"
 	"github.com/stratactl/stratactl/quant"
-	"github.com/stratactl/stratactl/quant/optq"
 )
 
 // Quantizer serves the Q2_0 encoding of a source model's experts, each

@@ -81,6 +81,17 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 		}
 	}
 	nKeep := keep.NKeep()
+	// A pruned source records which original experts it holds: the pack's
+	// keep.strp and strata.source.n_expert then describe the original model.
+	packKeep, sourceNExpert := keep, m.Experts
+	rec, err := strata.SourceKeep(f, m)
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil {
+		packKeep = rec.Compose(keep)
+		sourceNExpert = int(rec.NExpert)
+	}
 	if m.Embd%32 != 0 {
 		return nil, fmt.Errorf("%s: n_embd %d is not a multiple of 32: no Q8_0 router copy possible", f.Path, m.Embd)
 	}
@@ -150,7 +161,7 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 
 	layerStats, err := writeExperts(ctx, pw, f, m, keep, cfg, imp, prog)
 	if err == nil {
-		err = writePackModel(ctx, pw, f, m, keep, cfg.CarryMTP, prog)
+		err = writePackModel(ctx, pw, f, m, keep, packKeep, sourceNExpert, cfg.CarryMTP, prog)
 	}
 	if err != nil {
 		stopHash()
@@ -164,8 +175,8 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 	man := &strata.Manifest{
 		Tool: "stratactl", ToolVersion: cfg.Version,
 		CommandLine: append([]string{}, cfg.Args...),
-		Parameters:  strata.PackParams{Type: cfg.Type.String(), Keep: absPath(cfg.Keep), Imatrix: absPath(cfg.Imatrix), Jobs: jobsOr(cfg.Jobs), Calibration: cfg.Calib},
-		Model: strata.PackShape{Arch: m.Arch, MoELayers: len(m.Layers), SourceExpert: m.Experts, Expert: nKeep, ExpertsUsed: m.ExpertsUsed,
+		Parameters:  strata.PackParams{Type: cfg.Type.String(), Keep: absPath(cfg.Keep), Imatrix: absPath(cfg.Imatrix), Jobs: jobsOr(cfg.Jobs), Calibration: cfg.Calib, SourceKeep: rec != nil},
+		Model: strata.PackShape{Arch: m.Arch, MoELayers: len(m.Layers), SourceExpert: sourceNExpert, Expert: nKeep, ExpertsUsed: m.ExpertsUsed,
 			Embd: m.Embd, ExpertFF: m.ExpertFF, SlotBytes: h.SlotBytes, PayloadBytes: h.PayloadBytes()},
 		Inputs: inputs,
 	}
@@ -187,7 +198,7 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 			}
 		}
 	}
-	if err := pw.Commit(ctx, keep, man); err != nil {
+	if err := pw.Commit(ctx, packKeep, man); err != nil {
 		return nil, interrupted(err, "pack")
 	}
 	return man, nil
@@ -299,7 +310,7 @@ func writeExperts(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m *g
 // expert matrices, as strata.KeptTensors cuts them to the kept experts, and
 // a Q8_0 copy right after each router. The multi-token-prediction blocks
 // are dropped unless carryMTP copies them whole.
-func writePackModel(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m *gguf.MoE, keep *strata.Keep, carryMTP bool, prog Progress) error {
+func writePackModel(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m *gguf.MoE, keep, packKeep *strata.Keep, sourceNExpert int, carryMTP bool, prog Progress) error {
 	kept, err := strata.KeptTensors(f, m, keep, carryMTP)
 	if err != nil {
 		return err
@@ -330,9 +341,13 @@ func writePackModel(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m 
 			jobs = append(jobs, job{kt: kt, q8copy: true})
 		}
 	}
-	keys, err := pw.Keys(m.Experts)
+	keys, err := pw.Keys(sourceNExpert)
 	if err != nil {
 		return err
+	}
+	if _, ok := f.Get(strata.KeySourceKeep); ok {
+		// A pruned source's record, carried, names the pack's experts.
+		keys = append(keys, packKeep.SourceKV()...)
 	}
 	kv, err := strata.KeptKV(f, m, int(nKeep), carryMTP, keys)
 	if err != nil {

@@ -228,14 +228,9 @@ func verifyGGUF(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 	return nil
 }
 
-// compareTensor compares t (in f) with its source s, a chunk at a time:
-// same type means same bytes; otherwise t's error against the source must
-// not exceed that of re-quantizing the source with the recorded settings.
-func compareTensor(ctx context.Context, f *gguf.File, t *gguf.TensorInfo, src *gguf.File, s *gguf.TensorInfo, q2 Q2Params, imp *Importance, calibrated bool, r *VerifyReport) (TensorCompare, error) {
-	return compareKept(ctx, f, t, src, &strata.KeptTensor{Src: s, Layer: -1}, nil, q2, imp, calibrated, r)
-}
-
-// compareKept is compareTensor against the source as a keep map cuts it
+// compareKept compares t (in f) with its source, a chunk at a time (same
+// type means same bytes; otherwise t's error against the source must not
+// exceed that of re-quantizing the source with the recorded settings), as a keep map cuts it
 // (keep nil: whole): the pruned tensor's expert i is source expert
 // keep.Keep[layer][i], read, and quantized with its importance, as such.
 func compareKept(ctx context.Context, f *gguf.File, t *gguf.TensorInfo, src *gguf.File, kt *strata.KeptTensor, keep *strata.Keep, q2 Q2Params, imp *Importance, calibrated bool, r *VerifyReport) (TensorCompare, error) {

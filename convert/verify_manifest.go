@@ -80,8 +80,9 @@ func checkManifest(ctx context.Context, dir, source string, r *VerifyReport) (*s
 			}
 		}
 	}
-	// The keep map in the pack is the one the pack was made with.
-	if keepIn != nil {
+	// The keep map in the pack is the one the pack was made with (unless
+	// it was composed with a pruned source's record, over other ids).
+	if keepIn != nil && !man.Parameters.SourceKeep {
 		for _, o := range man.Outputs {
 			if o.Path == strata.KeepFile && o.SHA256 != keepIn.SHA256 {
 				r.failf("manifest", path, -1, "keep.strp differs from the keep map given to pack (%s)", keepIn.Path)

@@ -154,9 +154,27 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 		} else {
 			r.failf("source", filepath.Join(dir, strata.ManifestFile), -1, "no readable manifest: the quantizer settings to compare with are unknown")
 		}
-		if err := keep.Fits(sm, src.Path); err != nil {
-			r.failf("source", kpath, -1, "%v", err)
-			src = nil
+		// A pack made from a pruned GGUF keeps original expert ids; against
+		// that GGUF (which records the original experts it holds) they are
+		// read as its own.
+		rec, err := strata.SourceKeep(src, sm)
+		if err != nil {
+			return err
+		}
+		if rec != nil && keep.NExpert == rec.NExpert && int(keep.NExpert) != sm.Experts {
+			local, err := rec.Local(keep)
+			if err != nil {
+				r.failf("source", kpath, -1, "%s: %v", src.Path, err)
+				src = nil
+			} else {
+				keep = local
+			}
+		}
+		if src != nil {
+			if err := keep.Fits(sm, src.Path); err != nil {
+				r.failf("source", kpath, -1, "%v", err)
+				src = nil
+			}
 		}
 		if mf != nil && src != nil {
 			compareDense(mf, src, sm, keep, r)

@@ -240,7 +240,7 @@ func (s *Session) batch(ids []int32, all, last bool) ([]float32, error) {
 	return logits, nil
 }
 
-// pendingTrace carries the layer trace from moe (routing, expert outputs)
+// traceHidden completes the layer trace from moe (routing, expert outputs)
 // to the end of the layer (hidden state).
 func (s *Session) traceHidden(x, mixer []float32) {
 	if s.trace != nil {

@@ -124,29 +124,9 @@ func matVecs(pool *kernels.Pool, ms []*kernels.Matrix, as []*acts, outs [][]floa
 	if len(exact) > 0 {
 		pool.MatVecs(exact, exactX, exactOut)
 	}
-	if len(qm) == 0 {
-		return
+	if len(qm) > 0 {
+		pool.MatVecsQ8(qm, qx, qout)
 	}
-	start := make([]int, len(qm)+1)
-	work := 0
-	for i, mat := range qm {
-		if qx[i].Len() != mat.Cols || len(qout[i]) < mat.Rows {
-			panic(fmt.Sprintf("engine: matVecs shapes: matrix %d is %d x %d, %d activations, len(out)=%d", i, mat.Rows, mat.Cols, qx[i].Len(), len(qout[i])))
-		}
-		start[i+1] = start[i] + mat.Rows
-		work = max(work, mat.Cols)
-	}
-	pool.Parallel(start[len(qm)], work, func(lo, hi int) {
-		i := 0
-		for g := lo; g < hi; g++ {
-			for g >= start[i+1] {
-				i++
-			}
-			mat := qm[i]
-			r := g - start[i]
-			qout[i][r] = kernels.DotQ8(mat.Type, mat.Row(r), qx[i])
-		}
-	})
 }
 
 // matVecsOrMul computes outs[i] = ms[i] a for a's rows: in one parallel pass

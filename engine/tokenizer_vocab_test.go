@@ -168,7 +168,7 @@ func mustVocabTokenizer(t *testing.T, v Vocab) *Tokenizer {
 	return tok
 }
 
-// idsOf maps token texts (byte-to-unicode form) to ids of a synthetic vocab.
+// vocabIDs maps token texts (byte-to-unicode form) to ids of a synthetic vocab.
 func vocabIDs(t *testing.T, v Vocab, texts ...string) []int32 {
 	t.Helper()
 	var ids []int32

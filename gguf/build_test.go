@@ -29,7 +29,6 @@ func (r *raw) header(version uint32, nTensors, nKV uint64) {
 }
 
 func (r *raw) kvU32(key string, x uint32) { r.str(key); r.u32(uint32(TypeUint32)); r.u32(x) }
-func (r *raw) kvStr(key, s string)        { r.str(key); r.u32(uint32(TypeString)); r.str(s) }
 
 // tensor writes one tensor info record.
 func (r *raw) tensor(name string, typ quant.Type, off uint64, dims ...uint64) {

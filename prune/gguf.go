@@ -57,7 +57,9 @@ type Options struct {
 // Write streams src into a GGUF at out that holds only the experts of keep:
 // every per-expert tensor of a MoE layer (strata.ExpertIndexed) is cut down
 // to the kept slices (in keep-map order), {arch}.expert_count becomes the
-// kept count, the source count and the criterion are recorded, and every
+// kept count, the original experts kept (strata.Keep.SourceKV: the
+// original count and ids, composed with src's own record when src was
+// pruned already) and the criterion are recorded, and every
 // other tensor and key is copied unchanged. Nothing appears at out unless all
 // of it was written.
 func Write(ctx context.Context, src *gguf.File, keep *strata.Keep, out string, opt Options) (*Result, error) {
@@ -78,7 +80,18 @@ func Write(ctx context.Context, src *gguf.File, keep *strata.Keep, out string, o
 	if err := keep.FitsGroups(src, m); err != nil {
 		return nil, err
 	}
-	set := []gguf.KV{{Key: strata.KeySourceNExpert, Value: gguf.Uint32(uint32(nExpert))}}
+	// The file records the original experts it holds; pruning a pruned
+	// file composes its record with keep, so the record always names the
+	// original model's experts.
+	orig := keep
+	rec, err := strata.SourceKeep(src, m)
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil {
+		orig = rec.Compose(keep)
+	}
+	set := orig.SourceKV()
 	if opt.Criterion != "" {
 		set = append(set, gguf.KV{Key: KeyCriterion, Value: gguf.String(opt.Criterion)})
 	}

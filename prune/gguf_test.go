@@ -78,8 +78,16 @@ func TestWriteSlicesExperts(t *testing.T) {
 			if c, _ := dst.String(KeyCriterion); c != "reap" {
 				t.Errorf("%s = %q", KeyCriterion, c)
 			}
-			if len(dst.KV) != len(src.KV)+2 {
-				t.Errorf("%d keys, want %d", len(dst.KV), len(src.KV)+2)
+			// The record of the original experts kept is the plan.
+			dm, err := dst.MoE()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec, err := strata.SourceKeep(dst, dm); err != nil || rec == nil || rec.NExpert != 32 || !slices.EqualFunc(rec.Keep, plan.Keep, slices.Equal) {
+				t.Errorf("%s records %+v (err %v), want %v", strata.KeySourceKeep, rec, err, plan.Keep)
+			}
+			if len(dst.KV) != len(src.KV)+3 {
+				t.Errorf("%d keys, want %d", len(dst.KV), len(src.KV)+3)
 			}
 			for i, p := range src.KV {
 				if p.Key == "qwen3moe.expert_count" {

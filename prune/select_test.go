@@ -114,9 +114,7 @@ func TestRetention(t *testing.T) {
 func TestSelectGroups(t *testing.T) {
 	s := profile.NewStats([]int{0}, 6)
 	// Two groups of three: {0,1,2} {3,4,5}; counts 50 40 30 | 20 10 0.
-	for e, c := range []int64{50, 40, 30, 20, 10, 0} {
-		s.Count[0][e] = c
-	}
+	copy(s.Count[0], []int64{50, 40, 30, 20, 10, 0})
 	if got, _ := Select(s, Frequency, 4); !slices.Equal(got[0], []int{0, 1, 2, 3}) {
 		t.Fatalf("ungrouped: %v", got[0])
 	}

@@ -115,7 +115,11 @@ type PackParams struct {
 	Q2Candidates int    `json:"q2_candidates,omitempty"`
 	Imatrix      string `json:"imatrix,omitempty"`
 	Keep         string `json:"keep,omitempty"`
-	Jobs         int    `json:"jobs"`
+	// SourceKeep is set when the source was a pruned GGUF that records the
+	// original experts it holds (KeySourceKeep): keep.strp is then that
+	// record composed with Keep, over the original model's experts.
+	SourceKeep bool `json:"source_keep,omitempty"`
+	Jobs       int  `json:"jobs"`
 	// Calibration is set when the experts were quantized against
 	// calibration inputs (then their bytes depend on that input too).
 	Calibration *Calibration `json:"calibration,omitempty"`

@@ -28,6 +28,10 @@ const (
 	// KeySourceNExpert is the experts per layer before pruning; a pruned
 	// GGUF (stratactl prune) carries it too.
 	KeySourceNExpert = "strata.source.n_expert"
+	// KeySourceKeep is a pruned GGUF's record of the source experts it
+	// holds: a u32 array, layer-major (n_layer x n_keep), each layer's
+	// kept source expert ids ascending (SourceKeep reads it).
+	KeySourceKeep = "strata.source.keep"
 	// KeyPackID is the pack id (PackID.String) that model.experts carries
 	// in its header: the two files belong to one pack.
 	KeyPackID = "strata.pack_id"

@@ -10,8 +10,8 @@ import (
 	"github.com/stratactl/stratactl/convert"
 	"github.com/stratactl/stratactl/engine"
 	"github.com/stratactl/stratactl/internal/cli"
+	"github.com/stratactl/stratactl/optq"
 	"github.com/stratactl/stratactl/quant"
-	"github.com/stratactl/stratactl/quant/optq"
 	"github.com/stratactl/stratactl/strata"
 )
 

@@ -152,7 +152,6 @@ func mustRun(t *testing.T, args ...string) {
 
 // hostileCase is one command line that must fail.
 type hostileCase struct {
-	name string
 	args func(out string) []string
 	// want are the substrings the error must hold: the file, and the tensor
 	// or byte offset where there is one.

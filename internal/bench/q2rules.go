@@ -299,7 +299,7 @@ const (
 	Q2SpeedRuns    = 5
 )
 
-// q2Speed times each rule on one goroutine locked to its thread, by the
+// Q2Speed times each rule on one goroutine locked to its thread, by the
 // thread's CPU time where the system has that clock (a busy shared machine
 // then does not distort it), else by the wall clock; clock says which.
 func Q2Speed(candidates, weights int) (rows []Q2SpeedRow, clock string, err error) {

@@ -206,7 +206,7 @@ func TestExpertNoTokens(t *testing.T) {
 	}
 }
 
-// TestExpertDownTarget: with calibration inputs the expert's output error
+// TestExpertOutputError: with calibration inputs the expert's output error
 // on held-back inputs is below the plain search's, and the down projection's
 // corrected target makes the whole expert better than quantizing down
 // against its own H alone.
