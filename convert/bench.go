@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 type BenchPackConfig struct {
 	Dir       string // work folder (created files are removed unless KeepFiles)
 	Input     string // an existing model to pack instead of a synthetic one
+	Arch      string // synthetic model's architecture (SynthConfig.Arch; empty: qwen3moe)
 	Layers    int
 	Experts   int
 	Embd, FF  int
@@ -33,6 +35,7 @@ type BenchPackConfig struct {
 type BenchPackResult struct {
 	Machine       string  `json:"machine"`
 	Input         string  `json:"input"`
+	Arch          string  `json:"arch"`
 	InputBytes    int64   `json:"input_bytes"`
 	OutputBytes   int64   `json:"output_bytes"`
 	Layers        int     `json:"moe_layers"`
@@ -74,7 +77,7 @@ func BenchPack(ctx context.Context, cfg BenchPackConfig) (*BenchPackResult, erro
 	if in == "" {
 		in = filepath.Join(dir, "source.gguf")
 		t0 := time.Now()
-		if _, err := Synth(ctx, SynthConfig{Out: in, Arch: "qwen3moe", Layers: cfg.Layers, Experts: cfg.Experts, Embd: cfg.Embd, FF: cfg.FF,
+		if _, err := Synth(ctx, SynthConfig{Out: in, Arch: cmp.Or(cfg.Arch, "qwen3moe"), Layers: cfg.Layers, Experts: cfg.Experts, Embd: cfg.Embd, FF: cfg.FF,
 			Type: cfg.Type, DenseType: quant.Q8_0, Seed: 1, Jobs: cfg.Jobs, Progress: cfg.Progress}); err != nil {
 			return nil, err
 		}
@@ -95,6 +98,7 @@ func BenchPack(ctx context.Context, cfg BenchPackConfig) (*BenchPackResult, erro
 	blocks := blocksOf(f.moe)
 	nExpert := f.moe.Experts
 	embd, ff := f.moe.Embd, f.moe.ExpertFF
+	res.Arch, _ = f.file.String("general.architecture")
 	f.file.Close()
 	if cfg.Keep <= 0 || cfg.Keep > nExpert {
 		return nil, fmt.Errorf("--keep %d: want 1..%d", cfg.Keep, nExpert)
@@ -221,7 +225,7 @@ func machine() string {
 }
 
 type moeFile struct {
-	file interface{ Close() error }
+	file *gguf.File
 	moe  *gguf.MoE
 }
 

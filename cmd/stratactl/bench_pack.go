@@ -43,7 +43,7 @@ The field-scale default needs about 75 GB of free disk in --dir.`,
 			}
 			gb := func(b int64) float64 { return float64(b) / 1e9 }
 			fmt.Fprintf(env.Out, "machine        %s, -j %d\n", res.Machine, res.Jobs)
-			fmt.Fprintf(env.Out, "input          %s: %.2f GB, %d MoE layers × %d experts\n", res.Input, gb(res.InputBytes), res.Layers, res.Experts)
+			fmt.Fprintf(env.Out, "input          %s (%s): %.2f GB, %d MoE layers × %d experts\n", res.Input, res.Arch, gb(res.InputBytes), res.Layers, res.Experts)
 			if res.SynthSeconds > 0 {
 				fmt.Fprintf(env.Out, "synth          %.1f s\n", res.SynthSeconds)
 			}
@@ -60,6 +60,7 @@ The field-scale default needs about 75 GB of free disk in --dir.`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.Dir, "dir", "", "work folder (default: the system temp folder)")
 	f.StringVar(&cfg.Input, "input", "", "pack this model instead of a synthetic one")
+	f.StringVar(&cfg.Arch, "arch", "qwen3moe", "synthetic model: architecture (qwen3moe or qwen35moe: the hybrid, its dense part as synth --arch qwen35moe makes it)")
 	cli.IntVar(f, &cfg.Layers, "layers", 48, 1, maxLayers, "synthetic model: MoE layers")
 	cli.IntVar(f, &cfg.Experts, "experts", 512, 1, maxExperts, "synthetic model: experts per layer")
 	cli.IntVar(f, &cfg.Embd, "embd", 2560, 64, maxWidth, "synthetic model: n_embd (a multiple of 64)")
