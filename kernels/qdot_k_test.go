@@ -204,3 +204,17 @@ func TestDotQ8KFixtureError(t *testing.T) {
 		}
 	}
 }
+
+// TestKQ8VectorPathsPresent: on an AVX2+F16C build every K-quant has its
+// DotQ8 kernel (so the bit-for-bit tests above compare real vector code).
+func TestKQ8VectorPathsPresent(t *testing.T) {
+	if !asmBuild || !hostCPU.avx2 || !hostCPU.f16c {
+		t.Logf("no vector paths on this CPU/build (%s)", Describe())
+		return
+	}
+	for _, typ := range kQuantTypes {
+		if host.q8dot[typ] == nil {
+			t.Errorf("%s: no DotQ8 kernel on an AVX2+F16C CPU", typ)
+		}
+	}
+}
