@@ -28,7 +28,7 @@ type benchDecodeFlags struct {
 	prompt, tokens             int
 	readers, threads           int
 	memMB, memPasses           int
-	fast                       bool
+	exact                      bool
 	diskSlots                  int
 	seed                       uint64
 }
@@ -81,7 +81,7 @@ and the fastest step.`,
 	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS)")
 	cli.IntVar(fl, &f.memMB, "mem-mb", 512, 1, 1<<16, "buffer for the memory bandwidth measurement (a plain streaming read on every thread), MiB")
 	cli.IntVar(fl, &f.memPasses, "mem-passes", 5, 1, 1000, "passes of the memory bandwidth measurement (the best counts)")
-	fastFlag(fl, &f.fast, "the decode")
+	exactFlag(fl, &f.exact, "the decode")
 	cli.IntVar(fl, &f.diskSlots, "disk-slots", 256, 1, 1<<20, "random slot reads for the disk bandwidth measurement")
 	cli.Verbose(fl, env, "say where the synthetic pack is written before writing it")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the weights and prompt")
@@ -118,7 +118,7 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 		sp.Hybrid = &h
 	}
 	rep, err := bench.Decode(ctx, bench.DecodeConfig{Spec: sp, Dir: f.dir, KeepFiles: f.keep, ArenaFrac: f.arenaFrac,
-		Prompt: f.prompt, Tokens: f.tokens, Readers: f.readers, Threads: f.threads, Mode: modeOf(f.fast), MemMB: f.memMB, MemPasses: f.memPasses, DiskSlots: f.diskSlots, Log: env.Logf})
+		Prompt: f.prompt, Tokens: f.tokens, Readers: f.readers, Threads: f.threads, Mode: modeOf(f.exact), MemMB: f.memMB, MemPasses: f.memPasses, DiskSlots: f.diskSlots, Log: env.Logf})
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ func benchDecodeReport(t *testing.T, args []string) bench.DecodeReport {
 func TestBenchDecodeSmall(t *testing.T) {
 	args := []string{"--json", "bench", "decode", "--dir", t.TempDir(), "--layers", "2", "--embd", "256", "--ff", "128",
 		"--experts", "16", "--used", "2", "--vocab", "512", "--heads", "4", "--heads-kv", "2", "--head-dim", "64",
-		"-n", "4", "--prompt", "3", "--mem-mb", "8", "--disk-slots", "8", "--fast"}
+		"-n", "4", "--prompt", "3", "--mem-mb", "8", "--disk-slots", "8"}
 	rep := benchDecodeReport(t, args)
 	if rep.MemReadGBs <= 0 || rep.DiskReadMBs <= 0 || rep.ExpertsBytes <= 0 {
 		t.Fatalf("bandwidths %+v", rep)
