@@ -248,8 +248,8 @@ type Options struct {
 	Threads int
 	// Stream configures the expert store of a pack (ignored for a GGUF).
 	Stream StreamOptions
-	// Mode is the arithmetic of the matrix products: Exact (the default)
-	// or Fast (quantized activations, mode.go).
+	// Mode is the arithmetic of the matrix products: Fast (quantized
+	// activations, the default) or Exact (float32, the reference; mode.go).
 	Mode Mode
 }
 

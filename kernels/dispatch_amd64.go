@@ -55,6 +55,11 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8dot[quant.Q4_0] = q8dotQ4_0Vector
 		k.q8dot[quant.Q2_0] = q8dotQ2_0Vector
 		k.q8dot[quant.IQ3_S] = q8dotIQ3SVector
+		k.q8dot[quant.Q2_K] = q8dotQ2KVector
+		k.q8dot[quant.Q3_K] = q8dotQ3KVector
+		k.q8dot[quant.Q4_K] = q8dotQ4KVector
+		k.q8dot[quant.Q5_K] = q8dotQ5KVector
+		k.q8dot[quant.Q6_K] = q8dotQ6KVector
 		k.q8decode[quant.IQ3_S] = q8decodeIQ3SVector
 		k.q8dotDecoded = q8dotDecodedVector
 		k.paths = "avx2+f16c"
