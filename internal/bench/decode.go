@@ -156,6 +156,9 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 	pool := kernels.NewPool(cfg.Threads)
 	rep.Threads = pool.Threads
 	rep.MemReadGBs = MemoryReadBandwidth(pool.Threads, cfg.MemMB, rep.MemPasses) / 1e9
+	// The measurement's buffer (--mem-mb) is garbage now: give it back
+	// rather than let it stay resident beside the first run's arena.
+	debug.FreeOSMemory()
 
 	rng := rand.New(rand.NewPCG(sp.Seed, 2))
 	prompt := make([]int32, cfg.Prompt)
@@ -168,11 +171,9 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 			return DecodeRun{}, err
 		}
 		defer func() {
+			// Close unmaps the arena (it is outside the Go heap); the
+			// run's garbage goes back too before the next run starts.
 			m.Close()
-			// Give the arena back before the next run makes its own: the
-			// collector would otherwise let the heap reach twice the first
-			// arena before collecting it (the field shape's 12 GB arenas
-			// were killed for memory that way on a 24 GB machine).
 			debug.FreeOSMemory()
 		}()
 		ps := m.Stream()
