@@ -39,6 +39,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.dequant[quant.Q5_K] = dequantQ5KVector
 		k.dequant[quant.Q6_K] = dequantQ6KVector
 		k.q2.Pack = q2PackVector
+		k.xorReadVec = xorReadAVX2
 		k.paths = "avx2"
 	}
 	if c.avx2 && c.f16c {
@@ -69,6 +70,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8dot[quant.Q2_0] = q8dotQ2_0Vector512
 		k.q8dot[quant.Q2_K] = q8dotQ2KVector512
 		k.q8dot[quant.Q3_K] = q8dotQ3KVector512
+		k.xorReadVec = xorReadAVX512 // AVX-512 F only
 		k.paths = "avx2+f16c+avx512vnni"
 	}
 	return k
