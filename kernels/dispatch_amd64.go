@@ -39,6 +39,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.dequant[quant.Q5_K] = dequantQ5KVector
 		k.dequant[quant.Q6_K] = dequantQ6KVector
 		k.q2.Pack = q2PackVector
+		k.bf16dot = bf16dotVector
 		k.paths = "avx2"
 	}
 	if c.avx2 && c.f16c {
@@ -63,6 +64,11 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		// The VEX parts need AVX2 and F16C; the rest is AVX-512 F, BW, VNNI.
 		k.q8dot[quant.Q2_0] = q8dotQ2_0Vector512
 		k.paths = "avx2+f16c+avx512vnni"
+	}
+	if c.avx2 && c.f16c && c.avx512bf16 {
+		// AVX-512 F and BF16 only (the set keeps the AVX2+F16C kernels).
+		k.bf16dot = bf16dotVector512
+		k.paths += "+avx512bf16"
 	}
 	return k
 }
