@@ -89,6 +89,8 @@ func randomRow(rng *rand.Rand, t quant.Type, n int) []byte {
 		for o := 0; o < len(b); o += ti.BlockBytes {
 			b[o+1] &= 0x3b
 		}
+	case quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K:
+		finiteKScales(t, b)
 	}
 	return b
 }

@@ -9,10 +9,12 @@ import (
 
 // Quantized dot products: a weight row in its stored type against
 // activations quantized once per row in the type ggml pairs it with (its
-// vec_dot_type): Q8_0 for Q8_0, Q4_0, IQ4_NL and Q2_0. IQ3_S, which ggml
-// pairs with Q8_K (one float scale per 256 activations), takes the same
-// Q8_0 activations here: a scale per 32 activations has no larger error,
-// and one activation format serves every type. This is the fast mode; Dot
+// vec_dot_type): Q8_0 for Q8_0, Q4_0, IQ4_NL and Q2_0. IQ3_S and the
+// K-quants Q2_K..Q6_K, which ggml pairs with Q8_K (one float scale per 256
+// activations), take the same Q8_0 activations here: a scale per 32
+// activations has no larger error (the amax of 32 values is at most that of
+// the 256 around them), costs one vector multiply more per 256 weights, and
+// one activation format serves every type. This is the fast mode; Dot
 // (float32 activations) stays the exact reference mode.
 //
 // The order, on every path: the row is cut into sub-blocks of 32 weights s =
@@ -23,6 +25,17 @@ import (
 // s%8 of 8 float32 lanes (zero at the start), and the lanes are folded as
 // ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). The integer part is exact, so a
 // vector path only has to keep the float steps in this order.
+//
+// The K-quants (qdot_k.go) keep the sub-blocks, lanes and fold; only the
+// term differs. Sub-block s is 32 weights d*sc_h*q_j - dmin*m_h of one
+// 256-weight block, d and dmin its fp16 scales, q_j its integer codes, sc_h
+// and m_h the integer scale and min of the 16-weight half h = j/16 (the
+// same for both halves in Q4_K and Q5_K; Q3_K and Q6_K have signed scales
+// and no min). With A_s = sum_j sc_h*q_j*x_j and B_s = sum_j m_h*x_j, both
+// exact in int32,
+//   term_s = float32(A_s)*(d*dx_s) - float32(B_s)*(dmin*dx_s)  (Q2_K, Q4_K, Q5_K)
+//   term_s = float32(A_s)*(d*dx_s)                             (Q3_K, Q6_K)
+// each product and the difference rounded to float32 (no FMA).
 
 // Q8Row is a row of activations quantized to Q8_0 blocks by quant's Q8_0
 // quantizer (ggml's reference: d = amax/127 stored as fp16, codes from the
@@ -91,6 +104,8 @@ func VecDotQ8(t quant.Type) bool {
 	switch t {
 	case quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q2_0, quant.IQ3_S:
 		return true
+	case quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K:
+		return true
 	}
 	return false
 }
@@ -123,6 +138,10 @@ func foldLanes(l *[8]float32) float32 {
 
 // q8DotTail adds the terms of sub-blocks s0.. to the lanes, portably.
 func q8DotTail(t quant.Type, row []byte, x *Q8Row, s0 int, l *[8]float32) {
+	if isKQuant(t) {
+		kDotTail(t, row, x, s0, l)
+		return
+	}
 	var w [32]int8
 	for s := s0; s < len(x.d); s++ {
 		m, dw := weightSub(t, row, s, &w)
