@@ -57,6 +57,8 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8dot[quant.Q2_0] = q8dotQ2_0Vector
 		k.q8dot[quant.IQ3_S] = q8dotIQ3SVector
 		k.q8decode[quant.IQ3_S] = q8decodeIQ3SVector
+		k.q8dot[quant.IQ4_XS] = q8dotIQ4XSVector
+		k.q8dot[quant.MXFP4] = q8dotMXFP4Vector
 		k.q8dotDecoded = q8dotDecodedVector
 		k.paths = "avx2+f16c"
 	}

@@ -10,17 +10,23 @@ import (
 )
 
 // BF16 weights in the fast mode: against activations rounded once per row
-// to bfloat16 (ggml's vec_dot_type for BF16: its fp32->bf16, round to
-// nearest even), with the arithmetic of AVX-512 BF16's VDPBF16PS, which is
-// the definition here on every path:
+// to bfloat16 as a sum of two, x ~ hi + lo with hi = bf16(x) (ggml's fp32->
+// bf16, its vec_dot_type for BF16: round to nearest even) and lo =
+// bf16(x - hi) (x - hi is exact), so the activations keep 16 significant
+// bits (|x - hi - lo| <= 2^-17 |x|) where hi alone keeps 8: hi alone moved
+// tiny-qwen3moe BF16's mean KLD from exact mode to 0.0017 (all positions;
+// 0.0015 over llama-perplexity's), above llama.cpp's 0.0014 (docs/QUALITY.md),
+// at twice the multiplies, which a memory-bound product hides. The
+// arithmetic is AVX-512 BF16's VDPBF16PS, the definition on every path:
 //
 // The row is cut into chunks of 128 elements, the last one zero-padded
 // (weights and activations +0). Pair k (elements 2k and 2k+1) goes to
 // lane k%64 of 64 float32 lanes (zero at the start); each lane takes its
-// pairs in increasing k, and a pair is two steps, element 2k+1 first:
-// lane = step(step(lane, w[2k+1], x[2k+1]), w[2k], x[2k]). A step (bf16Step)
-// reads a subnormal bfloat16 as a zero of its sign, forms the product exactly
-// and adds it to the lane with one rounding to nearest even, then flushes a
+// pairs in increasing k, and a pair is four steps, hi before lo and element
+// 2k+1 before 2k: lane = step(lane, w[2k+1], hi[2k+1]), then w[2k] with
+// hi[2k], w[2k+1] with lo[2k+1], w[2k] with lo[2k]. A step (bf16Step) reads
+// a subnormal bfloat16 as a zero of its sign, forms the product exactly and
+// adds it to the lane with one rounding to nearest even, then flushes a
 // result whose magnitude, rounded to 24 bits with an unbounded exponent, is
 // below 2^-126 to a zero of its sign (VDPBF16PS's DAZ, FMA, RNE and FTZ; its
 // products are exact, so only the one rounding remains). The lanes are then
@@ -33,38 +39,49 @@ import (
 // (then a product is exact, and so is a tiny sum), and which return to the
 // portable path for the whole row when the MXCSR flags say one did.
 
-// BF16Row is a row of activations rounded to bfloat16 (quant's
-// Float32ToBF16, ggml's rounding). Its buffer is zero-padded to whole chunks
-// of 128 elements, which the vector kernels read; only QuantizeBF16Row fills
-// a BF16Row.
+// BF16Row is a row of activations rounded to bfloat16 pairs (hi, lo) by
+// QuantizeBF16Row (quant's Float32ToBF16, ggml's rounding). Per chunk of 128
+// elements it holds the 128 hi values, then the 128 lo values; the last
+// chunk is zero past the row, which the vector kernels read. Only
+// QuantizeBF16Row fills a BF16Row.
 type BF16Row struct {
+	n int
 	v []uint16
 }
 
 // Len is the number of activations in the row.
-func (r *BF16Row) Len() int { return len(r.v) }
+func (r *BF16Row) Len() int { return r.n }
 
 // bf16Chunk is the number of elements one pass over the 64 lanes takes.
 const bf16Chunk = 128
 
-// QuantizeBF16Row rounds x to bfloat16 into r, reusing r's buffer.
+// QuantizeBF16Row rounds x to bfloat16 pairs into r, reusing r's buffer.
 func QuantizeBF16Row(x []float32, r *BF16Row) {
 	n := len(x)
-	pn := (n + bf16Chunk - 1) / bf16Chunk * bf16Chunk
-	if cap(r.v) < pn {
-		r.v = make([]uint16, pn)
+	pv := (n + bf16Chunk - 1) / bf16Chunk * 2 * bf16Chunk
+	if cap(r.v) < pv {
+		r.v = make([]uint16, pv)
 	}
-	r.v = r.v[:n]
-	clear(r.v[n:pn])
+	r.n, r.v = n, r.v[:pv]
+	clear(r.v)
 	for i, f := range x {
-		r.v[i] = quant.Float32ToBF16(f)
+		hi := quant.Float32ToBF16(f)
+		at := i/bf16Chunk*2*bf16Chunk + i%bf16Chunk
+		r.v[at] = hi
+		r.v[at+bf16Chunk] = quant.Float32ToBF16(f - quant.BF16ToFloat32(hi))
 	}
 }
 
-// padded reports whether the row's buffer reaches, with zeros, to the end
-// of its last chunk (QuantizeBF16Row's rows do).
+// padded reports whether the row's buffer holds its whole last chunk
+// (QuantizeBF16Row's rows do).
 func (r *BF16Row) padded() bool {
-	return cap(r.v) >= (len(r.v)+bf16Chunk-1)/bf16Chunk*bf16Chunk
+	return len(r.v) >= (r.n+bf16Chunk-1)/bf16Chunk*2*bf16Chunk
+}
+
+// hiLo is the pair of element i (i < n).
+func (r *BF16Row) hiLo(i int) (uint16, uint16) {
+	at := i/bf16Chunk*2*bf16Chunk + i%bf16Chunk
+	return r.v[at], r.v[at+bf16Chunk]
 }
 
 // CanDotBF16 reports whether MatVecBF16 and MatMulBF16 take m.
@@ -104,18 +121,20 @@ func foldBF16Lanes(l *[64]float32) float32 {
 // are +0 on both sides.
 func bf16DotTail(row []byte, x *BF16Row, c0 int, l *[64]float32) {
 	n := x.Len()
-	at := func(i int) (uint16, uint16) {
+	at := func(i int) (w, hi, lo uint16) {
 		if i >= n {
-			return 0, 0
+			return 0, 0, 0
 		}
-		return binary.LittleEndian.Uint16(row[2*i:]), x.v[i]
+		hi, lo = x.hiLo(i)
+		return binary.LittleEndian.Uint16(row[2*i:]), hi, lo
 	}
 	for c := c0; c*bf16Chunk < n; c++ {
 		for k := range l {
 			i := c*bf16Chunk + 2*k
-			w0, x0 := at(i)
-			w1, x1 := at(i + 1)
-			l[k] = bf16Step(bf16Step(l[k], w1, x1), w0, x0)
+			w0, h0, lo0 := at(i)
+			w1, h1, lo1 := at(i + 1)
+			a := bf16Step(bf16Step(l[k], w1, h1), w0, h0)
+			l[k] = bf16Step(bf16Step(a, w1, lo1), w0, lo0)
 		}
 	}
 }
@@ -201,19 +220,25 @@ func (p *Pool) MatMulBF16(m *Matrix, xs []*BF16Row, out []float32) {
 }
 
 // MatVecsBF16 sets outs[i][r] = DotBF16(row r of ms[i], xs[i]) for several
-// matrices in one parallel pass over all their rows (MatVecsQ8's shape),
-// with MatVecBF16's bits.
+// matrices in one parallel pass over all their rows (as MatVecsQ8), with
+// MatVecBF16's bits.
 func (p *Pool) MatVecsBF16(ms []*Matrix, xs []*BF16Row, outs [][]float32) {
-	start := make([]int, len(ms)+1)
 	for i, m := range ms {
 		m.checkBF16("MatVecsBF16", xs[i])
 		if len(outs[i]) < m.Rows {
 			panic(fmt.Sprintf("kernels: MatVecsBF16: matrix %d has %d rows, len(out)=%d", i, m.Rows, len(outs[i])))
 		}
-		start[i+1] = start[i] + m.Rows
 	}
+	p.eachRow(ms, func(i, r int) { outs[i][r] = DotBF16(ms[i].Row(r), xs[i]) })
+}
+
+// eachRow runs fn(i, r) for every row r of every matrix ms[i], in one
+// parallel pass over all the rows (contiguous ranges, in order).
+func (p *Pool) eachRow(ms []*Matrix, fn func(i, r int)) {
+	start := make([]int, len(ms)+1)
 	work := 0
-	for _, m := range ms {
+	for i, m := range ms {
+		start[i+1] = start[i] + m.Rows
 		work = max(work, m.Cols)
 	}
 	p.Parallel(start[len(ms)], work, func(lo, hi int) {
@@ -222,7 +247,7 @@ func (p *Pool) MatVecsBF16(ms []*Matrix, xs []*BF16Row, outs [][]float32) {
 			for g >= start[i+1] {
 				i++
 			}
-			outs[i][g-start[i]] = DotBF16(ms[i].Row(g-start[i]), xs[i])
+			fn(i, g-start[i])
 		}
 	})
 }

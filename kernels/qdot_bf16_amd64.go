@@ -2,7 +2,8 @@
 
 package kernels
 
-// The DotBF16 kernels take whole chunks of 128 elements (qdot_bf16_amd64.s).
+// The DotBF16 kernels take whole chunks of 128 elements (qdot_bf16_amd64.s),
+// x at the chunk's 128 hi values (the 128 lo follow).
 
 //go:noescape
 func bf16dotAVX512(w *byte, x *uint16, chunks int, lanes *[64]float32)
@@ -34,7 +35,7 @@ func bf16Rows(wide bool, row []byte, x *BF16Row) (l [64]float32, taken int) {
 	if ok && c*bf16Chunk < n {
 		var pad [2 * bf16Chunk]byte
 		copy(pad[:], row[2*bf16Chunk*c:2*n])
-		ok = bf16Chunks(wide, &pad[0], &x.v[bf16Chunk*c], 1, &l)
+		ok = bf16Chunks(wide, &pad[0], &x.v[2*bf16Chunk*c], 1, &l)
 		c++
 	}
 	if !ok {

@@ -3,8 +3,9 @@
 #include "textflag.h"
 
 // DotBF16's kernels (qdot_bf16.go's order): each takes whole chunks of 128
-// elements, 256 bytes of weights and of activations, into 64 float32 lanes
-// held in 4 zmm or 8 ymm registers (lane 16a+j in zmm a, 8b+j in ymm b).
+// elements, 256 bytes of weights and 512 of activations (128 hi, then 128
+// lo), into 64 float32 lanes held in 4 zmm or 8 ymm registers (lane 16a+j
+// in zmm a, 8b+j in ymm b).
 
 // func bf16dotAVX512(w *byte, x *uint16, chunks int, lanes *[64]float32)
 // AVX-512 F and BF16. The Go assembler has no VDPBF16PS, so it is written
@@ -28,16 +29,22 @@ bf512loop:
 	VMOVDQU32 64(DI), Z9
 	VMOVDQU32 128(DI), Z10
 	VMOVDQU32 192(DI), Z11
-	// VDPBF16PS Z8, Z4, Z0
+	VMOVDQU32 256(DI), Z12
+	VMOVDQU32 320(DI), Z13
+	VMOVDQU32 384(DI), Z14
+	VMOVDQU32 448(DI), Z15
+	// VDPBF16PS Z8, Z4, Z0 (hi), then VDPBF16PS Z12, Z4, Z0 (lo); the same
+	// for Z1..Z3.
 	BYTE $0x62; BYTE $0xd2; BYTE $0x5e; BYTE $0x48; BYTE $0x52; BYTE $0xc0
-	// VDPBF16PS Z9, Z5, Z1
 	BYTE $0x62; BYTE $0xd2; BYTE $0x56; BYTE $0x48; BYTE $0x52; BYTE $0xc9
-	// VDPBF16PS Z10, Z6, Z2
 	BYTE $0x62; BYTE $0xd2; BYTE $0x4e; BYTE $0x48; BYTE $0x52; BYTE $0xd2
-	// VDPBF16PS Z11, Z7, Z3
 	BYTE $0x62; BYTE $0xd2; BYTE $0x46; BYTE $0x48; BYTE $0x52; BYTE $0xdb
+	BYTE $0x62; BYTE $0xd2; BYTE $0x5e; BYTE $0x48; BYTE $0x52; BYTE $0xc4
+	BYTE $0x62; BYTE $0xd2; BYTE $0x56; BYTE $0x48; BYTE $0x52; BYTE $0xcd
+	BYTE $0x62; BYTE $0xd2; BYTE $0x4e; BYTE $0x48; BYTE $0x52; BYTE $0xd6
+	BYTE $0x62; BYTE $0xd2; BYTE $0x46; BYTE $0x48; BYTE $0x52; BYTE $0xdf
 	ADDQ $256, SI
-	ADDQ $256, DI
+	ADDQ $512, DI
 	DECQ CX
 	JNZ  bf512loop
 
@@ -48,19 +55,27 @@ bf512loop:
 	VZEROUPPER
 	RET
 
-// One ymm of the AVX2 kernel: 16 elements at offset off into lane block acc,
-// the odd elements (the upper halves of the dwords) first, then the even.
+// One ymm of the AVX2 kernel: 16 elements at offset off into lane block acc:
+// against hi, then lo, each the odd elements (the upper halves of the
+// dwords) first, then the even. Y10, Y8: the odd and even weights.
 #define BF16STEP(off, acc) \
 	VMOVDQU off(SI), Y8 \
-	VMOVDQU off(DI), Y9 \
 	VPAND   Y15, Y8, Y10 \
-	VPAND   Y15, Y9, Y11 \
-	VMULPS  Y11, Y10, Y10 \
-	VADDPS  Y10, acc, acc \
 	VPSLLD  $16, Y8, Y8 \
+	VMOVDQU off(DI), Y9 \
+	VPAND   Y15, Y9, Y11 \
+	VMULPS  Y11, Y10, Y11 \
+	VADDPS  Y11, acc, acc \
 	VPSLLD  $16, Y9, Y9 \
-	VMULPS  Y9, Y8, Y8 \
-	VADDPS  Y8, acc, acc
+	VMULPS  Y9, Y8, Y9 \
+	VADDPS  Y9, acc, acc \
+	VMOVDQU (off+256)(DI), Y9 \
+	VPAND   Y15, Y9, Y11 \
+	VMULPS  Y11, Y10, Y11 \
+	VADDPS  Y11, acc, acc \
+	VPSLLD  $16, Y9, Y9 \
+	VMULPS  Y9, Y8, Y9 \
+	VADDPS  Y9, acc, acc
 
 // func bf16dotAVX2(w *byte, x *uint16, chunks int, lanes *[64]float32) int
 // AVX2. Multiplies and adds under MXCSR with DAZ and FTZ set (the caller's
@@ -101,7 +116,7 @@ bf2loop:
 	BF16STEP(192, Y6)
 	BF16STEP(224, Y7)
 	ADDQ $256, SI
-	ADDQ $256, DI
+	ADDQ $512, DI
 	DECQ CX
 	JNZ  bf2loop
 

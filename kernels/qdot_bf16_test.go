@@ -11,9 +11,10 @@ import (
 	"github.com/stratactl/stratactl/quant"
 )
 
-// TestQuantizeBF16Row: every activation is quant's Float32ToBF16 of the
-// float32, the buffer is zero to the end of its chunk, also when a shorter
-// row reuses a longer row's buffer.
+// TestQuantizeBF16Row: every activation's hi is quant's Float32ToBF16 of
+// the float32 and its lo that of the exact remainder, hi + lo within 2^-17
+// of x, the buffer zero to the end of its chunk, also when a shorter row
+// reuses a longer row's buffer.
 func TestQuantizeBF16Row(t *testing.T) {
 	rng := rand.New(rand.NewPCG(51, 52))
 	var r BF16Row
@@ -29,14 +30,24 @@ func TestQuantizeBF16Row(t *testing.T) {
 			t.Fatalf("n=%d: Len %d padded %v", n, r.Len(), r.padded())
 		}
 		for i, f := range x {
-			if r.v[i] != quant.Float32ToBF16(f) {
-				t.Fatalf("n=%d element %d: %#04x, quant %#04x", n, i, r.v[i], quant.Float32ToBF16(f))
+			hi, lo := r.hiLo(i)
+			fh := quant.BF16ToFloat32(hi)
+			rem := f - fh
+			if hi != quant.Float32ToBF16(f) || lo != quant.Float32ToBF16(rem) {
+				t.Fatalf("n=%d element %d (%g): hi %#04x lo %#04x, quant %#04x %#04x", n, i, f, hi, lo, quant.Float32ToBF16(f), quant.Float32ToBF16(rem))
+			}
+			if a := math.Abs(float64(f)); a < 0x1p100 && a > 0x1p-100 {
+				if float64(rem) != float64(f)-float64(fh) {
+					t.Fatalf("n=%d element %d: remainder %g not exact", n, i, rem)
+				}
+				if e := math.Abs(float64(f) - float64(fh) - float64(quant.BF16ToFloat32(lo))); e > 0x1p-17*a {
+					t.Fatalf("n=%d element %d: hi+lo off %g by %g", n, i, f, e)
+				}
 			}
 		}
-		pn := (n + bf16Chunk - 1) / bf16Chunk * bf16Chunk
-		for i, v := range r.v[n:pn] {
-			if v != 0 {
-				t.Fatalf("n=%d: padding %d is %#04x", n, i, v)
+		for i := n; i < (n+bf16Chunk-1)/bf16Chunk*bf16Chunk; i++ {
+			if hi, lo := r.hiLo(i); hi != 0 || lo != 0 {
+				t.Fatalf("n=%d: padding %d is %#04x %#04x", n, i, hi, lo)
 			}
 		}
 	}
@@ -138,21 +149,17 @@ func bf16TestRow(rng *rand.Rand, n int) ([]byte, []float32) {
 	return row, x
 }
 
-// guardedBF16Row copies r into a buffer with NaN guards past its padding
-// and before it, at a shift of the start.
+// guardedBF16Row copies r into a buffer with NaN guards before and after
+// it, at a shift of the start.
 func guardedBF16Row(r *BF16Row, shift int) *BF16Row {
 	const band = 64
-	n := r.Len()
-	pn := (n + bf16Chunk - 1) / bf16Chunk * bf16Chunk
-	buf := make([]uint16, band+shift+pn+band)
+	buf := make([]uint16, band+shift+len(r.v)+band)
 	for i := range buf {
 		buf[i] = 0x7fc1
 	}
-	lo := band + shift
-	g := &BF16Row{v: buf[lo : lo+n : lo+pn]}
-	clear(g.v[:pn])
-	copy(g.v, r.v)
-	return g
+	lo, hi := band+shift, band+shift+len(r.v)
+	copy(buf[lo:hi], r.v)
+	return &BF16Row{n: r.n, v: buf[lo:hi:hi]}
 }
 
 // TestDotBF16LengthsGuarded: every kernel set gives the portable path's
@@ -191,9 +198,10 @@ func bf16Ordinary(rng *rand.Rand, n int) ([]byte, []float32, []float32) {
 }
 
 // TestDotBF16Truth: the portable path against a float64 dot of quant's
-// decoded weights and the rounded activations, within the float32
-// summation bound: each lane adds n/64 products, the fold 4 levels, so the
-// error is at most (n/64+4) * 2^-24 * sum |w x| (to first order).
+// decoded weights and the rounded activations hi + lo, within the float32
+// summation bound: each lane adds 2n/64 products, the fold 4 levels, so the
+// error is at most (2n/64+4) * 2^-24 * sum (|w hi| + |w lo|) (to first
+// order).
 func TestDotBF16Truth(t *testing.T) {
 	rng := rand.New(rand.NewPCG(57, 58))
 	var r BF16Row
@@ -203,12 +211,14 @@ func TestDotBF16Truth(t *testing.T) {
 			QuantizeBF16Row(x, &r)
 			var sum, mag float64
 			for i := range w {
-				p := float64(w[i]) * float64(quant.BF16ToFloat32(r.v[i]))
-				sum += p
-				mag += math.Abs(p)
+				hi, lo := r.hiLo(i)
+				ph := float64(w[i]) * float64(quant.BF16ToFloat32(hi))
+				pl := float64(w[i]) * float64(quant.BF16ToFloat32(lo))
+				sum += ph + pl
+				mag += math.Abs(ph) + math.Abs(pl)
 			}
 			got := portable.dotBF16(row, &r)
-			bound := float64(n/64+5) * 0x1p-24 * mag * 1.01
+			bound := float64(2*n/64+5) * 0x1p-24 * mag * 1.01
 			if e := math.Abs(float64(got) - sum); e > bound {
 				t.Fatalf("n=%d: %g, float64 %g, error %g over %g", n, got, sum, e, bound)
 			}
@@ -217,8 +227,8 @@ func TestDotBF16Truth(t *testing.T) {
 }
 
 // TestDotBF16ErrorBound: the fast mode's error against the exact mode (Dot
-// on the float32 activations): rounding an activation to bfloat16 moves it
-// by at most 2^-9 of itself, plus both paths' float32 summation.
+// on the float32 activations): hi + lo is within 2^-18 of an activation
+// (2^-9 of the remainder 2^-9 of it), plus both paths' float32 summation.
 func TestDotBF16ErrorBound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(59, 60))
 	var r BF16Row
@@ -232,7 +242,7 @@ func TestDotBF16ErrorBound(t *testing.T) {
 			for i := range w {
 				mag += math.Abs(float64(w[i]) * float64(x[i]))
 			}
-			bound := 0x1p-9*mag + float64(2*n/32+16)*0x1p-24*mag
+			bound := 0x1p-18*mag + float64(2*n/64+n/32+16)*0x1p-24*mag
 			if e := math.Abs(float64(fast) - float64(exact)); e > bound {
 				t.Fatalf("n=%d: fast %g exact %g, error %g over %g", n, fast, exact, e, bound)
 			}
