@@ -182,20 +182,6 @@ q2done:
 // sub-block's qh byte. The grid entries are scalar loads (a VPGATHERDD per
 // sub-block measured 1.4x slower on this CPU).
 
-// Byte e of a lane picks byte e/8 of the broadcast sign word (lane-local:
-// bytes 0,1 for elements 0..15, 2,3 for 16..31).
-DATA q8sgnshuf<>+0(SB)/8, $0x0000000000000000
-DATA q8sgnshuf<>+8(SB)/8, $0x0101010101010101
-DATA q8sgnshuf<>+16(SB)/8, $0x0202020202020202
-DATA q8sgnshuf<>+24(SB)/8, $0x0303030303030303
-GLOBL q8sgnshuf<>(SB), RODATA|NOPTR, $32
-
-DATA q8sgnbit<>+0(SB)/8, $0x8040201008040201
-DATA q8sgnbit<>+8(SB)/8, $0x8040201008040201
-DATA q8sgnbit<>+16(SB)/8, $0x8040201008040201
-DATA q8sgnbit<>+24(SB)/8, $0x8040201008040201
-GLOBL q8sgnbit<>(SB), RODATA|NOPTR, $32
-
 // IQ3GRID(off, k): R = iq3s_grid[qs[off] | (qh bit k) << 8].
 #define IQ3GRID(off, k, R) \
 	MOVBLZX off(SI), R \

@@ -37,44 +37,55 @@ func signed8(w []int8, g uint64, sgn uint8) {
 	}
 }
 
+// iqGroupBytes is the bytes of a group of 8 sub-blocks of t (IQ4_XS,
+// IQ3_XXS, IQ2_XXS: one block of 256 weights; MXFP4: 8 blocks of 32).
+func iqGroupBytes(t quant.Type) int {
+	switch t {
+	case quant.IQ4_XS, quant.MXFP4:
+		return 136
+	case quant.IQ3_XXS:
+		return 98
+	case quant.IQ2_XXS:
+		return 66
+	}
+	return 0
+}
+
+// iqGroupFactors writes the factors of the 8 sub-blocks of group blk of
+// type t (iqGroupBytes), as quant's decoders compute them.
+func iqGroupFactors(t quant.Type, blk []byte, f *[8]float32) {
+	switch t {
+	case quant.IQ4_XS:
+		quant.IQ4XSFactors(blk, f)
+	case quant.MXFP4:
+		for j := range f {
+			f[j] = quant.E8M0Half(blk[17*j])
+		}
+	case quant.IQ3_XXS:
+		// The word after qs[64] holds the sub-block's scale in its top 4 bits.
+		d := fp16At(blk)
+		for j := range f {
+			f[j] = d * (0.5 + float32(binary.LittleEndian.Uint32(blk[66+4*j:])>>28)) * 0.5
+		}
+	case quant.IQ2_XXS:
+		d := fp16At(blk)
+		for j := range f {
+			f[j] = d * (0.5 + float32(binary.LittleEndian.Uint32(blk[6+8*j:])>>28)) * 0.25
+		}
+	}
+}
+
 // iqWeightSub is weightSub for IQ4_XS, IQ3_XXS, IQ2_XXS and MXFP4: sub-block
 // s's integer weights and factor (multiplier 1); false for another type.
 func iqWeightSub(t quant.Type, row []byte, s int, w *[32]int8) (float32, bool) {
+	gb := iqGroupBytes(t)
+	if gb == 0 {
+		return 0, false
+	}
 	ib := s % 8
-	switch t {
-	case quant.IQ4_XS:
-		// Block: fp16 d, scales_h (2 bytes), scales_l[4], qs[128].
-		blk := row[136*(s/8) : 136*(s/8)+136]
-		var dl [8]float32
-		quant.IQ4XSFactors(blk, &dl)
-		q := blk[8+16*ib : 24+16*ib]
-		for j := 0; j < 16; j++ {
-			w[j] = quant.KvaluesIQ4NL[q[j]&15]
-			w[j+16] = quant.KvaluesIQ4NL[q[j]>>4]
-		}
-		return dl[ib], true
-	case quant.IQ3_XXS:
-		// Block: fp16 d, qs[64] (grid indices), 8 words of signs and scale.
-		blk := row[98*(s/8) : 98*(s/8)+98]
-		a := binary.LittleEndian.Uint32(blk[66+4*ib:])
-		qs := blk[2+8*ib : 10+8*ib]
-		for l := 0; l < 4; l++ {
-			g := uint64(iq3xxsGrid[qs[2*l]]) | uint64(iq3xxsGrid[qs[2*l+1]])<<32
-			signed8(w[8*l:], g, ksignsIQ2XS[a>>(7*l)&127])
-		}
-		return fp16At(blk) * (0.5 + float32(a>>28)) * 0.5, true
-	case quant.IQ2_XXS:
-		// Block: fp16 d, then per sub-block 4 grid indices and a word of
-		// signs and scale.
-		blk := row[66*(s/8) : 66*(s/8)+66]
-		grp := blk[2+8*ib : 10+8*ib]
-		a := binary.LittleEndian.Uint32(grp[4:])
-		for l := 0; l < 4; l++ {
-			signed8(w[8*l:], iq2xxsGrid[grp[l]], ksignsIQ2XS[a>>(7*l)&127])
-		}
-		return fp16At(blk) * (0.5 + float32(a>>28)) * 0.25, true
-	case quant.MXFP4:
-		// Block of 32: E8M0 exponent, qs[16].
+	var f [8]float32
+	if t == quant.MXFP4 {
+		// Block of 32: E8M0 exponent, qs[16] (a row may end in a partial group).
 		blk := row[17*s : 17*s+17]
 		for j := 0; j < 16; j++ {
 			w[j] = mxfp4Values[blk[1+j]&15]
@@ -82,7 +93,34 @@ func iqWeightSub(t quant.Type, row []byte, s int, w *[32]int8) (float32, bool) {
 		}
 		return quant.E8M0Half(blk[0]), true
 	}
-	return 0, false
+	blk := row[gb*(s/8) : gb*(s/8)+gb]
+	iqGroupFactors(t, blk, &f)
+	switch t {
+	case quant.IQ4_XS:
+		// Block: fp16 d, scales_h (2 bytes), scales_l[4], qs[128].
+		q := blk[8+16*ib : 24+16*ib]
+		for j := 0; j < 16; j++ {
+			w[j] = quant.KvaluesIQ4NL[q[j]&15]
+			w[j+16] = quant.KvaluesIQ4NL[q[j]>>4]
+		}
+	case quant.IQ3_XXS:
+		// Block: fp16 d, qs[64] (grid indices), 8 words of signs and scale.
+		a := binary.LittleEndian.Uint32(blk[66+4*ib:])
+		qs := blk[2+8*ib : 10+8*ib]
+		for l := 0; l < 4; l++ {
+			g := uint64(iq3xxsGrid[qs[2*l]]) | uint64(iq3xxsGrid[qs[2*l+1]])<<32
+			signed8(w[8*l:], g, ksignsIQ2XS[a>>(7*l)&127])
+		}
+	case quant.IQ2_XXS:
+		// Block: fp16 d, then per sub-block 4 grid indices and a word of
+		// signs and scale.
+		grp := blk[2+8*ib : 10+8*ib]
+		a := binary.LittleEndian.Uint32(grp[4:])
+		for l := 0; l < 4; l++ {
+			signed8(w[8*l:], iq2xxsGrid[grp[l]], ksignsIQ2XS[a>>(7*l)&127])
+		}
+	}
+	return f[ib], true
 }
 
 // iqHalvesSub writes sub-block s of an IQ2_XS or IQ2_S row to w and returns

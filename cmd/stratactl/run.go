@@ -244,7 +244,7 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 // fastFlag adds --fast, the engine's fast mode for what (run, eval and
 // profile spell it the same).
 func fastFlag(fl *pflag.FlagSet, fast *bool, what string) {
-	fl.BoolVar(fast, "fast", false, "run "+what+" in fast mode: quantized dot products against Q8_0 activations where the weight type has one (default exact: float32 activations)")
+	fl.BoolVar(fast, "fast", false, "run "+what+" in fast mode: quantized dot products against activations quantized once per row where the weight type has one (Q8_0; bfloat16 for BF16 weights) (default exact: float32 activations)")
 }
 
 // modeOf is the engine mode --fast selects.
