@@ -16,7 +16,7 @@ import (
 
 func openTiny(t *testing.T, threads int) *engine.Model {
 	t.Helper()
-	m, err := engine.Open(testutil.TinyModel(t, "model-bf16.gguf"), engine.Options{Threads: threads})
+	m, err := engine.Open(testutil.TinyModel(t, "model-bf16.gguf"), engine.Options{Threads: threads, Mode: engine.Exact})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,6 @@ import (
 type Mode int
 
 const (
-	// Exact multiplies every weight row, decoded to float32, with float32
-	// activations: the reference mode, and the default.
-	Exact Mode = iota
 	// Fast multiplies weights whose type has a quantized dot product
 	// (kernels.VecDotQ8) with activations quantized to Q8_0 once per row,
 	// and BF16 weights with activations rounded to bfloat16 once per row
@@ -21,8 +18,12 @@ const (
 	// rows (MatMulQ8, MatMulBF16). Products on other types stay exact. Each
 	// output element is one kernels.DotQ8 or DotBF16 of one weight row and
 	// one quantized row, so the bits do not depend on the thread count or
-	// on how tokens are batched.
-	Fast
+	// on how tokens are batched. The default (the zero Mode).
+	Fast Mode = iota
+	// Exact multiplies every weight row, decoded to float32, with float32
+	// activations: the reference mode, which every test against the
+	// reference models' logits and statistics selects explicitly.
+	Exact
 )
 
 func (m Mode) String() string {

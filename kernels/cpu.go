@@ -68,6 +68,9 @@ type kernelSet struct {
 	bf16dot func(row []byte, x *BF16Row) ([64]float32, int)
 	// q2 runs Q2Search's hot loops (nil: quant.Q2SearchRef).
 	q2 *quant.Q2SearchKernels
+	// xorReadVec is XORRead's loop over n bytes, n a positive multiple of
+	// xorReadUnit.
+	xorReadVec func(p *byte, n int) uint64
 }
 
 // host is the set this CPU runs, chosen once from hostCPU and never changed;

@@ -54,10 +54,9 @@ import (
 // -128 (the quantizer's range is -127..127), which the vector kernels rely
 // on; only QuantizeQ8Row fills a Q8Row.
 type Q8Row struct {
-	qs     []int8
-	d      []float32
-	sums   []int32 // per block, the sum of its codes
-	blocks []byte  // quant's block layout, reused between rows
+	qs   []int8
+	d    []float32
+	sums []int32 // per block, the sum of its codes
 }
 
 // padded reports whether the row's buffers reach, with zeros, to the end
@@ -86,23 +85,16 @@ func QuantizeQ8Row(x []float32, r *Q8Row) error {
 		r.d = make([]float32, pb)
 		r.sums = make([]int32, pb)
 	}
-	if cap(r.blocks) < nb*34 {
-		r.blocks = make([]byte, nb*34)
-	}
-	r.blocks, r.qs, r.d, r.sums = r.blocks[:nb*34], r.qs[:n], r.d[:nb], r.sums[:nb]
+	r.qs, r.d, r.sums = r.qs[:n], r.d[:nb], r.sums[:nb]
 	clear(r.qs[n : 32*pb])
 	clear(r.d[nb:pb])
 	clear(r.sums[nb:pb])
-	if err := quant.Quantize(quant.Q8_0, x, r.blocks, nil); err != nil {
-		return err
-	}
 	for b := 0; b < nb; b++ {
-		blk := r.blocks[34*b : 34*b+34]
-		r.d[b] = quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
+		codes := (*[32]int8)(r.qs[32*b:])
+		r.d[b] = quant.FP16ToFloat32(quant.Q8_0Block((*[32]float32)(x[32*b:]), codes))
 		var sum int32
-		for j := 0; j < 32; j++ {
-			r.qs[32*b+j] = int8(blk[2+j])
-			sum += int32(int8(blk[2+j]))
+		for _, c := range codes {
+			sum += int32(c)
 		}
 		r.sums[b] = sum
 	}

@@ -96,20 +96,11 @@ func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) 
 		Up:   make([]byte, F*D/group*quant.Q2BlockBytes),
 		Down: make([]byte, D*F/group*quant.Q2BlockBytes),
 	}
-	var hx []float64
-	if in.N > 0 {
-		hx = gram(in.X, in.N, D)
-	}
-	reason := ""
-	if hx == nil {
-		reason = FallbackNoTokens
-	} else {
-		var f *factors
-		if f, reason = factor(hx, D, opt.Damp, opt.RefineDamp); reason == "" {
-			f.run(ex.Gate, F, opt, res.Gate)
-			f.run(ex.Up, F, opt, res.Up)
-			reason = quantizeDown(ex, in, opt, res)
-		}
+	f, reason := hessianOf(in.X, in.N, D, opt.Damp, opt.RefineDamp)
+	if reason == "" {
+		f.run(ex.Gate, F, opt, res.Gate)
+		f.run(ex.Up, F, opt, res.Up)
+		reason = quantizeDown(ex, in, opt, res)
 	}
 	if reason != "" {
 		res.Fallback = reason
@@ -134,6 +125,9 @@ func quantizeDown(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string
 	}
 	a := swiglu(ex.Gate, ex.Up, in.X, in.N, D, F)
 	ah := swiglu(gq, uq, in.X, in.N, D, F)
+	if useLowRank(in.N, F) {
+		return quantizeDownLowRank(ex.Down, a, ah, in.N, D, F, opt, res.Down)
+	}
 	h := gram(ah, in.N, F)
 	f, reason := factor(h, F, opt.Damp, opt.RefineDamp)
 	if reason != "" {

@@ -91,7 +91,7 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 		return nil, err
 	}
 	start := time.Now()
-	m, err := engine.Open(model, engine.Options{Threads: jobs})
+	m, err := engine.Open(model, engine.Options{Threads: jobs, Mode: engine.Exact})
 	if err != nil {
 		return nil, err
 	}
