@@ -69,6 +69,8 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		// The VEX parts need AVX2 and F16C; the rest is AVX-512 F, BW, VNNI.
 		k.q8dot[quant.Q2_0] = q8dotQ2_0Vector512
 		k.xorReadVec = xorReadAVX512 // AVX-512 F only
+		k.q8rows[quant.Q2_0] = rowsQ2_0AVX512
+		k.q8rows[quant.Q8_0] = rowsQ8_0AVX512
 		k.paths = "avx2+f16c+avx512vnni"
 	}
 	return k
