@@ -58,6 +58,10 @@ type kernelSet struct {
 	// (qdot.go's order) and how many sub-blocks it took. (Lanes by value,
 	// so that nothing of a call escapes to the heap.)
 	q8dot [quant.NumTypes]func(row []byte, x *Q8Row) ([8]float32, int)
+	// q8rows sets out[r] = DotQ8(row r of m, x) for r in [lo, hi), lo < hi,
+	// in one call, or reports false (nothing written) where it does not
+	// take x (one without the padding its kernel reads).
+	q8rows [quant.NumTypes]func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool
 	// q8decode decodes groups g0..g0+ng-1 of a row for DotQ8Rows, and
 	// q8dotDecoded adds their terms against one activation row to the lanes.
 	q8decode     [quant.NumTypes]func(row []byte, g0, ng int, d *q8Decoded)

@@ -73,7 +73,11 @@ func chooseKernels(c cpuFeatures) kernelSet {
 	if c.avx2 && c.f16c && c.avx512vnni {
 		// The VEX parts need AVX2 and F16C; the rest is AVX-512 F, BW, VNNI.
 		k.q8dot[quant.Q2_0] = q8dotQ2_0Vector512
+		k.q8dot[quant.Q2_K] = q8dotQ2KVector512
+		k.q8dot[quant.Q3_K] = q8dotQ3KVector512
 		k.xorReadVec = xorReadAVX512 // AVX-512 F only
+		k.q8rows[quant.Q2_0] = rowsQ2_0AVX512
+		k.q8rows[quant.Q8_0] = rowsQ8_0AVX512
 		k.paths = "avx2+f16c+avx512vnni"
 	}
 	if c.avx2 && c.f16c && c.avx512bf16 {

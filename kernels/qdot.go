@@ -57,6 +57,9 @@ type Q8Row struct {
 	qs   []int8
 	d    []float32
 	sums []int32 // per block, the sum of its codes
+	// q2 is qs in the plane order of the Q2_0 row kernel, per group of
+	// 256 codes (zero-padded like qs): q2[64k+16b+i] = qs[64b+4i+k].
+	q2 []int8
 }
 
 // padded reports whether the row's buffers reach, with zeros, to the end
@@ -84,6 +87,7 @@ func QuantizeQ8Row(x []float32, r *Q8Row) error {
 		r.qs = make([]int8, 32*pb)
 		r.d = make([]float32, pb)
 		r.sums = make([]int32, pb)
+		r.q2 = make([]int8, 32*pb)
 	}
 	r.qs, r.d, r.sums = r.qs[:n], r.d[:nb], r.sums[:nb]
 	clear(r.qs[n : 32*pb])
@@ -98,7 +102,22 @@ func QuantizeQ8Row(x []float32, r *Q8Row) error {
 		}
 		r.sums[b] = sum
 	}
+	q2PlaneOrder(r.q2[:32*pb], r.qs[:32*pb])
+	r.q2 = r.q2[:n]
 	return nil
+}
+
+// q2PlaneOrder writes each group of 256 codes of qs in Q8Row.q2's order.
+func q2PlaneOrder(dst, qs []int8) {
+	for g := 0; g+256 <= len(qs); g += 256 {
+		src, d := (*[256]int8)(qs[g:]), (*[256]int8)(dst[g:])
+		for b := 0; b < 4; b++ {
+			for i := 0; i < 16; i++ {
+				c := src[64*b+4*i : 64*b+4*i+4]
+				d[16*b+i], d[64+16*b+i], d[128+16*b+i], d[192+16*b+i] = c[0], c[1], c[2], c[3]
+			}
+		}
+	}
 }
 
 // VecDotQ8 reports whether DotQ8 takes weights of type t.

@@ -257,10 +257,12 @@ func TestDotQ8RejectsShapes(t *testing.T) {
 
 // BenchmarkDotQ8: one row of 2560 or 640 weights (the field expert shape's
 // gate/up and down rows) against activations quantized once, beside Dot on
-// float32 activations. Bytes are the weight bytes read.
+// float32 activations; and 768, the shortest row of whole 256-weight blocks
+// above 640, for the K-quants (a 640-wide row is not whole blocks of
+// theirs). Bytes are the weight bytes read.
 func BenchmarkDotQ8(b *testing.B) {
 	rng := rand.New(rand.NewPCG(9, 9))
-	for _, n := range []int{2560, 640} {
+	for _, n := range []int{2560, 640, 768} {
 		x := gaussians(rng, n, 1)
 		var r Q8Row
 		if err := QuantizeQ8Row(x, &r); err != nil {
