@@ -18,6 +18,8 @@ type cpuFeatures struct {
 	avx, avx2, f16c bool
 	// avx512vnni: AVX-512 F, BW and VNNI.
 	avx512vnni bool
+	// avx512bf16: AVX-512 F and BF16 (VDPBF16PS).
+	avx512bf16 bool
 	brand      string
 }
 
@@ -27,6 +29,7 @@ var hostCPU = cpuFeatures{
 	avx2:       cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2),
 	f16c:       cpuid.CPU.Supports(cpuid.AVX, cpuid.F16C),
 	avx512vnni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VNNI),
+	avx512bf16: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BF16),
 	brand:      cpuid.CPU.BrandName,
 }
 
@@ -63,6 +66,10 @@ type kernelSet struct {
 	// q8dotDecoded adds their terms against one activation row to the lanes.
 	q8decode     [quant.NumTypes]func(row []byte, g0, ng int, d *q8Decoded)
 	q8dotDecoded func(d *q8Decoded, ng int, x *Q8Row, g0 int, l *[8]float32)
+	// bf16dot returns the lanes after DotBF16's first chunks of 128
+	// elements (qdot_bf16.go's order) and how many it took (x is padded;
+	// lanes by value, as q8dot's).
+	bf16dot func(row []byte, x *BF16Row) ([64]float32, int)
 	// q2 runs Q2Search's hot loops (nil: quant.Q2SearchRef).
 	q2 *quant.Q2SearchKernels
 	// xorReadVec is XORRead's loop over n bytes, n a positive multiple of

@@ -9,7 +9,7 @@ import (
 	"github.com/stratactl/stratactl/quant"
 )
 
-var q8Types = append([]quant.Type{quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q2_0, quant.IQ3_S}, kQuantTypes...)
+var q8Types = append(append([]quant.Type{quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q2_0, quant.IQ3_S}, kQuantTypes...), iqTypes...)
 
 func gaussians(rng *rand.Rand, n int, sigma float64) []float32 {
 	x := make([]float32, n)
@@ -94,8 +94,8 @@ func TestQ8RowMatchesQuant(t *testing.T) {
 func TestWeightSubMatchesQuant(t *testing.T) {
 	rng := rand.New(rand.NewPCG(33, 34))
 	for _, typ := range q8Types {
-		if isKQuant(typ) {
-			continue // TestKSubMatchesQuant
+		if isKQuant(typ) || isIQHalves(typ) {
+			continue // TestKSubMatchesQuant, TestIQHalvesSubMatchesQuant
 		}
 		ti, _ := quant.Info(typ)
 		row := randomBlocks(rng, typ, 64)
@@ -347,7 +347,7 @@ func TestDotQ8RowsEqualsDotQ8(t *testing.T) {
 	if host.q8dotDecoded != nil {
 		k := host
 		for _, typ := range q8Types {
-			if isKQuant(typ) {
+			if isKQuant(typ) || isIQHalves(typ) {
 				continue // no q8Decoded form (scales and mins per 16)
 			}
 			k.q8decode[typ] = func(row []byte, g0, ng int, d *q8Decoded) { decodeGroupsPortable(typ, row, g0, ng, d) }
