@@ -59,6 +59,9 @@ type kernelSet struct {
 	// q8dotDecoded adds their terms against one activation row to the lanes.
 	q8decode     [quant.NumTypes]func(row []byte, g0, ng int, d *q8Decoded)
 	q8dotDecoded func(d *q8Decoded, ng int, x *Q8Row, g0 int, l *[8]float32)
+	// q8dotDecoded2 is q8dotDecoded for two activation rows at once
+	// (qmm.go's tiles).
+	q8dotDecoded2 func(d *q8Decoded, ng int, x0, x1 *Q8Row, g0 int, l0, l1 *[8]float32)
 	// q2 runs Q2Search's hot loops (nil: quant.Q2SearchRef).
 	q2 *quant.Q2SearchKernels
 }

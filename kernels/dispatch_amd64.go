@@ -39,6 +39,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.dequant[quant.Q5_K] = dequantQ5KVector
 		k.dequant[quant.Q6_K] = dequantQ6KVector
 		k.q2.Pack = q2PackVector
+		k.q8dotDecoded2 = q8dotDecoded2Vector
 		k.paths = "avx2"
 	}
 	if c.avx2 && c.f16c {
