@@ -64,6 +64,9 @@ type kernelSet struct {
 	q8dotDecoded2 func(d *q8Decoded, ng int, x0, x1 *Q8Row, g0 int, l0, l1 *[8]float32)
 	// q2 runs Q2Search's hot loops (nil: quant.Q2SearchRef).
 	q2 *quant.Q2SearchKernels
+	// xorReadVec is XORRead's loop over n bytes, n a positive multiple of
+	// xorReadUnit.
+	xorReadVec func(p *byte, n int) uint64
 }
 
 // host is the set this CPU runs, chosen once from hostCPU and never changed;

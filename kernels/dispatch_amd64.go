@@ -40,6 +40,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.dequant[quant.Q6_K] = dequantQ6KVector
 		k.q2.Pack = q2PackVector
 		k.q8dotDecoded2 = q8dotDecoded2Vector
+		k.xorReadVec = xorReadAVX2
 		k.paths = "avx2"
 	}
 	if c.avx2 && c.f16c {
@@ -56,6 +57,11 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8dot[quant.Q4_0] = q8dotQ4_0Vector
 		k.q8dot[quant.Q2_0] = q8dotQ2_0Vector
 		k.q8dot[quant.IQ3_S] = q8dotIQ3SVector
+		k.q8dot[quant.Q2_K] = q8dotQ2KVector
+		k.q8dot[quant.Q3_K] = q8dotQ3KVector
+		k.q8dot[quant.Q4_K] = q8dotQ4KVector
+		k.q8dot[quant.Q5_K] = q8dotQ5KVector
+		k.q8dot[quant.Q6_K] = q8dotQ6KVector
 		k.q8decode[quant.IQ3_S] = q8decodeIQ3SVector
 		k.q8dotDecoded = q8dotDecodedVector
 		k.paths = "avx2+f16c"
@@ -63,6 +69,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 	if c.avx2 && c.f16c && c.avx512vnni {
 		// The VEX parts need AVX2 and F16C; the rest is AVX-512 F, BW, VNNI.
 		k.q8dot[quant.Q2_0] = q8dotQ2_0Vector512
+		k.xorReadVec = xorReadAVX512 // AVX-512 F only
 		k.paths = "avx2+f16c+avx512vnni"
 	}
 	return k

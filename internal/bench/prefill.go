@@ -29,12 +29,12 @@ type PrefillConfig struct {
 	Log       func(format string, args ...any)
 }
 
-// KernelRate is a matrix kernel's in-cache rate on one weight type: a
+// PrefillRate is a matrix kernel's in-cache rate on one weight type: a
 // matrix of InCacheRows x Cols against InCacheTokens activation rows, all
 // of it in L2, in floating-point operations (2 per multiply-add) per second
 // of one thread's CPU time, and per second of wall time on every thread
 // (the best call).
-type KernelRate struct {
+type PrefillRate struct {
 	Type         string  `json:"type"`
 	Cols         int     `json:"cols"`
 	MACsPerToken int64   `json:"macs_per_token"`
@@ -58,7 +58,7 @@ type PrefillReport struct {
 	// routed experts (attention scores, norms and the one output row of
 	// the prompt's last token are left out).
 	FlopsPerToken float64      `json:"flops_per_token"`
-	Rates         []KernelRate `json:"kernel_rates"`
+	Rates         []PrefillRate `json:"kernel_rates"`
 	// The compute bounds: a token's products at the in-cache rates, per
 	// second of wall time on every thread and per CPU-second.
 	BoundWall float64 `json:"bound_tokens_per_s"`
@@ -181,8 +181,8 @@ func mergeProducts(ps []engine.Product) []engine.Product {
 // p.Type) on an in-cache matrix of p.Cols columns: one thread's CPU rate on
 // a locked thread, and the wall rate of the model's pool on a matrix of
 // InCacheRows rows per thread (best call).
-func kernelRate(ctx context.Context, m *engine.Model, p engine.Product, seconds float64) (KernelRate, error) {
-	r := KernelRate{Type: p.Type.String(), Cols: p.Cols, MACsPerToken: p.MACs}
+func kernelRate(ctx context.Context, m *engine.Model, p engine.Product, seconds float64) (PrefillRate, error) {
+	r := PrefillRate{Type: p.Type.String(), Cols: p.Cols, MACsPerToken: p.MACs}
 	measure := func(pool *kernels.Pool, rows int, thread bool) (Calls, error) {
 		mul, err := engine.InCacheProduct(m.Mode, p.Type, p.Cols, rows, InCacheTokens, uint64(rows))
 		if err != nil {
