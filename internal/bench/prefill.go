@@ -57,7 +57,7 @@ type PrefillReport struct {
 	// prompt token needs: every layer's dense matrices and ExpertsUsed
 	// routed experts (attention scores, norms and the one output row of
 	// the prompt's last token are left out).
-	FlopsPerToken float64      `json:"flops_per_token"`
+	FlopsPerToken float64       `json:"flops_per_token"`
 	Rates         []PrefillRate `json:"kernel_rates"`
 	// The compute bounds: a token's products at the in-cache rates, per
 	// second of wall time on every thread and per CPU-second.
