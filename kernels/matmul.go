@@ -257,11 +257,21 @@ func (m *Matrix) checkQ8(op string, x *Q8Row) {
 func (p *Pool) MatVecQ8(m *Matrix, x *Q8Row, out []float32) {
 	m.checkQ8("MatVecQ8", x)
 	out = out[:m.Rows]
-	p.Parallel(m.Rows, m.Cols, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			out[r] = DotQ8(m.Type, m.Row(r), x)
-		}
-	})
+	p.Parallel(m.Rows, m.Cols, func(lo, hi int) { host.dotQ8Range(m, lo, hi, x, out) })
+}
+
+// dotQ8Range sets out[r] = DotQ8(m.Type, row r, x) for r in [lo, hi): by
+// the type's multi-row kernel where k has one that takes x, else row by row.
+func (k *kernelSet) dotQ8Range(m *Matrix, lo, hi int, x *Q8Row, out []float32) {
+	if lo >= hi {
+		return
+	}
+	if f := k.q8rows[m.Type]; f != nil && f(m, lo, hi, x, out) {
+		return
+	}
+	for r := lo; r < hi; r++ {
+		out[r] = k.dotQ8(m.Type, m.Row(r), x)
+	}
 }
 
 // MatMulQ8 sets out[t*Rows+r] = DotQ8(m.Type, row r, xs[t]) for every row
@@ -310,14 +320,12 @@ func (p *Pool) MatVecsQ8(ms []*Matrix, xs []*Q8Row, outs [][]float32) {
 		work = max(work, m.Cols)
 	}
 	p.Parallel(start[len(ms)], work, func(lo, hi int) {
-		i := 0
-		for g := lo; g < hi; g++ {
-			for g >= start[i+1] {
-				i++
+		// The part of each matrix's rows in [lo, hi), one range each.
+		for i, m := range ms {
+			a, b := max(lo, start[i]), min(hi, start[i+1])
+			if a < b {
+				host.dotQ8Range(m, a-start[i], b-start[i], xs[i], outs[i])
 			}
-			m := ms[i]
-			r := g - start[i]
-			outs[i][r] = DotQ8(m.Type, m.Row(r), xs[i])
 		}
 	})
 }
