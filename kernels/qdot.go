@@ -75,7 +75,9 @@ func (r *Q8Row) Len() int { return len(r.qs) }
 
 // QuantizeQ8Row quantizes x (len(x) a multiple of 32) into r, reusing r's
 // buffers.
-func QuantizeQ8Row(x []float32, r *Q8Row) error {
+func QuantizeQ8Row(x []float32, r *Q8Row) error { return host.quantizeQ8Row(x, r) }
+
+func (k *kernelSet) quantizeQ8Row(x []float32, r *Q8Row) error {
 	n := len(x)
 	if n%32 != 0 {
 		return fmt.Errorf("quantize activations to Q8_0: %d values, not a multiple of 32", n)
@@ -94,14 +96,16 @@ func QuantizeQ8Row(x []float32, r *Q8Row) error {
 	clear(r.qs[n : 32*pb])
 	clear(r.d[nb:pb])
 	clear(r.sums[nb:pb])
-	for b := 0; b < nb; b++ {
-		codes := (*[32]int8)(r.qs[32*b:])
-		r.d[b] = quant.FP16ToFloat32(quant.Q8_0Block((*[32]float32)(x[32*b:]), codes))
-		var sum int32
-		for _, c := range codes {
-			sum += int32(c)
+	if k.q8quant == nil || !k.q8quant(x, r) {
+		for b := 0; b < nb; b++ {
+			codes := (*[32]int8)(r.qs[32*b:])
+			r.d[b] = quant.FP16ToFloat32(quant.Q8_0Block((*[32]float32)(x[32*b:]), codes))
+			var sum int32
+			for _, c := range codes {
+				sum += int32(c)
+			}
+			r.sums[b] = sum
 		}
-		r.sums[b] = sum
 	}
 	q2PlaneOrder(r.q2[:32*pb], r.qs[:32*pb])
 	r.q2 = r.q2[:n]

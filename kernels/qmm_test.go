@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"syscall"
 	"testing"
@@ -186,4 +187,53 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestQuantizeQ8RowSetsMatchPortable: every kernel set's activation
+// quantizer writes the portable quantizer's codes, scales and sums, over
+// every length 0..4096 and rows holding infinities, NaN, signed zeros,
+// subnormals, huge values and exact halves (amax 127 makes id 1, so x = k
+// + 0.5 must round away from zero).
+func TestQuantizeQ8RowSetsMatchPortable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(57, 58))
+	specials := []float32{float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), float32(math.Copysign(0, -1)),
+		1e-40, -3e-45, 3e38, -3e38, 127, -127, 126.5, -126.5, 0.5, -0.5, 2.5, -3.5, 1.4999999, -1.5000001}
+	for n := 0; n <= 4096; n += 32 {
+		x := gaussians(rng, n, []float64{1e-30, 1e-3, 1, 1e4, 1e30}[rng.IntN(5)])
+		switch k := rng.IntN(4); {
+		case k == 0 && n > 0: // one block of exact halves around amax 127
+			b := rng.IntN(n / 32)
+			for j := 0; j < 32; j++ {
+				x[32*b+j] = float32(rng.IntN(254)-127) + 0.5
+			}
+			x[32*b] = 127
+		case k == 1 && n > 0:
+			for i := 0; i < 1+rng.IntN(4); i++ {
+				x[rng.IntN(n)] = specials[rng.IntN(len(specials))]
+			}
+		}
+		var want Q8Row
+		if err := portable.quantizeQ8Row(x, &want); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range testSets() {
+			var got Q8Row
+			if err := s.k.quantizeQ8Row(x, &got); err != nil {
+				t.Fatal(err)
+			}
+			for i := range want.qs {
+				if got.qs[i] != want.qs[i] {
+					t.Fatalf("n=%d on %s: code %d is %d, want %d (x %g)", n, s.name, i, got.qs[i], want.qs[i], x[i])
+				}
+			}
+			for b := range want.d {
+				if !sameFloat(got.d[b], want.d[b]) || got.sums[b] != want.sums[b] {
+					t.Fatalf("n=%d on %s: block %d: d %g sum %d, want %g %d", n, s.name, b, got.d[b], got.sums[b], want.d[b], want.sums[b])
+				}
+			}
+			if len(got.qs) != n || !got.padded(8*((len(got.d)-1)/8)) && n > 0 {
+				t.Fatalf("n=%d on %s: %d codes, padded %v", n, s.name, len(got.qs), got.padded(0))
+			}
+		}
+	}
 }
