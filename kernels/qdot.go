@@ -14,7 +14,8 @@ import (
 // K-quants Q2_K..Q6_K, which ggml pairs with Q8_K (one float scale per 256
 // activations), take the same Q8_0 activations here: a scale per 32
 // activations has no larger error (the amax of 32 values is at most that of
-// the 256 around them), costs one vector multiply more per 256 weights, and
+// the 256 around them; TestDotQ8KFixtureError measures the K-quants' RMS
+// error 14-24% lower), costs one vector multiply more per 256 weights, and
 // one activation format serves every type. This is the fast mode; Dot
 // (float32 activations) stays the exact reference mode.
 //
