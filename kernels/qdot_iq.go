@@ -47,12 +47,17 @@ func iqGroupBytes(t quant.Type) int {
 		return 98
 	case quant.IQ2_XXS:
 		return 66
+	case quant.IQ2_XS:
+		return 74
+	case quant.IQ2_S:
+		return 82
 	}
 	return 0
 }
 
 // iqGroupFactors writes the factors of the 8 sub-blocks of group blk of
-// type t (iqGroupBytes), as quant's decoders compute them.
+// type t (iqGroupBytes), as quant's decoders compute them (IQ2_XS, IQ2_S:
+// d*0.125, their halves' multipliers apart).
 func iqGroupFactors(t quant.Type, blk []byte, f *[8]float32) {
 	switch t {
 	case quant.IQ4_XS:
@@ -72,6 +77,10 @@ func iqGroupFactors(t quant.Type, blk []byte, f *[8]float32) {
 		for j := range f {
 			f[j] = d * (0.5 + float32(binary.LittleEndian.Uint32(blk[6+8*j:])>>28)) * 0.25
 		}
+	case quant.IQ2_XS, quant.IQ2_S:
+		for j := range f {
+			f[j] = fp16At(blk) * 0.125
+		}
 	}
 }
 
@@ -79,7 +88,7 @@ func iqGroupFactors(t quant.Type, blk []byte, f *[8]float32) {
 // s's integer weights and factor (multiplier 1); false for another type.
 func iqWeightSub(t quant.Type, row []byte, s int, w *[32]int8) (float32, bool) {
 	gb := iqGroupBytes(t)
-	if gb == 0 {
+	if gb == 0 || isIQHalves(t) {
 		return 0, false
 	}
 	ib := s % 8
@@ -136,7 +145,7 @@ func iqHalvesSub(t quant.Type, row []byte, s int, w *[32]int8) (m0, m1 int32, dw
 			v := binary.LittleEndian.Uint16(blk[2+2*(4*ib+l):])
 			signed8(w[8*l:], iq2xsGrid[v&511], ksignsIQ2XS[v>>9])
 		}
-		sc, dw = blk[66+ib], fp16At(blk)*0.125
+		sc = blk[66+ib]
 	case quant.IQ2_S:
 		// Block: fp16 d, qs[32], signs[32], qh[8], scales[8].
 		blk := row[82*(s/8) : 82*(s/8)+82]
@@ -144,11 +153,14 @@ func iqHalvesSub(t quant.Type, row []byte, s int, w *[32]int8) (m0, m1 int32, dw
 			idx := int(blk[2+4*ib+l]) | int(blk[66+ib]>>(2*l)&3)<<8
 			signed8(w[8*l:], iq2sGrid[idx], blk[34+4*ib+l])
 		}
-		sc, dw = blk[74+ib], fp16At(blk)*0.125
+		sc = blk[74+ib]
 	default:
 		panic("kernels: no two-scale weights for " + t.String())
 	}
-	return 2*int32(sc&15) + 1, 2*int32(sc>>4) + 1, dw
+	var f [8]float32
+	gb := iqGroupBytes(t)
+	iqGroupFactors(t, row[gb*(s/8):gb*(s/8)+gb], &f)
+	return 2*int32(sc&15) + 1, 2*int32(sc>>4) + 1, f[ib]
 }
 
 // iqHalvesDotTail is q8DotTail for IQ2_XS and IQ2_S.

@@ -19,6 +19,12 @@ func q8dotIQ2XXSAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, la
 //go:noescape
 func q8dotIQ3XXSAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint32, signs *uint8)
 
+//go:noescape
+func q8dotIQ2XSAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64, signs *uint8)
+
+//go:noescape
+func q8dotIQ2SAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64, signs *uint8)
+
 // iqBatch is how many groups' factors the wrapper computes per call.
 const iqBatch = 16
 
@@ -45,6 +51,10 @@ func q8dotIQGroups(t quant.Type, row []byte, x *Q8Row) (l [8]float32, taken int)
 			q8dotIQ2XXSAVX2(w, xq, xd, &dw[0], ng, &l, &iq2xxsGrid[0], &ksignsIQ2XS[0])
 		case quant.IQ3_XXS:
 			q8dotIQ3XXSAVX2(w, xq, xd, &dw[0], ng, &l, &iq3xxsGrid[0], &ksignsIQ2XS[0])
+		case quant.IQ2_XS:
+			q8dotIQ2XSAVX2(w, xq, xd, &dw[0], ng, &l, &iq2xsGrid[0], &ksignsIQ2XS[0])
+		case quant.IQ2_S:
+			q8dotIQ2SAVX2(w, xq, xd, &dw[0], ng, &l, &iq2sGrid[0], &ksignsIQ2XS[0])
 		}
 	}
 	return l, 8 * groups
@@ -64,4 +74,12 @@ func q8dotIQ2XXSVector(row []byte, x *Q8Row) ([8]float32, int) {
 
 func q8dotIQ3XXSVector(row []byte, x *Q8Row) ([8]float32, int) {
 	return q8dotIQGroups(quant.IQ3_XXS, row, x)
+}
+
+func q8dotIQ2XSVector(row []byte, x *Q8Row) ([8]float32, int) {
+	return q8dotIQGroups(quant.IQ2_XS, row, x)
+}
+
+func q8dotIQ2SVector(row []byte, x *Q8Row) ([8]float32, int) {
+	return q8dotIQGroups(quant.IQ2_S, row, x)
 }
