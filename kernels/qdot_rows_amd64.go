@@ -5,10 +5,10 @@ package kernels
 // The multi-row DotQ8 kernels (qdot_rows_amd64.s).
 
 //go:noescape
-func q2RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, pad *byte, out *float32)
+func q2RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32)
 
 //go:noescape
-func q8RowsQ8_0AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[4]uint64, pad *byte, out *float32)
+func q8RowsQ8_0AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[8]uint64, out *float32)
 
 // byteMask has the low n of 64 bits set (n clamped to 0..64).
 func byteMask(n int) uint64 {
@@ -22,16 +22,16 @@ func byteMask(n int) uint64 {
 }
 
 // rowsQ2_0AVX512 runs rows [lo, hi) of m (Q2_0) against x, or reports
-// false where x lacks the padding or plane order the kernel reads.
+// false where x lacks the plane order, or the padding a partial last group
+// reads.
 func rowsQ2_0AVX512(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 	nb := m.Cols / 64
 	groups, tail := nb/4, nb%4
-	if !x.padded(8*groups) || cap(x.q2) < 256*(groups+1) || len(x.d) != 2*nb {
+	if tail > 0 && (!x.padded(8*groups) || cap(x.q2) < 256*(groups+1)) || len(x.q2) != m.Cols || len(x.d) != 2*nb {
 		return false
 	}
-	var pad [128]byte
 	q2RowsAVX512(&m.Data[lo*m.RowBytes], m.RowBytes, hi-lo, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
-		groups, tail, byteMask(18*tail), &pad[0], &out[lo])
+		groups, tail, byteMask(18*tail), &out[lo])
 	return true
 }
 
@@ -39,15 +39,18 @@ func rowsQ2_0AVX512(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 func rowsQ8_0AVX512(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 	nb := m.Cols / 32
 	groups, tail := nb/8, nb%8
-	if !x.padded(8*groups) || len(x.d) != nb {
+	if tail > 0 && !x.padded(8*groups) || len(x.d) != nb {
 		return false
 	}
-	var pad [320]byte
-	var masks [4]uint64
-	for c := range masks {
-		masks[c] = byteMask(34*tail - 64*c)
+	var masks [8]uint64
+	for j := 0; j < tail; j++ {
+		if j%2 == 0 {
+			masks[j] = byteMask(32)
+		} else {
+			masks[j] = ^byteMask(32)
+		}
 	}
 	q8RowsQ8_0AVX512(&m.Data[lo*m.RowBytes], m.RowBytes, hi-lo, &x.qs[:1][0], &x.d[:1][0], &x.sums[:1][0],
-		groups, tail, &masks, &pad[0], &out[lo])
+		groups, tail, &masks, &out[lo])
 	return true
 }

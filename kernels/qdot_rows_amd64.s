@@ -5,14 +5,15 @@
 // Multi-row DotQ8 kernels (AVX-512 F, BW and VNNI; qdot.go's order): rows
 // rows of stride bytes from w, each against the same activations, the
 // folded dot product of row r stored to out[r]. Each row runs its whole
-// groups of 8 sub-blocks, then, when tail > 0, its last partial group
-// copied by masked loads (which never touch bytes past the row) into pad,
-// zero beyond the row; the activations are zero-padded to the group's end
+// groups of 8 sub-blocks, then, when tail > 0, its last partial group of
+// tail blocks: only those blocks' bytes are read (masked loads never touch
+// bytes past the row), the rest of the group's weights and scales are
+// zero, and the activations are zero-padded to the group's end
 // (Q8Row.padded), so the missing sub-blocks add +0 to their lanes, which
 // leaves them as they are (a lane starts at +0 and is never -0).
 //
 // Registers: R13 the row, R14 stride, R10 rows left, R11 groups, R9 tail,
-// R12 pad, R8 out; per row SI the group, DI codes, DX scales, BX sums, CX
+// R12 the Q8_0 tail's masks, R8 out; per row SI the group, DI codes, DX scales, BX sums, CX
 // groups left; Y12 the 8 lanes.
 
 // Each word of a Q2_0 group's first 64 bytes that holds a block's fp16
@@ -71,11 +72,15 @@ GLOBL q8rperm<>(SB), RODATA|NOPTR, $64
 // into a dword: dwords 2s and 2s+1 are sub-block s (i < 8 is the block's
 // first sub-block). The codes c are 0..3 (weight c-1): the sub-block's
 // activation sum (BX) is subtracted.
-#define Q2RGROUP \
+// Q2RLOAD: Z0 = the 4 blocks' codes. Q2RSUMS(scales): the group's terms
+// into Y12, the fp16 scales picked by word from scales (64 bytes).
+#define Q2RLOAD \
 	VMOVDQU 2(SI), X0 \
 	VINSERTI32X4 $1, 20(SI), Z0, Z0 \
 	VINSERTI32X4 $2, 38(SI), Z0, Z0 \
-	VINSERTI32X4 $3, 56(SI), Z0, Z0 \
+	VINSERTI32X4 $3, 56(SI), Z0, Z0
+
+#define Q2RSUMS(scales) \
 	VPANDQ Z15, Z0, Z1 \
 	VPSRLQ $2, Z0, Z2 \
 	VPANDQ Z15, Z2, Z2 \
@@ -94,21 +99,19 @@ GLOBL q8rperm<>(SB), RODATA|NOPTR, $64
 	VPADDD Z1, Z4, Z4 \
 	VPMOVQD Z4, Y0 \
 	VPSUBD (BX), Y0, Y0 \
-	VPERMW 0(SI), Z14, Z13 \
+	VPERMW scales, Z14, Z13 \
 	RACC
 
-// func q2RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, pad *byte, out *float32)
-// mask: the tail group's bytes (18*tail) in pad's first 64; pad: 128
-// bytes, zero.
-TEXT ·q2RowsAVX512(SB), NOSPLIT, $0-88
+// func q2RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32)
+// mask: the tail group's bytes (18*tail, at most 54).
+TEXT ·q2RowsAVX512(SB), NOSPLIT, $0-80
 	MOVQ  w+0(FP), R13
 	MOVQ  stride+8(FP), R14
 	MOVQ  rows+16(FP), R10
 	MOVQ  groups+48(FP), R11
 	MOVQ  tail+56(FP), R9
 	KMOVQ mask+64(FP), K1
-	MOVQ  pad+72(FP), R12
-	MOVQ  out+80(FP), R8
+	MOVQ  out+72(FP), R8
 	VPBROADCASTQ q2rthree<>(SB), Z15
 	VMOVDQU64 q2rscale<>(SB), Z14
 	TESTQ R10, R10
@@ -125,7 +128,8 @@ q2rrow:
 	JZ    q2rtail
 
 q2rgroup:
-	Q2RGROUP
+	Q2RLOAD
+	Q2RSUMS(0(SI))
 	ADDQ $72, SI
 	ADDQ $256, DI
 	ADDQ $32, DX
@@ -134,12 +138,21 @@ q2rgroup:
 	JNZ  q2rgroup
 
 q2rtail:
+	// The partial group: only its blocks' codes (lanes of blocks past
+	// the row stay zero) and, masked, its bytes for the scales.
 	TESTQ R9, R9
 	JZ    q2rfold
-	VMOVDQU8.Z 0(SI), K1, Z0
-	VMOVDQU64 Z0, 0(R12)
-	MOVQ R12, SI
-	Q2RGROUP
+	VMOVDQU 2(SI), X0
+	CMPQ  R9, $2
+	JLT   q2rpart
+	VINSERTI32X4 $1, 20(SI), Z0, Z0
+	CMPQ  R9, $3
+	JLT   q2rpart
+	VINSERTI32X4 $2, 38(SI), Z0, Z0
+
+q2rpart:
+	VMOVDQU8.Z 0(SI), K1, Z6
+	Q2RSUMS(Z6)
 
 q2rfold:
 	RFOLD
@@ -165,11 +178,8 @@ q2rdone:
 	VPXORQ Zacc, Zacc, Zacc \
 	VPDPBUSD (64*p)(DI), Z0, Zacc
 
-#define Q8RGROUP \
-	Q8RBLK(0, Z4) \
-	Q8RBLK(1, Z5) \
-	Q8RBLK(2, Z6) \
-	Q8RBLK(3, Z7) \
+// Q8RSUMS: the group's terms into Y12 from Z4..Z7 and the scales in X13.
+#define Q8RSUMS \
 	VSHUFI64X2 $0x88, Z5, Z4, Z8 \
 	VSHUFI64X2 $0xdd, Z5, Z4, Z9 \
 	VPADDD Z9, Z8, Z8 \
@@ -185,6 +195,13 @@ q2rdone:
 	VMOVDQU (BX), Y1 \
 	VPSLLD $7, Y1, Y1 \
 	VPSUBD Y1, Y4, Y0 \
+	RACC
+
+#define Q8RGROUP \
+	Q8RBLK(0, Z4) \
+	Q8RBLK(1, Z5) \
+	Q8RBLK(2, Z6) \
+	Q8RBLK(3, Z7) \
 	MOVWLZX 0(SI), AX \
 	VMOVD   AX, X13 \
 	VPINSRW $1, 34(SI), X13, X13 \
@@ -194,24 +211,31 @@ q2rdone:
 	VPINSRW $5, 170(SI), X13, X13 \
 	VPINSRW $6, 204(SI), X13, X13 \
 	VPINSRW $7, 238(SI), X13, X13 \
-	RACC
+	Q8RSUMS
 
-// func q8RowsQ8_0AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[4]uint64, pad *byte, out *float32)
-// masks: the tail group's bytes (34*tail) in each 64 of pad's first 256;
-// pad: 320 bytes, zero.
-TEXT ·q8RowsQ8_0AVX512(SB), NOSPLIT, $0-88
+// Q8RPART(p, Zacc): blocks 2p and 2p+1 of the partial group by masked loads
+// (masks at R12: block 2p's 32 bytes at 16p, 2p+1's at 16p+8, each empty
+// past the row).
+#define Q8RPART(p, Zacc) \
+	KMOVQ (16*p)(R12), K1 \
+	KMOVQ (16*p+8)(R12), K2 \
+	VMOVDQU8.Z (2+68*p)(SI), K1, Z0 \
+	VMOVDQU8 (4+68*p)(SI), K2, Z0 \
+	VPXORQ Z15, Z0, Z0 \
+	VPXORQ Zacc, Zacc, Zacc \
+	VPDPBUSD (64*p)(DI), Z0, Zacc
+
+// func q8RowsQ8_0AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[8]uint64, out *float32)
+// masks: per block pair p of the partial group, the load masks of block
+// 2p (low 32 bytes) and 2p+1 (high 32), zero for a block past the row.
+TEXT ·q8RowsQ8_0AVX512(SB), NOSPLIT, $0-80
 	MOVQ  w+0(FP), R13
 	MOVQ  stride+8(FP), R14
 	MOVQ  rows+16(FP), R10
 	MOVQ  groups+48(FP), R11
 	MOVQ  tail+56(FP), R9
-	MOVQ  masks+64(FP), AX
-	KMOVQ 0(AX), K1
-	KMOVQ 8(AX), K2
-	KMOVQ 16(AX), K3
-	KMOVQ 24(AX), K4
-	MOVQ  pad+72(FP), R12
-	MOVQ  out+80(FP), R8
+	MOVQ  masks+64(FP), R12
+	MOVQ  out+72(FP), R8
 	VPBROADCASTQ q8rx80<>(SB), Z15
 	VMOVDQU64 q8rperm<>(SB), Z14
 	TESTQ R10, R10
@@ -237,18 +261,37 @@ q8rgroup:
 	JNZ  q8rgroup
 
 q8rtail:
+	// The partial group: its blocks by masked loads, its scales one by
+	// one (zero past the row).
 	TESTQ R9, R9
 	JZ    q8rfold
-	VMOVDQU8.Z 0(SI), K1, Z0
-	VMOVDQU8.Z 64(SI), K2, Z1
-	VMOVDQU8.Z 128(SI), K3, Z2
-	VMOVDQU8.Z 192(SI), K4, Z3
-	VMOVDQU64 Z0, 0(R12)
-	VMOVDQU64 Z1, 64(R12)
-	VMOVDQU64 Z2, 128(R12)
-	VMOVDQU64 Z3, 192(R12)
-	MOVQ R12, SI
-	Q8RGROUP
+	Q8RPART(0, Z4)
+	Q8RPART(1, Z5)
+	Q8RPART(2, Z6)
+	Q8RPART(3, Z7)
+	MOVWLZX 0(SI), AX
+	VMOVD   AX, X13
+	CMPQ    R9, $2
+	JLT     q8rscales
+	VPINSRW $1, 34(SI), X13, X13
+	CMPQ    R9, $3
+	JLT     q8rscales
+	VPINSRW $2, 68(SI), X13, X13
+	CMPQ    R9, $4
+	JLT     q8rscales
+	VPINSRW $3, 102(SI), X13, X13
+	CMPQ    R9, $5
+	JLT     q8rscales
+	VPINSRW $4, 136(SI), X13, X13
+	CMPQ    R9, $6
+	JLT     q8rscales
+	VPINSRW $5, 170(SI), X13, X13
+	CMPQ    R9, $7
+	JLT     q8rscales
+	VPINSRW $6, 204(SI), X13, X13
+
+q8rscales:
+	Q8RSUMS
 
 q8rfold:
 	RFOLD
