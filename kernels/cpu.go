@@ -66,6 +66,12 @@ type kernelSet struct {
 	// q8dotDecoded adds their terms against one activation row to the lanes.
 	q8decode     [quant.NumTypes]func(row []byte, g0, ng int, d *q8Decoded)
 	q8dotDecoded func(d *q8Decoded, ng int, x *Q8Row, g0 int, l *[8]float32)
+	// q8quant is QuantizeQ8Row's loop over whole blocks; false when it
+	// met a NaN (the portable loop then quantizes the row).
+	q8quant func(x []float32, r *Q8Row) bool
+	// q8dotDecoded2 is q8dotDecoded for two activation rows at once
+	// (qmm.go's tiles).
+	q8dotDecoded2 func(d *q8Decoded, ng int, x0, x1 *Q8Row, g0 int, l0, l1 *[8]float32)
 	// bf16dot returns the lanes after DotBF16's first chunks of 128
 	// elements (qdot_bf16.go's order) and how many it took (x is padded;
 	// lanes by value, as q8dot's).
