@@ -257,37 +257,51 @@ func (m *Matrix) checkQ8(op string, x *Q8Row) {
 func (p *Pool) MatVecQ8(m *Matrix, x *Q8Row, out []float32) {
 	m.checkQ8("MatVecQ8", x)
 	out = out[:m.Rows]
-	p.Parallel(m.Rows, m.Cols, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			out[r] = DotQ8(m.Type, m.Row(r), x)
-		}
-	})
+	p.Parallel(m.Rows, m.Cols, func(lo, hi int) { host.dotQ8Range(m, lo, hi, x, out) })
+}
+
+// dotQ8Range sets out[r] = DotQ8(m.Type, row r, x) for r in [lo, hi): by
+// the type's multi-row kernel where k has one that takes x, else row by row.
+func (k *kernelSet) dotQ8Range(m *Matrix, lo, hi int, x *Q8Row, out []float32) {
+	if lo >= hi {
+		return
+	}
+	if f := k.q8rows[m.Type]; f != nil && f(m, lo, hi, x, out) {
+		return
+	}
+	for r := lo; r < hi; r++ {
+		out[r] = k.dotQ8(m.Type, m.Row(r), x)
+	}
 }
 
 // MatMulQ8 sets out[t*Rows+r] = DotQ8(m.Type, row r, xs[t]) for every row
-// and input, each weight row decoded once for all inputs (DotQ8Rows): the
-// fast mode's batched prefill, with the bits of MatVecQ8 per input at any
-// thread count.
+// and input: the fast mode's batched prefill. The rows are split over the
+// pool in tiles of qmmRows (qmm.go): each weight chunk is decoded once and
+// multiplied with every input while it is in L1, with the bits of
+// MatVecQ8 per input at any thread count and any batching.
 func (p *Pool) MatMulQ8(m *Matrix, xs []*Q8Row, out []float32) {
-	for _, x := range xs {
-		m.checkQ8("MatMulQ8", x)
-	}
+	checkMatMulQ8(m, xs, out)
 	ntok, rows := len(xs), m.Rows
+	if ntok == 0 {
+		return
+	}
 	out = out[:ntok*rows]
-	p.Parallel(rows, m.Cols*ntok, func(lo, hi int) {
-		bp := p.buf(ntok)
-		one := *bp
-		var sc *q8Scratch
-		if host.q8decode[m.Type] != nil {
-			sc = new(q8Scratch)
-		}
-		for r := lo; r < hi; r++ {
-			host.dotQ8Rows(m.Type, m.Row(r), xs, one, sc)
-			for t, v := range one {
-				out[t*rows+r] = v
+	if !tiledQ8(m.Type) || !tilePadded(xs, m.Cols/32) {
+		p.Parallel(rows, m.Cols*ntok, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				row := m.Row(r)
+				for t, x := range xs {
+					out[t*rows+r] = DotQ8(m.Type, row, x)
+				}
 			}
-		}
-		p.scratch.Put(bp)
+		})
+		return
+	}
+	tiles := (rows + qmmRows - 1) / qmmRows
+	p.Parallel(tiles, qmmRows*m.Cols*ntok, func(lo, hi int) {
+		sc := getQmmScratch()
+		host.matMulQ8Tiles(m, xs, out, rows, lo*qmmRows, min(hi*qmmRows, rows), sc)
+		qmmScratchPool.Put(sc)
 	})
 }
 
@@ -306,14 +320,12 @@ func (p *Pool) MatVecsQ8(ms []*Matrix, xs []*Q8Row, outs [][]float32) {
 		work = max(work, m.Cols)
 	}
 	p.Parallel(start[len(ms)], work, func(lo, hi int) {
-		i := 0
-		for g := lo; g < hi; g++ {
-			for g >= start[i+1] {
-				i++
+		// The part of each matrix's rows in [lo, hi), one range each.
+		for i, m := range ms {
+			a, b := max(lo, start[i]), min(hi, start[i+1])
+			if a < b {
+				host.dotQ8Range(m, a-start[i], b-start[i], xs[i], outs[i])
 			}
-			m := ms[i]
-			r := g - start[i]
-			outs[i][r] = DotQ8(m.Type, m.Row(r), xs[i])
 		}
 	})
 }

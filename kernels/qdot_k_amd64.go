@@ -39,3 +39,22 @@ var (
 	q8dotQ5KVector = q8dotKBlocks(q8dotQ5KAVX2)
 	q8dotQ6KVector = q8dotKBlocks(q8dotQ6KAVX2)
 )
+
+//go:noescape
+func q8dotQ2KAVX512(w *byte, xq *int8, xd *float32, xs *int32, blocks int, lanes *[8]float32)
+
+//go:noescape
+func q8dotQ3KAVX512(w *byte, xq *int8, xd *float32, xs *int32, blocks int, lanes *[8]float32)
+
+//go:noescape
+func q8dotQ5KAVX512(w *byte, xq *int8, xd *float32, xs *int32, blocks int, lanes *[8]float32)
+
+//go:noescape
+func q8dotQ6KAVX512(w *byte, xq *int8, xd *float32, xs *int32, blocks int, lanes *[8]float32)
+
+var (
+	q8dotQ2KVector512 = q8dotKBlocks(q8dotQ2KAVX512)
+	q8dotQ3KVector512 = q8dotKBlocks(q8dotQ3KAVX512)
+	q8dotQ5KVector512 = q8dotKBlocks(q8dotQ5KAVX512)
+	q8dotQ6KVector512 = q8dotKBlocks(q8dotQ6KAVX512)
+)

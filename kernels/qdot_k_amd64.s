@@ -179,6 +179,26 @@ GLOBL kq3shifts<>(SB), RODATA|NOPTR, $16
 	VPAND k03<>(SB), Y0, Y0 \
 	KUNSIGNED(32*j, Yout)
 
+// Q2KMINS: Y3 = B_s*(dmin*dx_s) from the activation sums in Y4..Y11.
+#define Q2KMINS \
+	VMOVDQU (SI), X0 \
+	VPSRLW  $4, X0, X0 \
+	VPAND   k0f<>(SB), X0, X0 \
+	KSCALES16(X0, Y2, Y3, VPMOVZXBD) \
+	KREDUCE16(Y2, Y3) \
+	KMULD(82, Y0) \
+	VMOVDQA Y0, Y3
+
+// Q2KEND: lanes += A_s*(d*dx_s) - Y3, A_s from the code sums in Y4..Y11.
+#define Q2KEND \
+	VMOVDQU (SI), X0 \
+	VPAND   k0f<>(SB), X0, X0 \
+	KSCALES16(X0, Y2, Y13, VPMOVZXBD) \
+	KREDUCE16(Y2, Y13) \
+	KMULD(80, Y0) \
+	VSUBPS  Y3, Y0, Y0 \
+	VADDPS  Y0, Y12, Y12
+
 // func q8dotQ2KAVX2(w *byte, xq *int8, xd *float32, xs *int32, blocks int, lanes *[8]float32)
 TEXT ·q8dotQ2KAVX2(SB), NOSPLIT, $0-48
 	KPROLOGUE
@@ -195,13 +215,7 @@ q2kloop:
 	Q2KXSUM(5, Y9)
 	Q2KXSUM(6, Y10)
 	Q2KXSUM(7, Y11)
-	VMOVDQU (SI), X0
-	VPSRLW  $4, X0, X0
-	VPAND   k0f<>(SB), X0, X0
-	KSCALES16(X0, Y2, Y3, VPMOVZXBD)
-	KREDUCE16(Y2, Y3)
-	KMULD(82, Y0)
-	VMOVDQA Y0, Y3
+	Q2KMINS
 	Q2KSUB(0, Y4)
 	Q2KSUB(1, Y5)
 	Q2KSUB(2, Y6)
@@ -210,13 +224,7 @@ q2kloop:
 	Q2KSUB(5, Y9)
 	Q2KSUB(6, Y10)
 	Q2KSUB(7, Y11)
-	VMOVDQU (SI), X0
-	VPAND   k0f<>(SB), X0, X0
-	KSCALES16(X0, Y2, Y13, VPMOVZXBD)
-	KREDUCE16(Y2, Y13)
-	KMULD(80, Y0)
-	VSUBPS  Y3, Y0, Y0
-	VADDPS  Y0, Y12, Y12
+	Q2KEND
 	KNEXT(84)
 	JNZ  q2kloop
 
@@ -238,6 +246,22 @@ q2kdone:
 	VPSUBB k04<>(SB), Y0, Y0 \
 	KSIGNED(32*j, Yout)
 
+// Q3KSCALES: Y2, Y3 = the 16 scales in KREDUCE16's order: low 4 bits
+// (bytes 0..7, then their high nibbles), high 2 bits (byte k%4 of bytes
+// 8..11, shifted by 2*(k/4)), minus 32 (X0, X1 clobbered).
+#define Q3KSCALES \
+	VMOVQ   96(SI), X0 \
+	VPSRLW  $4, X0, X1 \
+	VPUNPCKLQDQ X1, X0, X0 \
+	VPAND   k0f<>(SB), X0, X0 \
+	VPBROADCASTD 104(SI), X1 \
+	VPSRLVD kq3shifts<>(SB), X1, X1 \
+	VPAND   k03<>(SB), X1, X1 \
+	VPSLLW  $4, X1, X1 \
+	VPOR    X1, X0, X0 \
+	VPSUBB  k20<>(SB), X0, X0 \
+	KSCALES16(X0, Y2, Y3, VPMOVSXBD)
+
 // func q8dotQ3KAVX2(w *byte, xq *int8, xd *float32, xs *int32, blocks int, lanes *[8]float32)
 TEXT ·q8dotQ3KAVX2(SB), NOSPLIT, $0-48
 	KPROLOGUE
@@ -245,19 +269,7 @@ TEXT ·q8dotQ3KAVX2(SB), NOSPLIT, $0-48
 	JZ    q3kdone
 
 q3kloop:
-	// Scales: low 4 bits (bytes 0..7, then their high nibbles), high 2 bits
-	// (byte k%4 of bytes 8..11, shifted by 2*(k/4)), minus 32.
-	VMOVQ   96(SI), X0
-	VPSRLW  $4, X0, X1
-	VPUNPCKLQDQ X1, X0, X0
-	VPAND   k0f<>(SB), X0, X0
-	VPBROADCASTD 104(SI), X1
-	VPSRLVD kq3shifts<>(SB), X1, X1
-	VPAND   k03<>(SB), X1, X1
-	VPSLLW  $4, X1, X1
-	VPOR    X1, X0, X0
-	VPSUBB  k20<>(SB), X0, X0
-	KSCALES16(X0, Y2, Y3, VPMOVSXBD)
+	Q3KSCALES
 	VMOVDQU (SI), Y13
 	Q3KSUB(0, VPSLLW, 2, Y4)
 	Q3KSUB(1, VPSLLW, 1, Y5)
@@ -428,4 +440,307 @@ q6kloop:
 	JNZ  q6kloop
 
 q6kdone:
+	KEPILOGUE
+
+// ---- AVX-512 (F, BW, VNNI): Q2_K and Q3_K with one ZMM per two
+// sub-blocks (the 32 code bytes broadcast to both halves, shifted per half)
+// and VPDPBUSD, whose 16 dword sums are the two sub-blocks' 8 partials
+// each (the upper half extracted for KREDUCE16). Only Z0..Z15 are used, so
+// VZEROUPPER leaves no dirty upper state.
+
+DATA kz03<>+0(SB)/8, $0x0303030303030303
+DATA kz03<>+8(SB)/8, $0x0303030303030303
+DATA kz03<>+16(SB)/8, $0x0303030303030303
+DATA kz03<>+24(SB)/8, $0x0303030303030303
+DATA kz03<>+32(SB)/8, $0x0303030303030303
+DATA kz03<>+40(SB)/8, $0x0303030303030303
+DATA kz03<>+48(SB)/8, $0x0303030303030303
+DATA kz03<>+56(SB)/8, $0x0303030303030303
+GLOBL kz03<>(SB), RODATA|NOPTR, $64
+
+DATA kz04<>+0(SB)/8, $0x0404040404040404
+DATA kz04<>+8(SB)/8, $0x0404040404040404
+DATA kz04<>+16(SB)/8, $0x0404040404040404
+DATA kz04<>+24(SB)/8, $0x0404040404040404
+DATA kz04<>+32(SB)/8, $0x0404040404040404
+DATA kz04<>+40(SB)/8, $0x0404040404040404
+DATA kz04<>+48(SB)/8, $0x0404040404040404
+DATA kz04<>+56(SB)/8, $0x0404040404040404
+GLOBL kz04<>(SB), RODATA|NOPTR, $64
+
+DATA kzones8<>+0(SB)/8, $0x0101010101010101
+DATA kzones8<>+8(SB)/8, $0x0101010101010101
+DATA kzones8<>+16(SB)/8, $0x0101010101010101
+DATA kzones8<>+24(SB)/8, $0x0101010101010101
+DATA kzones8<>+32(SB)/8, $0x0101010101010101
+DATA kzones8<>+40(SB)/8, $0x0101010101010101
+DATA kzones8<>+48(SB)/8, $0x0101010101010101
+DATA kzones8<>+56(SB)/8, $0x0101010101010101
+GLOBL kzones8<>(SB), RODATA|NOPTR, $64
+
+// kzsh02: 16-bit shift counts, 0 for the lower half, 2 for the upper.
+DATA kzsh02<>+0(SB)/8, $0x0000000000000000
+DATA kzsh02<>+8(SB)/8, $0x0000000000000000
+DATA kzsh02<>+16(SB)/8, $0x0000000000000000
+DATA kzsh02<>+24(SB)/8, $0x0000000000000000
+DATA kzsh02<>+32(SB)/8, $0x0002000200020002
+DATA kzsh02<>+40(SB)/8, $0x0002000200020002
+DATA kzsh02<>+48(SB)/8, $0x0002000200020002
+DATA kzsh02<>+56(SB)/8, $0x0002000200020002
+GLOBL kzsh02<>(SB), RODATA|NOPTR, $64
+
+// kzbits12: bit 0 in the lower half's bytes, bit 1 in the upper's.
+DATA kzbits12<>+0(SB)/8, $0x0101010101010101
+DATA kzbits12<>+8(SB)/8, $0x0101010101010101
+DATA kzbits12<>+16(SB)/8, $0x0101010101010101
+DATA kzbits12<>+24(SB)/8, $0x0101010101010101
+DATA kzbits12<>+32(SB)/8, $0x0202020202020202
+DATA kzbits12<>+40(SB)/8, $0x0202020202020202
+DATA kzbits12<>+48(SB)/8, $0x0202020202020202
+DATA kzbits12<>+56(SB)/8, $0x0202020202020202
+GLOBL kzbits12<>(SB), RODATA|NOPTR, $64
+
+// K2CODES512(off, p): Z0 = the 2-bit codes of sub-blocks 2p (lower half)
+// and 2p+1 (upper) from the 32 bytes at off(SI): bits 2*(s%4). Z15 holds
+// kzsh02.
+#define K2CODES512(off, p) \
+	VBROADCASTI64X4 off(SI), Z0 \
+	VPSRLVW Z15, Z0, Z0 \
+	VPSRLW  $(4*(p%2)), Z0, Z0 \
+	VPANDD  kz03<>(SB), Z0, Z0
+
+// Q2KXSUM512(p, Zp, Yhi): the per-16 activation sums of sub-blocks 2p, 2p+1
+// (Z14 byte ones): Yp's partials for 2p, Yhi's for 2p+1.
+#define Q2KXSUM512(p, Zp, Yhi) \
+	VPXORD   Zp, Zp, Zp \
+	VPDPBUSD (64*p)(DI), Z14, Zp \
+	VEXTRACTI64X4 $1, Zp, Yhi
+
+#define Q2KSUB512(p, Zp, Yhi) \
+	K2CODES512(16+32*(p/2), p) \
+	VPXORD   Zp, Zp, Zp \
+	VPDPBUSD (64*p)(DI), Z0, Zp \
+	VEXTRACTI64X4 $1, Zp, Yhi
+
+// func q8dotQ2KAVX512(w *byte, xq *int8, xd *float32, xs *int32, blocks int, lanes *[8]float32)
+TEXT ·q8dotQ2KAVX512(SB), NOSPLIT, $0-48
+	KPROLOGUE
+	VMOVDQU64 kzones8<>(SB), Z14
+	VMOVDQU64 kzsh02<>(SB), Z15
+	TESTQ CX, CX
+	JZ    q2kzdone
+
+q2kzloop:
+	Q2KXSUM512(0, Z4, Y5)
+	Q2KXSUM512(1, Z6, Y7)
+	Q2KXSUM512(2, Z8, Y9)
+	Q2KXSUM512(3, Z10, Y11)
+	Q2KMINS
+	Q2KSUB512(0, Z4, Y5)
+	Q2KSUB512(1, Z6, Y7)
+	Q2KSUB512(2, Z8, Y9)
+	Q2KSUB512(3, Z10, Y11)
+	Q2KEND
+	KNEXT(84)
+	JNZ  q2kzloop
+
+q2kzdone:
+	KEPILOGUE
+
+// Q3_K: the codes u = low + 4*hbit (0..7) by VPDPBUSD, then 4*(-x) by a
+// second VPDPBUSD into the same sums: sum (u-4)*x exactly. Z13 holds hmask,
+// shifted right by 2 per pair so that bits 0 and 1 of each byte are the
+// pair's high bits (kzbits12 in Z14); Z2 holds byte fours.
+#define Q3KSUB512(p, Zp, Yhi) \
+	K2CODES512(32+32*(p/2), p) \
+	VPTESTMB Z14, Z13, K1 \
+	VPADDB   Z2, Z0, K1, Z0 \
+	VPXORD   Zp, Zp, Zp \
+	VPDPBUSD (64*p)(DI), Z0, Zp \
+	VPXORD   Z1, Z1, Z1 \
+	VPSUBB   (64*p)(DI), Z1, Z1 \
+	VPDPBUSD Z1, Z2, Zp \
+	VEXTRACTI64X4 $1, Zp, Yhi \
+	VPSRLW   $2, Z13, Z13
+
+// func q8dotQ3KAVX512(w *byte, xq *int8, xd *float32, xs *int32, blocks int, lanes *[8]float32)
+TEXT ·q8dotQ3KAVX512(SB), NOSPLIT, $0-48
+	KPROLOGUE
+	VMOVDQU64 kzbits12<>(SB), Z14
+	VMOVDQU64 kzsh02<>(SB), Z15
+	TESTQ CX, CX
+	JZ    q3kzdone
+
+q3kzloop:
+	VMOVDQU64 kz04<>(SB), Z2
+	VBROADCASTI64X4 (SI), Z13
+	Q3KSUB512(0, Z4, Y5)
+	Q3KSUB512(1, Z6, Y7)
+	Q3KSUB512(2, Z8, Y9)
+	Q3KSUB512(3, Z10, Y11)
+	Q3KSCALES
+	KREDUCE16(Y2, Y3)
+	KMULD(108, Y0)
+	VADDPS Y0, Y12, Y12
+	KNEXT(110)
+	JNZ  q3kzloop
+
+q3kzdone:
+	KEPILOGUE
+
+// ---- AVX-512 (F, BW, VNNI): Q5_K and Q6_K, two sub-blocks per ZMM as
+// above. (Q4_K's AVX2 kernel is as fast as this form of it measured on this
+// CPU, so Q4_K has none.)
+
+DATA kz0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kz0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kz0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kz0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kz0f<>+32(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kz0f<>+40(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kz0f<>+48(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kz0f<>+56(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL kz0f<>(SB), RODATA|NOPTR, $64
+
+DATA kz10<>+0(SB)/8, $0x1010101010101010
+DATA kz10<>+8(SB)/8, $0x1010101010101010
+DATA kz10<>+16(SB)/8, $0x1010101010101010
+DATA kz10<>+24(SB)/8, $0x1010101010101010
+DATA kz10<>+32(SB)/8, $0x1010101010101010
+DATA kz10<>+40(SB)/8, $0x1010101010101010
+DATA kz10<>+48(SB)/8, $0x1010101010101010
+DATA kz10<>+56(SB)/8, $0x1010101010101010
+GLOBL kz10<>(SB), RODATA|NOPTR, $64
+
+DATA kz20<>+0(SB)/8, $0x2020202020202020
+DATA kz20<>+8(SB)/8, $0x2020202020202020
+DATA kz20<>+16(SB)/8, $0x2020202020202020
+DATA kz20<>+24(SB)/8, $0x2020202020202020
+DATA kz20<>+32(SB)/8, $0x2020202020202020
+DATA kz20<>+40(SB)/8, $0x2020202020202020
+DATA kz20<>+48(SB)/8, $0x2020202020202020
+DATA kz20<>+56(SB)/8, $0x2020202020202020
+GLOBL kz20<>(SB), RODATA|NOPTR, $64
+
+DATA kz30<>+0(SB)/8, $0x3030303030303030
+DATA kz30<>+8(SB)/8, $0x3030303030303030
+DATA kz30<>+16(SB)/8, $0x3030303030303030
+DATA kz30<>+24(SB)/8, $0x3030303030303030
+DATA kz30<>+32(SB)/8, $0x3030303030303030
+DATA kz30<>+40(SB)/8, $0x3030303030303030
+DATA kz30<>+48(SB)/8, $0x3030303030303030
+DATA kz30<>+56(SB)/8, $0x3030303030303030
+GLOBL kz30<>(SB), RODATA|NOPTR, $64
+
+// kzsh04: 16-bit shift counts, 0 for the lower half, 4 for the upper.
+DATA kzsh04<>+0(SB)/8, $0x0000000000000000
+DATA kzsh04<>+8(SB)/8, $0x0000000000000000
+DATA kzsh04<>+16(SB)/8, $0x0000000000000000
+DATA kzsh04<>+24(SB)/8, $0x0000000000000000
+DATA kzsh04<>+32(SB)/8, $0x0004000400040004
+DATA kzsh04<>+40(SB)/8, $0x0004000400040004
+DATA kzsh04<>+48(SB)/8, $0x0004000400040004
+DATA kzsh04<>+56(SB)/8, $0x0004000400040004
+GLOBL kzsh04<>(SB), RODATA|NOPTR, $64
+
+// kzsh42: 4 for the lower half, 2 for the upper.
+DATA kzsh42<>+0(SB)/8, $0x0004000400040004
+DATA kzsh42<>+8(SB)/8, $0x0004000400040004
+DATA kzsh42<>+16(SB)/8, $0x0004000400040004
+DATA kzsh42<>+24(SB)/8, $0x0004000400040004
+DATA kzsh42<>+32(SB)/8, $0x0002000200020002
+DATA kzsh42<>+40(SB)/8, $0x0002000200020002
+DATA kzsh42<>+48(SB)/8, $0x0002000200020002
+DATA kzsh42<>+56(SB)/8, $0x0002000200020002
+GLOBL kzsh42<>(SB), RODATA|NOPTR, $64
+
+// K4NIB512(off): Z0 = the low nibbles of the 32 bytes at off(SI) (lower
+// half) and their high nibbles (upper): Q5_K's sub-blocks 2c and 2c+1 less
+// their high bits. Z15 holds kzsh04.
+#define K4NIB512(off) \
+	VBROADCASTI64X4 off(SI), Z0 \
+	VPSRLVW Z15, Z0, Z0 \
+	VPANDD  kz0f<>(SB), Z0, Z0
+
+// KDOT512(c, Zc, Yhi): Yc, Yhi = the partials of the codes in Z0 against
+// the 64 activations of sub-blocks 2c, 2c+1.
+#define KDOT512(c, Zc, Yhi) \
+	VPXORD   Zc, Zc, Zc \
+	VPDPBUSD (64*c)(DI), Z0, Zc \
+	VEXTRACTI64X4 $1, Zc, Yhi
+
+// Q5_K: bit s of qh adds 16: Z13 holds qh, shifted right by 2 per pair so
+// that bits 0 and 1 of each byte are the pair's (kzbits12 in Z14).
+#define Q5KSUB512(c, Zc, Yhi) \
+	K4NIB512(48+32*c) \
+	VPTESTMB Z14, Z13, K1 \
+	VPADDB   kz10<>(SB), Z0, K1, Z0 \
+	KDOT512(c, Zc, Yhi) \
+	VPSRLW   $2, Z13, Z13
+
+// func q8dotQ5KAVX512(w *byte, xq *int8, xd *float32, xs *int32, blocks int, lanes *[8]float32)
+TEXT ·q8dotQ5KAVX512(SB), NOSPLIT, $0-48
+	KPROLOGUE
+	VMOVDQU64 kzbits12<>(SB), Z14
+	VMOVDQU64 kzsh04<>(SB), Z15
+	TESTQ CX, CX
+	JZ    q5kzdone
+
+q5kzloop:
+	K4SCALES
+	VBROADCASTI64X4 16(SI), Z13
+	Q5KSUB512(0, Z4, Y5)
+	Q5KSUB512(1, Z6, Y7)
+	Q5KSUB512(2, Z8, Y9)
+	Q5KSUB512(3, Z10, Y11)
+	K4END(176)
+	JNZ  q5kzloop
+
+q5kzdone:
+	KEPILOGUE
+
+// Q6_K: the pair (i, i+1) = (0, 1) of half h is the low nibbles of the 64
+// bytes ql[64h:], (2, 3) their high nibbles; the high bits 2i, 2i+1 of
+// qh[32h:] (broadcast to both halves in Z13) go to bits 4, 5 by a left
+// shift of 4 | 2 (Z14) or a right shift of 0 | 2 (Z15). The codes u
+// (0..63) by VPDPBUSD, then 32*(-x) into the same sums (Z2 byte 32s).
+#define Q6KSUB512(h, j, SHV, ZSH, Zc, Yhi) \
+	VMOVDQU64 (64*h)(SI), Z0 \
+	VPSRLW  $(4*j), Z0, Z0 \
+	VPANDD  kz0f<>(SB), Z0, Z0 \
+	SHV     ZSH, Z13, Z1 \
+	VPANDD  kz30<>(SB), Z1, Z1 \
+	VPORD   Z1, Z0, Z0 \
+	VPXORD   Zc, Zc, Zc \
+	VPDPBUSD (128*h+64*j)(DI), Z0, Zc \
+	VPXORD   Z1, Z1, Z1 \
+	VPSUBB   (128*h+64*j)(DI), Z1, Z1 \
+	VPDPBUSD Z1, Z2, Zc \
+	VEXTRACTI64X4 $1, Zc, Yhi
+
+// func q8dotQ6KAVX512(w *byte, xq *int8, xd *float32, xs *int32, blocks int, lanes *[8]float32)
+TEXT ·q8dotQ6KAVX512(SB), NOSPLIT, $0-48
+	KPROLOGUE
+	VMOVDQU64 kzsh42<>(SB), Z14
+	VMOVDQU64 kzsh02<>(SB), Z15
+	TESTQ CX, CX
+	JZ    q6kzdone
+
+q6kzloop:
+	VMOVDQU64 kz20<>(SB), Z2
+	VBROADCASTI64X4 128(SI), Z13
+	Q6KSUB512(0, 0, VPSLLVW, Z14, Z4, Y5)
+	Q6KSUB512(0, 1, VPSRLVW, Z15, Z6, Y7)
+	VBROADCASTI64X4 160(SI), Z13
+	Q6KSUB512(1, 0, VPSLLVW, Z14, Z8, Y9)
+	Q6KSUB512(1, 1, VPSRLVW, Z15, Z10, Y11)
+	VMOVDQU 192(SI), X0
+	KSCALES16(X0, Y2, Y3, VPMOVSXBD)
+	KREDUCE16(Y2, Y3)
+	KMULD(208, Y0)
+	VADDPS Y0, Y12, Y12
+	KNEXT(210)
+	JNZ  q6kzloop
+
+q6kzdone:
 	KEPILOGUE

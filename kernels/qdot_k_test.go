@@ -178,7 +178,11 @@ func kFixture(t *testing.T, typ quant.Type) (q []byte, cols, rows int) {
 
 // TestDotQ8KFixtureError: on ggml's own K-quant rows the fast mode's error
 // against the exact mode (Dot on float32 activations) stays within the
-// activation quantization's bound (q8ErrorBound).
+// activation quantization's bound (q8ErrorBound), and its RMS over the rows
+// is no larger than what ggml's pairing, activations quantized with one
+// step per 256 (q8KStyleDot), gives: the choice of Q8_0 activations for the
+// K-quants (qdot.go). With -v it prints both RMS errors, each row's relative
+// to its product's standard deviation.
 func TestDotQ8KFixtureError(t *testing.T) {
 	rng := rand.New(rand.NewPCG(55, 56))
 	var r Q8Row
@@ -188,19 +192,77 @@ func TestDotQ8KFixtureError(t *testing.T) {
 		rb := cols / ti.BlockElements * ti.BlockBytes
 		w := make([]float32, cols)
 		scratch := make([]float32, cols)
-		for i := 0; i < rows; i++ {
-			row := q[i*rb : (i+1)*rb]
-			x := gaussians(rng, cols, 1)
-			if err := QuantizeQ8Row(x, &r); err != nil {
-				t.Fatal(err)
+		var e0, eK, mag float64
+		const trials = 8
+		for trial := 0; trial < trials; trial++ {
+			for i := 0; i < rows; i++ {
+				row := q[i*rb : (i+1)*rb]
+				x := gaussians(rng, cols, 1)
+				if err := QuantizeQ8Row(x, &r); err != nil {
+					t.Fatal(err)
+				}
+				if err := quant.Dequantize(typ, row, w); err != nil {
+					t.Fatal(err)
+				}
+				exact, fast := Dot(typ, row, x, scratch), DotQ8(typ, row, &r)
+				if e, bound := math.Abs(float64(fast)-float64(exact)), q8ErrorBound(w, x); e > bound {
+					t.Fatalf("%s fixture row %d: fast %g exact %g, error %g over the bound %g", typ, i, fast, exact, e, bound)
+				}
+				// Each row's errors relative to its exact product's standard
+				// deviation over the draws, |w| (activations of sigma 1), so
+				// that the fixture's few large rows do not dominate.
+				var ww float64
+				for _, v := range w {
+					ww += float64(v) * float64(v)
+				}
+				if ww == 0 {
+					continue
+				}
+				e0 += math.Pow(float64(fast)-float64(exact), 2) / ww
+				eK += math.Pow(q8KStyleDot(w, x)-float64(exact), 2) / ww
+				mag++
 			}
-			if err := quant.Dequantize(typ, row, w); err != nil {
-				t.Fatal(err)
-			}
-			exact, fast := Dot(typ, row, x, scratch), DotQ8(typ, row, &r)
-			if e, bound := math.Abs(float64(fast)-float64(exact)), q8ErrorBound(w, x); e > bound {
-				t.Fatalf("%s fixture row %d: fast %g exact %g, error %g over the bound %g", typ, i, fast, exact, e, bound)
-			}
+		}
+		t.Logf("%s: %d fixture rows x %d draws of gaussian activations: RMS error relative to the product's deviation %.3g with Q8_0 activations (fast mode), %.3g with one step per 256",
+			typ, rows, trials, math.Sqrt(e0/mag), math.Sqrt(eK/mag))
+		if e0 > eK {
+			t.Errorf("%s: Q8_0 activations' squared error %g above the per-256 step's %g", typ, e0, eK)
+		}
+	}
+}
+
+// q8KStyleDot is the float64 dot of w with x quantized as ggml's Q8_K
+// quantizes activations for the K-quants: per 256, the step amax/127 in
+// float32, codes rounded to nearest (halves to even) and clamped to 127.
+func q8KStyleDot(w, x []float32) float64 {
+	var sum float64
+	for b := 0; b < len(x)/256; b++ {
+		var amax float32
+		for _, v := range x[256*b : 256*b+256] {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		if amax == 0 {
+			continue
+		}
+		d := amax / 127
+		for j := 256 * b; j < 256*b+256; j++ {
+			c := math.Max(-127, math.Min(127, math.RoundToEven(float64(x[j]/d))))
+			sum += float64(w[j]) * c * float64(d)
+		}
+	}
+	return sum
+}
+
+// TestKQ8VectorPathsPresent: on an AVX2+F16C build every K-quant has its
+// DotQ8 kernel (so the bit-for-bit tests above compare real vector code).
+func TestKQ8VectorPathsPresent(t *testing.T) {
+	if !asmBuild || !hostCPU.avx2 || !hostCPU.f16c {
+		t.Logf("no vector paths on this CPU/build (%s)", Describe())
+		return
+	}
+	for _, typ := range kQuantTypes {
+		if host.q8dot[typ] == nil {
+			t.Errorf("%s: no DotQ8 kernel on an AVX2+F16C CPU", typ)
 		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/stratactl/stratactl/quant"
 )
 
-var q8Types = append([]quant.Type{quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q2_0, quant.IQ3_S}, kQuantTypes...)
+var q8Types = append(append([]quant.Type{quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q2_0, quant.IQ3_S}, kQuantTypes...), iqTypes...)
 
 func gaussians(rng *rand.Rand, n int, sigma float64) []float32 {
 	x := make([]float32, n)
@@ -94,8 +94,8 @@ func TestQ8RowMatchesQuant(t *testing.T) {
 func TestWeightSubMatchesQuant(t *testing.T) {
 	rng := rand.New(rand.NewPCG(33, 34))
 	for _, typ := range q8Types {
-		if isKQuant(typ) {
-			continue // TestKSubMatchesQuant
+		if isKQuant(typ) || isIQHalves(typ) {
+			continue // TestKSubMatchesQuant, TestIQHalvesSubMatchesQuant
 		}
 		ti, _ := quant.Info(typ)
 		row := randomBlocks(rng, typ, 64)
@@ -257,10 +257,12 @@ func TestDotQ8RejectsShapes(t *testing.T) {
 
 // BenchmarkDotQ8: one row of 2560 or 640 weights (the field expert shape's
 // gate/up and down rows) against activations quantized once, beside Dot on
-// float32 activations. Bytes are the weight bytes read.
+// float32 activations; and 768, the shortest row of whole 256-weight blocks
+// above 640, for the K-quants (a 640-wide row is not whole blocks of
+// theirs). Bytes are the weight bytes read.
 func BenchmarkDotQ8(b *testing.B) {
 	rng := rand.New(rand.NewPCG(9, 9))
-	for _, n := range []int{2560, 640} {
+	for _, n := range []int{2560, 640, 768} {
 		x := gaussians(rng, n, 1)
 		var r Q8Row
 		if err := QuantizeQ8Row(x, &r); err != nil {
@@ -345,7 +347,7 @@ func TestDotQ8RowsEqualsDotQ8(t *testing.T) {
 	if host.q8dotDecoded != nil {
 		k := host
 		for _, typ := range q8Types {
-			if isKQuant(typ) {
+			if isKQuant(typ) || isIQHalves(typ) {
 				continue // no q8Decoded form (scales and mins per 16)
 			}
 			k.q8decode[typ] = func(row []byte, g0, ng int, d *q8Decoded) { decodeGroupsPortable(typ, row, g0, ng, d) }
@@ -371,7 +373,7 @@ func TestDotQ8RowsEqualsDotQ8(t *testing.T) {
 			}
 			for _, s := range sets {
 				out, outOK := guardedFloats(nrows, rng.IntN(4))
-				s.k.dotQ8Rows(typ, row, xs, out, new(q8Scratch))
+				s.k.dotQ8Rows(typ, row, xs, out)
 				for r, x := range xs {
 					if want := portable.dotQ8(typ, row, x); !sameFloat(out[r], want) {
 						t.Fatalf("%s n=%d rows=%d on %s: row %d is %g, DotQ8 %g", typ, n, nrows, s.name, r, out[r], want)

@@ -244,7 +244,7 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 // exactFlag adds --exact, the engine's reference mode for what (run, eval
 // and profile spell it the same); without it they run in fast mode.
 func exactFlag(fl *pflag.FlagSet, exact *bool, what string) {
-	fl.BoolVar(exact, "exact", false, "run "+what+" in exact mode: float32 activations against every weight decoded to float32, the reference mode (default fast: quantized dot products against Q8_0 activations where the weight type has one)")
+	fl.BoolVar(exact, "exact", false, "run "+what+" in exact mode: float32 activations against every weight decoded to float32, the reference mode (default fast: quantized dot products against activations quantized once per row where the weight type has one: Q8_0, bfloat16 for BF16 weights)")
 }
 
 // modeOf is the engine mode --exact selects.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -110,48 +109,17 @@ type DecodeReport struct {
 // (resident and streaming), each speed beside the limit those bandwidths
 // give.
 func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
-	sp := cfg.Spec
-	if err := sp.Resolve(); err != nil {
-		return nil, err
-	}
-	size, err := sp.SynthBytes()
+	pack, err := writeSynthPack(cfg.Spec, cfg.Dir, cfg.KeepFiles, "decode", cfg.Log)
 	if err != nil {
 		return nil, err
 	}
-	// The pack goes into a new folder of its own (inside --dir when given),
-	// so that removing it afterwards can never remove a user's files.
-	if cfg.Dir != "" {
-		if _, err := os.Stat(cfg.Dir); os.IsNotExist(err) {
-			if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-				return nil, err
-			}
-			if !cfg.KeepFiles {
-				defer os.Remove(cfg.Dir) // made here, so removed here
-			}
-		}
-	}
-	dir, err := os.MkdirTemp(cfg.Dir, "stratactl-bench-decode-")
-	if err != nil {
-		return nil, err
-	}
-	if !cfg.KeepFiles {
-		defer os.RemoveAll(dir)
-	}
+	defer pack.remove()
+	sp, dir := pack.spec, pack.dir
 	rep := DecodeReport{Kernels: kernels.Describe(), Mode: cfg.Mode.String(), CPUs: runtime.NumCPU(), LoadAverage: LoadAverage(),
-		Spec: sp, Dir: dir, ExpertsBytes: size, MemMB: cfg.MemMB, MemPasses: cfg.MemPasses}
+		Spec: sp, Dir: dir, ExpertsBytes: pack.size, WriteSeconds: pack.seconds, MemMB: cfg.MemMB, MemPasses: cfg.MemPasses}
 	if rep.MemPasses <= 0 {
 		rep.MemPasses = 5
 	}
-	logf := cfg.Log
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
-	logf("writing a synthetic pack of %.1f MB to %s", float64(size)/1e6, dir)
-	t0 := time.Now()
-	if err := engine.WriteSyntheticPack(dir, sp); err != nil {
-		return nil, err
-	}
-	rep.WriteSeconds = time.Since(t0).Seconds()
 
 	pool := kernels.NewPool(cfg.Threads)
 	rep.Threads = pool.Threads
