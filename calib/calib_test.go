@@ -16,7 +16,7 @@ import (
 
 func openTiny(t *testing.T, threads int) *engine.Model {
 	t.Helper()
-	m, err := engine.Open(testutil.TinyModel(t, "model-bf16.gguf"), engine.Options{Threads: threads})
+	m, err := engine.Open(testutil.TinyModel(t, "model-bf16.gguf"), engine.Options{Threads: threads, Mode: engine.Exact})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,10 @@ func TestCollectRoutedInputs(t *testing.T) {
 				}
 			}
 		}
-		in := L.Inputs(e)
+		in, err := L.Inputs(e)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if in.N != len(train) || in.NH != len(held) || L.Tokens(e) != in.N {
 			t.Fatalf("expert %d: %d + %d inputs, want %d + %d", e, in.N, in.NH, len(train), len(held))
 		}
@@ -115,10 +118,11 @@ func TestCollectRoutedInputs(t *testing.T) {
 }
 
 // TestQuantizerDeterministic: the same bytes with 1 or 2 matmul threads in
-// the calibration run and 1 or 2 goroutines asking in different orders.
+// the calibration run and 1 or 2 goroutines asking in different orders, the
+// results held in memory or (no budget) every one in the spill file.
 func TestQuantizerDeterministic(t *testing.T) {
 	const experts = 3
-	run := func(threads, workers int) [][]byte {
+	run := func(threads, workers int, budget int64) [][]byte {
 		m := openTiny(t, threads)
 		set, err := Collect(context.Background(), m, []int{1}, tinyWindows(t, 2, 64), Options{Dir: t.TempDir()})
 		if err != nil {
@@ -129,6 +133,8 @@ func TestQuantizerDeterministic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer q.Close()
+		q.budget = budget
 		moe, _ := m.File.MoE()
 		L := moe.Layers[1]
 		tensors := []*gguf.TensorInfo{L.Gate, L.Up, L.Down}
@@ -163,9 +169,12 @@ func TestQuantizerDeterministic(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		if want := map[bool]int64{true: experts, false: 0}[budget == 0]; q.Spilled() != want {
+			t.Fatalf("budget %d: %d experts spilled, want %d", budget, q.Spilled(), want)
+		}
 		return out
 	}
-	a, b := run(1, 1), run(2, 2)
+	a, b := run(1, 1, ResultBudget), run(2, 2, 0)
 	for i := range a {
 		if !bytes.Equal(a[i], b[i]) {
 			t.Fatalf("expert %d matrix %d differs between -j 1 and -j 2", i/3, i%3)

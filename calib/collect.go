@@ -2,8 +2,9 @@
 // the model over calibration windows and records, per MoE layer, the normed
 // hidden state each token brings to the MoE block and the experts it is
 // routed to. The states are spilled to one temporary file per layer as the
-// windows run, so memory holds only the routing ids; a layer is read back
-// whole when its experts are quantized (Layer), one layer at a time.
+// windows run, so memory holds only the routing ids; each expert's inputs
+// are read back from its layer's file when it is quantized (Layer,
+// Inputs), so memory follows the experts in flight, not the calibration.
 package calib
 
 import (
@@ -11,9 +12,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"math"
 	"os"
+	"slices"
 
 	"github.com/stratactl/stratactl/engine"
 	"github.com/stratactl/stratactl/optq"
@@ -41,6 +42,7 @@ type Set struct {
 	Windows, HeldWindows       int
 	layers                     []*layerSpill
 	byBlock                    map[int]int
+	dir                        string // where spill files go
 }
 
 type layerSpill struct {
@@ -91,7 +93,7 @@ func (c *collector) Layer(tr *engine.LayerTrace) {
 // spill files.
 func Collect(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32, opt Options) (set *Set, err error) {
 	c := &m.Config
-	s := &Set{Embd: c.Embd, ExpertsUsed: c.ExpertsUsed, Experts: c.Experts, byBlock: map[int]int{}, Windows: len(windows)}
+	s := &Set{Embd: c.Embd, ExpertsUsed: c.ExpertsUsed, Experts: c.Experts, byBlock: map[int]int{}, Windows: len(windows), dir: opt.Dir}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -164,32 +166,29 @@ func (s *Set) Close() error {
 // Has reports whether block is one of the collected layers.
 func (s *Set) Has(block int) bool { _, ok := s.byBlock[block]; return ok }
 
-// Layer is one MoE layer's inputs in memory: every token's state and, per
-// expert, the tokens routed to it (quantizer's and held-back ones).
+// Layer is one MoE layer's routing: per expert, the tokens routed to it
+// (quantizer's and held-back ones); their states stay in the spill file.
 type Layer struct {
 	Block       int
 	embd        int
-	x           []float32
+	spill       *layerSpill
 	train, held [][]int32 // per expert: token indices
 }
 
-// Layer reads block's inputs back from its spill file.
+// Layer gives block's routing; its inputs are read from its spill file by
+// Inputs.
 func (s *Set) Layer(block int) (*Layer, error) {
 	li, ok := s.byBlock[block]
 	if !ok {
 		return nil, fmt.Errorf("calibration has no layer %d", block)
 	}
 	l := s.layers[li]
+	if l.file == nil {
+		return nil, fmt.Errorf("calibration of layer %d: the set is closed", block)
+	}
 	n := len(l.held)
-	D, K := s.Embd, s.ExpertsUsed
-	raw := make([]byte, n*D*4)
-	if _, err := l.file.ReadAt(raw, 0); err != nil && err != io.EOF {
-		return nil, fmt.Errorf("calibration spill of layer %d: %w", block, err)
-	}
-	L := &Layer{Block: block, embd: D, x: make([]float32, n*D), train: make([][]int32, s.Experts), held: make([][]int32, s.Experts)}
-	for i := range L.x {
-		L.x[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-	}
+	K := s.ExpertsUsed
+	L := &Layer{Block: block, embd: s.Embd, spill: l, train: make([][]int32, s.Experts), held: make([][]int32, s.Experts)}
 	for t := 0; t < n; t++ {
 		for _, e := range l.ids[t*K : (t+1)*K] {
 			if l.held[t] {
@@ -205,15 +204,40 @@ func (s *Set) Layer(block int) (*Layer, error) {
 // Tokens is the number of quantizer (not held-back) tokens routed to e.
 func (l *Layer) Tokens(e int) int { return len(l.train[e]) }
 
-// Inputs gathers expert e's inputs for the quantizer.
-func (l *Layer) Inputs(e int) *optq.Inputs {
+// Inputs reads expert e's inputs for the quantizer from the spill file:
+// runs of consecutive tokens in one read each.
+func (l *Layer) Inputs(e int) (*optq.Inputs, error) {
 	D := l.embd
-	gather := func(ts []int32) []float32 {
-		out := make([]float32, len(ts)*D)
-		for j, t := range ts {
-			copy(out[j*D:(j+1)*D], l.x[int(t)*D:(int(t)+1)*D])
-		}
-		return out
+	row := int64(D) * 4
+	if l.spill.file == nil {
+		return nil, fmt.Errorf("calibration of layer %d: the set is closed", l.Block)
 	}
-	return &optq.Inputs{X: gather(l.train[e]), N: len(l.train[e]), Held: gather(l.held[e]), NH: len(l.held[e])}
+	var raw []byte
+	gather := func(ts []int32) ([]float32, error) {
+		out := make([]float32, len(ts)*D)
+		for j := 0; j < len(ts); {
+			k := j + 1
+			for k < len(ts) && ts[k] == ts[k-1]+1 && k-j < 256 {
+				k++
+			}
+			raw = slices.Grow(raw[:0], (k-j)*int(row))[:(k-j)*int(row)]
+			if _, err := l.spill.file.ReadAt(raw, int64(ts[j])*row); err != nil {
+				return nil, fmt.Errorf("calibration spill of layer %d: %w", l.Block, err)
+			}
+			for i := range (k - j) * D {
+				out[j*D+i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+			}
+			j = k
+		}
+		return out, nil
+	}
+	x, err := gather(l.train[e])
+	if err != nil {
+		return nil, err
+	}
+	held, err := gather(l.held[e])
+	if err != nil {
+		return nil, err
+	}
+	return &optq.Inputs{X: x, N: len(l.train[e]), Held: held, NH: len(l.held[e])}, nil
 }

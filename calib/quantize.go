@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"sort"
 	"sync"
 
@@ -18,28 +19,42 @@ import (
 // its three matrices is asked for. Callers may ask from many goroutines at
 // once (experts then run in parallel); every expert's bytes depend only on
 // its own weights and inputs, so the output does not depend on the order
-// or the number of goroutines. An expert's result is dropped once all rows
-// of its three matrices were handed out; a layer's inputs once two other
-// layers were asked for since (and read again if needed).
+// or the number of goroutines. An expert's bytes are dropped once all rows
+// of its three matrices were handed out; while held, they stay in memory
+// up to ResultBudget bytes in all, beyond it in an unlinked temporary file
+// (a GGUF's writer asks for every expert's gate before any up: the results
+// of a whole layer wait). A layer's routing is dropped once two other
+// layers were asked for since (and rebuilt if needed).
 type Quantizer struct {
 	f   *gguf.File
 	set *Set
 	opt optq.Options
 
-	mu      sync.Mutex
-	roles   map[string]role // tensor name -> its layer and matrix
-	layers  map[int]*layerState
-	recent  []int // blocks by last use, most recent last
-	errs    map[string]*optq.Errors
-	fallbak map[string]int // reason -> experts
-	experts int
+	mu       sync.Mutex
+	roles    map[string]role // tensor name -> its layer and matrix
+	layers   map[int]*layerState
+	recent   []int // blocks by last use, most recent last
+	errs     map[string]*optq.Errors
+	fallbak  map[string]int // reason -> experts
+	experts  int
+	held     int64    // result bytes in memory
+	spill    *os.File // results beyond the budget (nil until needed)
+	spillEnd int64
+	spilled  int64 // experts spilled
+	budget   int64 // ResultBudget (tests lower it)
 }
+
+// ResultBudget bounds the bytes of quantized experts a Quantizer holds in
+// memory for callers that ask for them out of order.
+const ResultBudget = 256 << 20
 
 type role struct {
 	block int
-	which int // 0 gate, 1 up, 2 down
+	which int // 0 gate, 1 up, 2 down, 3 the fused gate and up
 	layer *gguf.MoELayer
 }
+
+const fusedGateUp = 3
 
 type layerState struct {
 	mu      sync.Mutex // guards in
@@ -47,9 +62,13 @@ type layerState struct {
 	experts map[int]*expertState
 }
 
+// expertState is one expert's bytes, gate, up and down in a row: in buf,
+// or at off in the spill file.
 type expertState struct {
 	once     sync.Once
-	res      *optq.ExpertResult
+	buf      []byte
+	off      int64
+	sizes    [3]int64 // bytes of gate, up, down
 	err      error
 	pending  int64 // rows of the three matrices not handed out yet
 	released bool
@@ -63,21 +82,25 @@ func NewQuantizer(f *gguf.File, set *Set, opt optq.Options) (*Quantizer, error) 
 		return nil, err
 	}
 	q := &Quantizer{f: f, set: set, opt: opt, roles: map[string]role{}, layers: map[int]*layerState{},
-		errs: map[string]*optq.Errors{}, fallbak: map[string]int{}}
+		errs: map[string]*optq.Errors{}, fallbak: map[string]int{}, budget: ResultBudget}
 	for i := range moe.Layers {
 		L := &moe.Layers[i]
 		if !set.Has(L.Block) {
 			continue
 		}
-		if L.Gate == nil {
+		if L.Gate == nil && L.GateUp == nil {
 			return nil, fmt.Errorf("%s: block %d has no gate: calibrated quantization needs SwiGLU experts", f.Path, L.Block)
 		}
 		if L.Embd != int64(set.Embd) {
 			return nil, fmt.Errorf("%s: block %d: experts of width %d, calibration of %d", f.Path, L.Block, L.Embd, set.Embd)
 		}
-		for w, t := range []*gguf.TensorInfo{L.Gate, L.Up, L.Down} {
-			q.roles[t.Name] = role{block: L.Block, which: w, layer: L}
+		if L.GateUp != nil {
+			q.roles[L.GateUp.Name] = role{block: L.Block, which: fusedGateUp, layer: L}
+		} else {
+			q.roles[L.Gate.Name] = role{block: L.Block, which: 0, layer: L}
+			q.roles[L.Up.Name] = role{block: L.Block, which: 1, layer: L}
 		}
+		q.roles[L.Down.Name] = role{block: L.Block, which: 2, layer: L}
 	}
 	return q, nil
 }
@@ -92,23 +115,96 @@ func (q *Quantizer) Rows(ctx context.Context, t *gguf.TensorInfo, e int, row0, n
 	if !ok {
 		return nil, fmt.Errorf("calibrated quantizer: %q is not an expert matrix it handles", t.Name)
 	}
+	if row0 < 0 || n <= 0 || row0+n > t.Ne(1) {
+		return nil, fmt.Errorf("calibrated quantizer: rows [%d, %d) of %q outside its %d", row0, row0+n, t.Name, t.Ne(1))
+	}
 	es, err := q.expert(ctx, r, e)
 	if err != nil {
 		return nil, err
 	}
-	b := [3][]byte{es.res.Gate, es.res.Up, es.res.Down}[r.which]
-	rowBytes := int64(len(b)) / t.Ne(1)
-	if row0 < 0 || n <= 0 || row0+n > t.Ne(1) {
-		return nil, fmt.Errorf("calibrated quantizer: rows [%d, %d) of %q outside its %d", row0, row0+n, t.Name, t.Ne(1))
+	// The matrix's bytes within the expert's gate | up | down.
+	start, size := int64(0), es.sizes[0]+es.sizes[1]
+	switch r.which {
+	case 0:
+		size = es.sizes[0]
+	case 1:
+		start, size = es.sizes[0], es.sizes[1]
+	case 2:
+		start, size = es.sizes[0]+es.sizes[1], es.sizes[2]
 	}
-	out := b[row0*rowBytes : (row0+n)*rowBytes]
+	rowBytes := size / t.Ne(1)
+	lo, hi := start+row0*rowBytes, start+(row0+n)*rowBytes
+	var out []byte
+	if es.buf != nil {
+		out = es.buf[lo:hi]
+	} else {
+		out = make([]byte, hi-lo)
+		if _, err := q.spill.ReadAt(out, es.off+lo); err != nil {
+			return nil, fmt.Errorf("calibrated quantizer: spill file %s: %w", q.spill.Name(), err)
+		}
+	}
 	q.mu.Lock()
 	if es.pending -= n; es.pending <= 0 && !es.released {
 		es.released = true
+		if es.buf != nil {
+			q.held -= int64(len(es.buf))
+		}
 		delete(q.layers[r.block].experts, e)
 	}
 	q.mu.Unlock()
 	return out, nil
+}
+
+// keep stores an expert's bytes: in memory within the budget, else at the
+// end of the spill file.
+func (q *Quantizer) keep(es *expertState, res *optq.ExpertResult) error {
+	es.sizes = [3]int64{int64(len(res.Gate)), int64(len(res.Up)), int64(len(res.Down))}
+	size := es.sizes[0] + es.sizes[1] + es.sizes[2]
+	buf := make([]byte, 0, size)
+	buf = append(append(append(buf, res.Gate...), res.Up...), res.Down...)
+	q.mu.Lock()
+	if q.held+size <= q.budget {
+		q.held += size
+		q.mu.Unlock()
+		es.buf = buf
+		return nil
+	}
+	if q.spill == nil {
+		f, err := os.CreateTemp(q.set.dir, "stratactl-calib-results-*.q2")
+		if err != nil {
+			q.mu.Unlock()
+			return fmt.Errorf("calibrated quantizer: spill file: %w", err)
+		}
+		os.Remove(f.Name()) // unlinked at once; read back through the handle
+		q.spill = f
+	}
+	es.off = q.spillEnd
+	q.spillEnd += size
+	q.spilled++
+	q.mu.Unlock()
+	if _, err := q.spill.WriteAt(buf, es.off); err != nil {
+		return fmt.Errorf("calibrated quantizer: spill file %s: %w", q.spill.Name(), err)
+	}
+	return nil
+}
+
+// Spilled is the number of experts whose bytes went to the spill file.
+func (q *Quantizer) Spilled() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.spilled
+}
+
+// Close removes the spill file of results.
+func (q *Quantizer) Close() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.spill == nil {
+		return nil
+	}
+	err := q.spill.Close()
+	q.spill = nil
+	return err
 }
 
 func (q *Quantizer) expert(ctx context.Context, r role, e int) (*expertState, error) {
@@ -121,7 +217,13 @@ func (q *Quantizer) expert(ctx context.Context, r role, e int) (*expertState, er
 	q.touch(r.block)
 	es, ok := ls.experts[e]
 	if !ok {
-		es = &expertState{pending: r.layer.Gate.Ne(1) + r.layer.Up.Ne(1) + r.layer.Down.Ne(1)}
+		L := r.layer
+		es = &expertState{pending: L.Down.Ne(1)}
+		if L.GateUp != nil {
+			es.pending += L.GateUp.Ne(1)
+		} else {
+			es.pending += L.Gate.Ne(1) + L.Up.Ne(1)
+		}
 		ls.experts[e] = es
 	}
 	q.mu.Unlock()
@@ -136,8 +238,12 @@ func (q *Quantizer) expert(ctx context.Context, r role, e int) (*expertState, er
 		}
 		in := ls.in
 		ls.mu.Unlock()
-		if es.err == nil {
-			es.res, es.err = q.run(r.layer, in, e)
+		if es.err != nil {
+			return
+		}
+		var res *optq.ExpertResult
+		if res, es.err = q.run(r.layer, in, e); es.err == nil {
+			es.err = q.keep(es, res)
 		}
 	})
 	return es, es.err
@@ -166,26 +272,42 @@ func (q *Quantizer) touch(block int) {
 func (q *Quantizer) run(L *gguf.MoELayer, in *Layer, e int) (*optq.ExpertResult, error) {
 	var ex optq.Expert
 	ex.D, ex.F = int(L.Embd), int(L.ExpertFF)
-	for w, t := range []*gguf.TensorInfo{L.Gate, L.Up, L.Down} {
-		x, err := q.decode(t, e)
-		if err != nil {
+	var err error
+	// tensors: where each of gate, up, down comes from.
+	tensors := []*gguf.TensorInfo{L.Gate, L.Up, L.Down}
+	if L.GateUp != nil {
+		// The fused slice: the gate's rows, then the up's.
+		var gu []float32
+		if gu, err = q.decode(L.GateUp, e); err != nil {
 			return nil, err
 		}
-		switch w {
-		case 0:
-			ex.Gate = x
-		case 1:
-			ex.Up = x
-		default:
-			ex.Down = x
+		n := ex.D * ex.F
+		if len(gu) != 2*n {
+			return nil, fmt.Errorf("%s: tensor %q: expert %d has %d weights, want 2 x %d x %d", q.f.Path, L.GateUp.Name, e, len(gu), ex.F, ex.D)
+		}
+		ex.Gate, ex.Up = gu[:n], gu[n:]
+		tensors = []*gguf.TensorInfo{L.GateUp, L.GateUp, L.Down}
+	} else {
+		if ex.Gate, err = q.decode(L.Gate, e); err != nil {
+			return nil, err
+		}
+		if ex.Up, err = q.decode(L.Up, e); err != nil {
+			return nil, err
 		}
 	}
-	res, err := optq.QuantizeExpert(&ex, in.Inputs(e), q.opt)
+	if ex.Down, err = q.decode(L.Down, e); err != nil {
+		return nil, err
+	}
+	inputs, err := in.Inputs(e)
+	if err != nil {
+		return nil, err
+	}
+	res, err := optq.QuantizeExpert(&ex, inputs, q.opt)
 	if err != nil {
 		return nil, fmt.Errorf("block %d expert %d: %w", L.Block, e, err)
 	}
 	q.mu.Lock()
-	for w, t := range []*gguf.TensorInfo{L.Gate, L.Up, L.Down} {
+	for w, t := range tensors {
 		st := q.errs[t.Name]
 		if st == nil {
 			st = &optq.Errors{}

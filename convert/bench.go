@@ -29,6 +29,36 @@ type BenchPackConfig struct {
 	Jobs      int
 	KeepFiles bool
 	Progress  ProgressFunc
+	// Calibrate, when set, makes a calibrated quantizer for the model at
+	// path (internal/bench's synthetic calibration): the same pack is then
+	// measured a second time with it, beside the plain one.
+	Calibrate BenchCalibrate
+}
+
+// BenchCalibrate prepares the calibrated quantizer of the model at path
+// (calibration forward pass included); done releases it.
+type BenchCalibrate func(ctx context.Context, path string) (eq ExpertQuantizer, info *CalibInfo, done func(), err error)
+
+// BenchCalibrated is the calibrated pack's measurement.
+type BenchCalibrated struct {
+	Calibration *CalibInfo `json:"calibration"`
+	// PackSeconds is the whole calibrated pack, from opening the model for
+	// the calibration run to the pack's commit.
+	PackSeconds float64 `json:"pack_s"`
+	// CollectSeconds is its calibration run (forward pass and spill).
+	CollectSeconds float64 `json:"collect_s"`
+	// Ratio is PackSeconds over the plain pack's.
+	Ratio         float64 `json:"ratio_to_plain"`
+	WeightsPerSec float64 `json:"weights_per_s"`
+	PeakRSSBytes  int64   `json:"peak_rss_bytes"`
+	RSSScope      string  `json:"peak_rss_scope"`
+	// PeakAnonBytes is the largest anonymous resident memory sampled
+	// (every 50 ms): the peak RSS less the mapped model's pages, which
+	// are the engine's working set.
+	PeakAnonBytes int64   `json:"peak_anon_rss_bytes"`
+	RelMSE        float64 `json:"rel_mse"`
+	// CalibOutputErr is ‖(W−Ŵ)X‖/‖WX‖ on held-back tokens over every part.
+	CalibOutputErr []float64 `json:"calib_output_err,omitempty"`
 }
 
 // BenchPackResult holds every figure the benchmark measured.
@@ -55,6 +85,9 @@ type BenchPackResult struct {
 	CacheDropped  bool    `json:"page_cache_dropped"`
 	PackRelMSE    float64 `json:"rel_mse"`
 	PackFolder    string  `json:"pack,omitempty"`
+	// Calibrated is the same pack with the calibrated quantizer, when
+	// asked for (BenchPackConfig.Calibrate).
+	Calibrated *BenchCalibrated `json:"calibrated,omitempty"`
 }
 
 // BenchPack synthesizes (or takes) a model, packs it with a keep map, and
@@ -156,6 +189,17 @@ func BenchPack(ctx context.Context, cfg BenchPackConfig) (*BenchPackResult, erro
 			return nil, err
 		}
 	}
+	if cfg.Calibrate != nil {
+		cout := filepath.Join(dir, "pack-calibrated")
+		if res.Calibrated, err = benchCalibrated(ctx, cfg, in, keepPath, cout, res); err != nil {
+			return nil, err
+		}
+		if !cfg.KeepFiles {
+			if err := os.RemoveAll(cout); err != nil {
+				return nil, err
+			}
+		}
+	}
 	dropCache(in)
 	if res.ReadSeconds, err = timeRead(ctx, in); err != nil {
 		return nil, err
@@ -166,6 +210,63 @@ func BenchPack(ctx context.Context, cfg BenchPackConfig) (*BenchPackResult, erro
 	res.FloorSeconds = res.ReadSeconds + res.WriteSeconds
 	res.RatioToFloor = res.PackSeconds / res.FloorSeconds
 	return res, nil
+}
+
+// benchCalibrated packs in again with cfg.Calibrate's quantizer, cold, and
+// measures it as the plain pack was.
+func benchCalibrated(ctx context.Context, cfg BenchPackConfig, in, keepPath, out string, plain *BenchPackResult) (*BenchCalibrated, error) {
+	dropCache(in)
+	scoped := resetPeakRSS()
+	stop := make(chan struct{})
+	peakAnon := make(chan int64)
+	go func() {
+		var m int64
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			m = max(m, anonRSS())
+			select {
+			case <-stop:
+				peakAnon <- max(m, anonRSS())
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	defer func() {
+		if stop != nil {
+			close(stop)
+			<-peakAnon
+		}
+	}()
+	t0 := time.Now()
+	eq, info, done, err := cfg.Calibrate(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	man, err := Pack(ctx, PackConfig{In: in, OutDir: out, Type: quant.Q2_0, Keep: keepPath, Jobs: cfg.Jobs, Progress: cfg.Progress, Experts: eq, Calib: info})
+	if err != nil {
+		return nil, err
+	}
+	r := &BenchCalibrated{Calibration: info, PackSeconds: time.Since(t0).Seconds(), CollectSeconds: info.Seconds, RelMSE: man.RelMSE}
+	close(stop)
+	r.PeakAnonBytes, stop = <-peakAnon, nil
+	if scoped {
+		r.PeakRSSBytes, r.RSSScope = peakRSS(), "this process from the start of the calibration run"
+	} else {
+		r.PeakRSSBytes, r.RSSScope = selfPeakRSS(), "this process (the whole bench)"
+	}
+	r.Ratio = r.PackSeconds / plain.PackSeconds
+	r.WeightsPerSec = float64(plain.Weights) / r.PackSeconds
+	for _, l := range man.Layers {
+		for _, p := range l.Parts {
+			if p.CalibOutputErr != nil {
+				r.CalibOutputErr = append(r.CalibOutputErr, *p.CalibOutputErr)
+			}
+		}
+	}
+	return r, nil
 }
 
 func timeRead(ctx context.Context, path string) (float64, error) {

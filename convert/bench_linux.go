@@ -47,13 +47,20 @@ func resetPeakRSS() bool {
 
 // peakRSS is this process's peak resident set since the last reset
 // (VmHWM in /proc/self/status), 0 when unknown.
-func peakRSS() int64 {
+func peakRSS() int64 { return statusBytes("VmHWM:") }
+
+// anonRSS is this process's resident anonymous memory (RssAnon: its heap
+// and stacks, not the pages of files it maps), 0 when unknown.
+func anonRSS() int64 { return statusBytes("RssAnon:") }
+
+// statusBytes reads one "Key: N kB" line of /proc/self/status.
+func statusBytes(key string) int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, key); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			if err != nil {
 				return 0

@@ -10,3 +10,4 @@ func dropCache(string) error { return errors.New("dropping the page cache is Lin
 func selfPeakRSS() int64 { return 0 }
 func resetPeakRSS() bool { return false }
 func peakRSS() int64     { return 0 }
+func anonRSS() int64     { return 0 }

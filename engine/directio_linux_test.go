@@ -20,7 +20,7 @@ func TestPackFallsBackToBuffered(t *testing.T) {
 		return nil, &os.PathError{Op: "open", Path: dir, Err: syscall.EINVAL}
 	}
 	defer func() { openDirect = saved }()
-	m, err := Open(dir, Options{Stream: StreamOptions{ArenaMB: 1}})
+	m, err := Open(dir, Options{Mode: Exact, Stream: StreamOptions{ArenaMB: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,17 +10,20 @@ import (
 type Mode int
 
 const (
-	// Exact multiplies every weight row, decoded to float32, with float32
-	// activations: the reference mode, and the default.
-	Exact Mode = iota
 	// Fast multiplies weights whose type has a quantized dot product
 	// (kernels.VecDotQ8) with activations quantized to Q8_0 once per row,
-	// the quantized row reused by every matrix and expert reading it; in
-	// a batch each weight row meets all the batch's rows (MatMulQ8).
-	// Products on other types stay exact. Each output element is one
-	// kernels.DotQ8 of one weight row and one quantized row, so the bits
-	// do not depend on the thread count or on how tokens are batched.
-	Fast
+	// and BF16 weights with activations rounded to bfloat16 once per row
+	// (kernels.DotBF16), the quantized row reused by every matrix and
+	// expert reading it; in a batch each weight row meets all the batch's
+	// rows (MatMulQ8, MatMulBF16). Products on other types stay exact. Each
+	// output element is one kernels.DotQ8 or DotBF16 of one weight row and
+	// one quantized row, so the bits do not depend on the thread count or
+	// on how tokens are batched. The default (the zero Mode).
+	Fast Mode = iota
+	// Exact multiplies every weight row, decoded to float32, with float32
+	// activations: the reference mode, which every test against the
+	// reference models' logits and statistics selects explicitly.
+	Exact
 )
 
 func (m Mode) String() string {
@@ -34,13 +37,18 @@ func (m Mode) String() string {
 }
 
 // acts is a batch of activation rows as the products read them: float32
-// rows of n and, in fast mode, their Q8_0 quantization, made on first use
-// and kept for every later product reading the same rows.
+// rows of n and, in fast mode, their Q8_0 quantization and their bfloat16
+// rounding, each made on first use and kept for every later product
+// reading the same rows.
 type acts struct {
 	x    []float32
 	n    int
 	fast bool
 	q    []*kernels.Q8Row
+	b    []*kernels.BF16Row
+	// A gathered batch takes its quantized rows from rows idx of from.
+	from *acts
+	idx  []int
 }
 
 // newActs wraps the rows x (len a multiple of n) for mode mode.
@@ -56,6 +64,10 @@ func (a *acts) q8() []*kernels.Q8Row {
 	if a.q == nil {
 		a.q = make([]*kernels.Q8Row, a.T())
 		for t := range a.q {
+			if a.from != nil {
+				a.q[t] = a.from.q8()[a.idx[t]]
+				continue
+			}
 			r := new(kernels.Q8Row)
 			if err := kernels.QuantizeQ8Row(a.x[t*a.n:(t+1)*a.n], r); err != nil {
 				// Only reached through a matrix that CanDotQ8 (n a multiple
@@ -68,6 +80,22 @@ func (a *acts) q8() []*kernels.Q8Row {
 	return a.q
 }
 
+// bf16 is the rows rounded to bfloat16, rounded on the first call.
+func (a *acts) bf16() []*kernels.BF16Row {
+	if a.b == nil {
+		a.b = make([]*kernels.BF16Row, a.T())
+		for t := range a.b {
+			if a.from != nil {
+				a.b[t] = a.from.bf16()[a.idx[t]]
+				continue
+			}
+			a.b[t] = new(kernels.BF16Row)
+			kernels.QuantizeBF16Row(a.x[t*a.n:(t+1)*a.n], a.b[t])
+		}
+	}
+	return a.b
+}
+
 // gather is the rows idx of a, copied to buf (len >= len(idx)*n); in fast
 // mode the quantized rows are a's, shared, so no row is quantized twice.
 func (a *acts) gather(idx []int, buf []float32) *acts {
@@ -76,11 +104,7 @@ func (a *acts) gather(idx []int, buf []float32) *acts {
 		copy(g.x[j*a.n:(j+1)*a.n], a.x[t*a.n:(t+1)*a.n])
 	}
 	if a.fast {
-		q := a.q8()
-		g.q = make([]*kernels.Q8Row, len(idx))
-		for j, t := range idx {
-			g.q[j] = q[t]
-		}
+		g.from, g.idx = a, idx
 	}
 	return g
 }
@@ -88,10 +112,15 @@ func (a *acts) gather(idx []int, buf []float32) *acts {
 // useQ8 reports whether the product of mat with a takes the quantized path.
 func (a *acts) useQ8(mat *kernels.Matrix) bool { return a.fast && mat.CanDotQ8() }
 
+// useBF16 reports whether the product of mat with a takes the bfloat16 path.
+func (a *acts) useBF16(mat *kernels.Matrix) bool { return a.fast && mat.CanDotBF16() }
+
 // matMul sets out[t*Rows+r] = row r of mat . row t of a, in a's mode.
 func matMul(pool *kernels.Pool, mat *kernels.Matrix, a *acts, out []float32) {
 	T := a.T()
 	switch {
+	case a.useBF16(mat):
+		pool.MatMulBF16(mat, a.bf16(), out)
 	case !a.useQ8(mat):
 		pool.MatMul(mat, a.x, T, out)
 	case T == 1:
@@ -110,8 +139,15 @@ func matVecs(pool *kernels.Pool, ms []*kernels.Matrix, as []*acts, outs [][]floa
 	var qm []*kernels.Matrix
 	var qx []*kernels.Q8Row
 	var qout [][]float32
+	var bm []*kernels.Matrix
+	var bx []*kernels.BF16Row
+	var bout [][]float32
 	for i, mat := range ms {
-		if as[i].useQ8(mat) {
+		if as[i].useBF16(mat) {
+			bm = append(bm, mat)
+			bx = append(bx, as[i].bf16()[0])
+			bout = append(bout, outs[i])
+		} else if as[i].useQ8(mat) {
 			qm = append(qm, mat)
 			qx = append(qx, as[i].q8()[0])
 			qout = append(qout, outs[i])
@@ -126,6 +162,9 @@ func matVecs(pool *kernels.Pool, ms []*kernels.Matrix, as []*acts, outs [][]floa
 	}
 	if len(qm) > 0 {
 		pool.MatVecsQ8(qm, qx, qout)
+	}
+	if len(bm) > 0 {
+		pool.MatVecsBF16(bm, bx, bout)
 	}
 }
 

@@ -20,6 +20,11 @@ var FastFixtures = []struct {
 	{"tiny-qwen3moe", "model-iq3s.gguf", 0.02, 0.95},
 	{"tiny-qwen3moe", "model-iq4nl.gguf", 0.02, 0.95},
 	{"tiny-qwen35moe", "model-iq4nl.gguf", 0.02, 0.95},
+	// BF16 (kernels.DotBF16, bfloat16 hi+lo activations): measured 1.2e-5
+	// (tiny-qwen3moe, 64 windows); the bound stays far below llama.cpp's
+	// own 0.0014 from the float32 reference.
+	{"tiny-qwen3moe", "model-bf16.gguf", 1e-4, 0.995},
+	{"tiny-qwen35moe", "model-bf16.gguf", 1e-4, 0.995},
 }
 
 // TestFastModeDeterministic: in fast mode the logits have the same bits at

@@ -64,7 +64,8 @@ func TestFastModeKLD(t *testing.T) {
 }
 
 // TestFastModeUsesQ8: the fixtures' expert matrices are of types with a
-// quantized dot product, so fast mode is not vacuous on them.
+// quantized dot product (Q8_0 or BF16 activations), so fast mode is not
+// vacuous on them.
 func TestFastModeUsesQ8(t *testing.T) {
 	for _, fm := range engine.FastFixtures {
 		m := openMode(t, testutil.Path(t, "models", fm.Model, fm.File), engine.Fast, 1)
@@ -73,8 +74,8 @@ func TestFastModeUsesQ8(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, mat := range []*kernels.Matrix{&ex.Gate, &ex.Up, &ex.Down} {
-			if !mat.CanDotQ8() {
-				t.Errorf("%s %s: expert matrix of %s has no Q8 path", fm.Model, fm.File, mat.Type)
+			if !mat.CanDotQ8() && !mat.CanDotBF16() {
+				t.Errorf("%s %s: expert matrix of %s has no quantized path", fm.Model, fm.File, mat.Type)
 			}
 		}
 		m.Experts.Release(0, 0)

@@ -248,8 +248,8 @@ type Options struct {
 	Threads int
 	// Stream configures the expert store of a pack (ignored for a GGUF).
 	Stream StreamOptions
-	// Mode is the arithmetic of the matrix products: Exact (the default)
-	// or Fast (quantized activations, mode.go).
+	// Mode is the arithmetic of the matrix products: Fast (quantized
+	// activations, the default) or Exact (float32, the reference; mode.go).
 	Mode Mode
 }
 
@@ -294,17 +294,27 @@ func newModel(f *gguf.File, opt Options) (*Model, error) {
 // experts: every layer's attention and router matrices, the output head and
 // one embedding row.
 func (m *Model) DenseBytesPerToken() int64 {
-	n := int64(m.Embd.RowBytes) + int64(len(m.Output.Data))
-	for i := range m.Layers {
-		L := &m.Layers[i]
-		for _, mm := range L.denseMatrices() {
-			n += int64(len(mm.Data))
-		}
-		if L.RouterQ8 != nil && m.Experts.Streaming() {
-			n += int64(len(L.RouterQ8.Data))
-		}
+	n := int64(m.Embd.RowBytes)
+	for _, mm := range m.TokenMatrices() {
+		n += int64(len(mm.Data))
 	}
 	return n
+}
+
+// TokenMatrices are the matrices outside the routed experts that every
+// decode step multiplies by its activations, each once: every layer's
+// dense matrices (with the Q8_0 router copy when experts stream), then the
+// output head.
+func (m *Model) TokenMatrices() []*kernels.Matrix {
+	var ms []*kernels.Matrix
+	for i := range m.Layers {
+		L := &m.Layers[i]
+		ms = append(ms, L.denseMatrices()...)
+		if L.RouterQ8 != nil && m.Experts.Streaming() {
+			ms = append(ms, L.RouterQ8)
+		}
+	}
+	return append(ms, &m.Output)
 }
 
 // denseMatrices are the layer's matrices outside the routed experts (the

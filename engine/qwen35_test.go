@@ -21,7 +21,7 @@ func tiny35(t testing.TB, elem ...string) string {
 
 func openQwen35(t testing.TB) *Model {
 	t.Helper()
-	m, err := Open(tiny35(t, "model-bf16.gguf"), Options{})
+	m, err := Open(tiny35(t, "model-bf16.gguf"), Options{Mode: Exact})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestQwen35MTPBlockNotRun(t *testing.T) {
 		specs = append(specs, gguf.TensorSpec{Name: x.name, Type: quant.F32, Dims: x.dims})
 		data[x.name] = f32(n)
 	}
-	mtp, err := Open(writeGGUF(t, kv, specs, data), Options{})
+	mtp, err := Open(writeGGUF(t, kv, specs, data), Options{Mode: Exact})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestQwen35PerLayerKeys(t *testing.T) {
 		kv = append(kv, gguf.KV{Key: "qwen35moe.attention.recurrent_layers", Value: gguf.MustArray(rec)})
 		return writeGGUF(t, kv, src.Specs(), data)
 	}
-	m, err := Open(write([]bool{true, true, true, false}), Options{})
+	m, err := Open(write([]bool{true, true, true, false}), Options{Mode: Exact})
 	if err != nil {
 		t.Fatal(err)
 	}

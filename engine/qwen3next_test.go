@@ -198,7 +198,7 @@ func TestQwen3nextSameModel(t *testing.T) {
 
 func qwen3nextSameModel(t *testing.T, legacy bool) {
 	path := qwen3nextFromQwen35(t, legacy)
-	next, err := Open(path, Options{})
+	next, err := Open(path, Options{Mode: Exact})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestFusedGateUpSameModel(t *testing.T) {
 		specs = append(specs, sp)
 		data[sp.Name] = b
 	}
-	fused, err := Open(writeGGUF(t, src.KV, specs, data), Options{})
+	fused, err := Open(writeGGUF(t, src.KV, specs, data), Options{Mode: Exact})
 	if err != nil {
 		t.Fatal(err)
 	}

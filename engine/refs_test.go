@@ -62,7 +62,7 @@ func readGreedy(t testing.TB, path string) greedyRef {
 
 func openModel(t testing.TB, name string) *Model {
 	t.Helper()
-	m, err := Open(testutil.TinyModel(t, name), Options{})
+	m, err := Open(testutil.TinyModel(t, name), Options{Mode: Exact})
 	if err != nil {
 		t.Fatal(err)
 	}

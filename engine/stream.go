@@ -101,9 +101,12 @@ type PackStore struct {
 	direct     bool
 	directNote string
 
-	mu    sync.Mutex
-	cond  *sync.Cond
+	mu   sync.Mutex
+	cond *sync.Cond
+	// arena holds the resident experts, outside the Go heap (mapArena);
+	// unmap gives it back, at Close once no expert is pinned.
 	arena []byte
+	unmap func() error
 	slots []arenaSlot
 	where []int // key -> slot, -1 when absent
 	tick  int64 // demands so far
@@ -154,7 +157,11 @@ func newPackStore(p *strata.Pack, c *Config, opt StreamOptions) (*PackStore, err
 	if s.fd == nil {
 		return fail(fmt.Errorf("%s: %s", xpath, s.directNote))
 	}
-	s.arena = alignedBytes(nslots*s.slotBytes, strata.SlotAlign)
+	var err error
+	if s.arena, s.unmap, err = mapArena(nslots*s.slotBytes, strata.SlotAlign); err != nil {
+		s.fd.Close()
+		return fail(err)
+	}
 	s.slots = make([]arenaSlot, nslots)
 	for i := range s.slots {
 		s.slots[i].key = -1
@@ -184,11 +191,17 @@ func newPackStore(p *strata.Pack, c *Config, opt StreamOptions) (*PackStore, err
 // aligned buffers).
 func alignedBytes(n, align int) []byte {
 	b := make([]byte, n+align)
+	off := alignOffset(b, align)
+	return b[off : off+n : off+n]
+}
+
+// alignOffset is how far into b the first multiple of align is.
+func alignOffset(b []byte, align int) int {
 	off := int(uintptr(unsafe.Pointer(&b[0])) % uintptr(align))
 	if off != 0 {
 		off = align - off
 	}
-	return b[off : off+n : off+n]
+	return off
 }
 
 // fill loads the arena at start-up in the pack's ranking order, layer by
@@ -579,7 +592,9 @@ func (s *PackStore) Report(from, to StreamCounters, tokens int) *StreamReport {
 	return r
 }
 
-// Close stops the readers and closes the files.
+// Close stops the readers, gives the arena back once no expert is pinned
+// (a forward pass still running ends its Gets with an error and releases
+// what it holds) and closes the files.
 func (s *PackStore) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -593,6 +608,19 @@ func (s *PackStore) Close() error {
 	close(s.guesses)
 	s.wg.Wait()
 	var errs []error
+	s.mu.Lock()
+	for s.pinned() {
+		s.cond.Wait()
+	}
+	for i := range s.slots {
+		s.slots[i].ex = Expert{}
+	}
+	s.arena = nil
+	if s.unmap != nil {
+		errs = append(errs, s.unmap())
+		s.unmap = nil
+	}
+	s.mu.Unlock()
 	s.ioMu.Lock()
 	for _, f := range append(s.oldFDs, s.fd) {
 		if f != nil {
@@ -602,6 +630,16 @@ func (s *PackStore) Close() error {
 	s.ioMu.Unlock()
 	errs = append(errs, s.x.Close())
 	return errors.Join(errs...)
+}
+
+// pinned reports whether some expert is pinned (called with s.mu held).
+func (s *PackStore) pinned() bool {
+	for i := range s.slots {
+		if s.slots[i].pins > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // PayloadBytes is the weight bytes of one expert (a slot without padding).

@@ -22,7 +22,7 @@ func qwen35File(t *testing.T, elem ...string) string {
 // openQwen35 opens a model of the qwen35moe fixture.
 func openQwen35(t *testing.T, file string) *engine.Model {
 	t.Helper()
-	m, err := engine.Open(qwen35File(t, file), engine.Options{})
+	m, err := engine.Open(qwen35File(t, file), engine.Options{Mode: engine.Exact})
 	if err != nil {
 		t.Fatal(err)
 	}

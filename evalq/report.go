@@ -8,6 +8,7 @@ import "github.com/stratactl/stratactl/engine"
 type Report struct {
 	Candidate string  `json:"candidate"`
 	Reference string  `json:"reference"`
+	Mode      string  `json:"mode"` // the candidate's arithmetic (engine.Mode); the reference runs exact
 	Source    string  `json:"source"`
 	Ctx       int     `json:"ctx"`
 	Score     string  `json:"score"`        // the scoring: all or second-half

@@ -98,7 +98,7 @@ func (s RoutingSweep) Run(ctx context.Context, ref *engine.Model, windows [][]in
 		slots := max(1, int(c.ArenaFrac*float64(full.TotalSlots)))
 		// Half a slot more than the slots, so the division gives them.
 		mb := (float64(slots) + 0.5) * float64(full.SlotBytes) / (1 << 20)
-		cand, err := engine.Open(s.Pack, engine.Options{Threads: s.Threads, Stream: engine.StreamOptions{ArenaMB: mb}})
+		cand, err := engine.Open(s.Pack, engine.Options{Threads: s.Threads, Mode: ref.Mode, Stream: engine.StreamOptions{ArenaMB: mb}})
 		if err != nil {
 			return nil, err
 		}

@@ -14,7 +14,7 @@ import (
 
 func openModel(t *testing.T, file string) *engine.Model {
 	t.Helper()
-	m, err := engine.Open(testutil.TinyModel(t, file), engine.Options{})
+	m, err := engine.Open(testutil.TinyModel(t, file), engine.Options{Mode: engine.Exact})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,8 @@ type cpuFeatures struct {
 	avx, avx2, f16c bool
 	// avx512vnni: AVX-512 F, BW and VNNI.
 	avx512vnni bool
+	// avx512bf16: AVX-512 F and BF16 (VDPBF16PS).
+	avx512bf16 bool
 	brand      string
 }
 
@@ -27,6 +29,7 @@ var hostCPU = cpuFeatures{
 	avx2:       cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2),
 	f16c:       cpuid.CPU.Supports(cpuid.AVX, cpuid.F16C),
 	avx512vnni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VNNI),
+	avx512bf16: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BF16),
 	brand:      cpuid.CPU.BrandName,
 }
 
@@ -55,12 +58,23 @@ type kernelSet struct {
 	// (qdot.go's order) and how many sub-blocks it took. (Lanes by value,
 	// so that nothing of a call escapes to the heap.)
 	q8dot [quant.NumTypes]func(row []byte, x *Q8Row) ([8]float32, int)
+	// q8rows sets out[r] = DotQ8(row r of m, x) for r in [lo, hi), lo < hi,
+	// in one call, or reports false (nothing written) where it does not
+	// take x (one without the padding its kernel reads).
+	q8rows [quant.NumTypes]func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool
 	// q8decode decodes groups g0..g0+ng-1 of a row for DotQ8Rows, and
 	// q8dotDecoded adds their terms against one activation row to the lanes.
 	q8decode     [quant.NumTypes]func(row []byte, g0, ng int, d *q8Decoded)
 	q8dotDecoded func(d *q8Decoded, ng int, x *Q8Row, g0 int, l *[8]float32)
+	// bf16dot returns the lanes after DotBF16's first chunks of 128
+	// elements (qdot_bf16.go's order) and how many it took (x is padded;
+	// lanes by value, as q8dot's).
+	bf16dot func(row []byte, x *BF16Row) ([64]float32, int)
 	// q2 runs Q2Search's hot loops (nil: quant.Q2SearchRef).
 	q2 *quant.Q2SearchKernels
+	// xorReadVec is XORRead's loop over n bytes, n a positive multiple of
+	// xorReadUnit.
+	xorReadVec func(p *byte, n int) uint64
 }
 
 // host is the set this CPU runs, chosen once from hostCPU and never changed;

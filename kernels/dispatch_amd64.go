@@ -39,6 +39,8 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.dequant[quant.Q5_K] = dequantQ5KVector
 		k.dequant[quant.Q6_K] = dequantQ6KVector
 		k.q2.Pack = q2PackVector
+		k.bf16dot = bf16dotVector
+		k.xorReadVec = xorReadAVX2
 		k.paths = "avx2"
 	}
 	if c.avx2 && c.f16c {
@@ -55,14 +57,35 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8dot[quant.Q4_0] = q8dotQ4_0Vector
 		k.q8dot[quant.Q2_0] = q8dotQ2_0Vector
 		k.q8dot[quant.IQ3_S] = q8dotIQ3SVector
+		k.q8dot[quant.Q2_K] = q8dotQ2KVector
+		k.q8dot[quant.Q3_K] = q8dotQ3KVector
+		k.q8dot[quant.Q4_K] = q8dotQ4KVector
+		k.q8dot[quant.Q5_K] = q8dotQ5KVector
+		k.q8dot[quant.Q6_K] = q8dotQ6KVector
 		k.q8decode[quant.IQ3_S] = q8decodeIQ3SVector
+		k.q8dot[quant.IQ4_XS] = q8dotIQ4XSVector
+		k.q8dot[quant.MXFP4] = q8dotMXFP4Vector
+		k.q8dot[quant.IQ2_XXS] = q8dotIQ2XXSVector
+		k.q8dot[quant.IQ3_XXS] = q8dotIQ3XXSVector
 		k.q8dotDecoded = q8dotDecodedVector
 		k.paths = "avx2+f16c"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni {
 		// The VEX parts need AVX2 and F16C; the rest is AVX-512 F, BW, VNNI.
 		k.q8dot[quant.Q2_0] = q8dotQ2_0Vector512
+		k.q8dot[quant.Q2_K] = q8dotQ2KVector512
+		k.q8dot[quant.Q3_K] = q8dotQ3KVector512
+		k.q8dot[quant.Q5_K] = q8dotQ5KVector512
+		k.q8dot[quant.Q6_K] = q8dotQ6KVector512
+		k.xorReadVec = xorReadAVX512 // AVX-512 F only
+		k.q8rows[quant.Q2_0] = rowsQ2_0AVX512
+		k.q8rows[quant.Q8_0] = rowsQ8_0AVX512
 		k.paths = "avx2+f16c+avx512vnni"
+	}
+	if c.avx2 && c.f16c && c.avx512bf16 {
+		// AVX-512 F and BF16 only (the set keeps the AVX2+F16C kernels).
+		k.bf16dot = bf16dotVector512
+		k.paths += "+avx512bf16"
 	}
 	return k
 }

@@ -89,6 +89,17 @@ func randomRow(rng *rand.Rand, t quant.Type, n int) []byte {
 		for o := 0; o < len(b); o += ti.BlockBytes {
 			b[o+1] &= 0x3b
 		}
+	case quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K:
+		finiteKScales(t, b)
+	case quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS, quant.IQ2_XS, quant.IQ2_S:
+		ti, _ := quant.Info(t)
+		for o := 0; o < len(b); o += ti.BlockBytes {
+			b[o+1] &= 0x3b
+		}
+	case quant.MXFP4:
+		for o := 0; o < len(b); o += 17 {
+			b[o] = 118 + b[o]%20 // 2^-11 .. 2^8
+		}
 	}
 	return b
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/stratactl/stratactl/quant"
 )
@@ -45,12 +46,18 @@ func (m *Matrix) DecodeRowTo(r int, dst []float32) error {
 	return DecodeRow(m.Type, m.Row(r), dst[:m.Cols])
 }
 
-// Pool runs row ranges on up to Threads goroutines. Each output element is
-// computed whole by one goroutine with the kernel's fixed order, so results
-// never depend on the thread count.
+// Pool runs row ranges on up to Threads goroutines: the caller's and a
+// set of persistent workers started on first use (no goroutine per call).
+// Each output element is computed whole by one goroutine with the kernel's
+// fixed order, so results never depend on the thread count or on which
+// goroutine ran which range.
 type Pool struct {
 	Threads int
 	scratch sync.Pool
+
+	mu   sync.Mutex
+	jobs chan *poolJob // to the workers; buffered, one per worker
+	nw   int           // workers started
 }
 
 // NewPool sizes a pool; threads <= 0 means GOMAXPROCS.
@@ -71,11 +78,60 @@ func (p *Pool) buf(n int) *[]float32 {
 }
 
 // minWork is the weights x tokens a goroutine should get at least: below it,
-// starting goroutines costs more than it saves.
+// handing work to another goroutine costs more than it saves.
 const minWork = 1 << 15
 
-// Parallel splits [0, n) into contiguous ranges, each run by one goroutine;
-// work is the cost of one index, for sizing the ranges.
+// poolJob is one Parallel call: parts ranges of [0, n), taken in turn by
+// whichever goroutine (the caller or a worker) is free.
+type poolJob struct {
+	fn       func(lo, hi int)
+	n, parts int
+	next     atomic.Int64
+	done     sync.WaitGroup
+}
+
+// run takes parts until none is left.
+func (j *poolJob) run() {
+	for {
+		i := int(j.next.Add(1) - 1)
+		if i >= j.parts {
+			return
+		}
+		j.fn(i*j.n/j.parts, (i+1)*j.n/j.parts)
+		j.done.Done()
+	}
+}
+
+// poolWorker runs the jobs it is handed until the pool is collected.
+func poolWorker(jobs <-chan *poolJob) {
+	for j := range jobs {
+		j.run()
+	}
+}
+
+// workers returns the job channel with at least n workers behind it. The
+// workers hold only the channel, so a pool nobody uses any more is
+// collected, and its cleanup closes the channel to end them.
+func (p *Pool) workers(n int) chan *poolJob {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.jobs == nil || cap(p.jobs) < n {
+		// (Threads grew: a new set takes over; the old one idles until
+		// its own cleanup closes its channel.)
+		p.jobs = make(chan *poolJob, n)
+		p.nw = 0
+		runtime.AddCleanup(p, func(c chan *poolJob) { close(c) }, p.jobs)
+	}
+	for ; p.nw < n; p.nw++ {
+		go poolWorker(p.jobs)
+	}
+	return p.jobs
+}
+
+// Parallel splits [0, n) into contiguous ranges and runs fn on each, on
+// up to Threads goroutines; work is the cost of one index, for sizing the
+// ranges. The caller takes ranges too, so Parallel never waits on a busy
+// worker for work it could do itself, and nested calls cannot deadlock.
 func (p *Pool) Parallel(n, work int, fn func(lo, hi int)) {
 	threads := p.Threads
 	if threads < 1 {
@@ -95,16 +151,20 @@ func (p *Pool) Parallel(n, work int, fn func(lo, hi int)) {
 	if threads > n {
 		threads = n
 	}
-	var wg sync.WaitGroup
-	for i := 0; i < threads; i++ {
-		lo, hi := i*n/threads, (i+1)*n/threads
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(lo, hi)
-		}()
+	// Twice as many ranges as goroutines, so that one descheduled worker
+	// (a shared machine) holds up at most a small part.
+	parts := min(n, max(threads, min(2*threads, maxBy)))
+	j := &poolJob{fn: fn, n: n, parts: parts}
+	j.done.Add(parts)
+	jobs := p.workers(threads - 1)
+	for i := 0; i < threads-1; i++ {
+		select {
+		case jobs <- j:
+		default: // every worker has a job waiting: the caller does more
+		}
 	}
-	wg.Wait()
+	j.run()
+	j.done.Wait()
 }
 
 // MatVec sets out[r] = row r . x for every row (len(x) = Cols).
@@ -197,11 +257,21 @@ func (m *Matrix) checkQ8(op string, x *Q8Row) {
 func (p *Pool) MatVecQ8(m *Matrix, x *Q8Row, out []float32) {
 	m.checkQ8("MatVecQ8", x)
 	out = out[:m.Rows]
-	p.Parallel(m.Rows, m.Cols, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			out[r] = DotQ8(m.Type, m.Row(r), x)
-		}
-	})
+	p.Parallel(m.Rows, m.Cols, func(lo, hi int) { host.dotQ8Range(m, lo, hi, x, out) })
+}
+
+// dotQ8Range sets out[r] = DotQ8(m.Type, row r, x) for r in [lo, hi): by
+// the type's multi-row kernel where k has one that takes x, else row by row.
+func (k *kernelSet) dotQ8Range(m *Matrix, lo, hi int, x *Q8Row, out []float32) {
+	if lo >= hi {
+		return
+	}
+	if f := k.q8rows[m.Type]; f != nil && f(m, lo, hi, x, out) {
+		return
+	}
+	for r := lo; r < hi; r++ {
+		out[r] = k.dotQ8(m.Type, m.Row(r), x)
+	}
 }
 
 // MatMulQ8 sets out[t*Rows+r] = DotQ8(m.Type, row r, xs[t]) for every row
@@ -246,14 +316,12 @@ func (p *Pool) MatVecsQ8(ms []*Matrix, xs []*Q8Row, outs [][]float32) {
 		work = max(work, m.Cols)
 	}
 	p.Parallel(start[len(ms)], work, func(lo, hi int) {
-		i := 0
-		for g := lo; g < hi; g++ {
-			for g >= start[i+1] {
-				i++
+		// The part of each matrix's rows in [lo, hi), one range each.
+		for i, m := range ms {
+			a, b := max(lo, start[i]), min(hi, start[i+1])
+			if a < b {
+				host.dotQ8Range(m, a-start[i], b-start[i], xs[i], outs[i])
 			}
-			m := ms[i]
-			r := g - start[i]
-			outs[i][r] = DotQ8(m.Type, m.Row(r), xs[i])
 		}
 	})
 }

@@ -9,10 +9,13 @@ import (
 
 // Quantized dot products: a weight row in its stored type against
 // activations quantized once per row in the type ggml pairs it with (its
-// vec_dot_type): Q8_0 for Q8_0, Q4_0, IQ4_NL and Q2_0. IQ3_S, which ggml
-// pairs with Q8_K (one float scale per 256 activations), takes the same
-// Q8_0 activations here: a scale per 32 activations has no larger error,
-// and one activation format serves every type. This is the fast mode; Dot
+// vec_dot_type): Q8_0 for Q8_0, Q4_0, IQ4_NL and Q2_0. IQ3_S and the
+// K-quants Q2_K..Q6_K, which ggml pairs with Q8_K (one float scale per 256
+// activations), take the same Q8_0 activations here: a scale per 32
+// activations has no larger error (the amax of 32 values is at most that of
+// the 256 around them; TestDotQ8KFixtureError measures the K-quants' RMS
+// error 14-24% lower), costs one vector multiply more per 256 weights, and
+// one activation format serves every type. This is the fast mode; Dot
 // (float32 activations) stays the exact reference mode.
 //
 // The order, on every path: the row is cut into sub-blocks of 32 weights s =
@@ -23,6 +26,27 @@ import (
 // s%8 of 8 float32 lanes (zero at the start), and the lanes are folded as
 // ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). The integer part is exact, so a
 // vector path only has to keep the float steps in this order.
+//
+// The K-quants (qdot_k.go) keep the sub-blocks, lanes and fold; only the
+// term differs. Sub-block s is 32 weights d*sc_h*q_j - dmin*m_h of one
+// 256-weight block, d and dmin its fp16 scales, q_j its integer codes, sc_h
+// and m_h the integer scale and min of the 16-weight half h = j/16 (the
+// same for both halves in Q4_K and Q5_K; Q3_K and Q6_K have signed scales
+// and no min). With A_s = sum_j sc_h*q_j*x_j and B_s = sum_j m_h*x_j, both
+// exact in int32,
+//   term_s = float32(A_s)*(d*dx_s) - float32(B_s)*(dmin*dx_s)  (Q2_K, Q4_K, Q5_K)
+//   term_s = float32(A_s)*(d*dx_s)                             (Q3_K, Q6_K)
+// each product and the difference rounded to float32 (no FMA).
+//
+// IQ4_XS, IQ3_XXS and IQ2_XXS (256-weight blocks) and MXFP4 (32) have one
+// factor per sub-block, quant's own: IQ4_XS's d*(ls-32) from its 6-bit
+// scale, IQ3_XXS's d*(0.5+ls)*0.5, IQ2_XXS's d*(0.5+ls)*0.25, MXFP4's E8M0
+// 2^(e-128) (a float32 subnormal for e < 2); dw_s is that factor and the
+// integers are the codebook or signed grid values (qdot_iq.go). IQ2_XS and
+// IQ2_S have a scale sc_h per 16-weight half h; their factor d*(0.5+sc_h)*0.25
+// is exactly (d*0.125)*(2*sc_h+1), so with dw_s = d*0.125
+//   term_s = float32((2*sc_0+1)*sumi_lo + (2*sc_1+1)*sumi_hi) * (dw_s*dx_s)
+// sumi_lo and sumi_hi the integer dot products of the halves (exact in int32).
 
 // Q8Row is a row of activations quantized to Q8_0 blocks by quant's Q8_0
 // quantizer (ggml's reference: d = amax/127 stored as fp16, codes from the
@@ -31,10 +55,12 @@ import (
 // -128 (the quantizer's range is -127..127), which the vector kernels rely
 // on; only QuantizeQ8Row fills a Q8Row.
 type Q8Row struct {
-	qs     []int8
-	d      []float32
-	sums   []int32 // per block, the sum of its codes
-	blocks []byte  // quant's block layout, reused between rows
+	qs   []int8
+	d    []float32
+	sums []int32 // per block, the sum of its codes
+	// q2 is qs in the plane order of the Q2_0 row kernel, per group of
+	// 256 codes (zero-padded like qs): q2[64k+16b+i] = qs[64b+4i+k].
+	q2 []int8
 }
 
 // padded reports whether the row's buffers reach, with zeros, to the end
@@ -62,34 +88,47 @@ func QuantizeQ8Row(x []float32, r *Q8Row) error {
 		r.qs = make([]int8, 32*pb)
 		r.d = make([]float32, pb)
 		r.sums = make([]int32, pb)
+		r.q2 = make([]int8, 32*pb)
 	}
-	if cap(r.blocks) < nb*34 {
-		r.blocks = make([]byte, nb*34)
-	}
-	r.blocks, r.qs, r.d, r.sums = r.blocks[:nb*34], r.qs[:n], r.d[:nb], r.sums[:nb]
+	r.qs, r.d, r.sums = r.qs[:n], r.d[:nb], r.sums[:nb]
 	clear(r.qs[n : 32*pb])
 	clear(r.d[nb:pb])
 	clear(r.sums[nb:pb])
-	if err := quant.Quantize(quant.Q8_0, x, r.blocks, nil); err != nil {
-		return err
-	}
 	for b := 0; b < nb; b++ {
-		blk := r.blocks[34*b : 34*b+34]
-		r.d[b] = quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
+		codes := (*[32]int8)(r.qs[32*b:])
+		r.d[b] = quant.FP16ToFloat32(quant.Q8_0Block((*[32]float32)(x[32*b:]), codes))
 		var sum int32
-		for j := 0; j < 32; j++ {
-			r.qs[32*b+j] = int8(blk[2+j])
-			sum += int32(int8(blk[2+j]))
+		for _, c := range codes {
+			sum += int32(c)
 		}
 		r.sums[b] = sum
 	}
+	q2PlaneOrder(r.q2[:32*pb], r.qs[:32*pb])
+	r.q2 = r.q2[:n]
 	return nil
+}
+
+// q2PlaneOrder writes each group of 256 codes of qs in Q8Row.q2's order.
+func q2PlaneOrder(dst, qs []int8) {
+	for g := 0; g+256 <= len(qs); g += 256 {
+		src, d := (*[256]int8)(qs[g:]), (*[256]int8)(dst[g:])
+		for b := 0; b < 4; b++ {
+			for i := 0; i < 16; i++ {
+				c := src[64*b+4*i : 64*b+4*i+4]
+				d[16*b+i], d[64+16*b+i], d[128+16*b+i], d[192+16*b+i] = c[0], c[1], c[2], c[3]
+			}
+		}
+	}
 }
 
 // VecDotQ8 reports whether DotQ8 takes weights of type t.
 func VecDotQ8(t quant.Type) bool {
 	switch t {
 	case quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q2_0, quant.IQ3_S:
+		return true
+	case quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K:
+		return true
+	case quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS, quant.IQ2_XS, quant.IQ2_S, quant.MXFP4:
 		return true
 	}
 	return false
@@ -123,6 +162,14 @@ func foldLanes(l *[8]float32) float32 {
 
 // q8DotTail adds the terms of sub-blocks s0.. to the lanes, portably.
 func q8DotTail(t quant.Type, row []byte, x *Q8Row, s0 int, l *[8]float32) {
+	if isKQuant(t) {
+		kDotTail(t, row, x, s0, l)
+		return
+	}
+	if isIQHalves(t) {
+		iqHalvesDotTail(t, row, x, s0, l)
+		return
+	}
 	var w [32]int8
 	for s := s0; s < len(x.d); s++ {
 		m, dw := weightSub(t, row, s, &w)
@@ -196,6 +243,9 @@ func weightSub(t quant.Type, row []byte, s int, w *[32]int8) (int32, float32) {
 			}
 		}
 		return int32(1 + 2*int(blk[106+sb/2]>>(4*(sb%2))&15)), quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
+	}
+	if dw, ok := iqWeightSub(t, row, s, w); ok {
+		return 1, dw
 	}
 	panic("kernels: no integer weights for " + t.String())
 }

@@ -14,44 +14,12 @@
 // activation block sums, CX groups left, R8 lanes; Y15 16-bit ones; Y12
 // accumulators; Y4..Y11 the 8 sums; Y0..Y3, Y13, Y14 temporaries.
 
-DATA q8ones16<>+0(SB)/8, $0x0001000100010001
-DATA q8ones16<>+8(SB)/8, $0x0001000100010001
-DATA q8ones16<>+16(SB)/8, $0x0001000100010001
-DATA q8ones16<>+24(SB)/8, $0x0001000100010001
-GLOBL q8ones16<>(SB), RODATA|NOPTR, $32
-
-DATA q8nib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA q8nib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL q8nib<>(SB), RODATA|NOPTR, $16
-
-
-
-
-// SUMSIGNED: Yout = 8 int32 partial sums of w (Y0, signed bytes) times x
-// (32 bytes at xoff(DI)).
-#define SUMSIGNED(xoff, Yout) \
-	VMOVDQU xoff(DI), Y1 \
-	VPSIGNB Y0, Y0, Y2 \
-	VPSIGNB Y0, Y1, Y1 \
-	VPMADDUBSW Y1, Y2, Y2 \
-	VPMADDWD Y15, Y2, Yout
+#include "qdot_amd64.h"
 
 // SUMUNSIGNED: the same for w unsigned (Y0, 0..3) and signed x.
 #define SUMUNSIGNED(xoff, Yout) \
 	VPMADDUBSW xoff(DI), Y0, Y2 \
 	VPMADDWD Y15, Y2, Yout
-
-// REDUCE8: Y4..Y11 (8 int32 each) to Y0 = their 8 totals, in order.
-#define REDUCE8 \
-	VPHADDD Y5, Y4, Y4 \
-	VPHADDD Y7, Y6, Y6 \
-	VPHADDD Y6, Y4, Y4 \
-	VPHADDD Y9, Y8, Y8 \
-	VPHADDD Y11, Y10, Y10 \
-	VPHADDD Y10, Y8, Y8 \
-	VPERM2I128 $0x20, Y8, Y4, Y0 \
-	VPERM2I128 $0x31, Y8, Y4, Y1 \
-	VPADDD Y1, Y0, Y0
 
 // ACCUMULATE: Y12 += float(Y0) * (X13's 8 fp16 weight scales * 8 scales at DX).
 #define ACCUMULATE \
@@ -122,13 +90,7 @@ q8done:
 
 // IQ4_NL and Q4_0: block j at 18*j(SI); X14 is the 16-entry value table.
 #define NLSUB(j, Yout) \
-	VMOVDQU (2+18*j)(SI), X0 \
-	VPSRLW $4, X0, X1 \
-	VPAND q8nib<>(SB), X0, X0 \
-	VPAND q8nib<>(SB), X1, X1 \
-	VPSHUFB X0, X14, X0 \
-	VPSHUFB X1, X14, X1 \
-	VINSERTI128 $1, X1, Y0, Y0 \
+	NIB32((2+18*j)(SI)) \
 	SUMSIGNED(32*j, Yout)
 
 // func q8dotNib32AVX2(w *byte, xq *int8, xd *float32, xs *int32, groups int, lanes *[8]float32, table *int8)
@@ -219,20 +181,6 @@ q2done:
 // block, DI codes, DX scales, R8 grid, R11 lanes, CX blocks left, R10 the
 // sub-block's qh byte. The grid entries are scalar loads (a VPGATHERDD per
 // sub-block measured 1.4x slower on this CPU).
-
-// Byte e of a lane picks byte e/8 of the broadcast sign word (lane-local:
-// bytes 0,1 for elements 0..15, 2,3 for 16..31).
-DATA q8sgnshuf<>+0(SB)/8, $0x0000000000000000
-DATA q8sgnshuf<>+8(SB)/8, $0x0101010101010101
-DATA q8sgnshuf<>+16(SB)/8, $0x0202020202020202
-DATA q8sgnshuf<>+24(SB)/8, $0x0303030303030303
-GLOBL q8sgnshuf<>(SB), RODATA|NOPTR, $32
-
-DATA q8sgnbit<>+0(SB)/8, $0x8040201008040201
-DATA q8sgnbit<>+8(SB)/8, $0x8040201008040201
-DATA q8sgnbit<>+16(SB)/8, $0x8040201008040201
-DATA q8sgnbit<>+24(SB)/8, $0x8040201008040201
-GLOBL q8sgnbit<>(SB), RODATA|NOPTR, $32
 
 // IQ3GRID(off, k): R = iq3s_grid[qs[off] | (qh bit k) << 8].
 #define IQ3GRID(off, k, R) \

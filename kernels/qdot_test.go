@@ -9,7 +9,7 @@ import (
 	"github.com/stratactl/stratactl/quant"
 )
 
-var q8Types = []quant.Type{quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q2_0, quant.IQ3_S}
+var q8Types = append(append([]quant.Type{quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q2_0, quant.IQ3_S}, kQuantTypes...), iqTypes...)
 
 func gaussians(rng *rand.Rand, n int, sigma float64) []float32 {
 	x := make([]float32, n)
@@ -94,6 +94,9 @@ func TestQ8RowMatchesQuant(t *testing.T) {
 func TestWeightSubMatchesQuant(t *testing.T) {
 	rng := rand.New(rand.NewPCG(33, 34))
 	for _, typ := range q8Types {
+		if isKQuant(typ) || isIQHalves(typ) {
+			continue // TestKSubMatchesQuant, TestIQHalvesSubMatchesQuant
+		}
 		ti, _ := quant.Info(typ)
 		row := randomBlocks(rng, typ, 64)
 		n := 64 * ti.BlockElements
@@ -206,22 +209,28 @@ func TestDotQ8ErrorBound(t *testing.T) {
 			}
 			exact := Dot(typ, row, x, make([]float32, n))
 			fast := DotQ8(typ, row, &r)
-			var bound, mag float64
-			for b := 0; b < n/32; b++ {
-				var amax, sw float64
-				for j := 32 * b; j < 32*b+32; j++ {
-					amax = math.Max(amax, math.Abs(float64(x[j])))
-					sw += math.Abs(float64(w[j]))
-					mag += math.Abs(float64(w[j]) * float64(x[j]))
-				}
-				bound += amax / 127 * (0.5 + 127.0/2048) * sw
-			}
-			bound += 1e-5 * mag
+			bound := q8ErrorBound(w, x)
 			if e := math.Abs(float64(fast) - float64(exact)); e > bound {
 				t.Fatalf("%s trial %d: fast %g exact %g, error %g over the bound %g", typ, trial, fast, exact, e, bound)
 			}
 		}
 	}
+}
+
+// q8ErrorBound is TestDotQ8ErrorBound's bound on |DotQ8 - Dot| for the
+// decoded weights w and the float32 activations x.
+func q8ErrorBound(w, x []float32) float64 {
+	var bound, mag float64
+	for b := 0; b < len(x)/32; b++ {
+		var amax, sw float64
+		for j := 32 * b; j < 32*b+32; j++ {
+			amax = math.Max(amax, math.Abs(float64(x[j])))
+			sw += math.Abs(float64(w[j]))
+			mag += math.Abs(float64(w[j]) * float64(x[j]))
+		}
+		bound += amax / 127 * (0.5 + 127.0/2048) * sw
+	}
+	return bound + 1e-5*mag
 }
 
 // TestDotQ8RejectsShapes: a row too short or a length that is not whole
@@ -248,10 +257,12 @@ func TestDotQ8RejectsShapes(t *testing.T) {
 
 // BenchmarkDotQ8: one row of 2560 or 640 weights (the field expert shape's
 // gate/up and down rows) against activations quantized once, beside Dot on
-// float32 activations. Bytes are the weight bytes read.
+// float32 activations; and 768, the shortest row of whole 256-weight blocks
+// above 640, for the K-quants (a 640-wide row is not whole blocks of
+// theirs). Bytes are the weight bytes read.
 func BenchmarkDotQ8(b *testing.B) {
 	rng := rand.New(rand.NewPCG(9, 9))
-	for _, n := range []int{2560, 640} {
+	for _, n := range []int{2560, 640, 768} {
 		x := gaussians(rng, n, 1)
 		var r Q8Row
 		if err := QuantizeQ8Row(x, &r); err != nil {
@@ -336,6 +347,9 @@ func TestDotQ8RowsEqualsDotQ8(t *testing.T) {
 	if host.q8dotDecoded != nil {
 		k := host
 		for _, typ := range q8Types {
+			if isKQuant(typ) || isIQHalves(typ) {
+				continue // no q8Decoded form (scales and mins per 16)
+			}
 			k.q8decode[typ] = func(row []byte, g0, ng int, d *q8Decoded) { decodeGroupsPortable(typ, row, g0, ng, d) }
 		}
 		sets = append(sets, namedSet{"portable decoders", &k})

@@ -96,26 +96,17 @@ func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) 
 		Up:   make([]byte, F*D/group*quant.Q2BlockBytes),
 		Down: make([]byte, D*F/group*quant.Q2BlockBytes),
 	}
-	var hx []float64
-	if in.N > 0 {
-		hx = gram(in.X, in.N, D)
-	}
-	reason := ""
-	if hx == nil {
-		reason = FallbackNoTokens
-	} else {
-		var f *factors
-		if f, reason = factor(hx, D, opt.Damp, opt.RefineDamp); reason == "" {
-			if opt.SwiGLU > 0 {
-				reason = swigluQuantize(f, ex, in, opt, res)
-			} else {
-				f.run(ex.Gate, F, opt, res.Gate)
-				f.run(ex.Up, F, opt, res.Up)
-			}
-			if reason == "" {
-				reason = quantizeDown(ex, in, opt, res)
-			}
+	f, reason := hessianOf(in.X, in.N, D, opt.Damp, opt.RefineDamp)
+	if reason == "" {
+		if opt.SwiGLU > 0 {
+			reason = swigluQuantize(f, ex, in, opt, res)
+		} else {
+			f.run(ex.Gate, F, opt, res.Gate)
+			f.run(ex.Up, F, opt, res.Up)
 		}
+	}
+	if reason == "" {
+		reason = quantizeDown(ex, in, opt, res)
 	}
 	if reason != "" {
 		res.Fallback = reason
@@ -140,6 +131,9 @@ func quantizeDown(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string
 	}
 	a := swiglu(ex.Gate, ex.Up, in.X, in.N, D, F)
 	ah := swiglu(gq, uq, in.X, in.N, D, F)
+	if useLowRank(in.N, F) {
+		return quantizeDownLowRank(ex.Down, a, ah, in.N, D, F, opt, res.Down)
+	}
 	h := gram(ah, in.N, F)
 	f, reason := factor(h, F, opt.Damp, opt.RefineDamp)
 	if reason != "" {
@@ -253,10 +247,11 @@ func matErrors(w, wq []float32, rows, cols int, x []float32, n int) Errors {
 }
 
 // swigluQuantize quantizes gate and up against the SwiGLU product they
-// make: after the OPTQ pass and refinement against H, gate's rows are
-// refined against the product's linearised error (weights silu'(g)·u),
-// then up's against the product with the quantized gate,
-// silu(g)·u − silu(ĝ)·û.
+// make: after the OPTQ pass and the refinement against H, gate's rows are
+// refined against the product's linearised error (weights silu'(g)·u per
+// token), then up's against the product with the quantized gate,
+// silu(g)·u − silu(ĝ)·û. The down projection's corrected target then
+// compensates what is left.
 func swigluQuantize(f *factors, ex *Expert, in *Inputs, opt Options, res *ExpertResult) string {
 	D, F, n := ex.D, ex.F, in.N
 	xt := transpose(in.X, n, D)
@@ -264,12 +259,12 @@ func swigluQuantize(f *factors, ex *Expert, in *Inputs, opt Options, res *Expert
 	u := project(ex.Up, in.X, n, D, F)
 	s := make([]float32, F*n)
 	y := make([]float32, F*n)
-	qg := f.runQ(ex.Gate, F, opt)
 	for i, z := range g {
-		sg := 1 / (1 + float32(math.Exp(float64(-z))))
+		sg := sigmoid(z)
 		s[i] = sg * (1 + z*(1-sg)) * u[i]
 		y[i] = s[i] * z
 	}
+	qg := f.runQ(ex.Gate, F, opt)
 	qg.refineWeighted(ex.Gate, in.X, xt, n, s, y, float32(opt.SwiGLUDamp), opt.SwiGLU)
 	qg.pack(res.Gate)
 	gq := make([]float32, F*D)
@@ -278,9 +273,8 @@ func swigluQuantize(f *factors, ex *Expert, in *Inputs, opt Options, res *Expert
 	}
 	gh := project(gq, in.X, n, D, F)
 	for i, z := range g {
-		zh := gh[i]
-		s[i] = zh / (1 + float32(math.Exp(float64(-zh))))
-		y[i] = z / (1 + float32(math.Exp(float64(-z)))) * u[i]
+		s[i] = gh[i] * sigmoid(gh[i])
+		y[i] = z * sigmoid(z) * u[i]
 	}
 	qu := f.runQ(ex.Up, F, opt)
 	qu.refineWeighted(ex.Up, in.X, xt, n, s, y, float32(opt.SwiGLUDamp), opt.SwiGLU)
@@ -288,7 +282,9 @@ func swigluQuantize(f *factors, ex *Expert, in *Inputs, opt Options, res *Expert
 	return ""
 }
 
-// project returns W X ᵀ: [rows][n] with rows of w (each D long).
+func sigmoid(z float32) float32 { return 1 / (1 + float32(math.Exp(float64(-z)))) }
+
+// project returns W Xᵀ, [rows][n], for rows of w each D long.
 func project(w, x []float32, n, D, rows int) []float32 {
 	out := make([]float32, rows*n)
 	for i := 0; i < rows; i++ {

@@ -135,15 +135,19 @@ func plain(w []float32, dst []byte, opt Options) error {
 	return kernels.QuantizeQ2_0(w, dst, &quant.QuantizeOptions{Q2Candidates: opt.Q2Candidates})
 }
 
-// factors is what the passes need of one Hessian: the damped H (float32,
-// for the refinement) and the upper Cholesky factor U of H⁻¹ (float32,
-// row j from column j on), with 1/U_jj.
+// factors is what the passes need of one Hessian: 1/U_jj and, per column
+// j, the entries U_jk of the upper Cholesky factor U of H⁻¹ within j's
+// 64-column group (band); the rest of U and the refinement's H are either
+// dense (h, u, lower) or the low-rank form lr (lowrank.go: fewer inputs
+// than columns, H never formed).
 type factors struct {
 	cols    int
-	h       []float32
-	u       []float32
+	h       []float32 // dense: the refinement's damped H
+	u       []float32 // dense: U (row j from column j on)
 	invDiag []float32
-	lower   []float64 // Cholesky factor of the damped H (for solves)
+	band    []float32 // [cols][group]: row j holds U_jk for k in j's group (0 for k <= j)
+	lower   []float64 // dense: Cholesky factor of the damped H (for solves)
+	lr      *lowRank  // nil: dense
 }
 
 // factor damps h and factors it; reason is non-empty when it cannot.
@@ -183,6 +187,11 @@ func factor(h []float64, cols int, damp, refineDamp float64) (*factors, string) 
 			f.u[j*cols+k] = float32(hinv[k*cols+j])
 		}
 		f.invDiag[j] = 1 / f.u[j*cols+j]
+	}
+	f.band = make([]float32, cols*group)
+	for j := 0; j < cols; j++ {
+		g0 := j / group * group
+		copy(f.band[j*group+j-g0+1:(j+1)*group], f.u[j*cols+j+1:j*cols+g0+group])
 	}
 	return f, ""
 }
@@ -226,6 +235,7 @@ func (f *factors) quantize(w []float32, rows int, opt Options) *quantized {
 	s.popt = quant.QuantizeOptions{Q2Candidates: opt.Q2Candidates, RowLen: group}
 	W := append([]float32(nil), w...)
 	errs := make([]float32, rows*group)
+	carry := f.carrier(rows)
 	for g := 0; g < groups; g++ {
 		g0, g1 := g*group, (g+1)*group
 		for j := g0; j < g1; j++ {
@@ -246,24 +256,50 @@ func (f *factors) quantize(w []float32, rows int, opt Options) *quantized {
 				er[j-g0] = e
 				q.levels[r*cols+j] = int8(l)
 				if e != 0 && j+1 < g1 {
-					kernels.Axpy(wr[j+1:g1], -e, f.u[j*cols+j+1:j*cols+g1])
+					kernels.Axpy(wr[j+1:g1], -e, f.band[j*group+j-g0+1:(j+1)*group])
 				}
 			}
 		}
 		if g1 == cols {
 			break
 		}
-		for r := 0; r < rows; r++ {
-			rest := W[r*cols+g1 : (r+1)*cols]
-			for jj, e := range errs[r*group : (r+1)*group] {
-				if e != 0 {
-					j := g0 + jj
-					kernels.Axpy(rest, -e, f.u[j*cols+g1:(j+1)*cols])
-				}
+		carry.carry(W, errs, g0, g1)
+	}
+	return q
+}
+
+// carrier moves one OPTQ pass's group errors on to the later columns.
+type carrier interface {
+	// carry applies the errors errs ([rows][group], e_j = (w_j − q_j)/U_jj)
+	// of columns [g0, g1) to W's columns from g1 on: at least the next
+	// group's are then current.
+	carry(W []float32, errs []float32, g0, g1 int)
+}
+
+// carrier returns a carrier for one pass over rows rows.
+func (f *factors) carrier(rows int) carrier {
+	if f.lr != nil {
+		return f.lr.carrier(rows)
+	}
+	return denseCarry{f: f, rows: rows}
+}
+
+type denseCarry struct {
+	f    *factors
+	rows int
+}
+
+func (c denseCarry) carry(W []float32, errs []float32, g0, g1 int) {
+	f, cols := c.f, c.f.cols
+	for r := 0; r < c.rows; r++ {
+		rest := W[r*cols+g1 : (r+1)*cols]
+		for jj, e := range errs[r*group : (r+1)*group] {
+			if e != 0 {
+				j := g0 + jj
+				kernels.Axpy(rest, -e, f.u[j*cols+g1:(j+1)*cols])
 			}
 		}
 	}
-	return q
 }
 
 // gridRatios are n ratios d/max|x| of one sign for the Hessian-scored
@@ -319,7 +355,6 @@ func (s *searcher) choose(wg []float32, g0 int) float32 {
 // loss is the group's OPTQ loss at scale d; it stops early once past bar.
 func (s *searcher) loss(wg []float32, g0 int, d, bar float32) float32 {
 	f := s.f
-	cols := f.cols
 	t := s.tmp[:]
 	copy(t, wg)
 	var inv float32
@@ -335,7 +370,7 @@ func (s *searcher) loss(wg []float32, g0 int, d, bar float32) float32 {
 			return sum
 		}
 		if e != 0 && j+1 < group {
-			kernels.Axpy(t[j+1:], -e, f.u[c*cols+c+1:c*cols+g0+group])
+			kernels.Axpy(t[j+1:], -e, f.band[c*group+j+1:(c+1)*group])
 		}
 	}
 	return sum
@@ -350,8 +385,7 @@ func (q *quantized) refine(t []float32, f *factors, passes int) {
 	}
 	cols, groups := q.cols, q.cols/group
 	e := make([]float32, cols)
-	g := make([]float32, cols)
-	v := make([]float32, cols)
+	hq := f.quad()
 	for r := 0; r < q.rows; r++ {
 		lv := q.levels[r*cols : (r+1)*cols]
 		sc := q.scales[r*groups : (r+1)*groups]
@@ -359,176 +393,129 @@ func (q *quantized) refine(t []float32, f *factors, passes int) {
 		for j := range e {
 			e[j] = tr[j] - sc[j/group]*float32(lv[j])
 		}
-		for j := range g {
-			g[j] = kernels.DotF32(f.h[j*cols:(j+1)*cols], e)
+		hq.reset(e)
+		descend(lv, sc, e, hq, passes)
+	}
+}
+
+// descend is the refinement's coordinate descent on one row: codes lv and
+// group scales sc, e the row's error, hq its objective.
+func descend(lv []int8, sc, e []float32, hq rowQuad, passes int) {
+	cols, groups := len(lv), len(sc)
+	for range passes {
+		changed := false
+		for j := 0; j < cols; j++ {
+			d := sc[j/group]
+			if d == 0 {
+				continue
+			}
+			hjj, gj := hq.diag(j), hq.grad(j)
+			l := lv[j]
+			var bestC, bestD float32
+			var bestL int8
+			for nl := int8(-1); nl <= 2; nl++ {
+				if nl == l {
+					continue
+				}
+				dl := d * float32(nl-l)
+				if c := dl * (dl*hjj - 2*gj); c < bestC {
+					bestC, bestD, bestL = c, dl, nl
+				}
+			}
+			if bestC < 0 {
+				e[j] -= bestD
+				hq.moved(j, bestD)
+				lv[j] = bestL
+				changed = true
+			}
 		}
-		for range passes {
-			changed := false
-			for j := 0; j < cols; j++ {
-				d := sc[j/group]
-				if d == 0 {
-					continue
-				}
-				hjj := f.h[j*cols+j]
-				l := lv[j]
-				var bestC, bestD float32
-				var bestL int8
-				for nl := int8(-1); nl <= 2; nl++ {
-					if nl == l {
-						continue
-					}
-					dl := d * float32(nl-l)
-					if c := dl * (dl*hjj - 2*g[j]); c < bestC {
-						bestC, bestD, bestL = c, dl, nl
-					}
-				}
-				if bestC < 0 {
-					e[j] -= bestD
-					kernels.Axpy(g, -bestD, f.h[j*cols:(j+1)*cols])
-					lv[j] = bestL
-					changed = true
-				}
+		for b := 0; b < groups; b++ {
+			d := sc[b]
+			num, den := hq.group(b, lv[b*group:(b+1)*group])
+			if !(den > 0) {
+				continue
 			}
-			for b := 0; b < groups; b++ {
-				d := sc[b]
-				clear(v)
-				var num float32
+			nd := roundFP16(d + num/den)
+			if nd == d || nd == 0 {
+				continue
+			}
+			dd := nd - d
+			if c := dd * (dd*den - 2*num); c < 0 {
 				for j := b * group; j < (b+1)*group; j++ {
-					if lv[j] != 0 {
-						kernels.Axpy(v, float32(lv[j]), f.h[j*cols:(j+1)*cols])
-						num += float32(lv[j]) * g[j]
-					}
+					e[j] -= dd * float32(lv[j])
 				}
-				var den float32
-				for j := b * group; j < (b+1)*group; j++ {
-					den += float32(lv[j]) * v[j]
-				}
-				if !(den > 0) {
-					continue
-				}
-				nd := roundFP16(d + num/den)
-				if nd == d || nd == 0 {
-					continue
-				}
-				dd := nd - d
-				if c := dd * (dd*den - 2*num); c < 0 {
-					for j := b * group; j < (b+1)*group; j++ {
-						e[j] -= dd * float32(lv[j])
-					}
-					kernels.Axpy(g, -dd, v)
-					sc[b] = nd
-					changed = true
-				}
+				hq.groupMoved(dd)
+				sc[b] = nd
+				changed = true
 			}
-			if !changed {
-				break
-			}
+		}
+		if !changed {
+			break
 		}
 	}
 }
 
-// refineWeighted lowers, row by row, sum_t (y_t - s_t ŵ·x_t)² + μ‖w - ŵ‖²
-// (s and y per row and token: [rows][n]; μ = damp × the mean of the
-// row's diagonal sum_t s_t² x_tj²) by coordinate descent over codes and
-// scales. x is n×cols, xt its transpose.
-func (q *quantized) refineWeighted(w, x, xt []float32, n int, sw, yw []float32, damp float32, passes int) {
-	cols, groups := q.cols, q.cols/group
-	sx := make([]float32, cols*n)
-	r := make([]float32, n)
-	e := make([]float32, cols)
-	a := make([]float32, cols)
-	v := make([]float32, n)
-	what := make([]float32, cols)
-	for row := 0; row < q.rows; row++ {
-		s, y := sw[row*n:(row+1)*n], yw[row*n:(row+1)*n]
-		lv := q.levels[row*cols : (row+1)*cols]
-		sc := q.scales[row*groups : (row+1)*groups]
-		wr := w[row*cols : (row+1)*cols]
-		var mean float32
-		for j := 0; j < cols; j++ {
-			sj, xj := sx[j*n:(j+1)*n], xt[j*n:(j+1)*n]
-			for t := range sj {
-				sj[t] = s[t] * xj[t]
-			}
-			a[j] = kernels.DotF32(sj, sj)
-			mean += a[j]
-		}
-		if !(mean > 0) {
-			continue
-		}
-		mu := damp * mean / float32(cols)
-		for j := range what {
-			what[j] = sc[j/group] * float32(lv[j])
-			e[j] = wr[j] - what[j]
-		}
-		for t := 0; t < n; t++ {
-			r[t] = y[t] - s[t]*kernels.DotF32(x[t*cols:(t+1)*cols], what)
-		}
-		for range passes {
-			changed := false
-			for j := 0; j < cols; j++ {
-				d := sc[j/group]
-				if d == 0 {
-					continue
-				}
-				sj := sx[j*n : (j+1)*n]
-				G := kernels.DotF32(r, sj) + mu*e[j]
-				hjj := a[j] + mu
-				l := lv[j]
-				var bestC, bestD float32
-				var bestL int8
-				for nl := int8(-1); nl <= 2; nl++ {
-					if nl == l {
-						continue
-					}
-					dl := d * float32(nl-l)
-					if c := dl * (dl*hjj - 2*G); c < bestC {
-						bestC, bestD, bestL = c, dl, nl
-					}
-				}
-				if bestC < 0 {
-					kernels.Axpy(r, -bestD, sj)
-					e[j] -= bestD
-					lv[j] = bestL
-					changed = true
-				}
-			}
-			for b := 0; b < groups; b++ {
-				d := sc[b]
-				clear(v)
-				var num, ridge float32
-				for j := b * group; j < (b+1)*group; j++ {
-					if l := float32(lv[j]); l != 0 {
-						kernels.Axpy(v, l, sx[j*n:(j+1)*n])
-						ridge += l * l
-						num += l * mu * e[j]
-					}
-				}
-				num += kernels.DotF32(v, r)
-				den := kernels.DotF32(v, v) + mu*ridge
-				if !(den > 0) {
-					continue
-				}
-				nd := roundFP16(d + num/den)
-				if nd == d || nd == 0 {
-					continue
-				}
-				dd := nd - d
-				if c := dd * (dd*den - 2*num); c < 0 {
-					for j := b * group; j < (b+1)*group; j++ {
-						e[j] -= dd * float32(lv[j])
-					}
-					kernels.Axpy(r, -dd, v)
-					sc[b] = nd
-					changed = true
-				}
-			}
-			if !changed {
-				break
-			}
-		}
+// rowQuad is the refinement's objective of one row, (t-ŵ) H (t-ŵ)ᵀ, as
+// its gradient H e of the row's error e = t − ŵ.
+type rowQuad interface {
+	// reset starts a row: e is its error, which the caller keeps current.
+	reset(e []float32)
+	// grad is (H e)_j, diag H_jj.
+	grad(j int) float32
+	diag(j int) float32
+	// moved says ŵ_j grew by d (the caller lowered e_j by d).
+	moved(j int, d float32)
+	// group returns, for group b's codes lv, num = Σ l_j (H e)_j and
+	// den = lᵀ H_bb l; groupMoved says its scale then grew by dd.
+	group(b int, lv []int8) (num, den float32)
+	groupMoved(dd float32)
+}
+
+func (f *factors) quad() rowQuad {
+	if f.lr != nil {
+		return f.lr.quad()
+	}
+	return &denseQuad{f: f, g: make([]float32, f.cols), v: make([]float32, f.cols)}
+}
+
+// denseQuad keeps the whole gradient g = H e.
+type denseQuad struct {
+	f    *factors
+	g, v []float32
+}
+
+func (d *denseQuad) reset(e []float32) {
+	cols := d.f.cols
+	for j := range d.g {
+		d.g[j] = kernels.DotF32(d.f.h[j*cols:(j+1)*cols], e)
 	}
 }
+
+func (d *denseQuad) grad(j int) float32 { return d.g[j] }
+func (d *denseQuad) diag(j int) float32 { return d.f.h[j*d.f.cols+j] }
+
+func (d *denseQuad) moved(j int, dl float32) {
+	cols := d.f.cols
+	kernels.Axpy(d.g, -dl, d.f.h[j*cols:(j+1)*cols])
+}
+
+func (d *denseQuad) group(b int, lv []int8) (num, den float32) {
+	cols, v := d.f.cols, d.v
+	clear(v)
+	for i, l := range lv {
+		if l != 0 {
+			j := b*group + i
+			kernels.Axpy(v, float32(l), d.f.h[j*cols:(j+1)*cols])
+			num += float32(l) * d.g[j]
+		}
+	}
+	for i, l := range lv {
+		den += float32(l) * v[b*group+i]
+	}
+	return num, den
+}
+
+func (d *denseQuad) groupMoved(dd float32) { kernels.Axpy(d.g, -dd, d.v) }
 
 // pack writes the Q2_0 blocks: fp16 scale, then codes level+1, element j
 // at bits 2*(j%4) of byte j/4.
@@ -551,10 +538,86 @@ func (q *quantized) pack(dst []byte) {
 }
 
 // DefaultSelfDamp, DefaultSelfRefineDamp and DefaultSelfSwiGLUDamp are the
-// dampings chosen (the first two measured best) when the calibration includes windows the model generated itself
-// (more, broader inputs: less regularisation needed).
+// dampings chosen when the calibration includes windows the model
+// generated itself (more, broader inputs: less regularisation needed).
 const (
 	DefaultSelfDamp       = 0.10
 	DefaultSelfRefineDamp = 0.1
 	DefaultSelfSwiGLUDamp = 1.0
 )
+
+// weightedQuad is one row's objective of refineWeighted,
+// Σ_t (y_t − s_t ŵ·x_t)² + μ‖w − ŵ‖², through its residual r_t = y_t −
+// s_t ŵ·x_t and the columns sx_j = (s_t x_tj)_t: the gradient is
+// μ e_j + sx_jᵀ r and the diagonal μ + ‖sx_j‖².
+type weightedQuad struct {
+	n    int
+	mu   float32
+	e    []float32
+	sx   []float32 // [cols][n]
+	sq   []float32 // ‖sx_j‖²
+	r, u []float32
+}
+
+func (q *weightedQuad) reset(e []float32)      { q.e = e }
+func (q *weightedQuad) col(j int) []float32    { return q.sx[j*q.n : (j+1)*q.n] }
+func (q *weightedQuad) grad(j int) float32     { return q.mu*q.e[j] + kernels.DotF32(q.col(j), q.r) }
+func (q *weightedQuad) diag(j int) float32     { return q.mu + q.sq[j] }
+func (q *weightedQuad) moved(j int, d float32) { kernels.Axpy(q.r, -d, q.col(j)) }
+func (q *weightedQuad) groupMoved(dd float32)  { kernels.Axpy(q.r, -dd, q.u) }
+
+func (q *weightedQuad) group(b int, lv []int8) (num, den float32) {
+	clear(q.u)
+	var l2 float32
+	for i, l := range lv {
+		if l != 0 {
+			j := b*group + i
+			kernels.Axpy(q.u, float32(l), q.col(j))
+			num += float32(l) * q.mu * q.e[j]
+			l2 += float32(l) * float32(l)
+		}
+	}
+	return num + kernels.DotF32(q.u, q.r), q.mu*l2 + kernels.DotF32(q.u, q.u)
+}
+
+// refineWeighted lowers, row by row, Σ_t (y_t − s_t ŵ·x_t)² + μ‖w − ŵ‖²
+// (s and y per row and token: [rows][n]; μ = damp × the mean of the row's
+// diagonal Σ_t s_t² x_tj²) by the refinement's coordinate descent over
+// codes and scales. x is n×cols, xt its transpose.
+func (q *quantized) refineWeighted(w, x, xt []float32, n int, sw, yw []float32, damp float32, passes int) {
+	if passes == 0 || n == 0 {
+		return
+	}
+	cols, groups := q.cols, q.cols/group
+	hq := &weightedQuad{n: n, sx: make([]float32, cols*n), sq: make([]float32, cols), r: make([]float32, n), u: make([]float32, n)}
+	e := make([]float32, cols)
+	what := make([]float32, cols)
+	for row := 0; row < q.rows; row++ {
+		s, y := sw[row*n:(row+1)*n], yw[row*n:(row+1)*n]
+		lv := q.levels[row*cols : (row+1)*cols]
+		sc := q.scales[row*groups : (row+1)*groups]
+		wr := w[row*cols : (row+1)*cols]
+		var mean float32
+		for j := 0; j < cols; j++ {
+			sj, xj := hq.col(j), xt[j*n:(j+1)*n]
+			for t := range sj {
+				sj[t] = s[t] * xj[t]
+			}
+			hq.sq[j] = kernels.DotF32(sj, sj)
+			mean += hq.sq[j]
+		}
+		if !(mean > 0) {
+			continue
+		}
+		hq.mu = damp * mean / float32(cols)
+		for j := range what {
+			what[j] = sc[j/group] * float32(lv[j])
+			e[j] = wr[j] - what[j]
+		}
+		for t := 0; t < n; t++ {
+			hq.r[t] = y[t] - s[t]*kernels.DotF32(x[t*cols:(t+1)*cols], what)
+		}
+		hq.reset(e)
+		descend(lv, sc, e, hq, passes)
+	}
+}

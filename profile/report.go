@@ -4,6 +4,7 @@ package profile
 // and, per MoE layer, a summary of the statistics written.
 type Report struct {
 	Model      string         `json:"model"`
+	Mode       string         `json:"mode"` // the engine's arithmetic (engine.Mode): "fast" or "exact"
 	Output     string         `json:"output"`
 	Source     string         `json:"source"`
 	Ctx        int            `json:"ctx"`

@@ -127,7 +127,7 @@ func profileTiny(t *testing.T, arch string, also engine.Observer) *Stats {
 	for _, l := range moe.Layers {
 		blocks = append(blocks, l.Block)
 	}
-	m, err := engine.Open(path, engine.Options{})
+	m, err := engine.Open(path, engine.Options{Mode: engine.Exact})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,19 @@ func init() {
 // the table in their own memory).
 func IQ3SGrid() [512]uint32 { return iq3sGrid }
 
+// IQ3XXSGrid, IQ2XXSGrid, IQ2XSGrid, IQ2SGrid and KsignsIQ2XS return copies
+// of ggml's iq3xxs_grid, iq2xxs_grid, iq2xs_grid, iq2s_grid and
+// ksigns_iq2xs, for kernels that decode these types themselves.
+func IQ3XXSGrid() [256]uint32 { return iq3xxsGrid }
+
+func IQ2XXSGrid() [256]uint64 { return iq2xxsGrid }
+
+func IQ2XSGrid() [512]uint64 { return iq2xsGrid }
+
+func IQ2SGrid() [1024]uint64 { return iq2sGrid }
+
+func KsignsIQ2XS() [128]uint8 { return ksignsIQ2XS }
+
 func dequantIQ3S(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/256; i++ {
 		b := src[110*i : 110*i+110]

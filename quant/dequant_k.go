@@ -53,15 +53,22 @@ func Q3KFactors(b []byte, out *[16]float32) {
 	scales := b[96:108]
 	d := half(b[108:])
 	for k := 0; k < 16; k++ {
-		var low4 byte
-		if k < 8 {
-			low4 = scales[k] & 0xf
-		} else {
-			low4 = scales[k-8] >> 4
-		}
-		high2 := scales[8+k%4] >> (2 * (k / 4)) & 3
-		out[k] = d * float32(int(low4|high2<<4)-32)
+		out[k] = d * float32(Q3KScale(scales, k))
 	}
+}
+
+// Q3KScale unpacks the signed 6-bit scale k (0..15, value -32..31) of a
+// Q3_K block's 12 packed scale bytes (B[96:108]).
+func Q3KScale(scales []byte, k int) int {
+	scales = scales[:12]
+	var low4 byte
+	if k < 8 {
+		low4 = scales[k] & 0xf
+	} else {
+		low4 = scales[k-8] >> 4
+	}
+	high2 := scales[8+k%4] >> (2 * (k / 4)) & 3
+	return int(low4|high2<<4) - 32
 }
 
 func dequantQ3K(src []byte, dst []float32) {
@@ -90,8 +97,9 @@ func dequantQ3K(src []byte, dst []float32) {
 	}
 }
 
-// scaleMinK4 unpacks sub-block j's 6-bit scale and min (Q4_K, Q5_K).
-func scaleMinK4(j int, b []byte) (sc, m byte) {
+// ScaleMinK4 unpacks sub-block j's (0..7) 6-bit scale and min from the 12
+// packed scale bytes of a Q4_K or Q5_K block (B[4:16]).
+func ScaleMinK4(j int, b []byte) (sc, m byte) {
 	b = b[:12]
 	if j < 4 {
 		return b[j] & 63, b[j+4] & 63
@@ -107,7 +115,7 @@ func Q4KFactors(b []byte, out *[16]float32) {
 	b = b[:16]
 	d, dmin := half(b), half(b[2:])
 	for j := 0; j < 8; j++ {
-		sc, m := scaleMinK4(j, b[4:16])
+		sc, m := ScaleMinK4(j, b[4:16])
 		out[j] = d * float32(sc)
 		out[8+j] = dmin * float32(m)
 	}

@@ -38,25 +38,35 @@ func quantizeBF16(src []float32, dst []byte, _ *QuantizeOptions) {
 func quantizeQ8_0(src []float32, dst []byte, _ *QuantizeOptions) {
 	const qk = 32
 	for b := 0; b < len(src)/qk; b++ {
-		x := src[b*qk : b*qk+qk]
 		out := dst[b*34 : b*34+34]
-		var amax float32
-		for _, v := range x {
-			a := float32(math.Abs(float64(v)))
-			if a > amax || a != a {
-				amax = a
-			}
-		}
-		d := amax / 127
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
-		binary.LittleEndian.PutUint16(out, Float32ToFP16(d))
-		for j, v := range x {
-			out[2+j] = byte(int8(roundHalfAway(v * id)))
+		var codes [qk]int8
+		binary.LittleEndian.PutUint16(out, Q8_0Block((*[qk]float32)(src[b*qk:]), &codes))
+		for j, c := range codes {
+			out[2+j] = byte(c)
 		}
 	}
+}
+
+// Q8_0Block quantizes one Q8_0 block of x by quantizeQ8_0's rule into
+// codes and returns its scale as fp16 bits (kernels' activation quantizer
+// writes the codes straight into its own layout through it).
+func Q8_0Block(x *[32]float32, codes *[32]int8) uint16 {
+	var amax float32
+	for _, v := range x {
+		a := float32(math.Abs(float64(v)))
+		if a > amax || a != a {
+			amax = a
+		}
+	}
+	d := amax / 127
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	for j, v := range x {
+		codes[j] = int8(roundHalfAway(v * id))
+	}
+	return Float32ToFP16(d)
 }
 
 // roundHalfAway is C's roundf(y) for y within the int8 range (-128.5,

@@ -27,7 +27,8 @@ type benchDecodeFlags struct {
 	arenaFrac                  float64
 	prompt, tokens             int
 	readers, threads           int
-	memMB                      int
+	memMB, memPasses           int
+	exact                      bool
 	diskSlots                  int
 	seed                       uint64
 }
@@ -45,7 +46,12 @@ types) to --dir, measures this machine's memory read bandwidth and the
 pack's random slot-read bandwidth (O_DIRECT where allowed), then decodes twice:
 with every expert resident (bound by memory bandwidth: weight bytes per token)
 and with an arena of --arena-frac of the experts (bound also by the disk: bytes
-read per token). It prints each speed next to the limit those bandwidths give.`,
+read per token). The memory bandwidth is a plain streaming read (load-only
+vector loop) over --mem-mb on every thread, the best of --mem-passes; the
+compute bound is each of the step's matrix kernels (type, width, mode) timed
+on one thread over rows resident in L2, times the threads. It prints each
+speed next to the limits those give: the mean rate, and one over the median
+and the fastest step.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.changed = cmd.Flags().Changed
@@ -73,7 +79,9 @@ read per token). It prints each speed next to the limit those bandwidths give.`,
 	cli.IntVarP(fl, &f.tokens, "tokens", "n", 32, 2, maxCtx, "tokens to decode per run")
 	cli.IntVar(fl, &f.readers, "readers", 4, 1, maxReaders, "slot reader goroutines")
 	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS)")
-	cli.IntVar(fl, &f.memMB, "mem-mb", 512, 1, 1<<16, "buffer for the memory bandwidth measurement, MiB")
+	cli.IntVar(fl, &f.memMB, "mem-mb", 512, 1, 1<<16, "buffer for the memory bandwidth measurement (a plain streaming read on every thread), MiB")
+	cli.IntVar(fl, &f.memPasses, "mem-passes", 5, 1, 1000, "passes of the memory bandwidth measurement (the best counts)")
+	exactFlag(fl, &f.exact, "the decode")
 	cli.IntVar(fl, &f.diskSlots, "disk-slots", 256, 1, 1<<20, "random slot reads for the disk bandwidth measurement")
 	cli.Verbose(fl, env, "say where the synthetic pack is written before writing it")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the weights and prompt")
@@ -110,7 +118,7 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 		sp.Hybrid = &h
 	}
 	rep, err := bench.Decode(ctx, bench.DecodeConfig{Spec: sp, Dir: f.dir, KeepFiles: f.keep, ArenaFrac: f.arenaFrac,
-		Prompt: f.prompt, Tokens: f.tokens, Readers: f.readers, Threads: f.threads, MemMB: f.memMB, DiskSlots: f.diskSlots, Log: env.Logf})
+		Prompt: f.prompt, Tokens: f.tokens, Readers: f.readers, Threads: f.threads, Mode: modeOf(f.exact), MemMB: f.memMB, MemPasses: f.memPasses, DiskSlots: f.diskSlots, Log: env.Logf})
 	if err != nil {
 		return err
 	}
@@ -127,8 +135,17 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 	}
 	fmt.Fprintf(w, "  experts file %.1f MB (slots of %d bytes), written in %.1f s to %s\n", float64(size)/1e6, rep.SlotBytes, rep.WriteSeconds, dir)
 	fmt.Fprintf(w, "  weights per token: dense %.1f MB + experts %.1f MB\n", rep.DenseMBPerTok, rep.ExpertMBPerTok)
-	fmt.Fprintf(w, "machine: %s, %d threads of %d CPUs\n", rep.Kernels, rep.Threads, rep.CPUs)
-	fmt.Fprintf(w, "  memory read bandwidth %.2f GB/s (%d MiB buffer, best of 3)\n", rep.MemReadGBs, f.memMB)
+	fmt.Fprintf(w, "machine: %s, %d threads of %d CPUs, load average %s; %s mode\n", rep.Kernels, rep.Threads, rep.CPUs, rep.LoadAverage, rep.Mode)
+	fmt.Fprintf(w, "  memory read bandwidth %.2f GB/s (streaming read of %d MiB, %d threads, best of %d)\n", rep.MemReadGBs, rep.MemMB, rep.Threads, rep.MemPasses)
+	for _, k := range rep.KernelRates {
+		how := "float32 activations"
+		if k.Quantized {
+			how = "Q8_0 activations"
+		}
+		fmt.Fprintf(w, "  in-cache kernel %s x %d (%s): %.2f G weights/s, %.2f GB/s per thread (%.0f KiB of rows); %.1f M weights/token\n",
+			k.Type, k.Cols, how, k.GWeightsPerS, k.GBPerS, k.SampleKB, float64(k.WeightsPerToken)/1e6)
+	}
+	fmt.Fprintf(w, "  compute bound %.2f tokens/s (those rates x %d threads; L2 %d KiB)\n", rep.ComputeLimit, rep.Threads, rep.L2KB)
 	direct := "O_DIRECT"
 	if !rep.DiskDirect {
 		direct = "buffered: " + rep.DiskNote
@@ -139,12 +156,14 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 		d    bench.DecodeRun
 	}{{"resident", rep.Resident}, {"streaming", rep.Streaming}} {
 		d := r.d
-		fmt.Fprintf(w, "%s (arena %.0f MiB): decode %.2f tokens/s, prefill %.2f tokens/s\n", r.name, d.ArenaMB, d.DecodeTokensPerS, d.PrefillTokensPerS)
-		fmt.Fprintf(w, "  limit %.2f tokens/s (memory %.2f", d.Limit, d.MemLimit)
+		fmt.Fprintf(w, "%s (arena %.0f MiB): decode %.2f tokens/s (median step %.2f, best %.2f, per CPU-second %.2f), prefill %.2f tokens/s\n",
+			r.name, d.ArenaMB, d.DecodeTokensPerS, d.MedianTokensPerS, d.BestTokensPerS, d.CPUTokensPerS, d.PrefillTokensPerS)
+		fmt.Fprintf(w, "  bounds: memory %.2f tokens/s (%.1f MB/token), compute %.2f tokens/s", d.MemLimit, d.BytesPerToken, d.ComputeLimit)
 		if d.DiskLimit > 0 {
-			fmt.Fprintf(w, ", disk %.2f", d.DiskLimit)
+			fmt.Fprintf(w, ", disk %.2f tokens/s (%.2f MB read/token)", d.DiskLimit, d.Stream.ReadMBPerToken)
 		}
-		fmt.Fprintf(w, "): %.0f%% of it\n", 100*d.Fraction)
+		fmt.Fprintf(w, "\n  median step: %.0f%% of the memory bound, %.0f%% of the compute bound, %.0f%% of the tighter of memory and disk (%.2f tokens/s)\n",
+			100*d.MemFraction, 100*d.ComputeFraction, 100*d.Fraction, d.Limit)
 		fmt.Fprintf(w, "  hit rate %.3f, misses %.2f/token, read %.2f MB/token, read-ahead hits %.2f/token, waiting %.2f ms/token\n",
 			d.Stream.HitRate, d.Stream.MissesPerToken, d.Stream.ReadMBPerToken, d.Stream.ReadAheadHitsPerToken, d.Stream.WaitMsPerToken)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -45,6 +46,27 @@ func TestBenchDecodeSmall(t *testing.T) {
 	// x (gate + up + down) of 128 x 256 Q2_0 weights (18 bytes per 64).
 	if want := 2 * 2 * 3 * 128 * 256 / 64 * 18; rep.ExpertMBPerTok*1e6 != float64(want) {
 		t.Fatalf("expert bytes per token %.0f, want %d", rep.ExpertMBPerTok*1e6, want)
+	}
+	// The compute bound's kinds of product: the experts' gate and up (128
+	// rows of 256) and down (256 rows of 128), 2 layers x 2 used each.
+	kinds := map[string]int64{}
+	for _, k := range rep.KernelRates {
+		if k.GWeightsPerS <= 0 || k.SampleKB <= 0 {
+			t.Fatalf("kernel rate %+v", k)
+		}
+		kinds[fmt.Sprintf("%s/%d", k.Type, k.Cols)] = k.WeightsPerToken
+	}
+	if got, want := kinds["Q2_0/128"], int64(2*2*256*128); got != want {
+		t.Fatalf("q2_0 x 128 weights per token %d, want %d (%v)", got, want, kinds)
+	}
+	if got, want := kinds["Q2_0/256"], int64(2*2*2*128*256); got != want {
+		t.Fatalf("q2_0 x 256 weights per token %d, want %d (%v)", got, want, kinds)
+	}
+	if rep.ComputeLimit <= 0 || res.ComputeLimit != rep.ComputeLimit || res.MedianTokensPerS <= 0 || res.BestTokensPerS < res.MedianTokensPerS {
+		t.Fatalf("compute bound %g, run %+v", rep.ComputeLimit, res)
+	}
+	if rep.Mode != "fast" || rep.MemPasses != 5 {
+		t.Fatalf("mode %q, memory passes %d", rep.Mode, rep.MemPasses)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/stratactl/stratactl/convert"
+	"github.com/stratactl/stratactl/internal/bench"
 	"github.com/stratactl/stratactl/internal/cli"
 	"github.com/stratactl/stratactl/quant"
 )
@@ -15,6 +16,7 @@ func newBenchPackCmd(env *cli.Env) *cobra.Command {
 	var (
 		cfg convert.BenchPackConfig
 		typ string
+		cal bench.PackCalibration
 	)
 	cmd := &cobra.Command{
 		Use:   "pack",
@@ -25,7 +27,12 @@ cache first) and reports wall time, weights converted per second, the peak
 RSS from the start of the pack (the high-water mark is reset after the
 synthesis; where the kernel does not allow that, the whole run's), and the
 ratio to the disk floor: the time to read the input once and write the
-output bytes, measured in the same run.
+output bytes, measured in the same run. With --calib-windows N it packs the
+model a second time with the calibrated quantizer (optq at its defaults),
+calibrated on N windows of --calib-ctx uniformly random token ids run
+through the model itself (seeded by --seed), and reports that pack's time
+(calibration run included) against the plain one's, its peak RSS and its
+peak anonymous RSS (the peak less the mapped model's pages).
 The field-scale default needs about 75 GB of free disk in --dir.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -34,6 +41,10 @@ The field-scale default needs about 75 GB of free disk in --dir.`,
 				return err
 			}
 			cfg.Progress = progressFor(env)
+			if cal.Windows > 0 {
+				cal.Threads, cal.Dir = cfg.Jobs, cfg.Dir
+				cfg.Calibrate = cal.Calibrate
+			}
 			res, err := convert.BenchPack(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -54,6 +65,14 @@ The field-scale default needs about 75 GB of free disk in --dir.`,
 			fmt.Fprintf(env.Out, "disk floor     %.1f s (read input %.1f s = %.0f MB/s, write output %.1f s = %.0f MB/s)\n",
 				res.FloorSeconds, res.ReadSeconds, float64(res.InputBytes)/1e6/res.ReadSeconds, res.WriteSeconds, float64(res.OutputBytes)/1e6/res.WriteSeconds)
 			fmt.Fprintf(env.Out, "pack / floor   %.2f\n", res.RatioToFloor)
+			if c := res.Calibrated; c != nil {
+				fmt.Fprintf(env.Out, "calibrated     %.1f s = %.2f x the plain pack (calibration run %.1f s: %d tokens, %s), %.3g weights/s, rel. MSE %.4g\n",
+					c.PackSeconds, c.Ratio, c.CollectSeconds, c.Calibration.Tokens, c.Calibration.Source, c.WeightsPerSec, c.RelMSE)
+				fmt.Fprintf(env.Out, "  peak RSS     %.0f MB (%s), anonymous %.0f MB\n", float64(c.PeakRSSBytes)/1e6, c.RSSScope, float64(c.PeakAnonBytes)/1e6)
+				for _, f := range c.Calibration.Fallbacks {
+					fmt.Fprintf(env.Out, "  plain search %s\n", f)
+				}
+			}
 			return nil
 		},
 	}
@@ -69,5 +88,8 @@ The field-scale default needs about 75 GB of free disk in --dir.`,
 	cli.IntVar(f, &cfg.Keep, "keep", 256, 1, maxExperts, "experts kept per layer")
 	cli.Threads(f, &cfg.Jobs, "worker threads (0: all cores)")
 	f.BoolVar(&cfg.KeepFiles, "keep-files", false, "leave the model and pack in --dir")
+	cli.IntVar(f, &cal.Windows, "calib-windows", 0, 0, 1<<20, "also pack with the calibrated quantizer, calibrated on this many windows of random token ids (0: no calibrated pack)")
+	cli.IntVar(f, &cal.Ctx, "calib-ctx", 256, 2, 1<<20, "tokens per calibration window")
+	f.Uint64Var(&cal.Seed, "seed", 1, "seed of the calibration windows (window i uses seed+i)")
 	return cmd
 }

@@ -47,3 +47,40 @@ func TestBenchPackQwen35(t *testing.T) {
 		t.Fatal("bench pack --arch llama succeeded")
 	}
 }
+
+// TestBenchPackCalibrated: --calib-windows packs the same model again with
+// the calibrated quantizer in the same run and reports both: the tokens it
+// ran, its time against the plain pack's, its memory, and the calibration
+// output error of every part (which the plain search has none of).
+func TestBenchPackCalibrated(t *testing.T) {
+	code, out, errs := runCmd(t, "bench", "pack", "--dir", t.TempDir(), "--layers", "2", "--experts", "16", "--embd", "256", "--ff", "128",
+		"--keep", "8", "--calib-windows", "16", "--calib-ctx", "16", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var res convert.BenchPackResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	c := res.Calibrated
+	if c == nil {
+		t.Fatalf("no calibrated run in %s", out)
+	}
+	if c.Calibration.Tokens != 16*16 || c.Calibration.HeldTokens != 16 || c.Calibration.Windows != 16 || c.Calibration.Source == "" {
+		t.Fatalf("calibration %+v", c.Calibration)
+	}
+	if !(c.PackSeconds > c.CollectSeconds && c.CollectSeconds > 0) || c.Ratio != c.PackSeconds/res.PackSeconds || !(c.PeakRSSBytes > 0) || !(c.PeakAnonBytes > 0) {
+		t.Fatalf("figures %+v", c)
+	}
+	if len(c.CalibOutputErr) != 2*3 {
+		t.Fatalf("%d calibration output errors, want one per part of 2 layers", len(c.CalibOutputErr))
+	}
+	for _, e := range c.CalibOutputErr {
+		if !(e > 0 && e < 1) {
+			t.Fatalf("calibration output error %v", e)
+		}
+	}
+	if res.Calibrated == nil || !(c.RelMSE > 0) {
+		t.Fatalf("rel. MSE %v", c.RelMSE)
+	}
+}

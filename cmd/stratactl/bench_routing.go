@@ -54,7 +54,7 @@ with M the row's arena_mb.`,
 }
 
 func benchRouting(cmd *cobra.Command, env *cli.Env, pack string, f *benchRoutingFlags) error {
-	ref, err := engine.Open(pack, engine.Options{Threads: f.threads})
+	ref, err := engine.Open(pack, engine.Options{Threads: f.threads, Mode: engine.Exact})
 	if err != nil {
 		return err
 	}

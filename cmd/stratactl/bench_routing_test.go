@@ -29,7 +29,7 @@ func TestBenchRouting(t *testing.T) {
 		t.Errorf("bonus: %+v", bonus)
 	}
 	for _, r := range rep.Rows {
-		args := []string{"eval", dir, "--ref", dir, "--ids", ids, "--ctx", "40", "--chunks", "2", "--json",
+		args := []string{"eval", dir, "--ref", dir, "--ids", ids, "--ctx", "40", "--chunks", "2", "--exact", "--json",
 			"--arena-mb", strconv.FormatFloat(r.ArenaMB, 'g', -1, 64)}
 		if r.Bonus != nil {
 			args = append(args, "--cache-bonus", "1.5", "--exact-picks", "1")

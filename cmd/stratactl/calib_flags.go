@@ -62,6 +62,9 @@ type calibrated struct {
 }
 
 func (c *calibrated) Close() {
+	if c.q != nil {
+		c.q.Close()
+	}
 	if c.set != nil {
 		c.set.Close()
 	}
@@ -101,7 +104,7 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 		return nil, err
 	}
 	start := time.Now()
-	m, err := engine.Open(model, engine.Options{Threads: jobs})
+	m, err := engine.Open(model, engine.Options{Threads: jobs, Mode: engine.Exact})
 	if err != nil {
 		return nil, err
 	}
@@ -112,10 +115,6 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 			out.Close()
 		}
 	}()
-	moe, err := m.File.MoE()
-	if err != nil {
-		return nil, err
-	}
 	info := &convert.CalibInfo{Source: "self", Ctx: c.ctx}
 	var windows [][]int32
 	if c.tokens.text != "" || c.tokens.ids != "" {
@@ -138,24 +137,17 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 		windows = append(windows, gen...)
 		info.SelfWindows, info.SelfSeed, info.SelfSHA256 = c.self, c.seed, calib.IDsSHA256(gen)
 	}
-	var blocks []int
-	for _, l := range moe.Layers {
-		blocks = append(blocks, l.Block)
-	}
 	prog := env.NewProgress(int64(len(windows)*c.ctx), "calibrate", cli.Tokens)
 	hold := c.holdEvery
 	if hold == 0 {
 		hold = 1 // calib.Options: 1 holds nothing back
 	}
-	set, err := calib.Collect(ctx, m, blocks, windows, calib.Options{HoldEvery: hold, Progress: func(n int) { prog.Add(int64(n)) }})
+	set, q, err := calib.Prepare(ctx, m, windows, calib.Options{HoldEvery: hold, Progress: func(n int) { prog.Add(int64(n)) }}, opt)
 	prog.Done()
 	if err != nil {
 		return nil, err
 	}
-	out.set = set
-	if out.q, err = calib.NewQuantizer(m.File, set, opt); err != nil {
-		return nil, err
-	}
+	out.set, out.q = set, q
 	info.Windows, info.Tokens, info.HeldTokens, info.Damp = set.Windows, set.Tokens, set.HeldTokens, opt.Damp
 	info.RefineDamp, info.Refine, info.Candidates = opt.RefineDamp, opt.Refine, opt.Candidates
 	info.SwiGLU, info.SwiGLUDamp = opt.SwiGLU, opt.SwiGLUDamp

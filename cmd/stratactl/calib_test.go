@@ -118,7 +118,7 @@ func TestCalibratedKLD(t *testing.T) {
 	m := testutil.TinyModel(t, "model-bf16.gguf")
 	out := filepath.Join(t.TempDir(), "optq.gguf")
 	stratactl(t, "quantize", m, "-o", out, "--type", "q2_0", "--ids", testutil.TinyModel(t, "calib_tokens.i32.bin"), "--ctx", "256")
-	r := decode[evalq.Report](t, stratactl(t, "eval", out, "--ref", m, "--ids", testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"), "--ctx", "256", "--json"))
+	r := decode[evalq.Report](t, stratactl(t, "eval", out, "--ref", m, "--ids", testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"), "--ctx", "256", "--exact", "--json"))
 	t.Logf("mean KLD %.4f, median %.4f, top-1 %.4f, PPL %.3f", r.KLDMean, r.KLDMedian, r.Top1Agreement, r.PPL)
 	if !(r.KLDMean < 0.47) || !(r.Top1Agreement > 0.63) {
 		t.Fatalf("mean KLD %.4f, top-1 %.4f: want below 0.47 and above 0.63", r.KLDMean, r.Top1Agreement)

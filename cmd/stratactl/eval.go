@@ -23,7 +23,7 @@ type evalFlags struct {
 	score       string
 	ctx, chunks int
 	threads     int
-	fast        bool
+	exact       bool
 	arenaMB     float64
 	cache       cacheFlags
 	trace       string
@@ -69,7 +69,7 @@ and wait per token); --trace FILE writes the demands (docs/FORMATS.md, STRC).`,
 	cli.IntVar(fl, &f.chunks, "chunks", 0, 0, maxTokenCount, "windows to evaluate (0: all)")
 	fl.StringVar(&f.score, "score", evalq.ScoreAll.String(), "positions scored in each window: "+strings.Join(evalq.ScoringNames(), " or ")+" (llama-perplexity's)")
 	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS); results do not depend on it")
-	fastFlag(fl, &f.fast, "the candidate (REFERENCE stays exact)")
+	exactFlag(fl, &f.exact, "the candidate (REFERENCE stays exact)")
 	cli.Float64Var(fl, &f.arenaMB, "arena-mb", 0, 0, maxArenaMB, "pack candidate: run it through its expert store with this much memory for resident experts, in MiB (0: every expert)")
 	f.cache.add(fl)
 	fl.StringVar(&f.trace, "trace", "", "pack candidate: write its expert demands to this file (STRC, docs/FORMATS.md; stratactl replay reads it)")
@@ -127,14 +127,14 @@ func runEval(cmd *cobra.Command, env *cli.Env, candPath string, f *evalFlags) er
 	if err := checkFiles([]string{candPath, f.ref, f.tokens.text, f.tokens.ids}, []string{f.trace}); err != nil {
 		return err
 	}
-	ref, err := engine.Open(f.ref, engine.Options{Threads: f.threads})
+	ref, err := engine.Open(f.ref, engine.Options{Threads: f.threads, Mode: engine.Exact})
 	if err != nil {
 		return err
 	}
 	defer ref.Close()
 	routing := f.cache.routing()
 	streaming := f.arenaMB > 0 || f.cache.on() || f.trace != ""
-	cand, err := engine.Open(candPath, engine.Options{Threads: f.threads, Mode: modeOf(f.fast), Stream: engine.StreamOptions{ArenaMB: f.arenaMB}})
+	cand, err := engine.Open(candPath, engine.Options{Threads: f.threads, Mode: modeOf(f.exact), Stream: engine.StreamOptions{ArenaMB: f.arenaMB}})
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func runEval(cmd *cobra.Command, env *cli.Env, candPath string, f *evalFlags) er
 	if err != nil {
 		return err
 	}
-	rep := evalq.Report{Candidate: candPath, Reference: f.ref, Source: src, Ctx: f.ctx, Score: score.String(), FirstPos: score.First(f.ctx), Seconds: time.Since(start).Seconds(), Result: res}
+	rep := evalq.Report{Candidate: candPath, Reference: f.ref, Mode: cand.Mode.String(), Source: src, Ctx: f.ctx, Score: score.String(), FirstPos: score.First(f.ctx), Seconds: time.Since(start).Seconds(), Result: res}
 	if streaming {
 		rep.Stream = st.Stream
 		if f.trace != "" {
@@ -182,8 +182,8 @@ func runEval(cmd *cobra.Command, env *cli.Env, candPath string, f *evalFlags) er
 
 func printEval(env *cli.Env, r *evalq.Report) {
 	w := env.Out
-	fmt.Fprintf(w, "%s against %s: %d windows of %d tokens from %s, %d positions scored (%d..%d of each window; %.1f s)\n\n",
-		r.Candidate, r.Reference, r.Windows, r.Ctx, r.Source, r.Tokens, r.FirstPos, r.Ctx-2, r.Seconds)
+	fmt.Fprintf(w, "%s (%s mode) against %s (exact mode): %d windows of %d tokens from %s, %d positions scored (%d..%d of each window; %.1f s)\n\n",
+		r.Candidate, r.Mode, r.Reference, r.Windows, r.Ctx, r.Source, r.Tokens, r.FirstPos, r.Ctx-2, r.Seconds)
 	fmt.Fprintln(w, "====== Perplexity statistics ======")
 	fmt.Fprintf(w, "PPL(cand)           : %10.6f ± %10.6f\n", r.PPL, r.PPLErr)
 	fmt.Fprintf(w, "PPL(ref)            : %10.6f ± %10.6f\n", r.PPLRef, r.PPLRefErr)

@@ -20,7 +20,7 @@ func TestEvalThroughStore(t *testing.T) {
 	enginetest.BuildPack(t, testutil.TinyModel(t, "model-iq3s.gguf"), dir)
 	ids := testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin")
 	trace := filepath.Join(t.TempDir(), "eval.strc")
-	args := []string{"eval", dir, "--ref", dir, "--ids", ids, "--ctx", "48", "--chunks", "3", "--arena-mb", "0.6", "--json"}
+	args := []string{"eval", dir, "--ref", dir, "--ids", ids, "--ctx", "48", "--chunks", "3", "--arena-mb", "0.6", "--exact", "--json"}
 	plain := decode[evalq.Report](t, stratactl(t, append(args, "--trace", trace)...))
 	st := plain.Stream
 	if st == nil || st.BeladyHitRate == nil || st.ArenaSlots >= st.TotalSlots || st.Tokens != 3*48 {

@@ -18,7 +18,7 @@ type profileFlags struct {
 	out            string
 	ctx, maxTokens int
 	threads        int
-	fast           bool
+	exact          bool
 }
 
 func newProfileCmd(env *cli.Env) *cobra.Command {
@@ -48,7 +48,7 @@ model's tokenizer) or --ids (a file of little-endian int32 token ids).
 	ctxFlag(fl, &f.ctx)
 	cli.IntVar(fl, &f.maxTokens, "max-tokens", 0, 0, maxTokenCount, "stop after this many tokens, in whole windows (0: all)")
 	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS); results do not depend on it")
-	fastFlag(fl, &f.fast, "the model")
+	exactFlag(fl, &f.exact, "the model")
 	cmd.MarkFlagRequired("output")
 	return cmd
 }
@@ -57,7 +57,7 @@ func runProfile(cmd *cobra.Command, env *cli.Env, path string, f *profileFlags) 
 	if err := checkFiles([]string{path, f.tokens.text, f.tokens.ids}, []string{f.out}); err != nil {
 		return err
 	}
-	m, err := engine.Open(path, engine.Options{Threads: f.threads, Mode: modeOf(f.fast)})
+	m, err := engine.Open(path, engine.Options{Threads: f.threads, Mode: modeOf(f.exact)})
 	if err != nil {
 		return err
 	}
@@ -92,13 +92,13 @@ func runProfile(cmd *cobra.Command, env *cli.Env, path string, f *profileFlags) 
 		return err
 	}
 	// The top 8 of each ranking: what fits on a line.
-	rep := profile.Report{Model: path, Output: f.out, Source: src, Ctx: f.ctx, Windows: len(windows), Tokens: stats.Tokens,
+	rep := profile.Report{Model: path, Mode: m.Mode.String(), Output: f.out, Source: src, Ctx: f.ctx, Windows: len(windows), Tokens: stats.Tokens,
 		NExpert: stats.NExpert, Seconds: secs, TokensPerS: float64(stats.Tokens) / secs, Layers: stats.Summary(8)}
 	if env.JSON {
 		return env.PrintJSON(rep)
 	}
-	fmt.Fprintf(env.Out, "profiled %s: %d tokens in %d windows of %d from %s, %.1f s (%.0f tokens/s)\n",
-		path, rep.Tokens, rep.Windows, rep.Ctx, src, secs, rep.TokensPerS)
+	fmt.Fprintf(env.Out, "profiled %s (%s mode): %d tokens in %d windows of %d from %s, %.1f s (%.0f tokens/s)\n",
+		path, rep.Mode, rep.Tokens, rep.Windows, rep.Ctx, src, secs, rep.TokensPerS)
 	fmt.Fprintf(env.Out, "%5s  %9s  %9s  %6s  %-9s  %s\n", "layer", "count min", "count max", "unused", "REAP max", "top experts by REAP")
 	for _, pl := range rep.Layers {
 		fmt.Fprintf(env.Out, "%5d  %9d  %9d  %6d  %-9.4g  %v\n", pl.Block, pl.CountMin, pl.CountMax, pl.Unused, pl.REAPMax, pl.TopREAP)

@@ -139,7 +139,7 @@ func TestProfilePruneEval(t *testing.T) {
 	}
 
 	// A model against itself: KLD 0 and agreement 1 exactly.
-	ev := decode[evalq.Report](t, stratactl(t, "eval", pruned, "--ref", pruned, "--ids", testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"), "--ctx", "128", "--chunks", "1", "--json"))
+	ev := decode[evalq.Report](t, stratactl(t, "eval", pruned, "--ref", pruned, "--ids", testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"), "--ctx", "128", "--chunks", "1", "--exact", "--json"))
 	if ev.Tokens != 127 || ev.KLDMean != 0 || ev.KLDMedian != 0 || ev.Top1Agreement != 1 || ev.PPL != ev.PPLRef {
 		t.Errorf("self evaluation %+v", ev.Result)
 	}
@@ -260,7 +260,7 @@ func TestPrunedModelWithTheToolchain(t *testing.T) {
 	// The pack computes what the pruned GGUF quantized to Q2_0 computes.
 	q2 := filepath.Join(dir, "pruned-q2.gguf")
 	stratactl(t, "quantize", pruned, "--type", "q2_0", "-o", q2)
-	ev := decode[evalq.Report](t, stratactl(t, "eval", packB, "--ref", q2, "--ids", testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"), "--ctx", "128", "--chunks", "1", "--json"))
+	ev := decode[evalq.Report](t, stratactl(t, "eval", packB, "--ref", q2, "--ids", testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"), "--ctx", "128", "--chunks", "1", "--exact", "--json"))
 	if ev.KLDMean != 0 || ev.Top1Agreement != 1 || ev.PPL != ev.PPLRef {
 		t.Errorf("pack --keep against prune + quantize: %+v", ev.Result)
 	}

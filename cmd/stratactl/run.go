@@ -36,7 +36,7 @@ type runFlags struct {
 	seed    uint64
 	logits  string
 	threads int
-	fast    bool
+	exact   bool
 
 	arenaMB     float64
 	readers     int
@@ -73,7 +73,7 @@ of the vocabulary size.`,
 	fl.Uint64Var(&f.seed, "seed", 1, "sampling seed")
 	fl.StringVar(&f.logits, "logits", "", "write every prompt position's and decode step's logits (float32 LE rows) to this file")
 	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS); results do not depend on it")
-	fastFlag(fl, &f.fast, "the model")
+	exactFlag(fl, &f.exact, "the model")
 	cli.Float64Var(fl, &f.arenaMB, "arena-mb", 0, 0, maxArenaMB, "pack: memory for resident experts in MiB (0: every expert)")
 	cli.IntVar(fl, &f.readers, "readers", 4, 1, maxReaders, "pack: goroutines reading expert slots")
 	fl.BoolVar(&f.noReadAhead, "no-readahead", false, "pack: do not guess and read the next layer's experts early")
@@ -92,7 +92,7 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	if err := checkFiles([]string{path, f.idsFile}, []string{f.logits, f.trace}); err != nil {
 		return err
 	}
-	m, err := engine.Open(path, engine.Options{Threads: f.threads, Mode: modeOf(f.fast), Stream: engine.StreamOptions{
+	m, err := engine.Open(path, engine.Options{Threads: f.threads, Mode: modeOf(f.exact), Stream: engine.StreamOptions{
 		ArenaMB: f.arenaMB, Readers: f.readers, NoReadAhead: f.noReadAhead, Buffered: f.buffered,
 	}})
 	if err != nil {
@@ -224,7 +224,7 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	}
 	fmt.Fprintf(env.Err, "prompt: %d tokens in %.3f s (%.1f tokens/s)\n", rep.PromptTokens, rep.PrefillSeconds, rep.PrefillTokensPerS)
 	fmt.Fprintf(env.Err, "decode: %d steps in %.3f s (%.1f tokens/s), stop: %s\n", rep.DecodeSteps, rep.DecodeSeconds, rep.DecodeTokensPerS, rep.StopReason)
-	fmt.Fprintf(env.Err, "threads: %d (of %d CPUs), kernels: %s\n", rep.Threads, runtime.NumCPU(), rep.Kernels)
+	fmt.Fprintf(env.Err, "threads: %d (of %d CPUs), kernels: %s, %s mode\n", rep.Threads, runtime.NumCPU(), rep.Kernels, rep.Mode)
 	if st := rep.Stream; st != nil {
 		io := "O_DIRECT"
 		if !st.DirectIO {
@@ -241,16 +241,16 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	return nil
 }
 
-// fastFlag adds --fast, the engine's fast mode for what (run, eval and
-// profile spell it the same).
-func fastFlag(fl *pflag.FlagSet, fast *bool, what string) {
-	fl.BoolVar(fast, "fast", false, "run "+what+" in fast mode: quantized dot products against Q8_0 activations where the weight type has one (default exact: float32 activations)")
+// exactFlag adds --exact, the engine's reference mode for what (run, eval
+// and profile spell it the same); without it they run in fast mode.
+func exactFlag(fl *pflag.FlagSet, exact *bool, what string) {
+	fl.BoolVar(exact, "exact", false, "run "+what+" in exact mode: float32 activations against every weight decoded to float32, the reference mode (default fast: quantized dot products against activations quantized once per row where the weight type has one: Q8_0, bfloat16 for BF16 weights)")
 }
 
-// modeOf is the engine mode --fast selects.
-func modeOf(fast bool) engine.Mode {
-	if fast {
-		return engine.Fast
+// modeOf is the engine mode --exact selects.
+func modeOf(exact bool) engine.Mode {
+	if exact {
+		return engine.Exact
 	}
-	return engine.Exact
+	return engine.Fast
 }

@@ -193,17 +193,18 @@ func equalIDs(a, b []int32) bool {
 	return true
 }
 
-// TestRunFast: run --fast reports fast mode and writes the prompt logits of
-// the engine's fast mode, bit for bit, which are not exact mode's.
-func TestRunFast(t *testing.T) {
+// TestRunModes: run defaults to fast mode, --exact selects exact mode, the
+// report names the mode that ran, and the prompt logits written are the
+// engine's fast mode's, bit for bit, which are not exact mode's.
+func TestRunModes(t *testing.T) {
 	ref := loadGreedy(t, "refs", "greedy.json")
 	model := testutil.TinyModel(t, "model-iq4nl.gguf")
 	prompt := writeIDs(t, ref.PromptIDs)
 	var rows [2][]byte
-	for i, args := range [][]string{nil, {"--fast"}} {
+	for i, args := range [][]string{nil, {"--exact"}} {
 		logits := filepath.Join(t.TempDir(), "logits.f32")
 		rep := runJSON(t, append([]string{"run", model, "--ids", prompt, "-n", "2", "--logits", logits}, args...)...)
-		if want := []string{"exact", "fast"}[i]; rep.Mode != want {
+		if want := []string{"fast", "exact"}[i]; rep.Mode != want {
 			t.Fatalf("run %v reports mode %q, want %q", args, rep.Mode, want)
 		}
 		b, err := os.ReadFile(logits)
@@ -221,15 +222,15 @@ func TestRunFast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows[1]) < 4*len(want) {
-		t.Fatalf("fast logits file of %d bytes, want at least %d", len(rows[1]), 4*len(want))
+	if len(rows[0]) < 4*len(want) {
+		t.Fatalf("fast logits file of %d bytes, want at least %d", len(rows[0]), 4*len(want))
 	}
 	for i, w := range want {
-		if got := binary.LittleEndian.Uint32(rows[1][4*i:]); got != math.Float32bits(w) {
+		if got := binary.LittleEndian.Uint32(rows[0][4*i:]); got != math.Float32bits(w) {
 			t.Fatalf("fast logit %d: %g, engine's fast mode %g", i, math.Float32frombits(got), w)
 		}
 	}
 	if bytes.Equal(rows[0][:4*len(want)], rows[1][:4*len(want)]) {
-		t.Fatal("--fast wrote exact mode's prompt logits")
+		t.Fatal("--exact wrote fast mode's prompt logits")
 	}
 }

@@ -193,7 +193,7 @@ func TestRunAndEvalSplitModel(t *testing.T) {
 		KLDMean float64 `json:"kld_mean"`
 		Top1    float64 `json:"top1_agreement"`
 	}
-	json.Unmarshal(runOK(t, "eval", shards[0], "--ref", src, "--ids", testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"), "--ctx", "64", "--json"), &ev)
+	json.Unmarshal(runOK(t, "eval", shards[0], "--ref", src, "--ids", testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"), "--ctx", "64", "--exact", "--json"), &ev)
 	if ev.KLDMean != 0 || ev.Top1 != 1 {
 		t.Fatalf("split model against its single file: KLD %v, top-1 %v", ev.KLDMean, ev.Top1)
 	}

@@ -2,11 +2,16 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"sync"
 	"time"
+
+	"github.com/klauspost/cpuid/v2"
 
 	"github.com/stratactl/stratactl/engine"
 	"github.com/stratactl/stratactl/kernels"
@@ -25,28 +30,56 @@ type DecodeConfig struct {
 	Tokens    int // tokens decoded per run
 	Readers   int // slot reader goroutines
 	Threads   int // matmul threads (0: GOMAXPROCS)
+	Mode      engine.Mode
 	MemMB     int // buffer of the memory bandwidth measurement, MiB
+	MemPasses int // passes over it (the best counts; 0: 5)
 	DiskSlots int // random slot reads of the disk bandwidth measurement
 	Log       func(format string, args ...any)
 }
 
 type DecodeRun struct {
-	ArenaMB           float64              `json:"arena_mb"`
-	PrefillTokensPerS float64              `json:"prefill_tokens_per_s"`
-	DecodeTokensPerS  float64              `json:"decode_tokens_per_s"`
-	DecodeSteps       int                  `json:"decode_steps"`
-	BytesPerToken     float64              `json:"weight_mb_per_token"`
-	MemLimit          float64              `json:"memory_limit_tokens_per_s"`
-	DiskLimit         float64              `json:"disk_limit_tokens_per_s,omitempty"`
-	Limit             float64              `json:"limit_tokens_per_s"`
-	Fraction          float64              `json:"fraction_of_limit"`
-	Stream            *engine.StreamReport `json:"stream"`
+	ArenaMB           float64 `json:"arena_mb"`
+	PrefillTokensPerS float64 `json:"prefill_tokens_per_s"`
+	// DecodeTokensPerS is decode steps over their total wall time;
+	// MedianTokensPerS and BestTokensPerS one over the median and the
+	// fastest step (steadier on a shared machine); CPUTokensPerS steps
+	// per second of the process's CPU time (every thread's, readers too).
+	DecodeTokensPerS float64              `json:"decode_tokens_per_s"`
+	MedianTokensPerS float64              `json:"median_step_tokens_per_s"`
+	BestTokensPerS   float64              `json:"best_step_tokens_per_s"`
+	CPUTokensPerS    float64              `json:"cpu_tokens_per_s,omitempty"`
+	DecodeSteps      int                  `json:"decode_steps"`
+	BytesPerToken    float64              `json:"weight_mb_per_token"`
+	MemLimit         float64              `json:"memory_limit_tokens_per_s"`
+	DiskLimit        float64              `json:"disk_limit_tokens_per_s,omitempty"`
+	ComputeLimit     float64              `json:"compute_limit_tokens_per_s"`
+	Limit            float64              `json:"limit_tokens_per_s"`
+	Fraction         float64              `json:"fraction_of_limit"`
+	MemFraction      float64              `json:"fraction_of_memory_limit"`
+	ComputeFraction  float64              `json:"fraction_of_compute_limit"`
+	Stream           *engine.StreamReport `json:"stream"`
+}
+
+// KernelRate is the in-cache rate of one kind of product a decode step
+// runs: the matrix-vector kernel of Type at Cols columns, in the run's
+// mode, on one thread over SampleKB of weights resident in L2.
+type KernelRate struct {
+	Type            string  `json:"type"`
+	Cols            int     `json:"cols"`
+	Quantized       bool    `json:"quantized"` // DotQ8 against Q8_0 activations, else float32 activations
+	WeightsPerToken int64   `json:"weights_per_token"`
+	BytesPerToken   int64   `json:"bytes_per_token"`
+	SampleKB        float64 `json:"sample_kb"`
+	GWeightsPerS    float64 `json:"g_weights_per_s_per_thread"`
+	GBPerS          float64 `json:"gb_per_s_per_thread"`
 }
 
 type DecodeReport struct {
 	Kernels        string           `json:"kernels"`
+	Mode           string           `json:"mode"`
 	Threads        int              `json:"threads"`
 	CPUs           int              `json:"cpus"`
+	LoadAverage    string           `json:"load_average,omitempty"`
 	Spec           engine.SynthSpec `json:"spec"`
 	Dir            string           `json:"dir"`
 	ExpertsBytes   int64            `json:"experts_bytes"`
@@ -55,12 +88,21 @@ type DecodeReport struct {
 	WriteSeconds   float64          `json:"write_seconds"`
 	DenseMBPerTok  float64          `json:"dense_mb_per_token"`
 	ExpertMBPerTok float64          `json:"expert_mb_per_token"`
-	MemReadGBs     float64          `json:"memory_read_gb_s"`
-	DiskReadMBs    float64          `json:"disk_read_mb_s"`
-	DiskDirect     bool             `json:"disk_direct"`
-	DiskNote       string           `json:"disk_note,omitempty"`
-	Resident       DecodeRun        `json:"resident"`
-	Streaming      DecodeRun        `json:"streaming"`
+	// MemReadGBs is the best pass of a plain streaming read (XORRead) over
+	// MemMB on every thread.
+	MemReadGBs  float64 `json:"memory_read_gb_s"`
+	MemMB       int     `json:"memory_buffer_mib"`
+	MemPasses   int     `json:"memory_passes"`
+	DiskReadMBs float64 `json:"disk_read_mb_s"`
+	DiskDirect  bool    `json:"disk_direct"`
+	DiskNote    string  `json:"disk_note,omitempty"`
+	// Kernels' in-cache rates, and the compute bound they give: a decode
+	// step's weights of each kind over its rate times the threads.
+	L2KB         int          `json:"l2_kb"`
+	KernelRates  []KernelRate `json:"kernel_rates"`
+	ComputeLimit float64      `json:"compute_limit_tokens_per_s"`
+	Resident     DecodeRun    `json:"resident"`
+	Streaming    DecodeRun    `json:"streaming"`
 }
 
 // Decode writes the synthetic pack, measures this machine's memory read
@@ -95,7 +137,11 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 	if !cfg.KeepFiles {
 		defer os.RemoveAll(dir)
 	}
-	rep := DecodeReport{Kernels: kernels.Describe(), CPUs: runtime.NumCPU(), Spec: sp, Dir: dir, ExpertsBytes: size}
+	rep := DecodeReport{Kernels: kernels.Describe(), Mode: cfg.Mode.String(), CPUs: runtime.NumCPU(), LoadAverage: LoadAverage(),
+		Spec: sp, Dir: dir, ExpertsBytes: size, MemMB: cfg.MemMB, MemPasses: cfg.MemPasses}
+	if rep.MemPasses <= 0 {
+		rep.MemPasses = 5
+	}
 	logf := cfg.Log
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -109,7 +155,10 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 
 	pool := kernels.NewPool(cfg.Threads)
 	rep.Threads = pool.Threads
-	rep.MemReadGBs = MemoryReadBandwidth(pool, cfg.MemMB) / 1e9
+	rep.MemReadGBs = MemoryReadBandwidth(pool.Threads, cfg.MemMB, rep.MemPasses) / 1e9
+	// The measurement's buffer (--mem-mb) is garbage now: give it back
+	// rather than let it stay resident beside the first run's arena.
+	debug.FreeOSMemory()
 
 	rng := rand.New(rand.NewPCG(sp.Seed, 2))
 	prompt := make([]int32, cfg.Prompt)
@@ -117,16 +166,14 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 		prompt[i] = int32(rng.IntN(sp.Vocab))
 	}
 	decode := func(arenaMB float64, measureDisk bool) (DecodeRun, error) {
-		m, err := engine.Open(dir, engine.Options{Threads: cfg.Threads, Stream: engine.StreamOptions{ArenaMB: arenaMB, Readers: cfg.Readers}})
+		m, err := engine.Open(dir, engine.Options{Threads: cfg.Threads, Mode: cfg.Mode, Stream: engine.StreamOptions{ArenaMB: arenaMB, Readers: cfg.Readers}})
 		if err != nil {
 			return DecodeRun{}, err
 		}
 		defer func() {
+			// Close unmaps the arena (it is outside the Go heap); the
+			// run's garbage goes back too before the next run starts.
 			m.Close()
-			// Give the arena back before the next run makes its own: the
-			// collector would otherwise let the heap reach twice the first
-			// arena before collecting it (the field shape's 12 GB arenas
-			// were killed for memory that way on a 24 GB machine).
 			debug.FreeOSMemory()
 		}()
 		ps := m.Stream()
@@ -134,6 +181,11 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 		dense := float64(m.DenseBytesPerToken())
 		experts := float64(sp.Layers * sp.ExpertsUsed * int(ps.PayloadBytes()))
 		rep.DenseMBPerTok, rep.ExpertMBPerTok = dense/1e6, experts/1e6
+		if rep.KernelRates == nil {
+			if err := measureKernels(ctx, m, sp, &rep); err != nil {
+				return DecodeRun{}, err
+			}
+		}
 		if measureDisk {
 			bw, err := ps.MeasureReads(cfg.DiskSlots, cfg.Readers, sp.Seed)
 			if err != nil {
@@ -144,17 +196,28 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 		}
 		s := m.NewSession()
 		var before engine.StreamCounters
+		var cpu0 time.Duration
+		var cpuOK bool
+		var stamps []time.Time
 		res, err := s.Generate(ctx, prompt, engine.GenerateOptions{
 			MaxTokens: cfg.Tokens,
 			// Sampled, not greedy: greedy decoding of random weights
 			// tends to repeat one token, which would route every step
 			// alike and flatter the cache.
-			Sampler:      engine.NewSampler(1, 1, sp.Seed),
-			AfterPrefill: func() { before = ps.Counters() },
+			Sampler: engine.NewSampler(1, 1, sp.Seed),
+			AfterPrefill: func() {
+				before = ps.Counters()
+				cpu0, cpuOK = ProcessCPU()
+			},
+			OnToken: func(int32) error {
+				stamps = append(stamps, time.Now())
+				return nil
+			},
 		})
 		if err != nil {
 			return DecodeRun{}, err
 		}
+		cpu1, cpuOK1 := ProcessCPU()
 		st := ps.Report(before, ps.Counters(), res.DecodeSteps)
 		r := DecodeRun{
 			ArenaMB:           st.ArenaMB,
@@ -162,7 +225,22 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 			DecodeTokensPerS:  res.DecodeTokensPerSecond(),
 			DecodeSteps:       res.DecodeSteps,
 			BytesPerToken:     (dense + experts) / 1e6,
+			ComputeLimit:      rep.ComputeLimit,
 			Stream:            st,
+		}
+		// Step i is the time from token i-1 to token i (token 0 comes
+		// from the prompt's logits).
+		var steps []float64
+		for i := 1; i < len(stamps); i++ {
+			steps = append(steps, stamps[i].Sub(stamps[i-1]).Seconds())
+		}
+		if len(steps) > 0 {
+			slices.Sort(steps)
+			r.MedianTokensPerS = 1 / steps[len(steps)/2]
+			r.BestTokensPerS = 1 / steps[0]
+		}
+		if cpuOK && cpuOK1 && cpu1 > cpu0 && res.DecodeSteps > 0 {
+			r.CPUTokensPerS = float64(res.DecodeSteps) / (cpu1 - cpu0).Seconds()
 		}
 		r.MemLimit = rep.MemReadGBs * 1e9 / (dense + experts)
 		r.Limit = r.MemLimit
@@ -172,8 +250,15 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 			// the two bounds is the limit.
 			r.Limit = min(r.MemLimit, r.DiskLimit)
 		}
+		// The fractions are of the median step's rate.
 		if r.Limit > 0 {
-			r.Fraction = r.DecodeTokensPerS / r.Limit
+			r.Fraction = r.MedianTokensPerS / r.Limit
+		}
+		if r.MemLimit > 0 {
+			r.MemFraction = r.MedianTokensPerS / r.MemLimit
+		}
+		if r.ComputeLimit > 0 {
+			r.ComputeFraction = r.MedianTokensPerS / r.ComputeLimit
 		}
 		return r, nil
 	}
@@ -187,32 +272,130 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 	return &rep, nil
 }
 
-// MemoryReadBandwidth streams a buffer of mb MiB through the dot kernel on
-// every thread (each thread its own contiguous part, against a vector that
-// stays in cache) and returns the best of three passes in bytes per second.
-func MemoryReadBandwidth(pool *kernels.Pool, mb int) float64 {
-	const chunk = 1 << 14
-	n := mb << 20 / 4 / chunk * chunk
-	buf := make([]float32, n)
+// MemoryReadBandwidth streams a buffer of mb MiB through a plain load-only
+// loop (kernels.XORRead) on threads goroutines at once, each its own
+// contiguous part, and returns the best of passes passes in bytes per
+// second.
+func MemoryReadBandwidth(threads, mb, passes int) float64 {
+	const chunk = 1 << 20
+	n := max(mb<<20/chunk, 1)
+	buf := make([]byte, n*chunk)
 	for i := range buf {
-		buf[i] = 1
+		buf[i] = byte(i*131 + i>>12)
 	}
-	x := make([]float32, chunk)
-	for i := range x {
-		x[i] = 1
-	}
+	sums := make([]uint64, max(threads, 1))
 	best := 0.0
-	sums := make([]float32, n/chunk)
-	for pass := 0; pass < 3; pass++ {
+	for pass := 0; pass < max(passes, 1); pass++ {
+		// One goroutine per thread, all at once (not the pool's ranges,
+		// which a busy worker may leave to another).
+		var wg sync.WaitGroup
 		t0 := time.Now()
-		pool.Parallel(n/chunk, 1<<20, func(lo, hi int) {
-			for c := lo; c < hi; c++ {
-				sums[c] = kernels.DotF32(buf[c*chunk:(c+1)*chunk], x)
-			}
-		})
-		if bw := float64(4*n) / time.Since(t0).Seconds(); bw > best {
+		for th := range sums {
+			a, b := th*n/len(sums), (th+1)*n/len(sums)
+			wg.Go(func() { sums[th] ^= kernels.XORRead(buf[a*chunk : b*chunk]) })
+		}
+		wg.Wait()
+		if bw := float64(len(buf)) / time.Since(t0).Seconds(); bw > best {
 			best = bw
 		}
 	}
+	runtime.KeepAlive(sums)
 	return best
+}
+
+// measureKernels times, on one thread, the kernel of each kind of product a
+// decode step of m runs (type, columns, mode) over as many of its rows as
+// fit in half the L2 cache, and sets rep's rates and compute bound.
+func measureKernels(ctx context.Context, m *engine.Model, sp engine.SynthSpec, rep *DecodeReport) error {
+	type use struct {
+		m       *kernels.Matrix
+		weights int64
+		bytes   int64
+	}
+	var order []string
+	uses := map[string]*use{}
+	add := func(mm *kernels.Matrix, times int64) {
+		if mm.Rows == 0 || len(mm.Data) == 0 {
+			return
+		}
+		key := fmt.Sprintf("%s/%d", mm.Type, mm.Cols)
+		u := uses[key]
+		if u == nil {
+			u = &use{m: mm}
+			uses[key] = u
+			order = append(order, key)
+		}
+		u.weights += times * int64(mm.Rows) * int64(mm.Cols)
+		u.bytes += times * int64(len(mm.Data))
+	}
+	for _, mm := range m.TokenMatrices() {
+		add(mm, 1)
+	}
+	ex, err := m.Experts.Get(0, 0)
+	if err != nil {
+		return err
+	}
+	defer m.Experts.Release(0, 0)
+	for _, mm := range []*kernels.Matrix{&ex.Gate, &ex.Up, &ex.Down} {
+		add(mm, int64(sp.Layers*sp.ExpertsUsed))
+	}
+	l2 := cpuid.CPU.Cache.L2
+	if l2 <= 0 {
+		l2 = 512 << 10
+	}
+	rep.L2KB = l2 >> 10
+	fast := m.Mode == engine.Fast
+	one := kernels.NewPool(1)
+	rng := rand.New(rand.NewPCG(rep.Spec.Seed, 3))
+	secondsPerToken := 0.0
+	for _, key := range order {
+		u := uses[key]
+		mm := *u.m
+		mm.Rows = max(1, min(mm.Rows, l2/2/mm.RowBytes))
+		mm.Data = mm.Data[:mm.Rows*mm.RowBytes]
+		x := make([]float32, mm.Cols)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		out := make([]float32, mm.Rows)
+		q8 := fast && mm.CanDotQ8()
+		var xq kernels.Q8Row
+		if q8 {
+			if err := kernels.QuantizeQ8Row(x, &xq); err != nil {
+				return err
+			}
+		}
+		reps := max(1, (4<<20)/len(mm.Data))
+		var calls Calls
+		errc := make(chan error, 1)
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var err error
+			calls, err = TimeCalls(ctx, 0.3, func() error {
+				for i := 0; i < reps; i++ {
+					if q8 {
+						one.MatVecQ8(&mm, &xq, out)
+					} else {
+						one.MatVec(&mm, x, out)
+					}
+				}
+				return nil
+			})
+			errc <- err
+		}()
+		if err := <-errc; err != nil {
+			return err
+		}
+		sec := calls.Best.Seconds() / float64(reps)
+		w := float64(mm.Rows) * float64(mm.Cols)
+		r := KernelRate{Type: mm.Type.String(), Cols: mm.Cols, Quantized: q8, WeightsPerToken: u.weights, BytesPerToken: u.bytes,
+			SampleKB: float64(len(mm.Data)) / 1024, GWeightsPerS: w / sec / 1e9, GBPerS: float64(len(mm.Data)) / sec / 1e9}
+		rep.KernelRates = append(rep.KernelRates, r)
+		secondsPerToken += float64(u.weights) / (r.GWeightsPerS * 1e9)
+	}
+	if secondsPerToken > 0 {
+		rep.ComputeLimit = float64(rep.Threads) / secondsPerToken
+	}
+	return nil
 }

@@ -1,0 +1,62 @@
+// Shared by the DotQ8 kernels' files (included by each; the constants are
+// file-local, so each file has its own copy of them).
+
+DATA q8ones16<>+0(SB)/8, $0x0001000100010001
+DATA q8ones16<>+8(SB)/8, $0x0001000100010001
+DATA q8ones16<>+16(SB)/8, $0x0001000100010001
+DATA q8ones16<>+24(SB)/8, $0x0001000100010001
+GLOBL q8ones16<>(SB), RODATA|NOPTR, $32
+
+DATA q8nib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q8nib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL q8nib<>(SB), RODATA|NOPTR, $16
+
+
+
+
+// SUMSIGNED: Yout = 8 int32 partial sums of w (Y0, signed bytes) times x
+// (32 bytes at xoff(DI)).
+#define SUMSIGNED(xoff, Yout) \
+	VMOVDQU xoff(DI), Y1 \
+	VPSIGNB Y0, Y0, Y2 \
+	VPSIGNB Y0, Y1, Y1 \
+	VPMADDUBSW Y1, Y2, Y2 \
+	VPMADDWD Y15, Y2, Yout
+
+// REDUCE8: Y4..Y11 (8 int32 each) to Y0 = their 8 totals, in order.
+#define REDUCE8 \
+	VPHADDD Y5, Y4, Y4 \
+	VPHADDD Y7, Y6, Y6 \
+	VPHADDD Y6, Y4, Y4 \
+	VPHADDD Y9, Y8, Y8 \
+	VPHADDD Y11, Y10, Y10 \
+	VPHADDD Y10, Y8, Y8 \
+	VPERM2I128 $0x20, Y8, Y4, Y0 \
+	VPERM2I128 $0x31, Y8, Y4, Y1 \
+	VPADDD Y1, Y0, Y0
+
+// NIB32(src): Y0 = the 32 weights of 16 bytes of nibbles at src (low
+// nibbles are elements 0..15, high 16..31) through the 16-entry value
+// table in X14.
+#define NIB32(src) \
+	VMOVDQU src, X0 \
+	VPSRLW $4, X0, X1 \
+	VPAND q8nib<>(SB), X0, X0 \
+	VPAND q8nib<>(SB), X1, X1 \
+	VPSHUFB X0, X14, X0 \
+	VPSHUFB X1, X14, X1 \
+	VINSERTI128 $1, X1, Y0, Y0
+
+// Byte e of a lane picks byte e/8 of the broadcast sign word (lane-local:
+// bytes 0,1 for elements 0..15, 2,3 for 16..31).
+DATA q8sgnshuf<>+0(SB)/8, $0x0000000000000000
+DATA q8sgnshuf<>+8(SB)/8, $0x0101010101010101
+DATA q8sgnshuf<>+16(SB)/8, $0x0202020202020202
+DATA q8sgnshuf<>+24(SB)/8, $0x0303030303030303
+GLOBL q8sgnshuf<>(SB), RODATA|NOPTR, $32
+
+DATA q8sgnbit<>+0(SB)/8, $0x8040201008040201
+DATA q8sgnbit<>+8(SB)/8, $0x8040201008040201
+DATA q8sgnbit<>+16(SB)/8, $0x8040201008040201
+DATA q8sgnbit<>+24(SB)/8, $0x8040201008040201
+GLOBL q8sgnbit<>(SB), RODATA|NOPTR, $32

@@ -1,0 +1,49 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+// The DotBF16 kernels take whole chunks of 128 elements (qdot_bf16_amd64.s),
+// x at the chunk's 128 hi values (the 128 lo follow).
+
+//go:noescape
+func bf16dotAVX512(w *byte, x *uint16, chunks int, lanes *[64]float32)
+
+//go:noescape
+func bf16dotAVX2(w *byte, x *uint16, chunks int, lanes *[64]float32) int
+
+// bf16Chunks runs the AVX-512 BF16 kernel (wide) or the AVX2 one and
+// reports whether the lanes are VDPBF16PS's.
+func bf16Chunks(wide bool, w *byte, x *uint16, chunks int, l *[64]float32) bool {
+	if wide {
+		bf16dotAVX512(w, x, chunks, l)
+		return true
+	}
+	return bf16dotAVX2(w, x, chunks, l) == 0
+}
+
+// bf16Rows runs the kernel over the row's whole chunks, then over a
+// zero-padded copy of its last partial chunk (x is padded: QuantizeBF16Row's
+// rows are), and returns the chunks taken; a product that was not exact
+// (the AVX2 kernel's flags) leaves the whole row to the portable path.
+func bf16Rows(wide bool, row []byte, x *BF16Row) (l [64]float32, taken int) {
+	n := x.Len()
+	c := n / bf16Chunk
+	ok := true
+	if c > 0 {
+		ok = bf16Chunks(wide, &row[0], &x.v[0], c, &l)
+	}
+	if ok && c*bf16Chunk < n {
+		var pad [2 * bf16Chunk]byte
+		copy(pad[:], row[2*bf16Chunk*c:2*n])
+		ok = bf16Chunks(wide, &pad[0], &x.v[2*bf16Chunk*c], 1, &l)
+		c++
+	}
+	if !ok {
+		return [64]float32{}, 0
+	}
+	return l, c
+}
+
+func bf16dotVector512(row []byte, x *BF16Row) ([64]float32, int) { return bf16Rows(true, row, x) }
+
+func bf16dotVector(row []byte, x *BF16Row) ([64]float32, int) { return bf16Rows(false, row, x) }

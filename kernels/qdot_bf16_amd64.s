@@ -1,0 +1,137 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// DotBF16's kernels (qdot_bf16.go's order): each takes whole chunks of 128
+// elements, 256 bytes of weights and 512 of activations (128 hi, then 128
+// lo), into 64 float32 lanes held in 4 zmm or 8 ymm registers (lane 16a+j
+// in zmm a, 8b+j in ymm b).
+
+// func bf16dotAVX512(w *byte, x *uint16, chunks int, lanes *[64]float32)
+// AVX-512 F and BF16. The Go assembler has no VDPBF16PS, so it is written
+// as bytes: EVEX.512.F3.0F38.W0 52 /r, register forms only.
+TEXT ·bf16dotAVX512(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ chunks+16(FP), CX
+	MOVQ lanes+24(FP), DX
+	VMOVUPS 0(DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+
+bf512loop:
+	VMOVDQU32 0(SI), Z4
+	VMOVDQU32 64(SI), Z5
+	VMOVDQU32 128(SI), Z6
+	VMOVDQU32 192(SI), Z7
+	VMOVDQU32 0(DI), Z8
+	VMOVDQU32 64(DI), Z9
+	VMOVDQU32 128(DI), Z10
+	VMOVDQU32 192(DI), Z11
+	VMOVDQU32 256(DI), Z12
+	VMOVDQU32 320(DI), Z13
+	VMOVDQU32 384(DI), Z14
+	VMOVDQU32 448(DI), Z15
+	// VDPBF16PS Z8, Z4, Z0 (hi), then VDPBF16PS Z12, Z4, Z0 (lo); the same
+	// for Z1..Z3.
+	BYTE $0x62; BYTE $0xd2; BYTE $0x5e; BYTE $0x48; BYTE $0x52; BYTE $0xc0
+	BYTE $0x62; BYTE $0xd2; BYTE $0x56; BYTE $0x48; BYTE $0x52; BYTE $0xc9
+	BYTE $0x62; BYTE $0xd2; BYTE $0x4e; BYTE $0x48; BYTE $0x52; BYTE $0xd2
+	BYTE $0x62; BYTE $0xd2; BYTE $0x46; BYTE $0x48; BYTE $0x52; BYTE $0xdb
+	BYTE $0x62; BYTE $0xd2; BYTE $0x5e; BYTE $0x48; BYTE $0x52; BYTE $0xc4
+	BYTE $0x62; BYTE $0xd2; BYTE $0x56; BYTE $0x48; BYTE $0x52; BYTE $0xcd
+	BYTE $0x62; BYTE $0xd2; BYTE $0x4e; BYTE $0x48; BYTE $0x52; BYTE $0xd6
+	BYTE $0x62; BYTE $0xd2; BYTE $0x46; BYTE $0x48; BYTE $0x52; BYTE $0xdf
+	ADDQ $256, SI
+	ADDQ $512, DI
+	DECQ CX
+	JNZ  bf512loop
+
+	VMOVUPS Z0, 0(DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VZEROUPPER
+	RET
+
+// One ymm of the AVX2 kernel: 16 elements at offset off into lane block acc:
+// against hi, then lo, each the odd elements (the upper halves of the
+// dwords) first, then the even. Y10, Y8: the odd and even weights.
+#define BF16STEP(off, acc) \
+	VMOVDQU off(SI), Y8 \
+	VPAND   Y15, Y8, Y10 \
+	VPSLLD  $16, Y8, Y8 \
+	VMOVDQU off(DI), Y9 \
+	VPAND   Y15, Y9, Y11 \
+	VMULPS  Y11, Y10, Y11 \
+	VADDPS  Y11, acc, acc \
+	VPSLLD  $16, Y9, Y9 \
+	VMULPS  Y9, Y8, Y9 \
+	VADDPS  Y9, acc, acc \
+	VMOVDQU (off+256)(DI), Y9 \
+	VPAND   Y15, Y9, Y11 \
+	VMULPS  Y11, Y10, Y11 \
+	VADDPS  Y11, acc, acc \
+	VPSLLD  $16, Y9, Y9 \
+	VMULPS  Y9, Y8, Y9 \
+	VADDPS  Y9, acc, acc
+
+// func bf16dotAVX2(w *byte, x *uint16, chunks int, lanes *[64]float32) int
+// AVX2. Multiplies and adds under MXCSR with DAZ and FTZ set (the caller's
+// MXCSR is restored); returns the overflow and underflow flags raised
+// (0x18 bits), nonzero when a product was not exact and the lanes are not
+// VDPBF16PS's.
+TEXT ·bf16dotAVX2(SB), NOSPLIT, $8-40
+	STMXCSR old-4(SP)
+	MOVL    old-4(SP), AX
+	ANDL    $0xFFFFFFC0, AX
+	ORL     $0x8040, AX
+	MOVL    AX, new-8(SP)
+	LDMXCSR new-8(SP)
+
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ chunks+16(FP), CX
+	MOVQ lanes+24(FP), DX
+	MOVL $0xFFFF0000, AX
+	MOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VMOVUPS 0(DX), Y0
+	VMOVUPS 32(DX), Y1
+	VMOVUPS 64(DX), Y2
+	VMOVUPS 96(DX), Y3
+	VMOVUPS 128(DX), Y4
+	VMOVUPS 160(DX), Y5
+	VMOVUPS 192(DX), Y6
+	VMOVUPS 224(DX), Y7
+
+bf2loop:
+	BF16STEP(0, Y0)
+	BF16STEP(32, Y1)
+	BF16STEP(64, Y2)
+	BF16STEP(96, Y3)
+	BF16STEP(128, Y4)
+	BF16STEP(160, Y5)
+	BF16STEP(192, Y6)
+	BF16STEP(224, Y7)
+	ADDQ $256, SI
+	ADDQ $512, DI
+	DECQ CX
+	JNZ  bf2loop
+
+	VMOVUPS Y0, 0(DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VMOVUPS Y4, 128(DX)
+	VMOVUPS Y5, 160(DX)
+	VMOVUPS Y6, 192(DX)
+	VMOVUPS Y7, 224(DX)
+	VZEROUPPER
+	STMXCSR new-8(SP)
+	LDMXCSR old-4(SP)
+	MOVL    new-8(SP), AX
+	ANDL    $0x18, AX
+	MOVQ    AX, ret+32(FP)
+	RET

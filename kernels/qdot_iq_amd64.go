@@ -1,0 +1,67 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+import "github.com/stratactl/stratactl/quant"
+
+// The IQ4_XS and MXFP4 DotQ8 kernels take whole groups of 8 sub-blocks (136
+// bytes of weights) and the groups' factors (qdot_iq_amd64.s); groups > 0.
+
+//go:noescape
+func q8dotIQ4XSAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, table *int8)
+
+//go:noescape
+func q8dotMXFP4AVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, table *int8)
+
+//go:noescape
+func q8dotIQ2XXSAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64, signs *uint8)
+
+//go:noescape
+func q8dotIQ3XXSAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint32, signs *uint8)
+
+// iqBatch is how many groups' factors the wrapper computes per call.
+const iqBatch = 16
+
+// q8dotIQGroups runs t's kernel over the row's whole groups (8 sub-blocks,
+// one block of 256 weights; 8 blocks for MXFP4), the factors computed here,
+// and returns the lanes and the sub-blocks taken (the rest, a partial group,
+// is the portable tail's).
+func q8dotIQGroups(t quant.Type, row []byte, x *Q8Row) (l [8]float32, taken int) {
+	groups := len(x.d) / 8
+	gb := iqGroupBytes(t)
+	var dw [8 * iqBatch]float32
+	for g0 := 0; g0 < groups; g0 += iqBatch {
+		ng := min(iqBatch, groups-g0)
+		for g := 0; g < ng; g++ {
+			iqGroupFactors(t, row[gb*(g0+g):gb*(g0+g+1)], (*[8]float32)(dw[8*g:]))
+		}
+		w, xq, xd := &row[gb*g0], &x.qs[256*g0], &x.d[8*g0]
+		switch t {
+		case quant.IQ4_XS:
+			q8dotIQ4XSAVX2(w, xq, xd, &dw[0], ng, &l, &quant.KvaluesIQ4NL[0])
+		case quant.MXFP4:
+			q8dotMXFP4AVX2(w, xq, xd, &dw[0], ng, &l, &mxfp4Values[0])
+		case quant.IQ2_XXS:
+			q8dotIQ2XXSAVX2(w, xq, xd, &dw[0], ng, &l, &iq2xxsGrid[0], &ksignsIQ2XS[0])
+		case quant.IQ3_XXS:
+			q8dotIQ3XXSAVX2(w, xq, xd, &dw[0], ng, &l, &iq3xxsGrid[0], &ksignsIQ2XS[0])
+		}
+	}
+	return l, 8 * groups
+}
+
+func q8dotIQ4XSVector(row []byte, x *Q8Row) ([8]float32, int) {
+	return q8dotIQGroups(quant.IQ4_XS, row, x)
+}
+
+func q8dotMXFP4Vector(row []byte, x *Q8Row) ([8]float32, int) {
+	return q8dotIQGroups(quant.MXFP4, row, x)
+}
+
+func q8dotIQ2XXSVector(row []byte, x *Q8Row) ([8]float32, int) {
+	return q8dotIQGroups(quant.IQ2_XXS, row, x)
+}
+
+func q8dotIQ3XXSVector(row []byte, x *Q8Row) ([8]float32, int) {
+	return q8dotIQGroups(quant.IQ3_XXS, row, x)
+}

@@ -1,0 +1,231 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+#include "qdot_amd64.h"
+
+// DotQ8 on IQ4_XS and MXFP4 (qdot.go's order, AVX2): a group is 8
+// sub-blocks of 32 nibble weights through a 16-entry value table, 136 bytes
+// of weights (one IQ4_XS block, or 8 MXFP4 blocks), each sub-block's factor
+// dw given as float32 (the Go side computes them). Registers as in
+// qdot_amd64.s: SI weights, DI activation codes, DX activation scales, R9
+// weight factors, CX groups left, R8 lanes; X14 the table, Y15 16-bit ones,
+// Y12 the lane accumulators, Y4..Y11 the 8 sums.
+
+#define IQPROLOGUE \
+	MOVQ    w+0(FP), SI \
+	MOVQ    xq+8(FP), DI \
+	MOVQ    xd+16(FP), DX \
+	MOVQ    dw+24(FP), R9 \
+	MOVQ    groups+32(FP), CX \
+	MOVQ    lanes+40(FP), R8 \
+	MOVQ    table+48(FP), AX \
+	VMOVDQU (AX), X14 \
+	VMOVDQU q8ones16<>(SB), Y15 \
+	VMOVUPS (R8), Y12
+
+// IQACC(st): Y12 += float(Y0) * (8 factors at R9 * 8 activation scales at
+// DX), then on to the next group, st bytes on.
+#define IQACC(st) \
+	VCVTDQ2PS Y0, Y0 \
+	VMOVUPS   (R9), Y13 \
+	VMULPS    (DX), Y13, Y13 \
+	VMULPS    Y13, Y0, Y0 \
+	VADDPS    Y0, Y12, Y12 \
+	ADDQ      $(st), SI \
+	ADDQ      $256, DI \
+	ADDQ      $32, DX \
+	ADDQ      $32, R9 \
+	DECQ      CX
+
+// ---- IQ2_XXS and IQ3_XXS: grid magnitudes (scalar loads, R10 the grid)
+// and signs from ksigns_iq2xs (R11) by the four 7-bit fields of a word.
+
+// KSIGNS(woff): Y1 = 0xff where the sign bit is set, for the 32 weights
+// whose sign word is at woff(SI). Uses AX, BX, R12.
+#define KSIGN(sh) \
+	MOVL    BX, AX \
+	SHRL    $(sh), AX \
+	ANDL    $127, AX \
+	MOVBLZX (R11)(AX*1), AX \
+	SHLL    $((sh)/7*8), AX \
+	ORL     AX, R12
+
+#define KSIGNS(woff) \
+	MOVL    woff(SI), BX \
+	XORL    R12, R12 \
+	KSIGN(0) \
+	KSIGN(7) \
+	KSIGN(14) \
+	KSIGN(21) \
+	VMOVD   R12, X1 \
+	VPBROADCASTD X1, Y1 \
+	VPSHUFB q8sgnshuf<>(SB), Y1, Y1 \
+	VPAND   q8sgnbit<>(SB), Y1, Y1 \
+	VPCMPEQB q8sgnbit<>(SB), Y1, Y1
+
+// GRIDQ8(s, Yout): Yout = the 8 int32 partial sums of sub-block s: grid
+// bytes Y0 (unsigned) times the activations with the signs Y1 moved onto
+// them.
+#define GRIDQ8(s, Yout) \
+	VMOVDQU (32*s)(DI), Y2 \
+	VPXOR   Y1, Y2, Y2 \
+	VPSUBB  Y1, Y2, Y2 \
+	VPMADDUBSW Y2, Y0, Y0 \
+	VPMADDWD Y15, Y0, Yout
+
+// IQ2XXSSUB(s, Yout): IQ2_XXS (66-byte blocks: fp16 d, then per sub-block
+// 4 grid indices and a sign/scale word).
+#define IQ2XXSG(off, R) \
+	MOVBLZX off(SI), AX \
+	MOVQ    (R10)(AX*8), R
+
+#define IQ2XXSSUB(s, Yout) \
+	IQ2XXSG(2+8*s, BX) \
+	VMOVQ   BX, X0 \
+	IQ2XXSG(3+8*s, BX) \
+	VPINSRQ $1, BX, X0, X0 \
+	IQ2XXSG(4+8*s, BX) \
+	VMOVQ   BX, X3 \
+	IQ2XXSG(5+8*s, BX) \
+	VPINSRQ $1, BX, X3, X3 \
+	VINSERTI128 $1, X3, Y0, Y0 \
+	KSIGNS(6+8*s) \
+	GRIDQ8(s, Yout)
+
+// IQ3XXSPAIR(off): BX = the grid entries of qs bytes off and off+1.
+#define IQ3XXSPAIR(off) \
+	MOVBLZX off(SI), AX \
+	MOVL    (R10)(AX*4), BX \
+	MOVBLZX (off+1)(SI), AX \
+	MOVL    (R10)(AX*4), AX \
+	SHLQ    $32, AX \
+	ORQ     AX, BX
+
+// IQ3XXSSUB(s, Yout): IQ3_XXS (98-byte blocks: fp16 d, qs[64] grid
+// indices, 8 sign/scale words).
+#define IQ3XXSSUB(s, Yout) \
+	IQ3XXSPAIR(2+8*s) \
+	VMOVQ   BX, X0 \
+	IQ3XXSPAIR(4+8*s) \
+	VPINSRQ $1, BX, X0, X0 \
+	IQ3XXSPAIR(6+8*s) \
+	VMOVQ   BX, X3 \
+	IQ3XXSPAIR(8+8*s) \
+	VPINSRQ $1, BX, X3, X3 \
+	VINSERTI128 $1, X3, Y0, Y0 \
+	KSIGNS(66+4*s) \
+	GRIDQ8(s, Yout)
+
+#define GRIDPROLOGUE \
+	MOVQ    w+0(FP), SI \
+	MOVQ    xq+8(FP), DI \
+	MOVQ    xd+16(FP), DX \
+	MOVQ    dw+24(FP), R9 \
+	MOVQ    groups+32(FP), CX \
+	MOVQ    lanes+40(FP), R8 \
+	MOVQ    grid+48(FP), R10 \
+	MOVQ    signs+56(FP), R11 \
+	VMOVDQU q8ones16<>(SB), Y15 \
+	VMOVUPS (R8), Y12
+
+// func q8dotIQ4XSAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, table *int8)
+// IQ4_XS: sub-block j's nibbles at 8+16*j in the block.
+TEXT ·q8dotIQ4XSAVX2(SB), NOSPLIT, $0-56
+	IQPROLOGUE
+
+iq4xsloop:
+	NIB32(8(SI))
+	SUMSIGNED(0, Y4)
+	NIB32(24(SI))
+	SUMSIGNED(32, Y5)
+	NIB32(40(SI))
+	SUMSIGNED(64, Y6)
+	NIB32(56(SI))
+	SUMSIGNED(96, Y7)
+	NIB32(72(SI))
+	SUMSIGNED(128, Y8)
+	NIB32(88(SI))
+	SUMSIGNED(160, Y9)
+	NIB32(104(SI))
+	SUMSIGNED(192, Y10)
+	NIB32(120(SI))
+	SUMSIGNED(224, Y11)
+	REDUCE8
+	IQACC(136)
+	JNZ iq4xsloop
+
+	VMOVUPS Y12, (R8)
+	VZEROUPPER
+	RET
+
+// func q8dotMXFP4AVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, table *int8)
+// MXFP4: block j's nibbles at 1+17*j.
+TEXT ·q8dotMXFP4AVX2(SB), NOSPLIT, $0-56
+	IQPROLOGUE
+
+mxfp4loop:
+	NIB32(1(SI))
+	SUMSIGNED(0, Y4)
+	NIB32(18(SI))
+	SUMSIGNED(32, Y5)
+	NIB32(35(SI))
+	SUMSIGNED(64, Y6)
+	NIB32(52(SI))
+	SUMSIGNED(96, Y7)
+	NIB32(69(SI))
+	SUMSIGNED(128, Y8)
+	NIB32(86(SI))
+	SUMSIGNED(160, Y9)
+	NIB32(103(SI))
+	SUMSIGNED(192, Y10)
+	NIB32(120(SI))
+	SUMSIGNED(224, Y11)
+	REDUCE8
+	IQACC(136)
+	JNZ mxfp4loop
+
+	VMOVUPS Y12, (R8)
+	VZEROUPPER
+	RET
+
+// func q8dotIQ2XXSAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64, signs *uint8)
+TEXT ·q8dotIQ2XXSAVX2(SB), NOSPLIT, $0-64
+	GRIDPROLOGUE
+
+iq2xxsloop:
+	IQ2XXSSUB(0, Y4)
+	IQ2XXSSUB(1, Y5)
+	IQ2XXSSUB(2, Y6)
+	IQ2XXSSUB(3, Y7)
+	IQ2XXSSUB(4, Y8)
+	IQ2XXSSUB(5, Y9)
+	IQ2XXSSUB(6, Y10)
+	IQ2XXSSUB(7, Y11)
+	REDUCE8
+	IQACC(66)
+	JNZ iq2xxsloop
+
+	VMOVUPS Y12, (R8)
+	VZEROUPPER
+	RET
+
+// func q8dotIQ3XXSAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint32, signs *uint8)
+TEXT ·q8dotIQ3XXSAVX2(SB), NOSPLIT, $0-64
+	GRIDPROLOGUE
+
+iq3xxsloop:
+	IQ3XXSSUB(0, Y4)
+	IQ3XXSSUB(1, Y5)
+	IQ3XXSSUB(2, Y6)
+	IQ3XXSSUB(3, Y7)
+	IQ3XXSSUB(4, Y8)
+	IQ3XXSSUB(5, Y9)
+	IQ3XXSSUB(6, Y10)
+	IQ3XXSSUB(7, Y11)
+	REDUCE8
+	IQACC(98)
+	JNZ iq3xxsloop
+
+	VMOVUPS Y12, (R8)
+	VZEROUPPER
+	RET

@@ -1,0 +1,305 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// Multi-row DotQ8 kernels (AVX-512 F, BW and VNNI; qdot.go's order): rows
+// rows of stride bytes from w, each against the same activations, the
+// folded dot product of row r stored to out[r]. Each row runs its whole
+// groups of 8 sub-blocks, then, when tail > 0, its last partial group of
+// tail blocks: only those blocks' bytes are read (masked loads never touch
+// bytes past the row), the rest of the group's weights and scales are
+// zero, and the activations are zero-padded to the group's end
+// (Q8Row.padded), so the missing sub-blocks add +0 to their lanes, which
+// leaves them as they are (a lane starts at +0 and is never -0).
+//
+// Registers: R13 the row, R14 stride, R10 rows left, R11 groups, R9 tail,
+// R12 the Q8_0 tail's masks, R8 out; per row SI the group, DI codes, DX scales, BX sums, CX
+// groups left; Y12 the 8 lanes.
+
+// Each word of a Q2_0 group's first 64 bytes that holds a block's fp16
+// scale, twice per block (its two sub-blocks): words 0, 9, 18 and 27.
+DATA q2rscale<>+0(SB)/8, $0x0009000900000000
+DATA q2rscale<>+8(SB)/8, $0x001b001b00120012
+DATA q2rscale<>+16(SB)/8, $0
+DATA q2rscale<>+24(SB)/8, $0
+DATA q2rscale<>+32(SB)/8, $0
+DATA q2rscale<>+40(SB)/8, $0
+DATA q2rscale<>+48(SB)/8, $0
+DATA q2rscale<>+56(SB)/8, $0
+GLOBL q2rscale<>(SB), RODATA|NOPTR, $64
+
+DATA q2rthree<>+0(SB)/8, $0x0303030303030303
+GLOBL q2rthree<>(SB), RODATA|NOPTR, $8
+
+DATA q8rx80<>+0(SB)/8, $0x8080808080808080
+GLOBL q8rx80<>(SB), RODATA|NOPTR, $8
+
+// After the Q8_0 reduction's lane shuffles, sub-block s's total is in
+// dword 4s (s < 4) or 4(s-4)+2.
+DATA q8rperm<>+0(SB)/8, $0x0000000400000000
+DATA q8rperm<>+8(SB)/8, $0x0000000c00000008
+DATA q8rperm<>+16(SB)/8, $0x0000000600000002
+DATA q8rperm<>+24(SB)/8, $0x0000000e0000000a
+DATA q8rperm<>+32(SB)/8, $0
+DATA q8rperm<>+40(SB)/8, $0
+DATA q8rperm<>+48(SB)/8, $0
+DATA q8rperm<>+56(SB)/8, $0
+GLOBL q8rperm<>(SB), RODATA|NOPTR, $64
+
+// RACC: Y12 += float(Y0) * (fp16 scales X13 * activation scales at DX).
+#define RACC \
+	VCVTDQ2PS Y0, Y0 \
+	VCVTPH2PS X13, Y13 \
+	VMULPS (DX), Y13, Y13 \
+	VMULPS Y13, Y0, Y0 \
+	VADDPS Y0, Y12, Y12
+
+// RFOLD: out[row] = ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) of Y12.
+#define RFOLD \
+	VEXTRACTF128 $1, Y12, X1 \
+	VADDPS X1, X12, X0 \
+	VPERMILPS $0x4e, X0, X1 \
+	VADDPS X1, X0, X0 \
+	VMOVSHDUP X0, X1 \
+	VADDSS X1, X0, X0 \
+	VMOVSS X0, (R8)
+
+// Q2_0. A group is 4 blocks of 18 bytes (fp16 d, 16 bytes of 2-bit codes,
+// weight e of a block at bits 2(e%4) of byte e/4). Z0 takes the 4 blocks'
+// codes, one per 128-bit lane; (Z0 >> 2k) & 3 is plane k: byte 16b+i of it
+// is weight 4i+k of block b, the activations of QuantizeQ8Row's plane
+// order (xq, Q8Row.q2) at 64k+16b+i. VPDPBUSD sums 4 bytes of one lane
+// into a dword: dwords 2s and 2s+1 are sub-block s (i < 8 is the block's
+// first sub-block). The codes c are 0..3 (weight c-1): the sub-block's
+// activation sum (BX) is subtracted.
+// Q2RLOAD: Z0 = the 4 blocks' codes. Q2RSUMS(scales): the group's terms
+// into Y12, the fp16 scales picked by word from scales (64 bytes).
+#define Q2RLOAD \
+	VMOVDQU 2(SI), X0 \
+	VINSERTI32X4 $1, 20(SI), Z0, Z0 \
+	VINSERTI32X4 $2, 38(SI), Z0, Z0 \
+	VINSERTI32X4 $3, 56(SI), Z0, Z0
+
+#define Q2RSUMS(scales) \
+	VPANDQ Z15, Z0, Z1 \
+	VPSRLQ $2, Z0, Z2 \
+	VPANDQ Z15, Z2, Z2 \
+	VPSRLQ $4, Z0, Z3 \
+	VPANDQ Z15, Z3, Z3 \
+	VPSRLQ $6, Z0, Z0 \
+	VPANDQ Z15, Z0, Z0 \
+	VPXORQ Z4, Z4, Z4 \
+	VPXORQ Z5, Z5, Z5 \
+	VPDPBUSD 0(DI), Z1, Z4 \
+	VPDPBUSD 64(DI), Z2, Z5 \
+	VPDPBUSD 128(DI), Z3, Z4 \
+	VPDPBUSD 192(DI), Z0, Z5 \
+	VPADDD Z5, Z4, Z4 \
+	VPSRLQ $32, Z4, Z1 \
+	VPADDD Z1, Z4, Z4 \
+	VPMOVQD Z4, Y0 \
+	VPSUBD (BX), Y0, Y0 \
+	VPERMW scales, Z14, Z13 \
+	RACC
+
+// func q2RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32)
+// mask: the tail group's bytes (18*tail, at most 54).
+TEXT ·q2RowsAVX512(SB), NOSPLIT, $0-80
+	MOVQ  w+0(FP), R13
+	MOVQ  stride+8(FP), R14
+	MOVQ  rows+16(FP), R10
+	MOVQ  groups+48(FP), R11
+	MOVQ  tail+56(FP), R9
+	KMOVQ mask+64(FP), K1
+	MOVQ  out+72(FP), R8
+	VPBROADCASTQ q2rthree<>(SB), Z15
+	VMOVDQU64 q2rscale<>(SB), Z14
+	TESTQ R10, R10
+	JZ    q2rdone
+
+q2rrow:
+	MOVQ R13, SI
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ xs+40(FP), BX
+	MOVQ R11, CX
+	VXORPS Y12, Y12, Y12
+	TESTQ CX, CX
+	JZ    q2rtail
+
+q2rgroup:
+	Q2RLOAD
+	Q2RSUMS(0(SI))
+	ADDQ $72, SI
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q2rgroup
+
+q2rtail:
+	// The partial group: only its blocks' codes (lanes of blocks past
+	// the row stay zero) and, masked, its bytes for the scales.
+	TESTQ R9, R9
+	JZ    q2rfold
+	VMOVDQU 2(SI), X0
+	CMPQ  R9, $2
+	JLT   q2rpart
+	VINSERTI32X4 $1, 20(SI), Z0, Z0
+	CMPQ  R9, $3
+	JLT   q2rpart
+	VINSERTI32X4 $2, 38(SI), Z0, Z0
+
+q2rpart:
+	VMOVDQU8.Z 0(SI), K1, Z6
+	Q2RSUMS(Z6)
+
+q2rfold:
+	RFOLD
+	ADDQ $4, R8
+	ADDQ R14, R13
+	DECQ R10
+	JNZ  q2rrow
+
+q2rdone:
+	VZEROUPPER
+	RET
+
+// Q8_0. A group is 8 blocks of 34 bytes (fp16 d, 32 signed codes). Zp
+// takes blocks 2p and 2p+1 (a 256-bit half each), XORed with 0x80 (w+128,
+// unsigned) for VPDPBUSD against the signed activations; the sub-block's
+// activation sum times 128 is subtracted. The 4 accumulators (sub-block
+// 2p in the low half of Zp, 2p+1 in the high) are reduced by lane shuffles
+// to 8 totals in sub-block order.
+#define Q8RBLK(p, Zacc) \
+	VMOVDQU (2+68*p)(SI), Y0 \
+	VINSERTI64X4 $1, (36+68*p)(SI), Z0, Z0 \
+	VPXORQ Z15, Z0, Z0 \
+	VPXORQ Zacc, Zacc, Zacc \
+	VPDPBUSD (64*p)(DI), Z0, Zacc
+
+// Q8RSUMS: the group's terms into Y12 from Z4..Z7 and the scales in X13.
+#define Q8RSUMS \
+	VSHUFI64X2 $0x88, Z5, Z4, Z8 \
+	VSHUFI64X2 $0xdd, Z5, Z4, Z9 \
+	VPADDD Z9, Z8, Z8 \
+	VSHUFI64X2 $0x88, Z7, Z6, Z10 \
+	VSHUFI64X2 $0xdd, Z7, Z6, Z11 \
+	VPADDD Z11, Z10, Z10 \
+	VPUNPCKLQDQ Z10, Z8, Z4 \
+	VPUNPCKHQDQ Z10, Z8, Z5 \
+	VPADDD Z5, Z4, Z4 \
+	VPSHUFD $0xb1, Z4, Z5 \
+	VPADDD Z5, Z4, Z4 \
+	VPERMD Z4, Z14, Z4 \
+	VMOVDQU (BX), Y1 \
+	VPSLLD $7, Y1, Y1 \
+	VPSUBD Y1, Y4, Y0 \
+	RACC
+
+#define Q8RGROUP \
+	Q8RBLK(0, Z4) \
+	Q8RBLK(1, Z5) \
+	Q8RBLK(2, Z6) \
+	Q8RBLK(3, Z7) \
+	MOVWLZX 0(SI), AX \
+	VMOVD   AX, X13 \
+	VPINSRW $1, 34(SI), X13, X13 \
+	VPINSRW $2, 68(SI), X13, X13 \
+	VPINSRW $3, 102(SI), X13, X13 \
+	VPINSRW $4, 136(SI), X13, X13 \
+	VPINSRW $5, 170(SI), X13, X13 \
+	VPINSRW $6, 204(SI), X13, X13 \
+	VPINSRW $7, 238(SI), X13, X13 \
+	Q8RSUMS
+
+// Q8RPART(p, Zacc): blocks 2p and 2p+1 of the partial group by masked loads
+// (masks at R12: block 2p's 32 bytes at 16p, 2p+1's at 16p+8, each empty
+// past the row).
+#define Q8RPART(p, Zacc) \
+	KMOVQ (16*p)(R12), K1 \
+	KMOVQ (16*p+8)(R12), K2 \
+	VMOVDQU8.Z (2+68*p)(SI), K1, Z0 \
+	VMOVDQU8 (4+68*p)(SI), K2, Z0 \
+	VPXORQ Z15, Z0, Z0 \
+	VPXORQ Zacc, Zacc, Zacc \
+	VPDPBUSD (64*p)(DI), Z0, Zacc
+
+// func q8RowsQ8_0AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[8]uint64, out *float32)
+// masks: per block pair p of the partial group, the load masks of block
+// 2p (low 32 bytes) and 2p+1 (high 32), zero for a block past the row.
+TEXT ·q8RowsQ8_0AVX512(SB), NOSPLIT, $0-80
+	MOVQ  w+0(FP), R13
+	MOVQ  stride+8(FP), R14
+	MOVQ  rows+16(FP), R10
+	MOVQ  groups+48(FP), R11
+	MOVQ  tail+56(FP), R9
+	MOVQ  masks+64(FP), R12
+	MOVQ  out+72(FP), R8
+	VPBROADCASTQ q8rx80<>(SB), Z15
+	VMOVDQU64 q8rperm<>(SB), Z14
+	TESTQ R10, R10
+	JZ    q8rdone
+
+q8rrow:
+	MOVQ R13, SI
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ xs+40(FP), BX
+	MOVQ R11, CX
+	VXORPS Y12, Y12, Y12
+	TESTQ CX, CX
+	JZ    q8rtail
+
+q8rgroup:
+	Q8RGROUP
+	ADDQ $272, SI
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q8rgroup
+
+q8rtail:
+	// The partial group: its blocks by masked loads, its scales one by
+	// one (zero past the row).
+	TESTQ R9, R9
+	JZ    q8rfold
+	Q8RPART(0, Z4)
+	Q8RPART(1, Z5)
+	Q8RPART(2, Z6)
+	Q8RPART(3, Z7)
+	MOVWLZX 0(SI), AX
+	VMOVD   AX, X13
+	CMPQ    R9, $2
+	JLT     q8rscales
+	VPINSRW $1, 34(SI), X13, X13
+	CMPQ    R9, $3
+	JLT     q8rscales
+	VPINSRW $2, 68(SI), X13, X13
+	CMPQ    R9, $4
+	JLT     q8rscales
+	VPINSRW $3, 102(SI), X13, X13
+	CMPQ    R9, $5
+	JLT     q8rscales
+	VPINSRW $4, 136(SI), X13, X13
+	CMPQ    R9, $6
+	JLT     q8rscales
+	VPINSRW $5, 170(SI), X13, X13
+	CMPQ    R9, $7
+	JLT     q8rscales
+	VPINSRW $6, 204(SI), X13, X13
+
+q8rscales:
+	Q8RSUMS
+
+q8rfold:
+	RFOLD
+	ADDQ $4, R8
+	ADDQ R14, R13
+	DECQ R10
+	JNZ  q8rrow
+
+q8rdone:
+	VZEROUPPER
+	RET

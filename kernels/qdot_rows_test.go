@@ -1,0 +1,161 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stratactl/stratactl/quant"
+)
+
+// guardedQ8RowQ2 is guardedQ8Row with the plane-order codes too: zero to the
+// end of the last group, then a band of 127s.
+func guardedQ8RowQ2(r *Q8Row, shift int, pad bool) *Q8Row {
+	g := guardedQ8Row(r, shift, pad)
+	n := len(r.qs)
+	pn := n
+	if pad {
+		pn = (n + 255) / 256 * 256
+	}
+	const band = 64
+	buf := make([]int8, band+shift+pn+band)
+	for i := range buf {
+		buf[i] = 127
+	}
+	lo := band + shift
+	g.q2 = buf[lo : lo+n : lo+pn]
+	clear(g.q2[:pn])
+	if pad {
+		q2PlaneOrder(g.q2[:pn], g.qs[:pn])
+	} else {
+		copy(g.q2, r.q2[:n])
+	}
+	return g
+}
+
+// TestQ8RowsMatchPortable: the multi-row kernels (MatVecQ8's path) give
+// the portable DotQ8's bits for every row, over every whole number of
+// blocks up to 4096 weights, on unaligned rows and activations between
+// guard bands, any row range, and write nothing outside it.
+func TestQ8RowsMatchPortable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(73, 74))
+	sets := testSets()
+	var r Q8Row
+	for _, typ := range q8Types {
+		ti, _ := quant.Info(typ)
+		for n := ti.BlockElements; n <= 4096; n += ti.BlockElements {
+			rows := 1 + rng.IntN(5)
+			var raw []byte
+			for i := 0; i < rows; i++ {
+				if rng.IntN(4) == 0 {
+					raw = append(raw, randomBlocks(rng, typ, n/ti.BlockElements)...) // special scales too
+				} else {
+					raw = append(raw, randomRow(rng, typ, n)...)
+				}
+			}
+			data := guardedBytes(raw, rng.IntN(8))
+			m, err := NewMatrix(typ, data, n, rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := QuantizeQ8Row(gaussians(rng, n, 1), &r); err != nil {
+				t.Fatal(err)
+			}
+			for xi, x := range []*Q8Row{&r, guardedQ8RowQ2(&r, rng.IntN(8), true), guardedQ8RowQ2(&r, rng.IntN(8), false)} {
+				lo := rng.IntN(rows)
+				hi := lo + 1 + rng.IntN(rows-lo)
+				for _, s := range sets {
+					out, ok := guardedFloats(rows, rng.IntN(4))
+					for i := range out {
+						out[i] = math.Float32frombits(guard)
+					}
+					// A row kernel takes every row QuantizeQ8Row makes, and
+					// padded copies of them.
+					if f := s.k.q8rows[typ]; f != nil && xi < 2 && !f(&m, lo, hi, x, out) {
+						t.Fatalf("%s n=%d on %s: the row kernel refused a padded row", typ, n, s.name)
+					}
+					s.k.dotQ8Range(&m, lo, hi, x, out)
+					for i := range out {
+						if i < lo || i >= hi {
+							if math.Float32bits(out[i]) != guard {
+								t.Fatalf("%s n=%d on %s: rows [%d, %d) wrote out[%d]", typ, n, s.name, lo, hi, i)
+							}
+							continue
+						}
+						want := portable.dotQ8(typ, m.Row(i), x)
+						if !sameFloat(out[i], want) {
+							t.Fatalf("%s n=%d rows=%d on %s: row %d: %g (%#08x), portable %g (%#08x)", typ, n, rows, s.name, i, out[i], math.Float32bits(out[i]), want, math.Float32bits(want))
+						}
+					}
+					if !ok() {
+						t.Fatalf("%s n=%d on %s: wrote outside out", typ, n, s.name)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestQ2PlaneOrder: QuantizeQ8Row's plane-order copy is the permutation
+// Q8Row.q2 documents, zero past the row to the end of its group.
+func TestQ2PlaneOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(75, 76))
+	var r Q8Row
+	for _, n := range []int{32, 64, 224, 256, 640, 2560, 4096} {
+		if err := QuantizeQ8Row(gaussians(rng, n, 1), &r); err != nil {
+			t.Fatal(err)
+		}
+		pn := (n + 255) / 256 * 256
+		q2 := r.q2[:pn]
+		for g := 0; g < pn; g += 256 {
+			for k := 0; k < 4; k++ {
+				for b := 0; b < 4; b++ {
+					for i := 0; i < 16; i++ {
+						var want int8
+						if e := g + 64*b + 4*i + k; e < n {
+							want = r.qs[e]
+						}
+						if got := q2[g+64*k+16*b+i]; got != want {
+							t.Fatalf("n=%d group %d plane %d block %d byte %d: %d, want %d", n, g/256, k, b, i, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkMatVecQ8Rows is MatVecQ8 on one thread over about 256 KiB of
+// rows (in L2) at the field expert shape's widths: the in-cache rate of the
+// multi-row kernels (bytes/s are weight bytes).
+func BenchmarkMatVecQ8Rows(b *testing.B) {
+	rng := rand.New(rand.NewPCG(77, 78))
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q2_0} {
+		for _, cols := range []int{640, 2560} {
+			rb, _ := quant.RowBytes(typ, int64(cols))
+			rows := (256 << 10) / int(rb)
+			var data []byte
+			for r := 0; r < rows; r++ {
+				data = append(data, randomRow(rng, typ, cols)...)
+			}
+			m, err := NewMatrix(typ, data, cols, rows)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var x Q8Row
+			if err := QuantizeQ8Row(gaussians(rng, cols, 1), &x); err != nil {
+				b.Fatal(err)
+			}
+			out := make([]float32, rows)
+			p := NewPool(1)
+			b.Run(fmt.Sprintf("%s/%d", typ, cols), func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				for b.Loop() {
+					p.MatVecQ8(&m, &x, out)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+			})
+		}
+	}
+}

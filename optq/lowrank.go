@@ -1,0 +1,273 @@
+package optq
+
+import (
+	"math"
+
+	"github.com/stratactl/stratactl/kernels"
+)
+
+// The low-rank path: an expert that received fewer tokens n than its
+// matrices have columns has H + λI = λI + XᵀX of the n×cols inputs X, and
+// nothing of it needs the cols×cols H. With G_j = λI_n + Σ_{k>j} x_k x_kᵀ
+// (x_k the column k of X, an n-vector), the OPTQ factor U of (H + λI)⁻¹ is
+//
+//	1/U_jj² = λ (1 + x_jᵀ G_j⁻¹ x_j),   U_jk/U_jj = −x_kᵀ G_j⁻¹ x_j  (k > j)
+//
+// (the Schur complement of the trailing block, through the push-through
+// identity (λI + X_>ᵀX_>)⁻¹X_>ᵀ = X_>ᵀ(λI + X_>X_>ᵀ)⁻¹), so one pass over the
+// columns from the last, adding x_j x_jᵀ to G⁻¹ by Sherman–Morrison, gives
+// every c_j = G_j⁻¹ x_j in O(cols·n²). The OPTQ pass then carries a row's
+// errors to the later columns through one n-vector z = Σ_j δ_j c_j (column
+// k's compensated weight is w_k + x_kᵀ z), and the refinement keeps the
+// row's output error r = X e (n values) instead of the gradient H e: both
+// O(rows·cols·n). The down projection's corrected target needs only an
+// n×n solve (downTargetLowRank). Float rounding aside, every step is the
+// dense path's (lowrank_test.go checks each against it).
+
+// useLowRank reports whether n inputs of cols columns take the low-rank
+// path (a variable so that tests can compare both paths on one case).
+var useLowRank = func(n, cols int) bool { return n < cols }
+
+// hessianOf factors the damped Hessian of the n inputs x (rows of cols),
+// by the low-rank path when useLowRank says so; reason as factor's.
+func hessianOf(x []float32, n, cols int, damp, refineDamp float64) (*factors, string) {
+	if n == 0 {
+		return nil, FallbackNoTokens
+	}
+	if useLowRank(n, cols) {
+		return lowRankFactor(x, n, cols, damp, refineDamp)
+	}
+	return factor(gram(x, n, cols), cols, damp, refineDamp)
+}
+
+// lowRank is a Hessian λI + XᵀX kept as its inputs.
+type lowRank struct {
+	n, cols int
+	x       []float32 // [n][cols], the inputs
+	xt      []float32 // [cols][n]: column j of X at xt[j*n:]
+	cp      []float32 // [cols][n]: c_j/(1/U_jj) = G_j⁻¹ x_j U_jj
+	sq      []float32 // ‖x_j‖²
+	lambda  float64   // the OPTQ pass's damping λ
+	lambdaR float32   // the refinement's damping
+}
+
+// lowRankFactor is factor for H = XᵀX given as its n < cols inputs x.
+func lowRankFactor(x []float32, n, cols int, damp, refineDamp float64) (*factors, string) {
+	var sum float64
+	for _, v := range x {
+		sum += float64(v) * float64(v)
+	}
+	mean := sum / float64(cols)
+	if !(mean > 0) || math.IsInf(mean, 0) {
+		return nil, FallbackNoTokens
+	}
+	lambda := damp * mean
+	lr := &lowRank{n: n, cols: cols, x: x, xt: transpose(x, n, cols), cp: make([]float32, cols*n), sq: make([]float32, cols),
+		lambda: lambda, lambdaR: float32(refineDamp * mean)}
+	// H has rank n < cols: only the damping makes it invertible, and a
+	// damping lost in the rounding of its largest diagonal (as the dense
+	// Cholesky's pivot test sees it) is none.
+	var maxDiag float64
+	xt64 := make([]float64, cols*n)
+	for j := 0; j < cols; j++ {
+		var s float64
+		for t, v := range lr.xt[j*n : (j+1)*n] {
+			xt64[j*n+t] = float64(v)
+			s += float64(v) * float64(v)
+		}
+		lr.sq[j] = float32(s)
+		maxDiag = max(maxDiag, s+lambda)
+	}
+	if !(lambda > 1e-12*maxDiag) {
+		return nil, FallbackSingular
+	}
+	f := &factors{cols: cols, invDiag: make([]float32, cols), band: make([]float32, cols*group), lr: lr}
+	// G⁻¹ from G = λI (no column after the last), growing by x_j x_jᵀ.
+	ginv := make([]float64, n*n)
+	for i := 0; i < n; i++ {
+		ginv[i*n+i] = 1 / lambda
+	}
+	c := make([]float64, cols*n) // c_j = G_j⁻¹ x_j
+	for j := cols - 1; j >= 0; j-- {
+		xj, cj := xt64[j*n:(j+1)*n], c[j*n:(j+1)*n]
+		for a := 0; a < n; a++ {
+			cj[a] = dot64(ginv[a*n:(a+1)*n], xj)
+		}
+		s := dot64(xj, cj)
+		id := math.Sqrt(lambda * (1 + s))
+		if !(id > 0) || math.IsInf(id, 0) {
+			return nil, FallbackSingular
+		}
+		f.invDiag[j] = float32(id)
+		for a, v := range cj {
+			lr.cp[j*n+a] = float32(v / id)
+		}
+		k := 1 / (1 + s)
+		for a := 0; a < n; a++ {
+			ca, row := cj[a]*k, ginv[a*n:(a+1)*n]
+			for b, v := range cj {
+				row[b] -= ca * v
+			}
+		}
+	}
+	// The in-group entries U_jk = −x_kᵀ c_j / (1/U_jj).
+	for j := 0; j < cols; j++ {
+		g0 := j / group * group
+		cj, id := c[j*n:(j+1)*n], float64(f.invDiag[j])
+		for k := j + 1; k < g0+group; k++ {
+			f.band[j*group+k-g0] = float32(-dot64(xt64[k*n:(k+1)*n], cj) / id)
+		}
+	}
+	return f, ""
+}
+
+func dot64(a, b []float64) float64 {
+	var s float64
+	for i, v := range a {
+		s += v * b[i]
+	}
+	return s
+}
+
+// lowCarry keeps each row's z = Σ_j e_j cp_j over the columns quantized so
+// far; carry brings only the next group's columns up to date.
+type lowCarry struct {
+	lr   *lowRank
+	rows int
+	z    []float32 // [rows][n]
+}
+
+func (lr *lowRank) carrier(rows int) carrier {
+	return &lowCarry{lr: lr, rows: rows, z: make([]float32, rows*lr.n)}
+}
+
+func (c *lowCarry) carry(W []float32, errs []float32, g0, g1 int) {
+	lr := c.lr
+	n, cols := lr.n, lr.cols
+	g2 := min(g1+group, cols)
+	for r := 0; r < c.rows; r++ {
+		zr := c.z[r*n : (r+1)*n]
+		for jj, e := range errs[r*group : (r+1)*group] {
+			if e != 0 {
+				j := g0 + jj
+				kernels.Axpy(zr, e, lr.cp[j*n:(j+1)*n])
+			}
+		}
+		// Columns from g1 on were not touched yet: w_k + x_kᵀ z.
+		wr := W[r*cols : (r+1)*cols]
+		for k := g1; k < g2; k++ {
+			wr[k] += kernels.DotF32(lr.xt[k*n:(k+1)*n], zr)
+		}
+	}
+}
+
+// lowQuad keeps a row's output error r = X e: (H e)_j = λ e_j + x_jᵀ r.
+type lowQuad struct {
+	lr   *lowRank
+	e    []float32
+	r, u []float32
+}
+
+func (lr *lowRank) quad() rowQuad {
+	return &lowQuad{lr: lr, r: make([]float32, lr.n), u: make([]float32, lr.n)}
+}
+
+func (q *lowQuad) reset(e []float32) {
+	q.e = e
+	cols := q.lr.cols
+	for t := range q.r {
+		q.r[t] = kernels.DotF32(q.lr.x[t*cols:(t+1)*cols], e)
+	}
+}
+
+func (q *lowQuad) col(j int) []float32 { n := q.lr.n; return q.lr.xt[j*n : (j+1)*n] }
+
+func (q *lowQuad) grad(j int) float32 {
+	return q.lr.lambdaR*q.e[j] + kernels.DotF32(q.col(j), q.r)
+}
+
+func (q *lowQuad) diag(j int) float32 { return q.lr.lambdaR + q.lr.sq[j] }
+
+func (q *lowQuad) moved(j int, d float32) { kernels.Axpy(q.r, -d, q.col(j)) }
+
+func (q *lowQuad) group(b int, lv []int8) (num, den float32) {
+	clear(q.u)
+	var l2 float32
+	for i, l := range lv {
+		if l != 0 {
+			j := b*group + i
+			kernels.Axpy(q.u, float32(l), q.col(j))
+			num += float32(l) * q.grad(j)
+			l2 += float32(l) * float32(l)
+		}
+	}
+	return num, q.lr.lambdaR*l2 + kernels.DotF32(q.u, q.u)
+}
+
+func (q *lowQuad) groupMoved(dd float32) { kernels.Axpy(q.r, -dd, q.u) }
+
+// downTarget is the down projection's corrected target of quantizeDown
+// for n < F tokens: with Δ = A − Â (n×F) and K = λI_n + ÂÂᵀ,
+//
+//	W (AᵀÂ + λI)(ÂᵀÂ + λI)⁻¹ = W + (W Δᵀ) K⁻¹ Â
+//
+// (Woodbury on (ÂᵀÂ + λI)⁻¹ and push-through on AᵀÂ(ÂᵀÂ + λI)⁻¹), an n×n
+// solve instead of an F×F one. w is D rows of F. It returns nil when K is
+// not positive definite.
+func (lr *lowRank) downTarget(w, a []float32, D int) []float32 {
+	n, F, ah := lr.n, lr.cols, lr.x
+	k := make([]float64, n*n)
+	for t := 0; t < n; t++ {
+		at := ah[t*F : (t+1)*F]
+		for s := 0; s <= t; s++ {
+			v := float64(kernels.DotF32(at, ah[s*F:(s+1)*F]))
+			k[t*n+s], k[s*n+t] = v, v
+		}
+		k[t*n+t] += lr.lambda
+	}
+	if !cholesky(k, n) {
+		return nil
+	}
+	delta := make([]float32, n*F)
+	for i, v := range a {
+		delta[i] = v - ah[i]
+	}
+	p := make([]float64, D*n) // rows W Δᵀ, then solved: (W Δᵀ) K⁻¹
+	for r := 0; r < D; r++ {
+		wr := w[r*F : (r+1)*F]
+		for t := 0; t < n; t++ {
+			p[r*n+t] = float64(kernels.DotF32(wr, delta[t*F:(t+1)*F]))
+		}
+	}
+	solveCholesky(k, n, p, D)
+	out := append([]float32(nil), w...)
+	for r := 0; r < D; r++ {
+		or := out[r*F : (r+1)*F]
+		for t, y := range p[r*n : (r+1)*n] {
+			if y != 0 {
+				kernels.Axpy(or, float32(y), ah[t*F:(t+1)*F])
+			}
+		}
+	}
+	return out
+}
+
+// quantizeDownLowRank is quantizeDown's target and quantization for n < F
+// tokens: a and ah are the exact and quantized SwiGLU products.
+func quantizeDownLowRank(w, a, ah []float32, n, D, F int, opt Options, dst []byte) string {
+	f, reason := lowRankFactor(ah, n, F, opt.Damp, opt.RefineDamp)
+	if reason != "" {
+		return reason
+	}
+	target := f.lr.downTarget(w, a, D)
+	if target == nil {
+		return FallbackSingular
+	}
+	for _, v := range target {
+		if v-v != 0 {
+			return FallbackSingular
+		}
+	}
+	f.run(target, D, opt, dst)
+	return ""
+}
