@@ -339,7 +339,7 @@ func TestSwiGLURefinement(t *testing.T) {
 		t.Fatalf("no SwiGLU passes but different bytes (err %v)", err)
 	}
 	on := Defaults()
-	on.SwiGLUDamp = 0.1
+	on.SwiGLU, on.SwiGLUDamp = 4, 0.1
 	res, err := QuantizeExpert(ex, in, on)
 	if err != nil || res.Fallback != "" {
 		t.Fatalf("fallback %q, err %v", res.Fallback, err)
