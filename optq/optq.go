@@ -575,14 +575,15 @@ func (q *weightedQuad) group(b int, lv []int8) (num, den float32) {
 	clear(q.u)
 	var l2 float32
 	for i, l := range lv {
-		if l != 0 {
-			j := b*group + i
-			kernels.Axpy(q.u, float32(l), q.col(j))
-			num += float32(l) * q.mu * q.e[j]
-			l2 += float32(l) * float32(l)
+		if l == 0 {
+			continue
 		}
+		j := b*group + i
+		kernels.Axpy(q.u, float32(l), q.col(j))
+		l2 += float32(l) * float32(l)
+		num += float32(l) * q.mu * q.e[j]
 	}
-	return num + kernels.DotF32(q.u, q.r), q.mu*l2 + kernels.DotF32(q.u, q.u)
+	return num + kernels.DotF32(q.u, q.r), kernels.DotF32(q.u, q.u) + q.mu*l2
 }
 
 // refineWeighted lowers, row by row, Σ_t (y_t − s_t ŵ·x_t)² + μ‖w − ŵ‖²

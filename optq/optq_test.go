@@ -211,14 +211,8 @@ func TestExpertNoTokens(t *testing.T) {
 // corrected target makes the whole expert better than quantizing down
 // against its own H alone.
 func TestExpertOutputError(t *testing.T) {
-	rng := rand.New(rand.NewPCG(9, 10))
 	D, F, n, nh := 128, 128, 768, 128
-	x := correlated(rng, n+nh, D, D/2)
-	for i := range x {
-		x[i] *= 0.2
-	}
-	ex := &Expert{Gate: randMatrix(rng, F*D, 0.1), Up: randMatrix(rng, F*D, 0.1), Down: randMatrix(rng, D*F, 0.1), D: D, F: F}
-	in := &Inputs{X: x[:n*D], N: n, Held: x[n*D:], NH: nh}
+	ex, in := expertFixture(rand.New(rand.NewPCG(9, 10)), D, F, n, nh)
 	res, err := QuantizeExpert(ex, in, Defaults())
 	if err != nil || res.Fallback != "" {
 		t.Fatalf("fallback %q, err %v", res.Fallback, err)
@@ -307,14 +301,8 @@ func TestCholesky(t *testing.T) {
 // minimises, less its ridge) and on held-back ones, and without passes
 // the result is the H-only quantizer's exactly.
 func TestSwiGLURefinement(t *testing.T) {
-	rng := rand.New(rand.NewPCG(11, 12))
 	D, F, n, nh := 128, 64, 768, 256
-	x := correlated(rng, n+nh, D, D/2)
-	for i := range x {
-		x[i] *= 0.2
-	}
-	ex := &Expert{Gate: randMatrix(rng, F*D, 0.1), Up: randMatrix(rng, F*D, 0.1), Down: randMatrix(rng, D*F, 0.1), D: D, F: F}
-	in := &Inputs{X: x[:n*D], N: n, Held: x[n*D:], NH: nh}
+	ex, in := expertFixture(rand.New(rand.NewPCG(11, 12)), D, F, n, nh)
 	prodErr := func(r *ExpertResult, x []float32, n int) float64 {
 		g, u := make([]float32, F*D), make([]float32, F*D)
 		quant.Dequantize(quant.Q2_0, r.Gate, g)
@@ -355,4 +343,15 @@ func TestSwiGLURefinement(t *testing.T) {
 			t.Fatalf("%s inputs: SwiGLU product error %.4f with the refinement, %.4f without", c.name, got, want)
 		}
 	}
+}
+
+// expertFixture is a random expert with n correlated inputs for the
+// quantizer and nh held back.
+func expertFixture(rng *rand.Rand, D, F, n, nh int) (*Expert, *Inputs) {
+	x := correlated(rng, n+nh, D, D/2)
+	for i := range x {
+		x[i] *= 0.2
+	}
+	ex := &Expert{Gate: randMatrix(rng, F*D, 0.1), Up: randMatrix(rng, F*D, 0.1), Down: randMatrix(rng, D*F, 0.1), D: D, F: F}
+	return ex, &Inputs{X: x[:n*D], N: n, Held: x[n*D:], NH: nh}
 }
