@@ -39,6 +39,8 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.dequant[quant.Q5_K] = dequantQ5KVector
 		k.dequant[quant.Q6_K] = dequantQ6KVector
 		k.q2.Pack = q2PackVector
+		k.q8dotDecoded2 = q8dotDecoded2Vector
+		k.q8quant = q8quantVector
 		k.bf16dot = bf16dotVector
 		k.xorReadVec = xorReadAVX2
 		k.paths = "avx2"
@@ -63,10 +65,9 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8dot[quant.Q5_K] = q8dotQ5KVector
 		k.q8dot[quant.Q6_K] = q8dotQ6KVector
 		k.q8decode[quant.IQ3_S] = q8decodeIQ3SVector
-		k.q8dot[quant.IQ4_XS] = q8dotIQ4XSVector
-		k.q8dot[quant.MXFP4] = q8dotMXFP4Vector
-		k.q8dot[quant.IQ2_XXS] = q8dotIQ2XXSVector
-		k.q8dot[quant.IQ3_XXS] = q8dotIQ3XXSVector
+		for _, t := range iqVectorTypes {
+			k.q8dot[t] = func(row []byte, x *Q8Row) ([8]float32, int) { return q8dotIQGroups(t, row, x) }
+		}
 		k.q8dotDecoded = q8dotDecodedVector
 		k.paths = "avx2+f16c"
 	}

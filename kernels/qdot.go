@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 
 	"github.com/stratactl/stratactl/quant"
 )
@@ -47,6 +48,9 @@ import (
 // is exactly (d*0.125)*(2*sc_h+1), so with dw_s = d*0.125
 //   term_s = float32((2*sc_0+1)*sumi_lo + (2*sc_1+1)*sumi_hi) * (dw_s*dx_s)
 // sumi_lo and sumi_hi the integer dot products of the halves (exact in int32).
+// IQ1_S and IQ1_M take grid + delta (delta = +-1/8) as the integer
+// 8*grid +- 1 with 1/8 in the factor: IQ1_S one factor d*(2*sc+1)*0.125 per
+// sub-block, IQ1_M the two-half term with its scales per 16 weights.
 
 // Q8Row is a row of activations quantized to Q8_0 blocks by quant's Q8_0
 // quantizer (ggml's reference: d = amax/127 stored as fp16, codes from the
@@ -75,7 +79,9 @@ func (r *Q8Row) Len() int { return len(r.qs) }
 
 // QuantizeQ8Row quantizes x (len(x) a multiple of 32) into r, reusing r's
 // buffers.
-func QuantizeQ8Row(x []float32, r *Q8Row) error {
+func QuantizeQ8Row(x []float32, r *Q8Row) error { return host.quantizeQ8Row(x, r) }
+
+func (k *kernelSet) quantizeQ8Row(x []float32, r *Q8Row) error {
 	n := len(x)
 	if n%32 != 0 {
 		return fmt.Errorf("quantize activations to Q8_0: %d values, not a multiple of 32", n)
@@ -94,14 +100,16 @@ func QuantizeQ8Row(x []float32, r *Q8Row) error {
 	clear(r.qs[n : 32*pb])
 	clear(r.d[nb:pb])
 	clear(r.sums[nb:pb])
-	for b := 0; b < nb; b++ {
-		codes := (*[32]int8)(r.qs[32*b:])
-		r.d[b] = quant.FP16ToFloat32(quant.Q8_0Block((*[32]float32)(x[32*b:]), codes))
-		var sum int32
-		for _, c := range codes {
-			sum += int32(c)
+	if k.q8quant == nil || !k.q8quant(x, r) {
+		for b := 0; b < nb; b++ {
+			codes := (*[32]int8)(r.qs[32*b:])
+			r.d[b] = quant.FP16ToFloat32(quant.Q8_0Block((*[32]float32)(x[32*b:]), codes))
+			var sum int32
+			for _, c := range codes {
+				sum += int32(c)
+			}
+			r.sums[b] = sum
 		}
-		r.sums[b] = sum
 	}
 	q2PlaneOrder(r.q2[:32*pb], r.qs[:32*pb])
 	r.q2 = r.q2[:n]
@@ -129,6 +137,8 @@ func VecDotQ8(t quant.Type) bool {
 	case quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K:
 		return true
 	case quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS, quant.IQ2_XS, quant.IQ2_S, quant.MXFP4:
+		return true
+	case quant.IQ1_S, quant.IQ1_M:
 		return true
 	}
 	return false
@@ -191,6 +201,16 @@ func q8Term(w *[32]int8, m int32, dw float32, x *Q8Row, s int) float32 {
 // q4_0Values maps a Q4_0 nibble to its integer value, nibble - 8.
 var q4_0Values = [16]int8{-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7}
 
+// q2Codes maps a byte of Q2_0 codes to its four weights, code - 1.
+var q2Codes = func() (tab [256][4]int8) {
+	for b := range tab {
+		for j := range tab[b] {
+			tab[b][j] = int8(b>>(2*j)&3) - 1
+		}
+	}
+	return
+}()
+
 // iq3sGrid is quant's IQ3_S grid.
 var iq3sGrid = quant.IQ3SGrid()
 
@@ -203,9 +223,7 @@ func weightSub(t quant.Type, row []byte, s int, w *[32]int8) (int32, float32) {
 	switch t {
 	case quant.Q8_0:
 		blk := row[34*s : 34*s+34]
-		for j := range w {
-			w[j] = int8(blk[2+j])
-		}
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 32), blk[2:])
 		return 1, quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
 	case quant.Q4_0, quant.IQ4_NL:
 		table := &quant.KvaluesIQ4NL
@@ -213,16 +231,15 @@ func weightSub(t quant.Type, row []byte, s int, w *[32]int8) (int32, float32) {
 			table = &q4_0Values
 		}
 		blk := row[18*s : 18*s+18]
-		for j := 0; j < 16; j++ {
-			w[j] = table[blk[2+j]&15]
-			w[j+16] = table[blk[2+j]>>4]
+		for j, b := range (*[16]byte)(blk[2:]) {
+			w[j], w[j+16] = table[b&15], table[b>>4]
 		}
 		return 1, quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
 	case quant.Q2_0:
+		// Weight e of the block is bits 2*(e%4) of byte e/4, minus 1.
 		blk := row[18*(s/2) : 18*(s/2)+18]
-		for j := range w {
-			e := 32*(s%2) + j
-			w[j] = int8((blk[2+e/4]>>(2*(e%4)))&3) - 1
+		for j, b := range (*[8]byte)(blk[2+8*(s%2):]) {
+			*(*[4]int8)(w[4*j:]) = q2Codes[b]
 		}
 		return 1, quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
 	case quant.IQ3_S:
@@ -263,26 +280,15 @@ type q8Decoded struct {
 }
 
 // DotQ8Rows sets out[r] = DotQ8(t, row, xs[r]) for every r, bit for bit,
-// decoding the row's weights once for all the activation rows where this
-// CPU has a decoder for t (else one DotQ8 per row). Every xs[r] has the
-// same length; out has at least len(xs) elements.
-// (MatMulQ8 keeps its scratch space between rows; DotQ8Rows allocates it.)
+// decoding the row's weights once for all the activation rows (qmm.go's
+// tiles) where t's DotQ8 is qdot.go's term per sub-block, else one DotQ8
+// per row. Every xs[r] has the same length; out has at least len(xs)
+// elements.
 func DotQ8Rows(t quant.Type, row []byte, xs []*Q8Row, out []float32) {
-	host.dotQ8Rows(t, row, xs, out, nil)
+	host.dotQ8Rows(t, row, xs, out)
 }
 
-// q8Scratch is DotQ8Rows's working space: a chunk of decoded weights and
-// the lanes of a batch of activation rows.
-type q8Scratch struct {
-	d     q8Decoded
-	lanes [q8Batch][8]float32
-}
-
-// q8Batch is how many activation rows share one decoding of a chunk.
-const q8Batch = 16
-
-// sc may be nil: it is allocated when the decoding path needs it.
-func (k *kernelSet) dotQ8Rows(t quant.Type, row []byte, xs []*Q8Row, out []float32, sc *q8Scratch) {
+func (k *kernelSet) dotQ8Rows(t quant.Type, row []byte, xs []*Q8Row, out []float32) {
 	out = out[:len(xs)]
 	if len(xs) == 0 {
 		return
@@ -293,8 +299,7 @@ func (k *kernelSet) dotQ8Rows(t quant.Type, row []byte, xs []*Q8Row, out []float
 			panic(fmt.Sprintf("kernels: DotQ8Rows with rows of %d and %d activations", n, x.Len()))
 		}
 	}
-	dec := k.q8decode[t]
-	if dec == nil || k.q8dotDecoded == nil || len(xs) == 1 {
+	if !tiledQ8(t) || len(xs) == 1 || n == 0 || !tilePadded(xs, n/32) {
 		for r, x := range xs {
 			out[r] = k.dotQ8(t, row, x)
 		}
@@ -304,25 +309,11 @@ func (k *kernelSet) dotQ8Rows(t quant.Type, row []byte, xs []*Q8Row, out []float
 	if n%ti.BlockElements != 0 || len(row) < n/ti.BlockElements*ti.BlockBytes {
 		panic(fmt.Sprintf("kernels: DotQ8Rows on %s: %d activations, %d row bytes", t, n, len(row)))
 	}
-	if sc == nil {
-		sc = new(q8Scratch)
-	}
-	groups := n / 256
-	for r0 := 0; r0 < len(xs); r0 += q8Batch {
-		rows := xs[r0:min(r0+q8Batch, len(xs))]
-		sc.lanes = [q8Batch][8]float32{}
-		for g0 := 0; g0 < groups; g0 += decodedGroups {
-			ng := min(decodedGroups, groups-g0)
-			dec(row, g0, ng, &sc.d)
-			for r, x := range rows {
-				k.q8dotDecoded(&sc.d, ng, x, g0, &sc.lanes[r])
-			}
-		}
-		for r, x := range rows {
-			q8DotTail(t, row, x, 8*groups, &sc.lanes[r])
-			out[r0+r] = foldLanes(&sc.lanes[r])
-		}
-	}
+	rb := n / ti.BlockElements * ti.BlockBytes
+	m := Matrix{Type: t, Data: row[:rb], Rows: 1, Cols: n, RowBytes: rb}
+	sc := getQmmScratch()
+	k.matMulQ8Tiles(&m, xs, out, 1, 0, 1, sc)
+	qmmScratchPool.Put(sc)
 }
 
 // decodeGroupsPortable is the decoder DotQ8Rows's vector kernels are

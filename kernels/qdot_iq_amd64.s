@@ -116,6 +116,209 @@
 	KSIGNS(66+4*s) \
 	GRIDQ8(s, Yout)
 
+// HALVESQ8(s, Yout): GRIDQ8 for IQ2_XS and IQ2_S, whose halves (the two
+// 128-bit lanes) have multipliers 1+2*sc_h, sc from the scale byte at
+// scoff(SI): VPMADDWD by them instead of ones.
+#define HALVESQ8(s, scoff, Yout) \
+	MOVBLZX scoff(SI), AX \
+	MOVL    AX, BX \
+	ANDL    $15, AX \
+	LEAL    1(AX)(AX*1), AX \
+	SHRL    $4, BX \
+	LEAL    1(BX)(BX*1), BX \
+	VMOVD   AX, X3 \
+	VPBROADCASTW X3, X3 \
+	VMOVD   BX, X14 \
+	VPBROADCASTW X14, X14 \
+	VINSERTI128 $1, X14, Y3, Y3 \
+	VMOVDQU (32*s)(DI), Y2 \
+	VPXOR   Y1, Y2, Y2 \
+	VPSUBB  Y1, Y2, Y2 \
+	VPMADDUBSW Y2, Y0, Y0 \
+	VPMADDWD Y3, Y0, Yout
+
+// IQ2XSSUB(s, Yout): IQ2_XS (74-byte blocks: fp16 d, 32 words of a 9-bit
+// grid index and a 7-bit ksigns index, scales[8]). Uses AX, BX, R12, R13.
+#define IQ2XSG(off, R) \
+	MOVWLZX off(SI), AX \
+	ANDL    $511, AX \
+	MOVQ    (R10)(AX*8), R
+
+#define IQ2XSSIGN(off, sh) \
+	MOVWLZX off(SI), AX \
+	SHRL    $9, AX \
+	MOVBLZX (R11)(AX*1), AX \
+	SHLL    $(sh), AX \
+	ORL     AX, R12
+
+#define IQ2XSSUB(s, Yout) \
+	IQ2XSG(2+8*s, BX) \
+	VMOVQ   BX, X0 \
+	IQ2XSG(4+8*s, BX) \
+	VPINSRQ $1, BX, X0, X0 \
+	IQ2XSG(6+8*s, BX) \
+	VMOVQ   BX, X3 \
+	IQ2XSG(8+8*s, BX) \
+	VPINSRQ $1, BX, X3, X3 \
+	VINSERTI128 $1, X3, Y0, Y0 \
+	XORL    R12, R12 \
+	IQ2XSSIGN(2+8*s, 0) \
+	IQ2XSSIGN(4+8*s, 8) \
+	IQ2XSSIGN(6+8*s, 16) \
+	IQ2XSSIGN(8+8*s, 24) \
+	VMOVD   R12, X1 \
+	VPBROADCASTD X1, Y1 \
+	VPSHUFB q8sgnshuf<>(SB), Y1, Y1 \
+	VPAND   q8sgnbit<>(SB), Y1, Y1 \
+	VPCMPEQB q8sgnbit<>(SB), Y1, Y1 \
+	HALVESQ8(s, 66+s, Yout)
+
+// IQ2SSUB(s, Yout): IQ2_S (82-byte blocks: fp16 d, qs[32], signs[32],
+// qh[8], scales[8]); grid index qs | 2 bits of qh << 8.
+#define IQ2SG(s, l, R) \
+	MOVBLZX (66+s)(SI), AX \
+	SHRL    $(2*(l)), AX \
+	ANDL    $3, AX \
+	SHLL    $8, AX \
+	MOVBLZX (2+4*s+l)(SI), R13 \
+	ORL     R13, AX \
+	MOVQ    (R10)(AX*8), R
+
+#define IQ2SSUB(s, Yout) \
+	IQ2SG(s, 0, BX) \
+	VMOVQ   BX, X0 \
+	IQ2SG(s, 1, BX) \
+	VPINSRQ $1, BX, X0, X0 \
+	IQ2SG(s, 2, BX) \
+	VMOVQ   BX, X3 \
+	IQ2SG(s, 3, BX) \
+	VPINSRQ $1, BX, X3, X3 \
+	VINSERTI128 $1, X3, Y0, Y0 \
+	VPBROADCASTD (34+4*s)(SI), Y1 \
+	VPSHUFB q8sgnshuf<>(SB), Y1, Y1 \
+	VPAND   q8sgnbit<>(SB), Y1, Y1 \
+	VPCMPEQB q8sgnbit<>(SB), Y1, Y1 \
+	HALVESQ8(s, 74+s, Yout)
+
+// ---- IQ1_S and IQ1_M: the integers 8*grid +- 1 (grid bytes -1, 0, +1 of
+// iq1s_grid at R10), signed weights for SUMSIGNED.
+
+// IQ1G(R): R = iq1s_grid[AX], AX the 11-bit index.
+#define IQ1G(R) \
+	MOVQ    (R10)(AX*8), R
+
+// IQ1TIMES8: Y0 = 8 * Y0 (grid bytes -1, 0, +1), in place.
+#define IQ1TIMES8 \
+	VPADDB  Y0, Y0, Y0 \
+	VPADDB  Y0, Y0, Y0 \
+	VPADDB  Y0, Y0, Y0
+
+// IQ1SIDX(s, l): AX = qs[4s+l] | (3 bits l of the sub-block's word) << 8,
+// IQ1_S (50-byte blocks: fp16 d, qs[32], 8 words: index highs, scale, sign).
+#define IQ1SIDX(s, l) \
+	MOVWLZX (34+2*s)(SI), AX \
+	SHRL    $(3*(l)), AX \
+	ANDL    $7, AX \
+	SHLL    $8, AX \
+	MOVBLZX (2+4*s+l)(SI), BX \
+	ORL     BX, AX
+
+#define IQ1SSUB(s, Yout) \
+	IQ1SIDX(s, 0) \
+	IQ1G(BX) \
+	VMOVQ   BX, X0 \
+	IQ1SIDX(s, 1) \
+	IQ1G(BX) \
+	VPINSRQ $1, BX, X0, X0 \
+	IQ1SIDX(s, 2) \
+	IQ1G(BX) \
+	VMOVQ   BX, X3 \
+	IQ1SIDX(s, 3) \
+	IQ1G(BX) \
+	VPINSRQ $1, BX, X3, X3 \
+	VINSERTI128 $1, X3, Y0, Y0 \
+	IQ1TIMES8 \
+	MOVWLZX (34+2*s)(SI), AX \
+	SHRL    $15, AX \
+	ADDL    AX, AX \
+	NEGL    AX \
+	INCL    AX \
+	VMOVD   AX, X1 \
+	VPBROADCASTB X1, Y1 \
+	VPADDB  Y1, Y0, Y0 \
+	SUMSIGNED(32*s, Yout)
+
+// IQ1M (56-byte blocks: qs[32], qh[16], 4 scale words). Group g = 4s+l:
+// its qh nibble q = qh[g/2] >> 4*(g%2): index qs[g] | (q&7) << 8, delta's
+// sign q&8.
+#define IQ1MQ(g) \
+	MOVBLZX (32+(g)/2)(SI), AX \
+	SHRL    $(4*((g)%2)), AX
+
+#define IQ1MIDX(g) \
+	IQ1MQ(g) \
+	ANDL    $7, AX \
+	SHLL    $8, AX \
+	MOVBLZX (g)(SI), BX \
+	ORL     BX, AX
+
+// IQ1ME(g, sh): R12 |= (1 or -1 by delta's sign) << sh, as a byte.
+#define IQ1ME(g, sh) \
+	IQ1MQ(g) \
+	SHRL    $3, AX \
+	ANDL    $1, AX \
+	ADDL    AX, AX \
+	NEGL    AX \
+	INCL    AX \
+	ANDL    $0xff, AX \
+	SHLL    $(sh), AX \
+	ORL     AX, R12
+
+// IQ1MSUB(s, Yout): the two halves' multipliers 1+2*sc from the scale
+// word's 3-bit fields 2*(s%2) and 2*(s%2)+1, by VPMADDWD per 128-bit lane.
+#define IQ1MSUB(s, Yout) \
+	IQ1MIDX(4*s) \
+	IQ1G(BX) \
+	VMOVQ   BX, X0 \
+	IQ1MIDX(4*s+1) \
+	IQ1G(BX) \
+	VPINSRQ $1, BX, X0, X0 \
+	IQ1MIDX(4*s+2) \
+	IQ1G(BX) \
+	VMOVQ   BX, X3 \
+	IQ1MIDX(4*s+3) \
+	IQ1G(BX) \
+	VPINSRQ $1, BX, X3, X3 \
+	VINSERTI128 $1, X3, Y0, Y0 \
+	IQ1TIMES8 \
+	XORL    R12, R12 \
+	IQ1ME(4*s, 0) \
+	IQ1ME(4*s+1, 8) \
+	IQ1ME(4*s+2, 16) \
+	IQ1ME(4*s+3, 24) \
+	VMOVD   R12, X1 \
+	VPBROADCASTD X1, Y1 \
+	VPSHUFB q8sgnshuf<>(SB), Y1, Y1 \
+	VPADDB  Y1, Y0, Y0 \
+	MOVWLZX (48+2*(s/2))(SI), AX \
+	SHRL    $(6*(s%2)), AX \
+	MOVL    AX, BX \
+	ANDL    $7, AX \
+	LEAL    1(AX)(AX*1), AX \
+	SHRL    $3, BX \
+	ANDL    $7, BX \
+	LEAL    1(BX)(BX*1), BX \
+	VMOVD   AX, X3 \
+	VPBROADCASTW X3, X3 \
+	VMOVD   BX, X14 \
+	VPBROADCASTW X14, X14 \
+	VINSERTI128 $1, X14, Y3, Y3 \
+	VMOVDQU (32*s)(DI), Y1 \
+	VPSIGNB Y0, Y0, Y2 \
+	VPSIGNB Y0, Y1, Y1 \
+	VPMADDUBSW Y1, Y2, Y2 \
+	VPMADDWD Y3, Y2, Yout
+
 #define GRIDPROLOGUE \
 	MOVQ    w+0(FP), SI \
 	MOVQ    xq+8(FP), DI \
@@ -128,30 +331,36 @@
 	VMOVDQU q8ones16<>(SB), Y15 \
 	VMOVUPS (R8), Y12
 
+// IQ4XSSUB, MXFP4SUB(j, Yout): sub-block j's nibbles at 8+16*j (IQ4_XS)
+// or 1+17*j (MXFP4) of the group.
+#define IQ4XSSUB(j, Yout) \
+	NIB32((8+16*j)(SI)) \
+	SUMSIGNED(32*j, Yout)
+
+#define MXFP4SUB(j, Yout) \
+	NIB32((1+17*j)(SI)) \
+	SUMSIGNED(32*j, Yout)
+
+// IQGROUP(SUB, st): one group: sub-blocks 0..7 by SUB into Y4..Y11, their
+// sums, and their terms into the lanes; on to the next group, st bytes on.
+#define IQGROUP(SUB, st) \
+	SUB(0, Y4) \
+	SUB(1, Y5) \
+	SUB(2, Y6) \
+	SUB(3, Y7) \
+	SUB(4, Y8) \
+	SUB(5, Y9) \
+	SUB(6, Y10) \
+	SUB(7, Y11) \
+	REDUCE8 \
+	IQACC(st)
+
 // func q8dotIQ4XSAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, table *int8)
-// IQ4_XS: sub-block j's nibbles at 8+16*j in the block.
 TEXT ·q8dotIQ4XSAVX2(SB), NOSPLIT, $0-56
 	IQPROLOGUE
 
 iq4xsloop:
-	NIB32(8(SI))
-	SUMSIGNED(0, Y4)
-	NIB32(24(SI))
-	SUMSIGNED(32, Y5)
-	NIB32(40(SI))
-	SUMSIGNED(64, Y6)
-	NIB32(56(SI))
-	SUMSIGNED(96, Y7)
-	NIB32(72(SI))
-	SUMSIGNED(128, Y8)
-	NIB32(88(SI))
-	SUMSIGNED(160, Y9)
-	NIB32(104(SI))
-	SUMSIGNED(192, Y10)
-	NIB32(120(SI))
-	SUMSIGNED(224, Y11)
-	REDUCE8
-	IQACC(136)
+	IQGROUP(IQ4XSSUB, 136)
 	JNZ iq4xsloop
 
 	VMOVUPS Y12, (R8)
@@ -159,29 +368,11 @@ iq4xsloop:
 	RET
 
 // func q8dotMXFP4AVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, table *int8)
-// MXFP4: block j's nibbles at 1+17*j.
 TEXT ·q8dotMXFP4AVX2(SB), NOSPLIT, $0-56
 	IQPROLOGUE
 
 mxfp4loop:
-	NIB32(1(SI))
-	SUMSIGNED(0, Y4)
-	NIB32(18(SI))
-	SUMSIGNED(32, Y5)
-	NIB32(35(SI))
-	SUMSIGNED(64, Y6)
-	NIB32(52(SI))
-	SUMSIGNED(96, Y7)
-	NIB32(69(SI))
-	SUMSIGNED(128, Y8)
-	NIB32(86(SI))
-	SUMSIGNED(160, Y9)
-	NIB32(103(SI))
-	SUMSIGNED(192, Y10)
-	NIB32(120(SI))
-	SUMSIGNED(224, Y11)
-	REDUCE8
-	IQACC(136)
+	IQGROUP(MXFP4SUB, 136)
 	JNZ mxfp4loop
 
 	VMOVUPS Y12, (R8)
@@ -193,16 +384,7 @@ TEXT ·q8dotIQ2XXSAVX2(SB), NOSPLIT, $0-64
 	GRIDPROLOGUE
 
 iq2xxsloop:
-	IQ2XXSSUB(0, Y4)
-	IQ2XXSSUB(1, Y5)
-	IQ2XXSSUB(2, Y6)
-	IQ2XXSSUB(3, Y7)
-	IQ2XXSSUB(4, Y8)
-	IQ2XXSSUB(5, Y9)
-	IQ2XXSSUB(6, Y10)
-	IQ2XXSSUB(7, Y11)
-	REDUCE8
-	IQACC(66)
+	IQGROUP(IQ2XXSSUB, 66)
 	JNZ iq2xxsloop
 
 	VMOVUPS Y12, (R8)
@@ -214,17 +396,59 @@ TEXT ·q8dotIQ3XXSAVX2(SB), NOSPLIT, $0-64
 	GRIDPROLOGUE
 
 iq3xxsloop:
-	IQ3XXSSUB(0, Y4)
-	IQ3XXSSUB(1, Y5)
-	IQ3XXSSUB(2, Y6)
-	IQ3XXSSUB(3, Y7)
-	IQ3XXSSUB(4, Y8)
-	IQ3XXSSUB(5, Y9)
-	IQ3XXSSUB(6, Y10)
-	IQ3XXSSUB(7, Y11)
-	REDUCE8
-	IQACC(98)
+	IQGROUP(IQ3XXSSUB, 98)
 	JNZ iq3xxsloop
+
+	VMOVUPS Y12, (R8)
+	VZEROUPPER
+	RET
+
+// func q8dotIQ2XSAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64, signs *uint8)
+TEXT ·q8dotIQ2XSAVX2(SB), NOSPLIT, $0-64
+	GRIDPROLOGUE
+
+iq2xsloop:
+	IQGROUP(IQ2XSSUB, 74)
+	JNZ iq2xsloop
+
+	VMOVUPS Y12, (R8)
+	VZEROUPPER
+	RET
+
+// func q8dotIQ2SAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64, signs *uint8)
+// (signs unused: IQ2_S stores its sign bits.)
+TEXT ·q8dotIQ2SAVX2(SB), NOSPLIT, $0-64
+	GRIDPROLOGUE
+
+iq2sloop:
+	IQGROUP(IQ2SSUB, 82)
+	JNZ iq2sloop
+
+	VMOVUPS Y12, (R8)
+	VZEROUPPER
+	RET
+
+// func q8dotIQ1SAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64, signs *uint8)
+// (signs unused.)
+TEXT ·q8dotIQ1SAVX2(SB), NOSPLIT, $0-64
+	GRIDPROLOGUE
+
+iq1sloop:
+	IQGROUP(IQ1SSUB, 50)
+	JNZ iq1sloop
+
+	VMOVUPS Y12, (R8)
+	VZEROUPPER
+	RET
+
+// func q8dotIQ1MAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64, signs *uint8)
+// (signs unused.)
+TEXT ·q8dotIQ1MAVX2(SB), NOSPLIT, $0-64
+	GRIDPROLOGUE
+
+iq1mloop:
+	IQGROUP(IQ1MSUB, 56)
+	JNZ iq1mloop
 
 	VMOVUPS Y12, (R8)
 	VZEROUPPER

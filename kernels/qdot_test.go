@@ -373,7 +373,7 @@ func TestDotQ8RowsEqualsDotQ8(t *testing.T) {
 			}
 			for _, s := range sets {
 				out, outOK := guardedFloats(nrows, rng.IntN(4))
-				s.k.dotQ8Rows(typ, row, xs, out, new(q8Scratch))
+				s.k.dotQ8Rows(typ, row, xs, out)
 				for r, x := range xs {
 					if want := portable.dotQ8(typ, row, x); !sameFloat(out[r], want) {
 						t.Fatalf("%s n=%d rows=%d on %s: row %d is %g, DotQ8 %g", typ, n, nrows, s.name, r, out[r], want)

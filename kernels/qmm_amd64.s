@@ -1,0 +1,101 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// q8dotDecoded2AVX2 is q8dotDecodedAVX2 (qdot_amd64.s) for two activation
+// rows at once: each decoded weight sub-block is loaded, its absolute value
+// and multiplier formed once, and multiplied with both rows' codes. Per
+// group and row: 8 exact int32 sums (lane j = sub-block j), converted to
+// float32, times (dw_j * dx_j), added to that row's lanes, as DotQ8 does.
+// VPSIGNB moves the weights' signs onto the activations (never -128), so
+// VPMADDUBSW multiplies |w| (at most 128) by signed x exactly (pair sums
+// at most 2*128*127); VPMADDWD by the multiplier (at most 31) sums pairs
+// exactly in int32.
+//
+// Registers: SI weights, R9 multipliers, R10 weight scales, DI and R12 the
+// rows' codes, DX and R13 their scales, CX groups left, R11 and R8 the
+// lanes; Y12 and Y14 the two rows' lanes; Y4..Y7 and Y8..Y11 the rows'
+// partial sums (reduced as they come, as REDUCE8 does); Y0..Y3 and Y13
+// temporaries.
+
+// SUB2(j, P0, P1): P0, P1 = 8 int32 partial sums of sub-block j against row
+// 0 and row 1, times the multiplier.
+#define SUB2(j, P0, P1) \
+	VMOVDQU (32*j)(SI), Y0 \
+	VPSIGNB Y0, Y0, Y2 \
+	VPBROADCASTW (2*j)(R9), Y3 \
+	VMOVDQU (32*j)(DI), Y1 \
+	VPSIGNB Y0, Y1, Y1 \
+	VPMADDUBSW Y1, Y2, Y1 \
+	VPMADDWD Y3, Y1, P0 \
+	VMOVDQU (32*j)(R12), Y1 \
+	VPSIGNB Y0, Y1, Y1 \
+	VPMADDUBSW Y1, Y2, Y1 \
+	VPMADDWD Y3, Y1, P1
+
+// FINISH(C, D, XD, ACC): ACC += float(C|D reduced) * (dw * 8 scales at XD).
+#define FINISH(C, D, XD, ACC) \
+	VPERM2I128 $0x20, D, C, Y0 \
+	VPERM2I128 $0x31, D, C, Y1 \
+	VPADDD Y1, Y0, Y0 \
+	VCVTDQ2PS Y0, Y0 \
+	VMULPS (XD), Y13, Y2 \
+	VMULPS Y2, Y0, Y0 \
+	VADDPS Y0, ACC, ACC
+
+// func q8dotDecoded2AVX2(w *int8, m *int16, dw *float32, xq0 *int8, xd0 *float32, xq1 *int8, xd1 *float32, groups int, l0, l1 *[8]float32)
+TEXT ·q8dotDecoded2AVX2(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), SI
+	MOVQ m+8(FP), R9
+	MOVQ dw+16(FP), R10
+	MOVQ xq0+24(FP), DI
+	MOVQ xd0+32(FP), DX
+	MOVQ xq1+40(FP), R12
+	MOVQ xd1+48(FP), R13
+	MOVQ groups+56(FP), CX
+	MOVQ l0+64(FP), R11
+	MOVQ l1+72(FP), R8
+	VMOVUPS (R11), Y12
+	VMOVUPS (R8), Y14
+	TESTQ CX, CX
+	JZ    dec2done
+
+dec2loop:
+	SUB2(0, Y4, Y8)
+	SUB2(1, Y5, Y9)
+	VPHADDD Y5, Y4, Y4
+	VPHADDD Y9, Y8, Y8
+	SUB2(2, Y6, Y10)
+	SUB2(3, Y7, Y11)
+	VPHADDD Y7, Y6, Y6
+	VPHADDD Y11, Y10, Y10
+	VPHADDD Y6, Y4, Y4
+	VPHADDD Y10, Y8, Y8
+	SUB2(4, Y5, Y9)
+	SUB2(5, Y6, Y10)
+	VPHADDD Y6, Y5, Y5
+	VPHADDD Y10, Y9, Y9
+	SUB2(6, Y6, Y10)
+	SUB2(7, Y7, Y11)
+	VPHADDD Y7, Y6, Y6
+	VPHADDD Y11, Y10, Y10
+	VPHADDD Y6, Y5, Y5
+	VPHADDD Y10, Y9, Y9
+	VMOVUPS (R10), Y13
+	FINISH(Y4, Y5, DX, Y12)
+	FINISH(Y8, Y9, R13, Y14)
+	ADDQ $256, SI
+	ADDQ $16, R9
+	ADDQ $32, R10
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $256, R12
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  dec2loop
+
+dec2done:
+	VMOVUPS Y12, (R11)
+	VMOVUPS Y14, (R8)
+	VZEROUPPER
+	RET

@@ -1,0 +1,239 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stratactl/stratactl/quant"
+)
+
+// TestDecodeChunkMatchesWeightSub: the tiles' decoder (vector decoders for
+// whole groups, decodeSub for the rest) writes weightSub's integers,
+// multipliers and scales for every sub-block of the row and zeros past its
+// end, on every kernel set, over rows with partial last groups.
+func TestDecodeChunkMatchesWeightSub(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	for _, typ := range q8Types {
+		if !tiledQ8(typ) {
+			continue
+		}
+		ti, _ := quant.Info(typ)
+		for _, nsub := range []int{1, 7, 8, 9, 20, 24, 33} {
+			if 32*nsub%ti.BlockElements != 0 {
+				continue
+			}
+			row := guardedBytes(randomBlocks(rng, typ, 32*nsub/ti.BlockElements), rng.IntN(8))
+			groups := (nsub + 7) / 8
+			for _, s := range testSets() {
+				for g0 := 0; g0 < groups; g0 += 2 {
+					ng := min(decodedGroups, groups-g0, 1+rng.IntN(3))
+					var d q8Decoded
+					for i := range d.w {
+						d.w[i] = 0x55
+					}
+					s.k.decodeChunk(typ, row, nsub, g0, ng, &d)
+					for i := 0; i < 8*ng; i++ {
+						sub := 8*g0 + i
+						var w [32]int8
+						var m int32
+						var dw float32
+						if sub < nsub {
+							m, dw = weightSub(typ, row, sub, &w)
+						}
+						if int32(d.m[i]) != m || !sameFloat(d.dw[i], dw) || [32]int8(d.w[32*i:32*i+32]) != w {
+							t.Fatalf("%s nsub=%d on %s: sub-block %d: m %d dw %g w %v, want %d %g %v", typ, nsub, s.name, sub, d.m[i], d.dw[i], d.w[32*i:32*i+32], m, dw, w)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestMatMulQ8TilesGuarded: the tiled product gives the portable DotQ8's
+// bits for every row and input, over every whole-block length 0..4096, row
+// counts that leave partial tiles, odd and even input counts, unaligned
+// rows and activations between guard bands (padded or not), writing
+// nothing outside its output, on every kernel set and at any thread count.
+func TestMatMulQ8TilesGuarded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(53, 54))
+	for _, typ := range q8Types {
+		ti, _ := quant.Info(typ)
+		step := max(ti.BlockElements, 32)
+		for n := 0; n <= 4096; n += step {
+			if n > 1024 && rng.IntN(3) != 0 {
+				continue // every length to 1024, a third of the rest
+			}
+			rows := 1 + rng.IntN(9)
+			ntok := []int{1, 2, 3, 4, 7}[rng.IntN(5)]
+			var data []byte
+			for r := 0; r < rows; r++ {
+				if rng.IntN(4) == 0 {
+					data = append(data, randomBlocks(rng, typ, n/ti.BlockElements)...)
+				} else {
+					data = append(data, randomRow(rng, typ, n)...)
+				}
+			}
+			data = guardedBytes(data, rng.IntN(8))
+			xs := make([]*Q8Row, ntok)
+			pad := rng.IntN(4) != 0
+			for i := range xs {
+				var q Q8Row
+				if err := QuantizeQ8Row(gaussians(rng, n, 1), &q); err != nil {
+					t.Fatal(err)
+				}
+				xs[i] = guardedQ8Row(&q, rng.IntN(8), pad)
+			}
+			if n == 0 {
+				continue // NewMatrix takes no empty rows; DotQ8Rows covers n = 0
+			}
+			m, err := NewMatrix(typ, data, n, rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := make([]float32, ntok*rows)
+			for i, x := range xs {
+				for r := 0; r < rows; r++ {
+					want[i*rows+r] = portable.dotQ8(typ, m.Row(r), x)
+				}
+			}
+			check := func(what string, got []float32, ok func() bool) {
+				t.Helper()
+				for i := range want {
+					if !sameFloat(got[i], want[i]) {
+						t.Fatalf("%s n=%d rows=%d inputs=%d pad=%v %s: input %d row %d is %g, DotQ8 %g", typ, n, rows, ntok, pad, what, i/rows, i%rows, got[i], want[i])
+					}
+				}
+				if !ok() {
+					t.Fatalf("%s n=%d %s: wrote outside out", typ, n, what)
+				}
+			}
+			if tilePadded(xs, n/32) && tiledQ8(typ) {
+				for _, s := range testSets() {
+					out, ok := guardedFloats(ntok*rows, rng.IntN(4))
+					s.k.matMulQ8Tiles(&m, xs, out, rows, 0, rows, new(qmmScratch))
+					check(s.name, out, ok)
+				}
+			}
+			for _, th := range []int{1, 3} {
+				out, ok := guardedFloats(ntok*rows, rng.IntN(4))
+				NewPool(th).MatMulQ8(&m, xs, out)
+				check(fmt.Sprintf("MatMulQ8 on %d threads", th), out, ok)
+			}
+		}
+	}
+}
+
+// BenchmarkMatMulQ8: the tiled product at the field's expert shapes (gate
+// or up: 640 rows of 2560; down: 2560 rows of 640) against 64 inputs, on
+// one thread, in multiply-adds per second.
+func BenchmarkMatMulQ8(b *testing.B) {
+	rng := rand.New(rand.NewPCG(55, 56))
+	for _, typ := range []quant.Type{quant.Q2_0, quant.Q8_0, quant.IQ4_NL, quant.IQ3_S} {
+		for _, sh := range []struct{ rows, cols int }{{640, 2560}, {2560, 640}} {
+			ti, _ := quant.Info(typ)
+			if sh.cols%ti.BlockElements != 0 {
+				continue
+			}
+			data, err := SampleBlocks(typ, sh.rows*sh.cols/ti.BlockElements, 7)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m, err := NewMatrix(typ, data, sh.cols, sh.rows)
+			if err != nil {
+				b.Fatal(err)
+			}
+			const ntok = 64
+			xs := make([]*Q8Row, ntok)
+			for i := range xs {
+				xs[i] = new(Q8Row)
+				if err := QuantizeQ8Row(gaussians(rng, sh.cols, 1), xs[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			out := make([]float32, ntok*sh.rows)
+			p := NewPool(1)
+			macs := float64(sh.rows * sh.cols * ntok)
+			b.Run(fmt.Sprintf("%s/%dx%d/tiled", typ, sh.rows, sh.cols), func(b *testing.B) {
+				cpu := processCPU()
+				for b.Loop() {
+					p.MatMulQ8(&m, xs, out)
+				}
+				b.ReportMetric(float64(b.N)*macs/(processCPU()-cpu).Seconds()/1e9, "cpu-GMAC/s")
+			})
+			b.Run(fmt.Sprintf("%s/%dx%d/each", typ, sh.rows, sh.cols), func(b *testing.B) {
+				cpu := processCPU()
+				for b.Loop() {
+					for r := 0; r < sh.rows; r++ {
+						for t, x := range xs {
+							out[t*sh.rows+r] = DotQ8(typ, m.Row(r), x)
+						}
+					}
+				}
+				b.ReportMetric(float64(b.N)*macs/(processCPU()-cpu).Seconds()/1e9, "cpu-GMAC/s")
+			})
+		}
+	}
+}
+
+// processCPU is the process's user and system CPU time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestQuantizeQ8RowSetsMatchPortable: every kernel set's activation
+// quantizer writes the portable quantizer's codes, scales and sums, over
+// every length 0..4096 and rows holding infinities, NaN, signed zeros,
+// subnormals, huge values and exact halves (amax 127 makes id 1, so x = k
+// + 0.5 must round away from zero).
+func TestQuantizeQ8RowSetsMatchPortable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(57, 58))
+	specials := []float32{float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), float32(math.Copysign(0, -1)),
+		1e-40, -3e-45, 3e38, -3e38, 127, -127, 126.5, -126.5, 0.5, -0.5, 2.5, -3.5, 1.4999999, -1.5000001}
+	for n := 0; n <= 4096; n += 32 {
+		x := gaussians(rng, n, []float64{1e-30, 1e-3, 1, 1e4, 1e30}[rng.IntN(5)])
+		switch k := rng.IntN(4); {
+		case k == 0 && n > 0: // one block of exact halves around amax 127
+			b := rng.IntN(n / 32)
+			for j := 0; j < 32; j++ {
+				x[32*b+j] = float32(rng.IntN(254)-127) + 0.5
+			}
+			x[32*b] = 127
+		case k == 1 && n > 0:
+			for i := 0; i < 1+rng.IntN(4); i++ {
+				x[rng.IntN(n)] = specials[rng.IntN(len(specials))]
+			}
+		}
+		var want Q8Row
+		if err := portable.quantizeQ8Row(x, &want); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range testSets() {
+			var got Q8Row
+			if err := s.k.quantizeQ8Row(x, &got); err != nil {
+				t.Fatal(err)
+			}
+			for i := range want.qs {
+				if got.qs[i] != want.qs[i] {
+					t.Fatalf("n=%d on %s: code %d is %d, want %d (x %g)", n, s.name, i, got.qs[i], want.qs[i], x[i])
+				}
+			}
+			for b := range want.d {
+				if !sameFloat(got.d[b], want.d[b]) || got.sums[b] != want.sums[b] {
+					t.Fatalf("n=%d on %s: block %d: d %g sum %d, want %g %d", n, s.name, b, got.d[b], got.sums[b], want.d[b], want.sums[b])
+				}
+			}
+			if len(got.qs) != n || !got.padded(8*((len(got.d)-1)/8)) && n > 0 {
+				t.Fatalf("n=%d on %s: %d codes, padded %v", n, s.name, len(got.qs), got.padded(0))
+			}
+		}
+	}
+}
