@@ -29,18 +29,6 @@
 	VMULPS Y13, Y0, Y0 \
 	VADDPS Y0, Y12, Y12
 
-// SCALES8(st): X13 = the fp16 scales of 8 consecutive blocks st bytes apart.
-#define SCALES8(st) \
-	MOVWLZX 0(SI), AX \
-	VMOVD   AX, X13 \
-	VPINSRW $1, (st)(SI), X13, X13 \
-	VPINSRW $2, (2*st)(SI), X13, X13 \
-	VPINSRW $3, (3*st)(SI), X13, X13 \
-	VPINSRW $4, (4*st)(SI), X13, X13 \
-	VPINSRW $5, (5*st)(SI), X13, X13 \
-	VPINSRW $6, (6*st)(SI), X13, X13 \
-	VPINSRW $7, (7*st)(SI), X13, X13
-
 #define PROLOGUE \
 	MOVQ w+0(FP), SI \
 	MOVQ xq+8(FP), DI \

@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "qdot_amd64.h"
 
 // Multi-row DotQ8 kernels (AVX-512 F, BW and VNNI; qdot.go's order): rows
 // rows of stride bytes from w, each against the same activations, the
@@ -64,6 +65,33 @@ GLOBL q8rperm<>(SB), RODATA|NOPTR, $64
 	VADDSS X1, X0, X0 \
 	VMOVSS X0, (R8)
 
+// ROWARGS: the arguments both kernels share. ROWSTART(tail): a row's
+// pointers and lanes, on to tail when it has no whole group. ROWNEXT(row):
+// the row's result, on to the next.
+#define ROWARGS \
+	MOVQ w+0(FP), R13 \
+	MOVQ stride+8(FP), R14 \
+	MOVQ rows+16(FP), R10 \
+	MOVQ groups+48(FP), R11 \
+	MOVQ tail+56(FP), R9
+
+#define ROWSTART(tail) \
+	MOVQ R13, SI \
+	MOVQ xq+24(FP), DI \
+	MOVQ xd+32(FP), DX \
+	MOVQ xs+40(FP), BX \
+	MOVQ R11, CX \
+	VXORPS Y12, Y12, Y12 \
+	TESTQ CX, CX \
+	JZ    tail
+
+#define ROWNEXT(row) \
+	RFOLD \
+	ADDQ $4, R8 \
+	ADDQ R14, R13 \
+	DECQ R10 \
+	JNZ  row
+
 // Q2_0. A group is 4 blocks of 18 bytes (fp16 d, 16 bytes of 2-bit codes,
 // weight e of a block at bits 2(e%4) of byte e/4). Z0 takes the 4 blocks'
 // codes, one per 128-bit lane; (Z0 >> 2k) & 3 is plane k: byte 16b+i of it
@@ -105,11 +133,7 @@ GLOBL q8rperm<>(SB), RODATA|NOPTR, $64
 // func q2RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32)
 // mask: the tail group's bytes (18*tail, at most 54).
 TEXT ·q2RowsAVX512(SB), NOSPLIT, $0-80
-	MOVQ  w+0(FP), R13
-	MOVQ  stride+8(FP), R14
-	MOVQ  rows+16(FP), R10
-	MOVQ  groups+48(FP), R11
-	MOVQ  tail+56(FP), R9
+	ROWARGS
 	KMOVQ mask+64(FP), K1
 	MOVQ  out+72(FP), R8
 	VPBROADCASTQ q2rthree<>(SB), Z15
@@ -118,14 +142,7 @@ TEXT ·q2RowsAVX512(SB), NOSPLIT, $0-80
 	JZ    q2rdone
 
 q2rrow:
-	MOVQ R13, SI
-	MOVQ xq+24(FP), DI
-	MOVQ xd+32(FP), DX
-	MOVQ xs+40(FP), BX
-	MOVQ R11, CX
-	VXORPS Y12, Y12, Y12
-	TESTQ CX, CX
-	JZ    q2rtail
+	ROWSTART(q2rtail)
 
 q2rgroup:
 	Q2RLOAD
@@ -155,11 +172,7 @@ q2rpart:
 	Q2RSUMS(Z6)
 
 q2rfold:
-	RFOLD
-	ADDQ $4, R8
-	ADDQ R14, R13
-	DECQ R10
-	JNZ  q2rrow
+	ROWNEXT(q2rrow)
 
 q2rdone:
 	VZEROUPPER
@@ -202,15 +215,7 @@ q2rdone:
 	Q8RBLK(1, Z5) \
 	Q8RBLK(2, Z6) \
 	Q8RBLK(3, Z7) \
-	MOVWLZX 0(SI), AX \
-	VMOVD   AX, X13 \
-	VPINSRW $1, 34(SI), X13, X13 \
-	VPINSRW $2, 68(SI), X13, X13 \
-	VPINSRW $3, 102(SI), X13, X13 \
-	VPINSRW $4, 136(SI), X13, X13 \
-	VPINSRW $5, 170(SI), X13, X13 \
-	VPINSRW $6, 204(SI), X13, X13 \
-	VPINSRW $7, 238(SI), X13, X13 \
+	SCALES8(34) \
 	Q8RSUMS
 
 // Q8RPART(p, Zacc): blocks 2p and 2p+1 of the partial group by masked loads
@@ -229,11 +234,7 @@ q2rdone:
 // masks: per block pair p of the partial group, the load masks of block
 // 2p (low 32 bytes) and 2p+1 (high 32), zero for a block past the row.
 TEXT ·q8RowsQ8_0AVX512(SB), NOSPLIT, $0-80
-	MOVQ  w+0(FP), R13
-	MOVQ  stride+8(FP), R14
-	MOVQ  rows+16(FP), R10
-	MOVQ  groups+48(FP), R11
-	MOVQ  tail+56(FP), R9
+	ROWARGS
 	MOVQ  masks+64(FP), R12
 	MOVQ  out+72(FP), R8
 	VPBROADCASTQ q8rx80<>(SB), Z15
@@ -242,14 +243,7 @@ TEXT ·q8RowsQ8_0AVX512(SB), NOSPLIT, $0-80
 	JZ    q8rdone
 
 q8rrow:
-	MOVQ R13, SI
-	MOVQ xq+24(FP), DI
-	MOVQ xd+32(FP), DX
-	MOVQ xs+40(FP), BX
-	MOVQ R11, CX
-	VXORPS Y12, Y12, Y12
-	TESTQ CX, CX
-	JZ    q8rtail
+	ROWSTART(q8rtail)
 
 q8rgroup:
 	Q8RGROUP
@@ -294,11 +288,7 @@ q8rscales:
 	Q8RSUMS
 
 q8rfold:
-	RFOLD
-	ADDQ $4, R8
-	ADDQ R14, R13
-	DECQ R10
-	JNZ  q8rrow
+	ROWNEXT(q8rrow)
 
 q8rdone:
 	VZEROUPPER
