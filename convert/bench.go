@@ -47,8 +47,14 @@ type BenchCalibrated struct {
 	PackSeconds float64 `json:"pack_s"`
 	// CollectSeconds is its calibration run (forward pass and spill).
 	CollectSeconds float64 `json:"collect_s"`
-	// Ratio is PackSeconds over the plain pack's.
+	// CPUSeconds and CollectCPUSeconds are the same in CPU time (the
+	// calibration run's from opening the model).
+	CPUSeconds        float64 `json:"pack_cpu_s"`
+	CollectCPUSeconds float64 `json:"collect_cpu_s"`
+	// Ratio is PackSeconds over the plain pack's, CPURatio the same in
+	// CPU time.
 	Ratio         float64 `json:"ratio_to_plain"`
+	CPURatio      float64 `json:"cpu_ratio_to_plain"`
 	WeightsPerSec float64 `json:"weights_per_s"`
 	PeakRSSBytes  int64   `json:"peak_rss_bytes"`
 	RSSScope      string  `json:"peak_rss_scope"`
@@ -63,28 +69,31 @@ type BenchCalibrated struct {
 
 // BenchPackResult holds every figure the benchmark measured.
 type BenchPackResult struct {
-	Machine       string  `json:"machine"`
-	Input         string  `json:"input"`
-	Arch          string  `json:"arch"`
-	InputBytes    int64   `json:"input_bytes"`
-	OutputBytes   int64   `json:"output_bytes"`
-	Layers        int     `json:"moe_layers"`
-	Experts       int     `json:"n_expert"`
-	Kept          int     `json:"n_keep"`
-	Weights       int64   `json:"weights_converted"`
-	SynthSeconds  float64 `json:"synth_s,omitempty"`
-	PackSeconds   float64 `json:"pack_s"`
-	WeightsPerSec float64 `json:"weights_per_s"`
-	PeakRSSBytes  int64   `json:"peak_rss_bytes"`
-	RSSScope      string  `json:"peak_rss_scope"`
-	ReadSeconds   float64 `json:"floor_read_s"`
-	WriteSeconds  float64 `json:"floor_write_s"`
-	FloorSeconds  float64 `json:"floor_s"`
-	RatioToFloor  float64 `json:"ratio_to_floor"`
-	Jobs          int     `json:"jobs"`
-	CacheDropped  bool    `json:"page_cache_dropped"`
-	PackRelMSE    float64 `json:"rel_mse"`
-	PackFolder    string  `json:"pack,omitempty"`
+	Machine      string  `json:"machine"`
+	Input        string  `json:"input"`
+	Arch         string  `json:"arch"`
+	InputBytes   int64   `json:"input_bytes"`
+	OutputBytes  int64   `json:"output_bytes"`
+	Layers       int     `json:"moe_layers"`
+	Experts      int     `json:"n_expert"`
+	Kept         int     `json:"n_keep"`
+	Weights      int64   `json:"weights_converted"`
+	SynthSeconds float64 `json:"synth_s,omitempty"`
+	PackSeconds  float64 `json:"pack_s"`
+	// PackCPUSeconds is the pack's CPU time (user + system, all threads):
+	// unlike the wall time, it does not grow with other jobs' load.
+	PackCPUSeconds float64 `json:"pack_cpu_s"`
+	WeightsPerSec  float64 `json:"weights_per_s"`
+	PeakRSSBytes   int64   `json:"peak_rss_bytes"`
+	RSSScope       string  `json:"peak_rss_scope"`
+	ReadSeconds    float64 `json:"floor_read_s"`
+	WriteSeconds   float64 `json:"floor_write_s"`
+	FloorSeconds   float64 `json:"floor_s"`
+	RatioToFloor   float64 `json:"ratio_to_floor"`
+	Jobs           int     `json:"jobs"`
+	CacheDropped   bool    `json:"page_cache_dropped"`
+	PackRelMSE     float64 `json:"rel_mse"`
+	PackFolder     string  `json:"pack,omitempty"`
 	// Calibrated is the same pack with the calibrated quantizer, when
 	// asked for (BenchPackConfig.Calibrate).
 	Calibrated *BenchCalibrated `json:"calibrated,omitempty"`
@@ -161,12 +170,12 @@ func BenchPack(ctx context.Context, cfg BenchPackConfig) (*BenchPackResult, erro
 	// The pack runs in this process; its peak RSS is measured from its
 	// start where the kernel lets the high-water mark be reset.
 	scoped := resetPeakRSS()
-	t0 := time.Now()
+	t0, c0 := time.Now(), cpuSeconds()
 	man, err := Pack(ctx, PackConfig{In: in, OutDir: out, Type: quant.Q2_0, Keep: keepPath, Jobs: cfg.Jobs, Progress: cfg.Progress})
 	if err != nil {
 		return nil, err
 	}
-	res.PackSeconds = time.Since(t0).Seconds()
+	res.PackSeconds, res.PackCPUSeconds = time.Since(t0).Seconds(), cpuSeconds()-c0
 	if scoped {
 		res.PeakRSSBytes, res.RSSScope = peakRSS(), "this process from the start of the pack"
 	} else {
@@ -239,17 +248,19 @@ func benchCalibrated(ctx context.Context, cfg BenchPackConfig, in, keepPath, out
 			<-peakAnon
 		}
 	}()
-	t0 := time.Now()
+	t0, c0 := time.Now(), cpuSeconds()
 	eq, info, done, err := cfg.Calibrate(ctx, in)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
+	c1 := cpuSeconds()
 	man, err := Pack(ctx, PackConfig{In: in, OutDir: out, Type: quant.Q2_0, Keep: keepPath, Jobs: cfg.Jobs, Progress: cfg.Progress, Experts: eq, Calib: info})
 	if err != nil {
 		return nil, err
 	}
-	r := &BenchCalibrated{Calibration: info, PackSeconds: time.Since(t0).Seconds(), CollectSeconds: info.Seconds, RelMSE: man.RelMSE}
+	r := &BenchCalibrated{Calibration: info, PackSeconds: time.Since(t0).Seconds(), CollectSeconds: info.Seconds, RelMSE: man.RelMSE,
+		CPUSeconds: cpuSeconds() - c0, CollectCPUSeconds: c1 - c0}
 	close(stop)
 	r.PeakAnonBytes, stop = <-peakAnon, nil
 	if scoped {
@@ -258,6 +269,9 @@ func benchCalibrated(ctx context.Context, cfg BenchPackConfig, in, keepPath, out
 		r.PeakRSSBytes, r.RSSScope = selfPeakRSS(), "this process (the whole bench)"
 	}
 	r.Ratio = r.PackSeconds / plain.PackSeconds
+	if plain.PackCPUSeconds > 0 {
+		r.CPURatio = r.CPUSeconds / plain.PackCPUSeconds
+	}
 	r.WeightsPerSec = float64(plain.Weights) / r.PackSeconds
 	for _, l := range man.Layers {
 		for _, p := range l.Parts {

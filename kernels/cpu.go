@@ -72,10 +72,9 @@ type kernelSet struct {
 	// q8dotDecoded2 is q8dotDecoded for two activation rows at once
 	// (qmm.go's tiles).
 	q8dotDecoded2 func(d *q8Decoded, ng int, x0, x1 *Q8Row, g0 int, l0, l1 *[8]float32)
-	// bf16dot returns the lanes after DotBF16's first chunks of 128
-	// elements (qdot_bf16.go's order) and how many it took (x is padded;
-	// lanes by value, as q8dot's).
-	bf16dot func(row []byte, x *BF16Row) ([64]float32, int)
+	// bf16dot is DotBF16 on a padded row (qdot_bf16.go's order), false
+	// when the row is left to the portable path.
+	bf16dot func(row []byte, x *BF16Row) (float32, bool)
 	// q2 runs Q2Search's hot loops (nil: quant.Q2SearchRef).
 	q2 *quant.Q2SearchKernels
 	// xorReadVec is XORRead's loop over n bytes, n a positive multiple of

@@ -91,10 +91,15 @@ func randomRow(rng *rand.Rand, t quant.Type, n int) []byte {
 		}
 	case quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K:
 		finiteKScales(t, b)
-	case quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS, quant.IQ2_XS, quant.IQ2_S:
+	case quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS, quant.IQ2_XS, quant.IQ2_S, quant.IQ1_S:
 		ti, _ := quant.Info(t)
 		for o := 0; o < len(b); o += ti.BlockBytes {
 			b[o+1] &= 0x3b
+		}
+	case quant.IQ1_M:
+		// d's fp16 exponent takes bit 14 from the last scale word's top.
+		for o := 0; o < len(b); o += 56 {
+			b[o+55] &= 0xbf
 		}
 	case quant.MXFP4:
 		for o := 0; o < len(b); o += 17 {

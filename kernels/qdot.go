@@ -48,6 +48,9 @@ import (
 // is exactly (d*0.125)*(2*sc_h+1), so with dw_s = d*0.125
 //   term_s = float32((2*sc_0+1)*sumi_lo + (2*sc_1+1)*sumi_hi) * (dw_s*dx_s)
 // sumi_lo and sumi_hi the integer dot products of the halves (exact in int32).
+// IQ1_S and IQ1_M take grid + delta (delta = +-1/8) as the integer
+// 8*grid +- 1 with 1/8 in the factor: IQ1_S one factor d*(2*sc+1)*0.125 per
+// sub-block, IQ1_M the two-half term with its scales per 16 weights.
 
 // Q8Row is a row of activations quantized to Q8_0 blocks by quant's Q8_0
 // quantizer (ggml's reference: d = amax/127 stored as fp16, codes from the
@@ -134,6 +137,8 @@ func VecDotQ8(t quant.Type) bool {
 	case quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K:
 		return true
 	case quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS, quant.IQ2_XS, quant.IQ2_S, quant.MXFP4:
+		return true
+	case quant.IQ1_S, quant.IQ1_M:
 		return true
 	}
 	return false

@@ -64,11 +64,15 @@ func QuantizeBF16Row(x []float32, r *BF16Row) {
 	}
 	r.n, r.v = n, r.v[:pv]
 	clear(r.v)
-	for i, f := range x {
-		hi := quant.Float32ToBF16(f)
-		at := i/bf16Chunk*2*bf16Chunk + i%bf16Chunk
-		r.v[at] = hi
-		r.v[at+bf16Chunk] = quant.Float32ToBF16(f - quant.BF16ToFloat32(hi))
+	for c := 0; c*bf16Chunk < n; c++ {
+		xc := x[c*bf16Chunk : min(n, (c+1)*bf16Chunk)]
+		hi := r.v[2*bf16Chunk*c : 2*bf16Chunk*c+bf16Chunk]
+		lo := r.v[2*bf16Chunk*c+bf16Chunk : 2*bf16Chunk*(c+1)]
+		for j, f := range xc {
+			h := quant.Float32ToBF16(f)
+			hi[j] = h
+			lo[j] = quant.Float32ToBF16(f - quant.BF16ToFloat32(h))
+		}
 	}
 }
 
@@ -97,12 +101,13 @@ func (k *kernelSet) dotBF16(row []byte, x *BF16Row) float32 {
 	if len(row) < 2*n {
 		panic(fmt.Sprintf("kernels: DotBF16: %d activations, %d row bytes", n, len(row)))
 	}
-	var l [64]float32
-	c0 := 0
 	if k.bf16dot != nil && n > 0 && x.padded() {
-		l, c0 = k.bf16dot(row[:2*n], x)
+		if r, ok := k.bf16dot(row[:2*n], x); ok {
+			return r
+		}
 	}
-	bf16DotTail(row, x, c0, &l)
+	var l [64]float32
+	bf16DotTail(row, x, 0, &l)
 	return foldBF16Lanes(&l)
 }
 

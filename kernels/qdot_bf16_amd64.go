@@ -11,6 +11,11 @@ func bf16dotAVX512(w *byte, x *uint16, chunks int, lanes *[64]float32)
 //go:noescape
 func bf16dotAVX2(w *byte, x *uint16, chunks int, lanes *[64]float32) int
 
+// bf16foldAVX is foldBF16Lanes (AVX).
+//
+//go:noescape
+func bf16foldAVX(lanes *[64]float32) float32
+
 // bf16Chunks runs the AVX-512 BF16 kernel (wide) or the AVX2 one and
 // reports whether the lanes are VDPBF16PS's.
 func bf16Chunks(wide bool, w *byte, x *uint16, chunks int, l *[64]float32) bool {
@@ -23,9 +28,10 @@ func bf16Chunks(wide bool, w *byte, x *uint16, chunks int, l *[64]float32) bool 
 
 // bf16Rows runs the kernel over the row's whole chunks, then over a
 // zero-padded copy of its last partial chunk (x is padded: QuantizeBF16Row's
-// rows are), and returns the chunks taken; a product that was not exact
-// (the AVX2 kernel's flags) leaves the whole row to the portable path.
-func bf16Rows(wide bool, row []byte, x *BF16Row) (l [64]float32, taken int) {
+// rows are), and folds the lanes; false when a product was not exact (the
+// AVX2 kernel's flags): the whole row is then the portable path's.
+func bf16Rows(wide bool, row []byte, x *BF16Row) (float32, bool) {
+	var l [64]float32
 	n := x.Len()
 	c := n / bf16Chunk
 	ok := true
@@ -36,14 +42,13 @@ func bf16Rows(wide bool, row []byte, x *BF16Row) (l [64]float32, taken int) {
 		var pad [2 * bf16Chunk]byte
 		copy(pad[:], row[2*bf16Chunk*c:2*n])
 		ok = bf16Chunks(wide, &pad[0], &x.v[2*bf16Chunk*c], 1, &l)
-		c++
 	}
 	if !ok {
-		return [64]float32{}, 0
+		return 0, false
 	}
-	return l, c
+	return bf16foldAVX(&l), true
 }
 
-func bf16dotVector512(row []byte, x *BF16Row) ([64]float32, int) { return bf16Rows(true, row, x) }
+func bf16dotVector512(row []byte, x *BF16Row) (float32, bool) { return bf16Rows(true, row, x) }
 
-func bf16dotVector(row []byte, x *BF16Row) ([64]float32, int) { return bf16Rows(false, row, x) }
+func bf16dotVector(row []byte, x *BF16Row) (float32, bool) { return bf16Rows(false, row, x) }

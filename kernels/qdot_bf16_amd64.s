@@ -135,3 +135,33 @@ bf2loop:
 	ANDL    $0x18, AX
 	MOVQ    AX, ret+32(FP)
 	RET
+
+// func bf16foldAVX(lanes *[64]float32) float32
+// AVX: s_j = (l_j+l_{16+j}) + (l_{32+j}+l_{48+j}), t_j = s_j + s_{j+8},
+// then ((t0+t4)+(t2+t6)) + ((t1+t5)+(t3+t7)).
+TEXT ·bf16foldAVX(SB), NOSPLIT, $0-12
+	MOVQ    lanes+0(FP), DX
+	VMOVUPS 0(DX), Y0
+	VMOVUPS 64(DX), Y2
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS 128(DX), Y4
+	VMOVUPS 192(DX), Y6
+	VADDPS  Y6, Y4, Y4
+	VADDPS  Y4, Y0, Y0
+	VMOVUPS 32(DX), Y1
+	VMOVUPS 96(DX), Y3
+	VADDPS  Y3, Y1, Y1
+	VMOVUPS 160(DX), Y5
+	VMOVUPS 224(DX), Y7
+	VADDPS  Y7, Y5, Y5
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS  X1, X0, X0
+	VMOVHLPS X0, X0, X1
+	VADDPS  X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDSS  X1, X0, X0
+	VMOVSS  X0, ret+8(FP)
+	VZEROUPPER
+	RET

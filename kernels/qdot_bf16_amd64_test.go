@@ -43,7 +43,7 @@ func TestBF16AVX2Flags(t *testing.T) {
 		if f := bf16dotAVX2(&row[0], &r.v[0], 1, &l); f == 0 {
 			t.Fatalf("%s: no flag", c.name)
 		}
-		if _, taken := bf16dotVector(row, &r); taken != 0 {
+		if _, ok := bf16dotVector(row, &r); ok {
 			t.Fatalf("%s: the vector path kept the row", c.name)
 		}
 		x[7] = 1.5

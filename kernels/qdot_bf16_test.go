@@ -324,5 +324,11 @@ func BenchmarkDotBF16(b *testing.B) {
 				Dot(quant.BF16, row, x, scratch)
 			}
 		})
+		b.Run(fmt.Sprintf("round-activations/%d", n), func(b *testing.B) {
+			b.SetBytes(int64(4 * n))
+			for b.Loop() {
+				QuantizeBF16Row(x, &r)
+			}
+		})
 	}
 }

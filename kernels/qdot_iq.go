@@ -19,11 +19,27 @@ var (
 	iq2sGrid    = quant.IQ2SGrid()
 	ksignsIQ2XS = quant.KsignsIQ2XS()
 	mxfp4Values = quant.MXFP4Codebook()
+	iq1sGrid    = quant.IQ1SGrid()
 )
 
 // isIQHalves reports whether t has a scale per 16-weight half of a sub-block
 // (qdot.go's two-scale term).
-func isIQHalves(t quant.Type) bool { return t == quant.IQ2_XS || t == quant.IQ2_S }
+func isIQHalves(t quant.Type) bool {
+	return t == quant.IQ2_XS || t == quant.IQ2_S || t == quant.IQ1_M
+}
+
+// iq1Group8 writes the 8 integers 8*grid + (1 or -1, the sign of delta) of
+// an IQ1 group: quant's dl*(grid + delta) is (dl*0.125) times them, exactly.
+func iq1Group8(w []int8, g uint64, negDelta bool) {
+	w = w[:8]
+	e := int8(1)
+	if negDelta {
+		e = -1
+	}
+	for j := range w {
+		w[j] = 8*int8(byte(g>>(8*j))) + e
+	}
+}
 
 // signed8 writes the 8 grid bytes of g to w, negated where sgn has a bit.
 func signed8(w []int8, g uint64, sgn uint8) {
@@ -47,12 +63,21 @@ func iqGroupBytes(t quant.Type) int {
 		return 98
 	case quant.IQ2_XXS:
 		return 66
+	case quant.IQ2_XS:
+		return 74
+	case quant.IQ2_S:
+		return 82
+	case quant.IQ1_S:
+		return 50
+	case quant.IQ1_M:
+		return 56
 	}
 	return 0
 }
 
 // iqGroupFactors writes the factors of the 8 sub-blocks of group blk of
-// type t (iqGroupBytes), as quant's decoders compute them.
+// type t (iqGroupBytes), as quant's decoders compute them (IQ2_XS, IQ2_S:
+// d*0.125, their halves' multipliers apart).
 func iqGroupFactors(t quant.Type, blk []byte, f *[8]float32) {
 	switch t {
 	case quant.IQ4_XS:
@@ -72,6 +97,25 @@ func iqGroupFactors(t quant.Type, blk []byte, f *[8]float32) {
 		for j := range f {
 			f[j] = d * (0.5 + float32(binary.LittleEndian.Uint32(blk[6+8*j:])>>28)) * 0.25
 		}
+	case quant.IQ2_XS, quant.IQ2_S:
+		for j := range f {
+			f[j] = fp16At(blk) * 0.125
+		}
+	case quant.IQ1_S:
+		// The sub-block's word after qs[32]: scale in bits 12..14.
+		d := fp16At(blk)
+		for j := range f {
+			f[j] = d * float32(2*(binary.LittleEndian.Uint16(blk[34+2*j:])>>12&7)+1) * 0.125
+		}
+	case quant.IQ1_M:
+		// d is the fp16 made of the top 4 bits of the 4 scale words.
+		var h uint16
+		for k := 0; k < 4; k++ {
+			h |= binary.LittleEndian.Uint16(blk[48+2*k:]) >> 12 << (4 * k)
+		}
+		for j := range f {
+			f[j] = quant.FP16ToFloat32(h) * 0.125
+		}
 	}
 }
 
@@ -79,7 +123,7 @@ func iqGroupFactors(t quant.Type, blk []byte, f *[8]float32) {
 // s's integer weights and factor (multiplier 1); false for another type.
 func iqWeightSub(t quant.Type, row []byte, s int, w *[32]int8) (float32, bool) {
 	gb := iqGroupBytes(t)
-	if gb == 0 {
+	if gb == 0 || isIQHalves(t) {
 		return 0, false
 	}
 	ib := s % 8
@@ -119,6 +163,13 @@ func iqWeightSub(t quant.Type, row []byte, s int, w *[32]int8) (float32, bool) {
 		for l := 0; l < 4; l++ {
 			signed8(w[8*l:], iq2xxsGrid[grp[l]], ksignsIQ2XS[a>>(7*l)&127])
 		}
+	case quant.IQ1_S:
+		// Block: fp16 d, qs[32], 8 words of 3-bit index highs, scale, sign.
+		a := binary.LittleEndian.Uint16(blk[34+2*ib:])
+		for l := 0; l < 4; l++ {
+			idx := int(blk[2+4*ib+l]) | int(a>>(3*l)&7)<<8
+			iq1Group8(w[8*l:], iq1sGrid[idx], a&0x8000 != 0)
+		}
 	}
 	return f[ib], true
 }
@@ -136,7 +187,7 @@ func iqHalvesSub(t quant.Type, row []byte, s int, w *[32]int8) (m0, m1 int32, dw
 			v := binary.LittleEndian.Uint16(blk[2+2*(4*ib+l):])
 			signed8(w[8*l:], iq2xsGrid[v&511], ksignsIQ2XS[v>>9])
 		}
-		sc, dw = blk[66+ib], fp16At(blk)*0.125
+		sc = blk[66+ib]
 	case quant.IQ2_S:
 		// Block: fp16 d, qs[32], signs[32], qh[8], scales[8].
 		blk := row[82*(s/8) : 82*(s/8)+82]
@@ -144,11 +195,28 @@ func iqHalvesSub(t quant.Type, row []byte, s int, w *[32]int8) (m0, m1 int32, dw
 			idx := int(blk[2+4*ib+l]) | int(blk[66+ib]>>(2*l)&3)<<8
 			signed8(w[8*l:], iq2sGrid[idx], blk[34+4*ib+l])
 		}
-		sc, dw = blk[74+ib], fp16At(blk)*0.125
+		sc = blk[74+ib]
+	case quant.IQ1_M:
+		// Block: qs[32], qh[16], 4 scale words (3-bit scale per 16
+		// weights, d in the top bits); group g = 4*ib+l, half k = g/2.
+		blk := row[56*(s/8) : 56*(s/8)+56]
+		for l := 0; l < 4; l++ {
+			g := 4*ib + l
+			q := blk[32+g/2] >> (4 * (g % 2))
+			idx := int(blk[g]) | int(q&7)<<8
+			iq1Group8(w[8*l:], iq1sGrid[idx], q&8 != 0)
+		}
+		sw := binary.LittleEndian.Uint16(blk[48+2*(ib/2):])
+		lo := sw >> (6 * (ib % 2)) & 7
+		hi := sw >> (6*(ib%2) + 3) & 7
+		sc = byte(lo | hi<<4)
 	default:
 		panic("kernels: no two-scale weights for " + t.String())
 	}
-	return 2*int32(sc&15) + 1, 2*int32(sc>>4) + 1, dw
+	var f [8]float32
+	gb := iqGroupBytes(t)
+	iqGroupFactors(t, row[gb*(s/8):gb*(s/8)+gb], &f)
+	return 2*int32(sc&15) + 1, 2*int32(sc>>4) + 1, f[ib]
 }
 
 // iqHalvesDotTail is q8DotTail for IQ2_XS and IQ2_S.

@@ -19,35 +19,61 @@ func q8dotIQ2XXSAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, la
 //go:noescape
 func q8dotIQ3XXSAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint32, signs *uint8)
 
+//go:noescape
+func q8dotIQ2XSAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64, signs *uint8)
+
+//go:noescape
+func q8dotIQ2SAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64, signs *uint8)
+
 // iqBatch is how many groups' factors the wrapper computes per call.
 const iqBatch = 16
 
 // q8dotIQGroups runs t's kernel over the row's whole groups (8 sub-blocks,
 // one block of 256 weights; 8 blocks for MXFP4), the factors computed here,
-// and returns the lanes and the sub-blocks taken (the rest, a partial group,
-// is the portable tail's).
+// then, for MXFP4 rows ending in a partial group, over a zero-padded copy of
+// it when the activations are padded (as qdot_amd64.go's wrappers: a
+// padded sub-block adds +0); it returns the lanes and the sub-blocks taken.
 func q8dotIQGroups(t quant.Type, row []byte, x *Q8Row) (l [8]float32, taken int) {
-	groups := len(x.d) / 8
+	nsub := len(x.d)
+	groups := nsub / 8
 	gb := iqGroupBytes(t)
-	var dw [8 * iqBatch]float32
 	for g0 := 0; g0 < groups; g0 += iqBatch {
 		ng := min(iqBatch, groups-g0)
-		for g := 0; g < ng; g++ {
-			iqGroupFactors(t, row[gb*(g0+g):gb*(g0+g+1)], (*[8]float32)(dw[8*g:]))
-		}
-		w, xq, xd := &row[gb*g0], &x.qs[256*g0], &x.d[8*g0]
-		switch t {
-		case quant.IQ4_XS:
-			q8dotIQ4XSAVX2(w, xq, xd, &dw[0], ng, &l, &quant.KvaluesIQ4NL[0])
-		case quant.MXFP4:
-			q8dotMXFP4AVX2(w, xq, xd, &dw[0], ng, &l, &mxfp4Values[0])
-		case quant.IQ2_XXS:
-			q8dotIQ2XXSAVX2(w, xq, xd, &dw[0], ng, &l, &iq2xxsGrid[0], &ksignsIQ2XS[0])
-		case quant.IQ3_XXS:
-			q8dotIQ3XXSAVX2(w, xq, xd, &dw[0], ng, &l, &iq3xxsGrid[0], &ksignsIQ2XS[0])
-		}
+		iqKernel(t, row[gb*g0:], x, 8*g0, ng, &l)
 	}
-	return l, 8 * groups
+	s0 := 8 * groups
+	if t != quant.MXFP4 || s0 == nsub || !x.padded(s0) {
+		return l, s0
+	}
+	var pad [136]byte
+	copy(pad[:], row[17*s0:17*nsub])
+	iqKernel(t, pad[:], x, s0, 1, &l)
+	return l, nsub
+}
+
+// iqKernel runs t's kernel over ng <= iqBatch groups of w against the
+// activations from sub-block s0.
+func iqKernel(t quant.Type, w []byte, x *Q8Row, s0, ng int, l *[8]float32) {
+	gb := iqGroupBytes(t)
+	var dw [8 * iqBatch]float32
+	for g := 0; g < ng; g++ {
+		iqGroupFactors(t, w[gb*g:gb*(g+1)], (*[8]float32)(dw[8*g:]))
+	}
+	wp, xq, xd := &w[0], &x.qs[32*s0], &x.d[s0]
+	switch t {
+	case quant.IQ4_XS:
+		q8dotIQ4XSAVX2(wp, xq, xd, &dw[0], ng, l, &quant.KvaluesIQ4NL[0])
+	case quant.MXFP4:
+		q8dotMXFP4AVX2(wp, xq, xd, &dw[0], ng, l, &mxfp4Values[0])
+	case quant.IQ2_XXS:
+		q8dotIQ2XXSAVX2(wp, xq, xd, &dw[0], ng, l, &iq2xxsGrid[0], &ksignsIQ2XS[0])
+	case quant.IQ3_XXS:
+		q8dotIQ3XXSAVX2(wp, xq, xd, &dw[0], ng, l, &iq3xxsGrid[0], &ksignsIQ2XS[0])
+	case quant.IQ2_XS:
+		q8dotIQ2XSAVX2(wp, xq, xd, &dw[0], ng, l, &iq2xsGrid[0], &ksignsIQ2XS[0])
+	case quant.IQ2_S:
+		q8dotIQ2SAVX2(wp, xq, xd, &dw[0], ng, l, &iq2sGrid[0], &ksignsIQ2XS[0])
+	}
 }
 
 func q8dotIQ4XSVector(row []byte, x *Q8Row) ([8]float32, int) {
@@ -64,4 +90,12 @@ func q8dotIQ2XXSVector(row []byte, x *Q8Row) ([8]float32, int) {
 
 func q8dotIQ3XXSVector(row []byte, x *Q8Row) ([8]float32, int) {
 	return q8dotIQGroups(quant.IQ3_XXS, row, x)
+}
+
+func q8dotIQ2XSVector(row []byte, x *Q8Row) ([8]float32, int) {
+	return q8dotIQGroups(quant.IQ2_XS, row, x)
+}
+
+func q8dotIQ2SVector(row []byte, x *Q8Row) ([8]float32, int) {
+	return q8dotIQGroups(quant.IQ2_S, row, x)
 }

@@ -116,6 +116,90 @@
 	KSIGNS(66+4*s) \
 	GRIDQ8(s, Yout)
 
+// HALVESQ8(s, Yout): GRIDQ8 for IQ2_XS and IQ2_S, whose halves (the two
+// 128-bit lanes) have multipliers 1+2*sc_h, sc from the scale byte at
+// scoff(SI): VPMADDWD by them instead of ones.
+#define HALVESQ8(s, scoff, Yout) \
+	MOVBLZX scoff(SI), AX \
+	MOVL    AX, BX \
+	ANDL    $15, AX \
+	LEAL    1(AX)(AX*1), AX \
+	SHRL    $4, BX \
+	LEAL    1(BX)(BX*1), BX \
+	VMOVD   AX, X3 \
+	VPBROADCASTW X3, X3 \
+	VMOVD   BX, X14 \
+	VPBROADCASTW X14, X14 \
+	VINSERTI128 $1, X14, Y3, Y3 \
+	VMOVDQU (32*s)(DI), Y2 \
+	VPXOR   Y1, Y2, Y2 \
+	VPSUBB  Y1, Y2, Y2 \
+	VPMADDUBSW Y2, Y0, Y0 \
+	VPMADDWD Y3, Y0, Yout
+
+// IQ2XSSUB(s, Yout): IQ2_XS (74-byte blocks: fp16 d, 32 words of a 9-bit
+// grid index and a 7-bit ksigns index, scales[8]). Uses AX, BX, R12, R13.
+#define IQ2XSG(off, R) \
+	MOVWLZX off(SI), AX \
+	ANDL    $511, AX \
+	MOVQ    (R10)(AX*8), R
+
+#define IQ2XSSIGN(off, sh) \
+	MOVWLZX off(SI), AX \
+	SHRL    $9, AX \
+	MOVBLZX (R11)(AX*1), AX \
+	SHLL    $(sh), AX \
+	ORL     AX, R12
+
+#define IQ2XSSUB(s, Yout) \
+	IQ2XSG(2+8*s, BX) \
+	VMOVQ   BX, X0 \
+	IQ2XSG(4+8*s, BX) \
+	VPINSRQ $1, BX, X0, X0 \
+	IQ2XSG(6+8*s, BX) \
+	VMOVQ   BX, X3 \
+	IQ2XSG(8+8*s, BX) \
+	VPINSRQ $1, BX, X3, X3 \
+	VINSERTI128 $1, X3, Y0, Y0 \
+	XORL    R12, R12 \
+	IQ2XSSIGN(2+8*s, 0) \
+	IQ2XSSIGN(4+8*s, 8) \
+	IQ2XSSIGN(6+8*s, 16) \
+	IQ2XSSIGN(8+8*s, 24) \
+	VMOVD   R12, X1 \
+	VPBROADCASTD X1, Y1 \
+	VPSHUFB q8sgnshuf<>(SB), Y1, Y1 \
+	VPAND   q8sgnbit<>(SB), Y1, Y1 \
+	VPCMPEQB q8sgnbit<>(SB), Y1, Y1 \
+	HALVESQ8(s, 66+s, Yout)
+
+// IQ2SSUB(s, Yout): IQ2_S (82-byte blocks: fp16 d, qs[32], signs[32],
+// qh[8], scales[8]); grid index qs | 2 bits of qh << 8.
+#define IQ2SG(s, l, R) \
+	MOVBLZX (66+s)(SI), AX \
+	SHRL    $(2*(l)), AX \
+	ANDL    $3, AX \
+	SHLL    $8, AX \
+	MOVBLZX (2+4*s+l)(SI), R13 \
+	ORL     R13, AX \
+	MOVQ    (R10)(AX*8), R
+
+#define IQ2SSUB(s, Yout) \
+	IQ2SG(s, 0, BX) \
+	VMOVQ   BX, X0 \
+	IQ2SG(s, 1, BX) \
+	VPINSRQ $1, BX, X0, X0 \
+	IQ2SG(s, 2, BX) \
+	VMOVQ   BX, X3 \
+	IQ2SG(s, 3, BX) \
+	VPINSRQ $1, BX, X3, X3 \
+	VINSERTI128 $1, X3, Y0, Y0 \
+	VPBROADCASTD (34+4*s)(SI), Y1 \
+	VPSHUFB q8sgnshuf<>(SB), Y1, Y1 \
+	VPAND   q8sgnbit<>(SB), Y1, Y1 \
+	VPCMPEQB q8sgnbit<>(SB), Y1, Y1 \
+	HALVESQ8(s, 74+s, Yout)
+
 #define GRIDPROLOGUE \
 	MOVQ    w+0(FP), SI \
 	MOVQ    xq+8(FP), DI \
@@ -225,6 +309,49 @@ iq3xxsloop:
 	REDUCE8
 	IQACC(98)
 	JNZ iq3xxsloop
+
+	VMOVUPS Y12, (R8)
+	VZEROUPPER
+	RET
+
+// func q8dotIQ2XSAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64, signs *uint8)
+TEXT ·q8dotIQ2XSAVX2(SB), NOSPLIT, $0-64
+	GRIDPROLOGUE
+
+iq2xsloop:
+	IQ2XSSUB(0, Y4)
+	IQ2XSSUB(1, Y5)
+	IQ2XSSUB(2, Y6)
+	IQ2XSSUB(3, Y7)
+	IQ2XSSUB(4, Y8)
+	IQ2XSSUB(5, Y9)
+	IQ2XSSUB(6, Y10)
+	IQ2XSSUB(7, Y11)
+	REDUCE8
+	IQACC(74)
+	JNZ iq2xsloop
+
+	VMOVUPS Y12, (R8)
+	VZEROUPPER
+	RET
+
+// func q8dotIQ2SAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64, signs *uint8)
+// (signs unused: IQ2_S stores its sign bits.)
+TEXT ·q8dotIQ2SAVX2(SB), NOSPLIT, $0-64
+	GRIDPROLOGUE
+
+iq2sloop:
+	IQ2SSUB(0, Y4)
+	IQ2SSUB(1, Y5)
+	IQ2SSUB(2, Y6)
+	IQ2SSUB(3, Y7)
+	IQ2SSUB(4, Y8)
+	IQ2SSUB(5, Y9)
+	IQ2SSUB(6, Y10)
+	IQ2SSUB(7, Y11)
+	REDUCE8
+	IQACC(82)
+	JNZ iq2sloop
 
 	VMOVUPS Y12, (R8)
 	VZEROUPPER

@@ -10,14 +10,14 @@ import (
 
 // iqTypes are the i-quants and MXFP4 that DotQ8 takes (part of q8Types, so
 // every DotQ8 test in qdot_test.go runs them too).
-var iqTypes = []quant.Type{quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS, quant.IQ2_XS, quant.IQ2_S, quant.MXFP4}
+var iqTypes = []quant.Type{quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS, quant.IQ2_XS, quant.IQ2_S, quant.MXFP4, quant.IQ1_S, quant.IQ1_M}
 
-// TestIQHalvesSubMatchesQuant: IQ2_XS's and IQ2_S's integer weights,
+// TestIQHalvesSubMatchesQuant: IQ2_XS's, IQ2_S's and IQ1_M's integer weights,
 // half multipliers and factor give quant's decoding bit for bit, on raw
 // random blocks (NaN, infinite and subnormal scales included).
 func TestIQHalvesSubMatchesQuant(t *testing.T) {
 	rng := rand.New(rand.NewPCG(71, 72))
-	for _, typ := range []quant.Type{quant.IQ2_XS, quant.IQ2_S} {
+	for _, typ := range []quant.Type{quant.IQ2_XS, quant.IQ2_S, quant.IQ1_M} {
 		const blocks = 64
 		row := randomBlocks(rng, typ, blocks)
 		want := make([]float32, 256*blocks)

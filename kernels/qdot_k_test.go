@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -263,6 +264,37 @@ func TestKQ8VectorPathsPresent(t *testing.T) {
 	for _, typ := range kQuantTypes {
 		if host.q8dot[typ] == nil {
 			t.Errorf("%s: no DotQ8 kernel on an AVX2+F16C CPU", typ)
+		}
+	}
+}
+
+// BenchmarkDotQ8KPaths: each K-quant's DotQ8 on a row of 2560 on the
+// portable path ("generic"), on the kernels this CPU would run without
+// AVX-512 VNNI ("no-vnni") and on the host's, so the vector kernels compare
+// in one run.
+func BenchmarkDotQ8KPaths(b *testing.B) {
+	const n = 2560
+	rng := rand.New(rand.NewPCG(9, 9))
+	var r Q8Row
+	if err := QuantizeQ8Row(gaussians(rng, n, 1), &r); err != nil {
+		b.Fatal(err)
+	}
+	c := hostCPU
+	c.avx512vnni = false
+	noVNNI := chooseKernels(c)
+	sets := []namedSet{{"generic", &portable}, {"no-vnni", &noVNNI}, {"host", &host}}
+	for _, typ := range kQuantTypes {
+		row, err := SampleBlocks(typ, n/256, 3)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, s := range sets {
+			b.Run(fmt.Sprintf("%s/%s", typ, s.name), func(b *testing.B) {
+				b.SetBytes(int64(len(row)))
+				for b.Loop() {
+					s.k.dotQ8(typ, row, &r)
+				}
+			})
 		}
 	}
 }

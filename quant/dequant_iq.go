@@ -30,6 +30,10 @@ func IQ2SGrid() [1024]uint64 { return iq2sGrid }
 
 func KsignsIQ2XS() [128]uint8 { return ksignsIQ2XS }
 
+// IQ1SGrid returns a copy of ggml's iq1s_grid (int8 bytes in {-1, 0, +1}),
+// which IQ1_S and IQ1_M share.
+func IQ1SGrid() [2048]uint64 { return iq1sGrid }
+
 func dequantIQ3S(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/256; i++ {
 		b := src[110*i : 110*i+110]

@@ -89,7 +89,7 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 	fmt.Fprintf(w, "  experts file %.1f MB (slots of %d bytes), written in %.1f s to %s\n", float64(size)/1e6, rep.SlotBytes, rep.WriteSeconds, dir)
 	fmt.Fprintf(w, "  weights per token: dense %.1f MB + experts %.1f MB\n", rep.DenseMBPerTok, rep.ExpertMBPerTok)
 	fmt.Fprintf(w, "machine: %s, %d threads of %d CPUs, load average %s; %s mode\n", rep.Kernels, rep.Threads, rep.CPUs, rep.LoadAverage, rep.Mode)
-	fmt.Fprintf(w, "  memory read bandwidth %.2f GB/s (streaming read of %d MiB, %d threads, best of %d)\n", rep.MemReadGBs, rep.MemMB, rep.Threads, rep.MemPasses)
+	fmt.Fprintf(w, "  memory read bandwidth %.2f GB/s (streaming read of %d MiB, %d threads, best of %d passes before the runs and before and after each)\n", rep.MemReadGBs, rep.MemMB, rep.Threads, rep.MemPasses)
 	for _, k := range rep.KernelRates {
 		how := "float32 activations"
 		if k.Quantized {
@@ -111,12 +111,12 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 		d := r.d
 		fmt.Fprintf(w, "%s (arena %.0f MiB): decode %.2f tokens/s (median step %.2f, best %.2f, per CPU-second %.2f), prefill %.2f tokens/s\n",
 			r.name, d.ArenaMB, d.DecodeTokensPerS, d.MedianTokensPerS, d.BestTokensPerS, d.CPUTokensPerS, d.PrefillTokensPerS)
-		fmt.Fprintf(w, "  bounds: memory %.2f tokens/s (%.1f MB/token), compute %.2f tokens/s", d.MemLimit, d.BytesPerToken, d.ComputeLimit)
+		fmt.Fprintf(w, "  bounds: memory %.2f tokens/s (%.1f MB/token at %.2f GB/s, this run's best), compute %.2f tokens/s", d.MemLimit, d.BytesPerToken, d.MemReadGBs, d.ComputeLimit)
 		if d.DiskLimit > 0 {
 			fmt.Fprintf(w, ", disk %.2f tokens/s (%.2f MB read/token)", d.DiskLimit, d.Stream.ReadMBPerToken)
 		}
-		fmt.Fprintf(w, "\n  median step: %.0f%% of the memory bound, %.0f%% of the compute bound, %.0f%% of the tighter of memory and disk (%.2f tokens/s)\n",
-			100*d.MemFraction, 100*d.ComputeFraction, 100*d.Fraction, d.Limit)
+		fmt.Fprintf(w, "\n  median step: %.0f%% of the memory bound, %.0f%% of the compute bound, %.0f%% of the tighter of memory and disk (%.2f tokens/s); best step: %.0f%% of the memory bound\n",
+			100*d.MemFraction, 100*d.ComputeFraction, 100*d.Fraction, d.Limit, 100*d.BestMemFraction)
 		fmt.Fprintf(w, "  hit rate %.3f, misses %.2f/token, read %.2f MB/token, read-ahead hits %.2f/token, waiting %.2f ms/token\n",
 			d.Stream.HitRate, d.Stream.MissesPerToken, d.Stream.ReadMBPerToken, d.Stream.ReadAheadHitsPerToken, d.Stream.WaitMsPerToken)
 	}

@@ -58,16 +58,16 @@ The field-scale default needs about 75 GB of free disk in --dir.`,
 			if res.SynthSeconds > 0 {
 				fmt.Fprintf(env.Out, "synth          %.1f s\n", res.SynthSeconds)
 			}
-			fmt.Fprintf(env.Out, "pack           %.1f s (page cache dropped: %v), %d of %d experts kept, %.3g weights converted, %.3g weights/s, rel. MSE %.4g\n",
-				res.PackSeconds, res.CacheDropped, res.Kept, res.Experts, float64(res.Weights), res.WeightsPerSec, res.PackRelMSE)
+			fmt.Fprintf(env.Out, "pack           %.1f s, %.1f CPU s (page cache dropped: %v), %d of %d experts kept, %.3g weights converted, %.3g weights/s, rel. MSE %.4g\n",
+				res.PackSeconds, res.PackCPUSeconds, res.CacheDropped, res.Kept, res.Experts, float64(res.Weights), res.WeightsPerSec, res.PackRelMSE)
 			fmt.Fprintf(env.Out, "output         %.2f GB\n", gb(res.OutputBytes))
 			fmt.Fprintf(env.Out, "peak RSS       %.0f MB (%s)\n", float64(res.PeakRSSBytes)/1e6, res.RSSScope)
 			fmt.Fprintf(env.Out, "disk floor     %.1f s (read input %.1f s = %.0f MB/s, write output %.1f s = %.0f MB/s)\n",
 				res.FloorSeconds, res.ReadSeconds, float64(res.InputBytes)/1e6/res.ReadSeconds, res.WriteSeconds, float64(res.OutputBytes)/1e6/res.WriteSeconds)
 			fmt.Fprintf(env.Out, "pack / floor   %.2f\n", res.RatioToFloor)
 			if c := res.Calibrated; c != nil {
-				fmt.Fprintf(env.Out, "calibrated     %.1f s = %.2f x the plain pack (calibration run %.1f s: %d tokens, %s), %.3g weights/s, rel. MSE %.4g\n",
-					c.PackSeconds, c.Ratio, c.CollectSeconds, c.Calibration.Tokens, c.Calibration.Source, c.WeightsPerSec, c.RelMSE)
+				fmt.Fprintf(env.Out, "calibrated     %.1f s = %.2f x the plain pack, %.1f CPU s = %.2f x (calibration run %.1f s, %.1f CPU s: %d tokens, %s), %.3g weights/s, rel. MSE %.4g\n",
+					c.PackSeconds, c.Ratio, c.CPUSeconds, c.CPURatio, c.CollectSeconds, c.CollectCPUSeconds, c.Calibration.Tokens, c.Calibration.Source, c.WeightsPerSec, c.RelMSE)
 				fmt.Fprintf(env.Out, "  peak RSS     %.0f MB (%s), anonymous %.0f MB\n", float64(c.PeakRSSBytes)/1e6, c.RSSScope, float64(c.PeakAnonBytes)/1e6)
 				for _, f := range c.Calibration.Fallbacks {
 					fmt.Fprintf(env.Out, "  plain search %s\n", f)

@@ -69,7 +69,8 @@ func TestBenchPackCalibrated(t *testing.T) {
 	if c.Calibration.Tokens != 16*16 || c.Calibration.HeldTokens != 16 || c.Calibration.Windows != 16 || c.Calibration.Source == "" {
 		t.Fatalf("calibration %+v", c.Calibration)
 	}
-	if !(c.PackSeconds > c.CollectSeconds && c.CollectSeconds > 0) || c.Ratio != c.PackSeconds/res.PackSeconds || !(c.PeakRSSBytes > 0) || !(c.PeakAnonBytes > 0) {
+	if !(c.PackSeconds > c.CollectSeconds && c.CollectSeconds > 0) || c.Ratio != c.PackSeconds/res.PackSeconds || !(c.PeakRSSBytes > 0) || !(c.PeakAnonBytes > 0) ||
+		!(c.CPUSeconds > c.CollectCPUSeconds && c.CollectCPUSeconds > 0 && res.PackCPUSeconds > 0) || c.CPURatio != c.CPUSeconds/res.PackCPUSeconds {
 		t.Fatalf("figures %+v", c)
 	}
 	if len(c.CalibOutputErr) != 2*3 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/stratactl/stratactl/convert"
 	"github.com/stratactl/stratactl/evalq"
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/testmodels"
 	"github.com/stratactl/stratactl/internal/testutil"
 	"github.com/stratactl/stratactl/strata"
 )
@@ -122,5 +124,73 @@ func TestCalibratedKLD(t *testing.T) {
 	t.Logf("mean KLD %.4f, median %.4f, top-1 %.4f, PPL %.3f", r.KLDMean, r.KLDMedian, r.Top1Agreement, r.PPL)
 	if !(r.KLDMean < 0.47) || !(r.Top1Agreement > 0.63) {
 		t.Fatalf("mean KLD %.4f, top-1 %.4f: want below 0.47 and above 0.63", r.KLDMean, r.Top1Agreement)
+	}
+}
+
+// TestPackCalibratedFused: a qwen35moe model with fused ffn_gate_up_exps
+// packs with calibration (7 experts kept per layer) (both halves calibrated from the same inputs, an
+// output error for each part), verify --source accepts the pack, and its
+// slots hold the bytes the unfused original's calibrated pack holds.
+func TestPackCalibratedFused(t *testing.T) {
+	dir := t.TempDir()
+	plain := testmodels.Qwen35(t)
+	fused := testmodels.Write(t, plain, dir, testmodels.Variant{Fuse: true})
+	all, err := os.ReadFile(testutil.Path(t, "models", "tiny-qwen35moe", "calib_tokens.i32.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := filepath.Join(dir, "calib.i32.bin")
+	if err := os.WriteFile(ids, all[:3*32*4], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	keep := strata.IdentityKeep([]uint32{0, 1, 2, 3}, 64)
+	for l := range keep.Keep {
+		keep.Keep[l] = []uint32{2, 9, 17, 30, 40, 51, 63}
+		keep.Rank[l] = []uint32{0, 1, 2, 3, 4, 5, 6}
+	}
+	km := filepath.Join(dir, "keep.strp")
+	if err := strata.WriteKeep(km, keep); err != nil {
+		t.Fatal(err)
+	}
+	packs := map[string]string{}
+	for name, src := range map[string]string{"fused": fused, "plain": plain} {
+		out := filepath.Join(dir, name)
+		man := decode[strata.Manifest](t, stratactl(t, "pack", src, "-o", out, "--keep-map", km, "--ids", ids, "--ctx", "32", "--calib-hold", "3", "--json"))
+		for _, l := range man.Layers {
+			for _, p := range l.Parts {
+				if p.CalibOutputErr == nil || !(*p.CalibOutputErr > 0 && *p.CalibOutputErr < 1) {
+					t.Errorf("%s: block %d %s: output error %v", name, l.Block, p.Tensor, p.CalibOutputErr)
+				}
+			}
+		}
+		if code, vout, errs := runCmd(t, "verify", out, "--source", src); code != 0 || !strings.HasSuffix(strings.TrimSpace(vout), "OK") {
+			t.Fatalf("%s: verify --source: exit %d\n%s%s", name, code, vout, errs)
+		}
+		packs[name] = filepath.Join(out, strata.ExpertsFile)
+	}
+	fx, err := strata.OpenExperts(packs["fused"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fx.Close()
+	px, err := strata.OpenExperts(packs["plain"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer px.Close()
+	for l := range fx.NLayer() {
+		for e := range int(fx.NExpert) {
+			a, err := fx.ReadSlot(l, e, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := px.ReadSlot(l, e, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(a, b) {
+				t.Fatalf("layer %d expert %d: the fused model's calibrated slot differs from the unfused model's", l, e)
+			}
+		}
 	}
 }
