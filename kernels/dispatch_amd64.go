@@ -73,6 +73,8 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8dot[quant.IQ3_XXS] = q8dotIQ3XXSVector
 		k.q8dot[quant.IQ2_XS] = q8dotIQ2XSVector
 		k.q8dot[quant.IQ2_S] = q8dotIQ2SVector
+		k.q8dot[quant.IQ1_S] = q8dotIQ1SVector
+		k.q8dot[quant.IQ1_M] = q8dotIQ1MVector
 		k.q8dotDecoded = q8dotDecodedVector
 		k.paths = "avx2+f16c"
 	}

@@ -25,6 +25,12 @@ func q8dotIQ2XSAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lan
 //go:noescape
 func q8dotIQ2SAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64, signs *uint8)
 
+//go:noescape
+func q8dotIQ1SAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64, signs *uint8)
+
+//go:noescape
+func q8dotIQ1MAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64, signs *uint8)
+
 // iqBatch is how many groups' factors the wrapper computes per call.
 const iqBatch = 16
 
@@ -73,6 +79,10 @@ func iqKernel(t quant.Type, w []byte, x *Q8Row, s0, ng int, l *[8]float32) {
 		q8dotIQ2XSAVX2(wp, xq, xd, &dw[0], ng, l, &iq2xsGrid[0], &ksignsIQ2XS[0])
 	case quant.IQ2_S:
 		q8dotIQ2SAVX2(wp, xq, xd, &dw[0], ng, l, &iq2sGrid[0], &ksignsIQ2XS[0])
+	case quant.IQ1_S:
+		q8dotIQ1SAVX2(wp, xq, xd, &dw[0], ng, l, &iq1sGrid[0], &ksignsIQ2XS[0])
+	case quant.IQ1_M:
+		q8dotIQ1MAVX2(wp, xq, xd, &dw[0], ng, l, &iq1sGrid[0], &ksignsIQ2XS[0])
 	}
 }
 
@@ -98,4 +108,12 @@ func q8dotIQ2XSVector(row []byte, x *Q8Row) ([8]float32, int) {
 
 func q8dotIQ2SVector(row []byte, x *Q8Row) ([8]float32, int) {
 	return q8dotIQGroups(quant.IQ2_S, row, x)
+}
+
+func q8dotIQ1SVector(row []byte, x *Q8Row) ([8]float32, int) {
+	return q8dotIQGroups(quant.IQ1_S, row, x)
+}
+
+func q8dotIQ1MVector(row []byte, x *Q8Row) ([8]float32, int) {
+	return q8dotIQGroups(quant.IQ1_M, row, x)
 }

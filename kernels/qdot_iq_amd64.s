@@ -200,6 +200,125 @@
 	VPCMPEQB q8sgnbit<>(SB), Y1, Y1 \
 	HALVESQ8(s, 74+s, Yout)
 
+// ---- IQ1_S and IQ1_M: the integers 8*grid +- 1 (grid bytes -1, 0, +1 of
+// iq1s_grid at R10), signed weights for SUMSIGNED.
+
+// IQ1G(R): R = iq1s_grid[AX], AX the 11-bit index.
+#define IQ1G(R) \
+	MOVQ    (R10)(AX*8), R
+
+// IQ1TIMES8: Y0 = 8 * Y0 (grid bytes -1, 0, +1), in place.
+#define IQ1TIMES8 \
+	VPADDB  Y0, Y0, Y0 \
+	VPADDB  Y0, Y0, Y0 \
+	VPADDB  Y0, Y0, Y0
+
+// IQ1SIDX(s, l): AX = qs[4s+l] | (3 bits l of the sub-block's word) << 8,
+// IQ1_S (50-byte blocks: fp16 d, qs[32], 8 words: index highs, scale, sign).
+#define IQ1SIDX(s, l) \
+	MOVWLZX (34+2*s)(SI), AX \
+	SHRL    $(3*(l)), AX \
+	ANDL    $7, AX \
+	SHLL    $8, AX \
+	MOVBLZX (2+4*s+l)(SI), BX \
+	ORL     BX, AX
+
+#define IQ1SSUB(s, Yout) \
+	IQ1SIDX(s, 0) \
+	IQ1G(BX) \
+	VMOVQ   BX, X0 \
+	IQ1SIDX(s, 1) \
+	IQ1G(BX) \
+	VPINSRQ $1, BX, X0, X0 \
+	IQ1SIDX(s, 2) \
+	IQ1G(BX) \
+	VMOVQ   BX, X3 \
+	IQ1SIDX(s, 3) \
+	IQ1G(BX) \
+	VPINSRQ $1, BX, X3, X3 \
+	VINSERTI128 $1, X3, Y0, Y0 \
+	IQ1TIMES8 \
+	MOVWLZX (34+2*s)(SI), AX \
+	SHRL    $15, AX \
+	ADDL    AX, AX \
+	NEGL    AX \
+	INCL    AX \
+	VMOVD   AX, X1 \
+	VPBROADCASTB X1, Y1 \
+	VPADDB  Y1, Y0, Y0 \
+	SUMSIGNED(32*s, Yout)
+
+// IQ1M (56-byte blocks: qs[32], qh[16], 4 scale words). Group g = 4s+l:
+// its qh nibble q = qh[g/2] >> 4*(g%2): index qs[g] | (q&7) << 8, delta's
+// sign q&8.
+#define IQ1MQ(g) \
+	MOVBLZX (32+(g)/2)(SI), AX \
+	SHRL    $(4*((g)%2)), AX
+
+#define IQ1MIDX(g) \
+	IQ1MQ(g) \
+	ANDL    $7, AX \
+	SHLL    $8, AX \
+	MOVBLZX (g)(SI), BX \
+	ORL     BX, AX
+
+// IQ1ME(g, sh): R12 |= (1 or -1 by delta's sign) << sh, as a byte.
+#define IQ1ME(g, sh) \
+	IQ1MQ(g) \
+	SHRL    $3, AX \
+	ANDL    $1, AX \
+	ADDL    AX, AX \
+	NEGL    AX \
+	INCL    AX \
+	ANDL    $0xff, AX \
+	SHLL    $(sh), AX \
+	ORL     AX, R12
+
+// IQ1MSUB(s, Yout): the two halves' multipliers 1+2*sc from the scale
+// word's 3-bit fields 2*(s%2) and 2*(s%2)+1, by VPMADDWD per 128-bit lane.
+#define IQ1MSUB(s, Yout) \
+	IQ1MIDX(4*s) \
+	IQ1G(BX) \
+	VMOVQ   BX, X0 \
+	IQ1MIDX(4*s+1) \
+	IQ1G(BX) \
+	VPINSRQ $1, BX, X0, X0 \
+	IQ1MIDX(4*s+2) \
+	IQ1G(BX) \
+	VMOVQ   BX, X3 \
+	IQ1MIDX(4*s+3) \
+	IQ1G(BX) \
+	VPINSRQ $1, BX, X3, X3 \
+	VINSERTI128 $1, X3, Y0, Y0 \
+	IQ1TIMES8 \
+	XORL    R12, R12 \
+	IQ1ME(4*s, 0) \
+	IQ1ME(4*s+1, 8) \
+	IQ1ME(4*s+2, 16) \
+	IQ1ME(4*s+3, 24) \
+	VMOVD   R12, X1 \
+	VPBROADCASTD X1, Y1 \
+	VPSHUFB q8sgnshuf<>(SB), Y1, Y1 \
+	VPADDB  Y1, Y0, Y0 \
+	MOVWLZX (48+2*(s/2))(SI), AX \
+	SHRL    $(6*(s%2)), AX \
+	MOVL    AX, BX \
+	ANDL    $7, AX \
+	LEAL    1(AX)(AX*1), AX \
+	SHRL    $3, BX \
+	ANDL    $7, BX \
+	LEAL    1(BX)(BX*1), BX \
+	VMOVD   AX, X3 \
+	VPBROADCASTW X3, X3 \
+	VMOVD   BX, X14 \
+	VPBROADCASTW X14, X14 \
+	VINSERTI128 $1, X14, Y3, Y3 \
+	VMOVDQU (32*s)(DI), Y1 \
+	VPSIGNB Y0, Y0, Y2 \
+	VPSIGNB Y0, Y1, Y1 \
+	VPMADDUBSW Y1, Y2, Y2 \
+	VPMADDWD Y3, Y2, Yout
+
 #define GRIDPROLOGUE \
 	MOVQ    w+0(FP), SI \
 	MOVQ    xq+8(FP), DI \
@@ -352,6 +471,50 @@ iq2sloop:
 	REDUCE8
 	IQACC(82)
 	JNZ iq2sloop
+
+	VMOVUPS Y12, (R8)
+	VZEROUPPER
+	RET
+
+// func q8dotIQ1SAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64, signs *uint8)
+// (signs unused.)
+TEXT ·q8dotIQ1SAVX2(SB), NOSPLIT, $0-64
+	GRIDPROLOGUE
+
+iq1sloop:
+	IQ1SSUB(0, Y4)
+	IQ1SSUB(1, Y5)
+	IQ1SSUB(2, Y6)
+	IQ1SSUB(3, Y7)
+	IQ1SSUB(4, Y8)
+	IQ1SSUB(5, Y9)
+	IQ1SSUB(6, Y10)
+	IQ1SSUB(7, Y11)
+	REDUCE8
+	IQACC(50)
+	JNZ iq1sloop
+
+	VMOVUPS Y12, (R8)
+	VZEROUPPER
+	RET
+
+// func q8dotIQ1MAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64, signs *uint8)
+// (signs unused.)
+TEXT ·q8dotIQ1MAVX2(SB), NOSPLIT, $0-64
+	GRIDPROLOGUE
+
+iq1mloop:
+	IQ1MSUB(0, Y4)
+	IQ1MSUB(1, Y5)
+	IQ1MSUB(2, Y6)
+	IQ1MSUB(3, Y7)
+	IQ1MSUB(4, Y8)
+	IQ1MSUB(5, Y9)
+	IQ1MSUB(6, Y10)
+	IQ1MSUB(7, Y11)
+	REDUCE8
+	IQACC(56)
+	JNZ iq1mloop
 
 	VMOVUPS Y12, (R8)
 	VZEROUPPER
