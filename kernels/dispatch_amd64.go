@@ -67,14 +67,9 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8decode[quant.IQ3_S] = q8decodeIQ3SVector
 		k.q8decode[quant.Q8_0] = q8decodeQ8_0Vector
 		k.q8decode[quant.Q2_0] = q8decodeQ2_0Vector
-		k.q8dot[quant.IQ4_XS] = q8dotIQ4XSVector
-		k.q8dot[quant.MXFP4] = q8dotMXFP4Vector
-		k.q8dot[quant.IQ2_XXS] = q8dotIQ2XXSVector
-		k.q8dot[quant.IQ3_XXS] = q8dotIQ3XXSVector
-		k.q8dot[quant.IQ2_XS] = q8dotIQ2XSVector
-		k.q8dot[quant.IQ2_S] = q8dotIQ2SVector
-		k.q8dot[quant.IQ1_S] = q8dotIQ1SVector
-		k.q8dot[quant.IQ1_M] = q8dotIQ1MVector
+		for _, t := range iqVectorTypes {
+			k.q8dot[t] = func(row []byte, x *Q8Row) ([8]float32, int) { return q8dotIQGroups(t, row, x) }
+		}
 		k.q8dotDecoded = q8dotDecodedVector
 		k.paths = "avx2+f16c"
 	}

@@ -86,34 +86,5 @@ func iqKernel(t quant.Type, w []byte, x *Q8Row, s0, ng int, l *[8]float32) {
 	}
 }
 
-func q8dotIQ4XSVector(row []byte, x *Q8Row) ([8]float32, int) {
-	return q8dotIQGroups(quant.IQ4_XS, row, x)
-}
-
-func q8dotMXFP4Vector(row []byte, x *Q8Row) ([8]float32, int) {
-	return q8dotIQGroups(quant.MXFP4, row, x)
-}
-
-func q8dotIQ2XXSVector(row []byte, x *Q8Row) ([8]float32, int) {
-	return q8dotIQGroups(quant.IQ2_XXS, row, x)
-}
-
-func q8dotIQ3XXSVector(row []byte, x *Q8Row) ([8]float32, int) {
-	return q8dotIQGroups(quant.IQ3_XXS, row, x)
-}
-
-func q8dotIQ2XSVector(row []byte, x *Q8Row) ([8]float32, int) {
-	return q8dotIQGroups(quant.IQ2_XS, row, x)
-}
-
-func q8dotIQ2SVector(row []byte, x *Q8Row) ([8]float32, int) {
-	return q8dotIQGroups(quant.IQ2_S, row, x)
-}
-
-func q8dotIQ1SVector(row []byte, x *Q8Row) ([8]float32, int) {
-	return q8dotIQGroups(quant.IQ1_S, row, x)
-}
-
-func q8dotIQ1MVector(row []byte, x *Q8Row) ([8]float32, int) {
-	return q8dotIQGroups(quant.IQ1_M, row, x)
-}
+// iqVectorTypes are the types q8dotIQGroups runs.
+var iqVectorTypes = []quant.Type{quant.IQ4_XS, quant.MXFP4, quant.IQ2_XXS, quant.IQ3_XXS, quant.IQ2_XS, quant.IQ2_S, quant.IQ1_S, quant.IQ1_M}

@@ -98,8 +98,14 @@ func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) 
 	}
 	f, reason := hessianOf(in.X, in.N, D, opt.Damp, opt.RefineDamp)
 	if reason == "" {
-		f.run(ex.Gate, F, opt, res.Gate)
-		f.run(ex.Up, F, opt, res.Up)
+		if opt.SwiGLU > 0 {
+			reason = swigluQuantize(f, ex, in, opt, res)
+		} else {
+			f.run(ex.Gate, F, opt, res.Gate)
+			f.run(ex.Up, F, opt, res.Up)
+		}
+	}
+	if reason == "" {
 		reason = quantizeDown(ex, in, opt, res)
 	}
 	if reason != "" {
@@ -238,4 +244,54 @@ func matErrors(w, wq []float32, rows, cols int, x []float32, n int) Errors {
 	}
 	e.HeldTokens = int64(n)
 	return e
+}
+
+// swigluQuantize quantizes gate and up against the SwiGLU product they
+// make: after the OPTQ pass and the refinement against H, gate's rows are
+// refined against the product's linearised error (weights silu'(g)·u per
+// token), then up's against the product with the quantized gate,
+// silu(g)·u − silu(ĝ)·û. The down projection's corrected target then
+// compensates what is left.
+func swigluQuantize(f *factors, ex *Expert, in *Inputs, opt Options, res *ExpertResult) string {
+	D, F, n := ex.D, ex.F, in.N
+	xt := transpose(in.X, n, D)
+	g := project(ex.Gate, in.X, n, D, F) // [F][n]
+	u := project(ex.Up, in.X, n, D, F)
+	s := make([]float32, F*n)
+	y := make([]float32, F*n)
+	for i, z := range g {
+		sg := sigmoid(z)
+		s[i] = sg * (1 + z*(1-sg)) * u[i]
+		y[i] = s[i] * z
+	}
+	qg := f.runQ(ex.Gate, F, opt)
+	qg.refineWeighted(ex.Gate, in.X, xt, n, s, y, float32(opt.SwiGLUDamp), opt.SwiGLU)
+	qg.pack(res.Gate)
+	gq := make([]float32, F*D)
+	if quant.Dequantize(quant.Q2_0, res.Gate, gq) != nil {
+		return FallbackSingular
+	}
+	gh := project(gq, in.X, n, D, F)
+	for i, z := range g {
+		s[i] = gh[i] * sigmoid(gh[i])
+		y[i] = z * sigmoid(z) * u[i]
+	}
+	qu := f.runQ(ex.Up, F, opt)
+	qu.refineWeighted(ex.Up, in.X, xt, n, s, y, float32(opt.SwiGLUDamp), opt.SwiGLU)
+	qu.pack(res.Up)
+	return ""
+}
+
+func sigmoid(z float32) float32 { return 1 / (1 + float32(math.Exp(float64(-z)))) }
+
+// project returns W Xᵀ, [rows][n], for rows of w each D long.
+func project(w, x []float32, n, D, rows int) []float32 {
+	out := make([]float32, rows*n)
+	for i := 0; i < rows; i++ {
+		wi := w[i*D : (i+1)*D]
+		for t := 0; t < n; t++ {
+			out[i*n+t] = dot32(wi, x[t*D:(t+1)*D])
+		}
+	}
+	return out
 }

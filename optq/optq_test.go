@@ -211,14 +211,8 @@ func TestExpertNoTokens(t *testing.T) {
 // corrected target makes the whole expert better than quantizing down
 // against its own H alone.
 func TestExpertOutputError(t *testing.T) {
-	rng := rand.New(rand.NewPCG(9, 10))
 	D, F, n, nh := 128, 128, 768, 128
-	x := correlated(rng, n+nh, D, D/2)
-	for i := range x {
-		x[i] *= 0.2
-	}
-	ex := &Expert{Gate: randMatrix(rng, F*D, 0.1), Up: randMatrix(rng, F*D, 0.1), Down: randMatrix(rng, D*F, 0.1), D: D, F: F}
-	in := &Inputs{X: x[:n*D], N: n, Held: x[n*D:], NH: nh}
+	ex, in := expertFixture(rand.New(rand.NewPCG(9, 10)), D, F, n, nh)
 	res, err := QuantizeExpert(ex, in, Defaults())
 	if err != nil || res.Fallback != "" {
 		t.Fatalf("fallback %q, err %v", res.Fallback, err)
@@ -300,4 +294,64 @@ func TestCholesky(t *testing.T) {
 	if cholesky(singular, 2) {
 		t.Fatal("a singular matrix factored")
 	}
+}
+
+// TestSwiGLURefinement: refining gate and up against their SwiGLU product
+// lowers that product's error on the quantizer's inputs (what it
+// minimises, less its ridge) and on held-back ones, and without passes
+// the result is the H-only quantizer's exactly.
+func TestSwiGLURefinement(t *testing.T) {
+	D, F, n, nh := 128, 64, 768, 256
+	ex, in := expertFixture(rand.New(rand.NewPCG(11, 12)), D, F, n, nh)
+	prodErr := func(r *ExpertResult, x []float32, n int) float64 {
+		g, u := make([]float32, F*D), make([]float32, F*D)
+		quant.Dequantize(quant.Q2_0, r.Gate, g)
+		quant.Dequantize(quant.Q2_0, r.Up, u)
+		a, aq := swiglu(ex.Gate, ex.Up, x, n, D, F), swiglu(g, u, x, n, D, F)
+		var num, den float64
+		for i, v := range a {
+			num += float64(v-aq[i]) * float64(v-aq[i])
+			den += float64(v) * float64(v)
+		}
+		return math.Sqrt(num / den)
+	}
+	off := Defaults()
+	off.SwiGLU = 0
+	base, err := QuantizeExpert(ex, in, off)
+	if err != nil || base.Fallback != "" {
+		t.Fatalf("fallback %q, err %v", base.Fallback, err)
+	}
+	zero := Defaults()
+	zero.SwiGLU, zero.SwiGLUDamp = 0, 5
+	if same, err := QuantizeExpert(ex, in, zero); err != nil || !bytes.Equal(same.Gate, base.Gate) || !bytes.Equal(same.Up, base.Up) || !bytes.Equal(same.Down, base.Down) {
+		t.Fatalf("no SwiGLU passes but different bytes (err %v)", err)
+	}
+	on := Defaults()
+	on.SwiGLU, on.SwiGLUDamp = 4, 0.1
+	res, err := QuantizeExpert(ex, in, on)
+	if err != nil || res.Fallback != "" {
+		t.Fatalf("fallback %q, err %v", res.Fallback, err)
+	}
+	for _, c := range []struct {
+		name string
+		x    []float32
+		n    int
+	}{{"quantizer's", in.X, n}, {"held-back", in.Held, nh}} {
+		got, want := prodErr(res, c.x, c.n), prodErr(base, c.x, c.n)
+		t.Logf("%s inputs: SwiGLU product error %.4f, H only %.4f", c.name, got, want)
+		if !(got < want) {
+			t.Fatalf("%s inputs: SwiGLU product error %.4f with the refinement, %.4f without", c.name, got, want)
+		}
+	}
+}
+
+// expertFixture is a random expert with n correlated inputs for the
+// quantizer and nh held back.
+func expertFixture(rng *rand.Rand, D, F, n, nh int) (*Expert, *Inputs) {
+	x := correlated(rng, n+nh, D, D/2)
+	for i := range x {
+		x[i] *= 0.2
+	}
+	ex := &Expert{Gate: randMatrix(rng, F*D, 0.1), Up: randMatrix(rng, F*D, 0.1), Down: randMatrix(rng, D*F, 0.1), D: D, F: F}
+	return ex, &Inputs{X: x[:n*D], N: n, Held: x[n*D:], NH: nh}
 }

@@ -62,6 +62,8 @@ type Calibration struct {
 	RefineDamp  float64  `json:"refine_damp"`
 	Refine      int      `json:"refine"`
 	Candidates  int      `json:"candidates"`
+	SwiGLU      int      `json:"swiglu_refine"` // passes of gate/up against their SwiGLU product's error
+	SwiGLUDamp  float64  `json:"swiglu_damp"`
 	Fallbacks   []string `json:"fallbacks,omitempty"`
 	Seconds     float64  `json:"collect_seconds"`
 }

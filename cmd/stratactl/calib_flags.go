@@ -27,6 +27,10 @@ type calibFlags struct {
 	refine     int
 	refineDamp float64
 	refSelf    float64
+	swiglu     int
+	swigluDamp float64
+	swSelf     float64
+	swPassSelf int
 	holdEvery  int
 	candidates int
 }
@@ -41,6 +45,10 @@ func (c *calibFlags) add(f *pflag.FlagSet) {
 	cli.IntVar(f, &c.refine, "refine", optq.Defaults().Refine, 0, 1000, "refinement passes over codes and scales against the full Hessian")
 	cli.Float64Var(f, &c.refineDamp, "refine-damp", optq.Defaults().RefineDamp, 0, 1e6, "Hessian damping of the refinement, as a fraction of its mean diagonal")
 	cli.Float64Var(f, &c.refSelf, "refine-damp-self", optq.DefaultSelfRefineDamp, 0, 1e6, "refinement damping when --calib-self windows are used and --refine-damp is not given")
+	cli.IntVar(f, &c.swiglu, "refine-swiglu", optq.Defaults().SwiGLU, 0, 1000, "refinement passes of gate and up against the error of their SwiGLU product")
+	cli.Float64Var(f, &c.swigluDamp, "refine-swiglu-damp", optq.Defaults().SwiGLUDamp, 0, 1e6, "ridge of the SwiGLU refinement towards the source weights, as a fraction of each row's mean diagonal")
+	cli.IntVar(f, &c.swPassSelf, "refine-swiglu-self", optq.DefaultSelfSwiGLU, 0, 1000, "SwiGLU refinement passes when --calib-self windows are used and --refine-swiglu is not given")
+	cli.Float64Var(f, &c.swSelf, "refine-swiglu-damp-self", optq.DefaultSelfSwiGLUDamp, 0, 1e6, "SwiGLU refinement damping when --calib-self windows are used and --refine-swiglu-damp is not given")
 	cli.IntVar(f, &c.holdEvery, "calib-hold", calib.DefaultHoldEvery, 0, 1<<20, "hold back every Nth calibration window to measure the output error (0: none)")
 	cli.IntVar(f, &c.candidates, "calib-candidates", optq.Defaults().Candidates, 0, 1000, "grid scales per sign scored by the Hessian-weighted error")
 }
@@ -84,11 +92,18 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 	}
 	opt := optq.Defaults()
 	opt.Damp, opt.Refine, opt.Candidates, opt.RefineDamp = c.damp, c.refine, c.candidates, c.refineDamp
+	opt.SwiGLU, opt.SwiGLUDamp = c.swiglu, c.swigluDamp
 	if c.self > 0 && !fs.Changed("damp") {
 		opt.Damp = c.selfDamp
 	}
 	if c.self > 0 && !fs.Changed("refine-damp") {
 		opt.RefineDamp = c.refSelf
+	}
+	if c.self > 0 && !fs.Changed("refine-swiglu") {
+		opt.SwiGLU = c.swPassSelf
+	}
+	if c.self > 0 && !fs.Changed("refine-swiglu-damp") {
+		opt.SwiGLUDamp = c.swSelf
 	}
 	if err := opt.Check(); err != nil {
 		return nil, err
@@ -140,6 +155,7 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 	out.set, out.q = set, q
 	info.Windows, info.Tokens, info.HeldTokens, info.Damp = set.Windows, set.Tokens, set.HeldTokens, opt.Damp
 	info.RefineDamp, info.Refine, info.Candidates = opt.RefineDamp, opt.Refine, opt.Candidates
+	info.SwiGLU, info.SwiGLUDamp = opt.SwiGLU, opt.SwiGLUDamp
 	info.Seconds = time.Since(start).Seconds()
 	out.info = info
 	ok = true
