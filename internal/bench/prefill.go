@@ -108,16 +108,18 @@ func Prefill(ctx context.Context, cfg PrefillConfig) (*PrefillReport, error) {
 	// The products one token needs, by weight type and width.
 	macs := m.DenseMACsPerToken()
 	c := &m.Config
-	expertMACs := int64(sp.Layers) * int64(c.ExpertsUsed) * 3 * int64(c.Embd) * int64(c.ExpertFF)
-	macs = append(macs, engine.Product{Type: sp.ExpertType, Cols: c.Embd, MACs: expertMACs})
+	// Per routed expert: gate and up read n_embd inputs, down n_ff.
+	expertMACs := int64(sp.Layers) * int64(c.ExpertsUsed) * int64(c.Embd) * int64(c.ExpertFF)
+	macs = append(macs, engine.Product{Type: sp.ExpertType, Cols: c.Embd, MACs: 2 * expertMACs},
+		engine.Product{Type: sp.ExpertType, Cols: c.ExpertFF, MACs: expertMACs})
 	var total float64
 	for _, p := range macs {
 		total += 2 * float64(p.MACs)
 	}
 	rep.FlopsPerToken = total
 
-	// The bound: each type's products at its in-cache rate, measured at
-	// its widest input (the kernel's per-call costs shrink with width).
+	// The bound: each product shape (weight type and input width) at the
+	// kernel's in-cache rate on that shape.
 	var secWall, secCPU float64
 	for _, p := range mergeProducts(macs) {
 		r, err := kernelRate(ctx, m, p, cfg.Seconds)
@@ -165,17 +167,16 @@ func Prefill(ctx context.Context, cfg PrefillConfig) (*PrefillReport, error) {
 	return rep, nil
 }
 
-// mergeProducts sums the products of each type, keeping the widest input.
+// mergeProducts sums the products of each weight type and input width.
 func mergeProducts(ps []engine.Product) []engine.Product {
 	var out []engine.Product
 	for _, p := range ps {
-		i := slices.IndexFunc(out, func(q engine.Product) bool { return q.Type == p.Type })
+		i := slices.IndexFunc(out, func(q engine.Product) bool { return q.Type == p.Type && q.Cols == p.Cols })
 		if i < 0 {
 			out = append(out, p)
 			continue
 		}
 		out[i].MACs += p.MACs
-		out[i].Cols = max(out[i].Cols, p.Cols)
 	}
 	return out
 }
