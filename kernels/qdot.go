@@ -10,14 +10,16 @@ import (
 
 // Quantized dot products: a weight row in its stored type against
 // activations quantized once per row in the type ggml pairs it with (its
-// vec_dot_type): Q8_0 for Q8_0, Q4_0, IQ4_NL and Q2_0. IQ3_S and the
-// K-quants Q2_K..Q6_K, which ggml pairs with Q8_K (one float scale per 256
+// vec_dot_type): Q8_0 for Q8_0, Q4_0, IQ4_NL, Q2_0 and MXFP4. IQ3_S, the
+// K-quants Q2_K..Q6_K and IQ4_XS, IQ3_XXS, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S,
+// IQ1_M, which ggml pairs with Q8_K (one float scale per 256
 // activations), take the same Q8_0 activations here: a scale per 32
 // activations has no larger error (the amax of 32 values is at most that of
 // the 256 around them; TestDotQ8KFixtureError measures the K-quants' RMS
 // error 14-24% lower), costs one vector multiply more per 256 weights, and
-// one activation format serves every type. This is the fast mode; Dot
-// (float32 activations) stays the exact reference mode.
+// one activation format serves every type. (BF16 pairs with bfloat16
+// activations: qdot_bf16.go.) This is the fast mode; Dot (float32
+// activations) stays the exact reference mode.
 //
 // The order, on every path: the row is cut into sub-blocks of 32 weights s =
 // 0, 1, ... Each sub-block's integer dot product sumi_s (exact in int32)
