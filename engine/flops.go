@@ -9,7 +9,7 @@ import (
 )
 
 // Product is a share of the weight products one token needs: MACs
-// multiply-adds against matrices of Type, the widest of them Cols wide.
+// multiply-adds against matrices of Type with Cols columns.
 type Product struct {
 	Type quant.Type
 	Cols int

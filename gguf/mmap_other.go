@@ -2,7 +2,11 @@
 
 package gguf
 
-import "os"
+import (
+	"context"
+
+	"github.com/stratactl/stratactl/internal/osutil"
+)
 
 // OpenMapped reads the whole file where mapping is unavailable.
 func OpenMapped(path string) (*File, error) {

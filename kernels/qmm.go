@@ -25,7 +25,7 @@ import (
 // never -0).
 
 // qmmRows is how many weight rows one tile decodes at a time.
-const qmmRows = 4
+const qmmRows = 16
 
 // tiledQ8 reports whether the tiled path takes weights of type t: the types
 // whose DotQ8 is qdot.go's term per 32-weight sub-block of weightSub's

@@ -30,3 +30,19 @@ func q8quantVector(x []float32, r *Q8Row) bool {
 	}
 	return true
 }
+
+//go:noescape
+func qmmDecodeQ8_0AVX(w *byte, groups int, out *int8, m *int16, dw *float32)
+
+//go:noescape
+func qmmDecodeQ2_0AVX(w *byte, groups int, out *int8, m *int16, dw *float32)
+
+// q8decodeQ8_0Vector and q8decodeQ2_0Vector decode whole groups for the
+// tiles (qmm_decode_amd64.s).
+func q8decodeQ8_0Vector(row []byte, g0, ng int, d *q8Decoded) {
+	qmmDecodeQ8_0AVX(&row[272*g0], ng, &d.w[0], &d.m[0], &d.dw[0])
+}
+
+func q8decodeQ2_0Vector(row []byte, g0, ng int, d *q8Decoded) {
+	qmmDecodeQ2_0AVX(&row[72*g0], ng, &d.w[0], &d.m[0], &d.dw[0])
+}

@@ -68,7 +68,7 @@ func TestMatMulQ8TilesGuarded(t *testing.T) {
 			if n > 1024 && rng.IntN(3) != 0 {
 				continue // every length to 1024, a third of the rest
 			}
-			rows := 1 + rng.IntN(9)
+			rows := 1 + rng.IntN(2*qmmRows+3)
 			ntok := []int{1, 2, 3, 4, 7}[rng.IntN(5)]
 			var data []byte
 			for r := 0; r < rows; r++ {

@@ -189,7 +189,7 @@ func swiglu(gate, up, x []float32, n, D, F int) []float32 {
 		for i := 0; i < F; i++ {
 			g := dot32(gate[i*D:(i+1)*D], xt)
 			u := dot32(up[i*D:(i+1)*D], xt)
-			out[t*F+i] = g / (1 + float32(math.Exp(float64(-g)))) * u
+			out[t*F+i] = silu(g) * u
 		}
 	}
 	return out
@@ -273,8 +273,8 @@ func swigluQuantize(f *factors, ex *Expert, in *Inputs, opt Options, res *Expert
 	}
 	gh := project(gq, in.X, n, D, F)
 	for i, z := range g {
-		s[i] = gh[i] * sigmoid(gh[i])
-		y[i] = z * sigmoid(z) * u[i]
+		s[i] = silu(gh[i])
+		y[i] = silu(z) * u[i]
 	}
 	qu := f.runQ(ex.Up, F, opt)
 	qu.refineWeighted(ex.Up, in.X, xt, n, s, y, float32(opt.SwiGLUDamp), opt.SwiGLU)
@@ -283,6 +283,9 @@ func swigluQuantize(f *factors, ex *Expert, in *Inputs, opt Options, res *Expert
 }
 
 func sigmoid(z float32) float32 { return 1 / (1 + float32(math.Exp(float64(-z)))) }
+
+// silu is z·sigmoid(z) as swiglu computes it.
+func silu(z float32) float32 { return z / (1 + float32(math.Exp(float64(-z)))) }
 
 // project returns W Xᵀ, [rows][n], for rows of w each D long.
 func project(w, x []float32, n, D, rows int) []float32 {

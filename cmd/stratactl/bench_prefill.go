@@ -34,8 +34,9 @@ on one thread in CPU time and on every thread in wall time), and runs a prompt o
 --prompt random tokens through the model in one batch --repeats times. The compute
 bound is a token's weight products (2 flops per multiply-add: every layer's dense
 matrices and --used routed experts) at those rates; it prints the prefill's
-tokens/s (best run) and tokens per CPU-second (fewest CPU-seconds) beside each
-bound.`,
+tokens/s and tokens per CPU-second (best run each; the rates are best calls)
+beside each bound (on a shared machine the CPU figure is the steadier: wall
+time counts time descheduled).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return benchPrefill(cmd.Context(), env, cmd.Flags().Changed, &f)

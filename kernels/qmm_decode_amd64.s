@@ -1,0 +1,146 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// Decoders of whole groups of 8 sub-blocks into q8Decoded's layout for the
+// tiled products (qmm.go): 256 integer weights, 8 multipliers (all 1 for
+// these types) and 8 weight scales (the blocks' fp16 d as float32) per
+// group, exactly weightSub's. AVX (128-bit) and F16C.
+
+DATA qmmones16<>+0(SB)/8, $0x0001000100010001
+DATA qmmones16<>+8(SB)/8, $0x0001000100010001
+GLOBL qmmones16<>(SB), RODATA|NOPTR, $16
+
+DATA qmmnib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA qmmnib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL qmmnib<>(SB), RODATA|NOPTR, $16
+
+// Q2_0 codes of a nibble n: (n&3)-1 and ((n>>2)&3)-1.
+DATA qmmq2lo<>+0(SB)/8, $0x020100ff020100ff
+DATA qmmq2lo<>+8(SB)/8, $0x020100ff020100ff
+GLOBL qmmq2lo<>(SB), RODATA|NOPTR, $16
+DATA qmmq2hi<>+0(SB)/8, $0x00000000ffffffff
+DATA qmmq2hi<>+8(SB)/8, $0x0202020201010101
+GLOBL qmmq2hi<>(SB), RODATA|NOPTR, $16
+
+// func qmmDecodeQ8_0AVX(w *byte, groups int, out *int8, m *int16, dw *float32)
+TEXT ·qmmDecodeQ8_0AVX(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ groups+8(FP), CX
+	MOVQ out+16(FP), DI
+	MOVQ m+24(FP), R9
+	MOVQ dw+32(FP), R11
+	VMOVDQU qmmones16<>(SB), X14
+	TESTQ CX, CX
+	JZ    q80done
+
+q80loop:
+	VMOVDQU 2(SI), Y0
+	VMOVDQU Y0, 0(DI)
+	VMOVDQU 36(SI), Y0
+	VMOVDQU Y0, 32(DI)
+	VMOVDQU 70(SI), Y0
+	VMOVDQU Y0, 64(DI)
+	VMOVDQU 104(SI), Y0
+	VMOVDQU Y0, 96(DI)
+	VMOVDQU 138(SI), Y0
+	VMOVDQU Y0, 128(DI)
+	VMOVDQU 172(SI), Y0
+	VMOVDQU Y0, 160(DI)
+	VMOVDQU 206(SI), Y0
+	VMOVDQU Y0, 192(DI)
+	VMOVDQU 240(SI), Y0
+	VMOVDQU Y0, 224(DI)
+	MOVWLZX 0(SI), AX
+	VMOVD   AX, X13
+	VPINSRW $1, 34(SI), X13, X13
+	VPINSRW $2, 68(SI), X13, X13
+	VPINSRW $3, 102(SI), X13, X13
+	VPINSRW $4, 136(SI), X13, X13
+	VPINSRW $5, 170(SI), X13, X13
+	VPINSRW $6, 204(SI), X13, X13
+	VPINSRW $7, 238(SI), X13, X13
+	VCVTPH2PS X13, Y13
+	VMOVUPS Y13, (R11)
+	VMOVDQU X14, (R9)
+	ADDQ $272, SI
+	ADDQ $256, DI
+	ADDQ $16, R9
+	ADDQ $32, R11
+	DECQ CX
+	JNZ  q80loop
+
+q80done:
+	VZEROUPPER
+	RET
+
+// Q2BLOCK(b): block b of the group (18 bytes at 18*b(SI)): its 64 weights
+// to 64*b(DI). Weight 4i+k is bits 2k..2k+1 of code byte i, minus 1: the
+// low nibble gives k = 0, 1, the high nibble k = 2, 3, each through a
+// 16-entry table, interleaved back into order.
+#define Q2BLOCK(b) \
+	VMOVDQU (18*b+2)(SI), X0 \
+	VPAND   X15, X0, X1 \
+	VPSRLW  $4, X0, X2 \
+	VPAND   X15, X2, X2 \
+	VPSHUFB X1, X12, X3 \
+	VPSHUFB X1, X11, X4 \
+	VPSHUFB X2, X12, X5 \
+	VPSHUFB X2, X11, X6 \
+	VPUNPCKLBW X4, X3, X7 \
+	VPUNPCKHBW X4, X3, X8 \
+	VPUNPCKLBW X6, X5, X9 \
+	VPUNPCKHBW X6, X5, X10 \
+	VPUNPCKLWD X9, X7, X0 \
+	VMOVDQU X0, (64*b)(DI) \
+	VPUNPCKHWD X9, X7, X0 \
+	VMOVDQU X0, (64*b+16)(DI) \
+	VPUNPCKLWD X10, X8, X0 \
+	VMOVDQU X0, (64*b+32)(DI) \
+	VPUNPCKHWD X10, X8, X0 \
+	VMOVDQU X0, (64*b+48)(DI)
+
+// func qmmDecodeQ2_0AVX(w *byte, groups int, out *int8, m *int16, dw *float32)
+TEXT ·qmmDecodeQ2_0AVX(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ groups+8(FP), CX
+	MOVQ out+16(FP), DI
+	MOVQ m+24(FP), R9
+	MOVQ dw+32(FP), R11
+	VMOVDQU qmmones16<>(SB), X14
+	VMOVDQU qmmnib<>(SB), X15
+	VMOVDQU qmmq2lo<>(SB), X12
+	VMOVDQU qmmq2hi<>(SB), X11
+	TESTQ CX, CX
+	JZ    q20done
+
+q20loop:
+	Q2BLOCK(0)
+	Q2BLOCK(1)
+	Q2BLOCK(2)
+	Q2BLOCK(3)
+	MOVWLZX 0(SI), AX
+	VMOVD   AX, X13
+	VPINSRW $1, AX, X13, X13
+	MOVWLZX 18(SI), AX
+	VPINSRW $2, AX, X13, X13
+	VPINSRW $3, AX, X13, X13
+	MOVWLZX 36(SI), AX
+	VPINSRW $4, AX, X13, X13
+	VPINSRW $5, AX, X13, X13
+	MOVWLZX 54(SI), AX
+	VPINSRW $6, AX, X13, X13
+	VPINSRW $7, AX, X13, X13
+	VCVTPH2PS X13, Y13
+	VMOVUPS Y13, (R11)
+	VMOVDQU X14, (R9)
+	ADDQ $72, SI
+	ADDQ $256, DI
+	ADDQ $16, R9
+	ADDQ $32, R11
+	DECQ CX
+	JNZ  q20loop
+
+q20done:
+	VZEROUPPER
+	RET
