@@ -31,7 +31,7 @@ func newBenchRoutingCmd(env *cli.Env) *cobra.Command {
 		Long: `bench routing evaluates PACK through its expert store (as eval --arena-mb does:
 every window in order through one arena, one token at a time) at each arena of
 --arenas (fractions of the pack's experts), with the model's own routing and
-with every --cache-bonus of --bonuses after each --exact-picks of --exact, each
+with every --cache-bonus of --bonuses after each of --exact-picks, each
 against the same pack with every expert resident and no bonus. Each row gives
 the mean KLD and top-1 agreement against that reference, the store's hit rate,
 Belady's MIN hit rate on the same demands (with the same read-ahead), their
@@ -49,7 +49,7 @@ with M the row's arena_mb.`,
 	f.arenas, f.bonuses, f.exact = []float64{0.25, 0.5}, []float64{0.5, 0.85, 1.5}, []int{1, 2, 3}
 	cli.NumListVar(fl, &f.arenas, "arenas", 0, 1, true, "arena sizes, as fractions of the pack's experts")
 	cli.NumListVar(fl, &f.bonuses, "bonuses", -maxCacheBonus, maxCacheBonus, false, "cache bonuses to measure (besides no bonus)")
-	cli.NumListVar(fl, &f.exact, "exact", 0, maxExperts, false, "exact picks to measure with each bonus")
+	cli.NumListVar(fl, &f.exact, "exact-picks", 0, maxExperts, false, "exact picks to measure with each bonus (eval's --exact-picks)")
 	return cmd
 }
 

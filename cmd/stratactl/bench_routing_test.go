@@ -17,7 +17,7 @@ func TestBenchRouting(t *testing.T) {
 	enginetest.BuildPack(t, testutil.TinyModel(t, "model-iq3s.gguf"), dir)
 	ids := testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin")
 	rep := decode[evalq.RoutingReport](t, stratactl(t, "bench", "routing", dir, "--ids", ids, "--ctx", "40", "--chunks", "2",
-		"--arenas", "0.25", "--bonuses", "1.5", "--exact", "1", "--json"))
+		"--arenas", "0.25", "--bonuses", "1.5", "--exact-picks", "1", "--json"))
 	if len(rep.Rows) != 2 || rep.Tokens != 80 {
 		t.Fatalf("%d rows over %d tokens: %+v", len(rep.Rows), rep.Tokens, rep)
 	}
@@ -44,7 +44,7 @@ func TestBenchRouting(t *testing.T) {
 	for _, bad := range [][]string{
 		{"bench", "routing", dir, "--ids", ids, "--arenas", "0"},
 		{"bench", "routing", dir, "--ids", ids, "--arenas", "1.5"},
-		{"bench", "routing", dir, "--ids", ids, "--exact", "-1"},
+		{"bench", "routing", dir, "--ids", ids, "--exact-picks", "-1"},
 		{"bench", "routing", testutil.TinyModel(t, "model-iq3s.gguf"), "--ids", ids},
 	} {
 		stratactlFails(t, bad...)
