@@ -288,8 +288,9 @@ func MemoryReadBandwidth(threads, mb, passes int) float64 {
 }
 
 // measureKernels times, on one thread, the kernel of each kind of product a
-// decode step of m runs (type, columns, mode) over as many of its rows as
-// fit in half the L2 cache, and sets rep's rates and compute bound.
+// decode step of m runs (type, columns, mode: engine.InCacheProduct with one
+// input row) over as many rows as fit in half the L2 cache, and sets rep's
+// rates and compute bound.
 func measureKernels(ctx context.Context, m *engine.Model, sp engine.SynthSpec, rep *DecodeReport) error {
 	type use struct {
 		m       *kernels.Matrix
@@ -328,27 +329,20 @@ func measureKernels(ctx context.Context, m *engine.Model, sp engine.SynthSpec, r
 		l2 = 512 << 10
 	}
 	rep.L2KB = l2 >> 10
-	fast := m.Mode == engine.Fast
 	one := kernels.NewPool(1)
-	rng := rand.New(rand.NewPCG(rep.Spec.Seed, 3))
 	secondsPerToken := 0.0
 	for _, key := range order {
 		u := uses[key]
 		mm := *u.m
 		mm.Rows = max(1, min(mm.Rows, l2/2/mm.RowBytes))
 		mm.Data = mm.Data[:mm.Rows*mm.RowBytes]
-		x := make([]float32, mm.Cols)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
+		// The product as a decode step runs it (one input row, the
+		// model's mode), on random weights of the same shape.
+		mul, err := engine.InCacheProduct(m.Mode, mm.Type, mm.Cols, mm.Rows, 1, rep.Spec.Seed)
+		if err != nil {
+			return err
 		}
-		out := make([]float32, mm.Rows)
-		q8 := fast && mm.CanDotQ8()
-		var xq kernels.Q8Row
-		if q8 {
-			if err := kernels.QuantizeQ8Row(x, &xq); err != nil {
-				return err
-			}
-		}
+		q8 := m.Mode == engine.Fast && mm.CanDotQ8()
 		reps := max(1, (4<<20)/len(mm.Data))
 		var calls Calls
 		errc := make(chan error, 1)
@@ -358,11 +352,7 @@ func measureKernels(ctx context.Context, m *engine.Model, sp engine.SynthSpec, r
 			var err error
 			calls, err = TimeCalls(ctx, 0.3, func() error {
 				for i := 0; i < reps; i++ {
-					if q8 {
-						one.MatVecQ8(&mm, &xq, out)
-					} else {
-						one.MatVec(&mm, x, out)
-					}
+					mul(one)
 				}
 				return nil
 			})
