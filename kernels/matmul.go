@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/stratactl/stratactl/quant"
 )
@@ -102,11 +103,40 @@ func (j *poolJob) run() {
 	}
 }
 
-// poolWorker runs the jobs it is handed until the pool is collected.
+// poolWorker runs the jobs it is handed until the pool is collected. After
+// a job it polls for the next for workerSpin before it parks.
 func poolWorker(jobs <-chan *poolJob) {
 	for j := range jobs {
-		j.run()
+		for j != nil {
+			j.run()
+			j = spinFor(jobs)
+		}
 	}
+}
+
+// workerSpin is how long a worker that finished a job keeps polling for
+// the next. A decode step is a dozen products of 0.1-2 ms with gaps of tens
+// of microseconds between them; waking a parked worker (an idle OS thread,
+// on a shared machine) took about as long as a small product, so without
+// the spin the caller did most of each product itself (docs/BENCHMARKS.md).
+const workerSpin = 200 * time.Microsecond
+
+// spinFor polls jobs for up to workerSpin, yielding to other goroutines
+// between polls; nil when none came or jobs is closed.
+func spinFor(jobs <-chan *poolJob) *poolJob {
+	t0 := time.Now()
+	for time.Since(t0) < workerSpin {
+		select {
+		case j, ok := <-jobs:
+			if !ok {
+				return nil
+			}
+			return j
+		default:
+		}
+		runtime.Gosched()
+	}
+	return nil
 }
 
 // workers returns the job channel with at least n workers behind it. The
