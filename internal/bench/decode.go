@@ -345,20 +345,15 @@ func measureKernels(ctx context.Context, m *engine.Model, sp engine.SynthSpec, r
 		q8 := m.Mode == engine.Fast && mm.CanDotQ8()
 		reps := max(1, (4<<20)/len(mm.Data))
 		var calls Calls
-		errc := make(chan error, 1)
-		go func() {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			var err error
+		if err := OnLockedThread(func() (err error) {
 			calls, err = TimeCalls(ctx, 0.3, func() error {
 				for i := 0; i < reps; i++ {
 					mul(one)
 				}
 				return nil
 			})
-			errc <- err
-		}()
-		if err := <-errc; err != nil {
+			return err
+		}); err != nil {
 			return err
 		}
 		sec := calls.Best.Seconds() / float64(reps)

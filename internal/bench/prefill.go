@@ -194,13 +194,7 @@ func kernelRate(ctx context.Context, m *engine.Model, p engine.Product, seconds 
 		}
 		var ct Calls
 		var least time.Duration // the least thread CPU time of a call
-		done := make(chan error, 1)
-		go func() {
-			if thread {
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-			}
-			var err error
+		run := func() (err error) {
 			ct, err = TimeCalls(ctx, seconds, func() error {
 				c0, ok0 := ThreadCPU()
 				mul(pool)
@@ -209,9 +203,13 @@ func kernelRate(ctx context.Context, m *engine.Model, p engine.Product, seconds 
 				}
 				return nil
 			})
-			done <- err
-		}()
-		err = <-done
+			return err
+		}
+		if thread {
+			err = OnLockedThread(run)
+		} else {
+			err = run()
+		}
 		ct.CPU = least
 		return ct, err
 	}

@@ -7,6 +7,7 @@ package bench
 import (
 	"context"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -34,10 +35,22 @@ func (c Calls) PerCore() time.Duration {
 	return c.Wall
 }
 
+// OnLockedThread runs f on a new goroutine locked to its OS thread, so that
+// the thread CPU clock inside f measures f alone, and returns f's error.
+func OnLockedThread(f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		errc <- f()
+	}()
+	return <-errc
+}
+
 // TimeCalls runs f once to warm up, then repeatedly for about seconds (at
 // least 3 calls), stopping early with ctx's error when ctx is cancelled.
-// The caller should run it on a goroutine locked to its OS thread, so that
-// the thread CPU clock measures f alone.
+// The caller should run it on a goroutine locked to its OS thread
+// (OnLockedThread), so that the thread CPU clock measures f alone.
 func TimeCalls(ctx context.Context, seconds float64, f func() error) (Calls, error) {
 	if err := f(); err != nil {
 		return Calls{}, err
