@@ -1,0 +1,112 @@
+package engine
+
+import "github.com/stratactl/stratactl/kernels"
+
+// scratch is a session's working memory for one batch of the forward
+// pass, reused from batch to batch so that a steady-state decode step
+// allocates nothing: reset at the batch's start, it hands out slices and
+// activation wrappers in turn, each valid until the next reset. When a
+// batch needs more than the block holds it takes a larger block (the
+// slices already handed out stay valid in the old one), so after a step or
+// two of a shape the block fits the whole batch. Slices come uncleared.
+type scratch struct {
+	f     []float32
+	off   int
+	i32   []int32
+	ioff  int
+	acts  []*acts
+	nacts int
+
+	// The MoE block's bookkeeping, resized per layer.
+	users    [][]int // per expert, its (token, rank) slots
+	distinct []int
+	taken    []bool
+	seen     []bool
+	now      []int
+	later    []int
+	exs      []*Expert
+	scores   []float32 // a decode token's attention scores, per head
+	// matVecs' argument lists.
+	ms   []*kernels.Matrix
+	as   []*acts
+	outs [][]float32
+	vecs matVecArgs
+}
+
+// reset starts a batch: everything handed out before may be reused.
+func (sc *scratch) reset() { sc.off, sc.ioff, sc.nacts = 0, 0, 0 }
+
+// floats is n float32s, uncleared.
+func (sc *scratch) floats(n int) []float32 {
+	if sc.off+n > len(sc.f) {
+		sc.f = make([]float32, max(2*len(sc.f), sc.off+n, 1<<12))
+		sc.off = 0
+	}
+	s := sc.f[sc.off : sc.off+n : sc.off+n]
+	sc.off += n
+	return s
+}
+
+// zeros is n float32s set to zero.
+func (sc *scratch) zeros(n int) []float32 {
+	s := sc.floats(n)
+	clear(s)
+	return s
+}
+
+// int32s is n int32s, uncleared.
+func (sc *scratch) int32s(n int) []int32 {
+	if sc.ioff+n > len(sc.i32) {
+		sc.i32 = make([]int32, max(2*len(sc.i32), sc.ioff+n, 1<<8))
+		sc.ioff = 0
+	}
+	s := sc.i32[sc.ioff : sc.ioff+n : sc.ioff+n]
+	sc.ioff += n
+	return s
+}
+
+// newActs is newActs(x, n, mode) in a recycled wrapper whose quantized
+// rows keep their buffers from the batch before.
+func (sc *scratch) newActs(x []float32, n int, mode Mode) *acts {
+	if sc.nacts == len(sc.acts) {
+		sc.acts = append(sc.acts, new(acts))
+	}
+	a := sc.acts[sc.nacts]
+	sc.nacts++
+	a.rewrap(x, n, mode)
+	return a
+}
+
+// bools is n false values, reusing buf.
+func bools(buf *[]bool, n int) []bool {
+	if cap(*buf) < n {
+		*buf = make([]bool, n)
+	}
+	s := (*buf)[:n]
+	clear(s)
+	return s
+}
+
+// grow is *buf resized to n elements (the old contents, where kept, are
+// the caller's to overwrite).
+func grow[T any](buf *[]T, n int) []T {
+	if cap(*buf) < n {
+		*buf = make([]T, n)
+	}
+	*buf = (*buf)[:n]
+	return *buf
+}
+
+// reuseRows is n non-nil rows, spare's where it has them.
+func reuseRows[R any](spare []*R, n int) []*R {
+	if cap(spare) < n {
+		spare = append(spare[:cap(spare)], make([]*R, n-cap(spare))...)
+	}
+	spare = spare[:n]
+	for i, r := range spare {
+		if r == nil {
+			spare[i] = new(R)
+		}
+	}
+	return spare
+}
