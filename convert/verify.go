@@ -79,6 +79,11 @@ type VerifyReport struct {
 	Path      string              `json:"path"`
 	Kind      string              `json:"kind"` // "pack" or "gguf"
 	Source    string              `json:"source,omitempty"`
+	// SourceMadeFrom is set when Source is the original model of the
+	// pruned GGUF a pack was made from (not the file the manifest
+	// records): that file, whose experts were compared through the
+	// original ids of keep.strp.
+	SourceMadeFrom string `json:"source_made_from,omitempty"`
 	OK        bool                `json:"ok"`
 	Checks    []Check             `json:"checks"`
 	Failures  []Finding           `json:"failures"`
