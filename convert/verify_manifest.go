@@ -3,8 +3,8 @@ package convert
 import (
 	"context"
 	"fmt"
-	"strings"
 	"path/filepath"
+	"strings"
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/osutil"
@@ -139,4 +139,3 @@ func madeFrom(models []strata.FileRecord) string {
 	}
 	return strings.Join(names, ", ")
 }
-
