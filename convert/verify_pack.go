@@ -137,7 +137,7 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 			}
 			measureOnly = path == "" && params.Imatrix != ""
 			if path != "" {
-				if imp, err = LoadImportance(path); err != nil {
+				if imp, err = LoadImportance(path, src); err != nil {
 					r.failf("inputs", path, -1, "the pack was made with an importance matrix (%s), which cannot be read now: %v", params.Imatrix, err)
 					measureOnly = true
 				} else {
