@@ -404,6 +404,10 @@ func (q *quantized) refine(t []float32, f *factors, passes int) {
 	if passes == 0 {
 		return
 	}
+	if f.lr != nil {
+		q.refineLow(t, f.lr, passes)
+		return
+	}
 	cols, groups := q.cols, q.cols/group
 	e := make([]float32, cols)
 	hq := f.quad()
