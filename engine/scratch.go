@@ -10,10 +10,8 @@ import "github.com/stratactl/stratactl/kernels"
 // slices already handed out stay valid in the old one), so after a step or
 // two of a shape the block fits the whole batch. Slices come uncleared.
 type scratch struct {
-	f     []float32
-	off   int
-	i32   []int32
-	ioff  int
+	f     block[float32]
+	i32   block[int32]
 	acts  []*acts
 	nacts int
 
@@ -34,18 +32,10 @@ type scratch struct {
 }
 
 // reset starts a batch: everything handed out before may be reused.
-func (sc *scratch) reset() { sc.off, sc.ioff, sc.nacts = 0, 0, 0 }
+func (sc *scratch) reset() { sc.f.off, sc.i32.off, sc.nacts = 0, 0, 0 }
 
 // floats is n float32s, uncleared.
-func (sc *scratch) floats(n int) []float32 {
-	if sc.off+n > len(sc.f) {
-		sc.f = make([]float32, max(2*len(sc.f), sc.off+n, 1<<12))
-		sc.off = 0
-	}
-	s := sc.f[sc.off : sc.off+n : sc.off+n]
-	sc.off += n
-	return s
-}
+func (sc *scratch) floats(n int) []float32 { return sc.f.take(n) }
 
 // zeros is n float32s set to zero.
 func (sc *scratch) zeros(n int) []float32 {
@@ -55,13 +45,23 @@ func (sc *scratch) zeros(n int) []float32 {
 }
 
 // int32s is n int32s, uncleared.
-func (sc *scratch) int32s(n int) []int32 {
-	if sc.ioff+n > len(sc.i32) {
-		sc.i32 = make([]int32, max(2*len(sc.i32), sc.ioff+n, 1<<8))
-		sc.ioff = 0
+func (sc *scratch) int32s(n int) []int32 { return sc.i32.take(n) }
+
+// block hands out consecutive slices of buf; off is the next free one.
+type block[T any] struct {
+	buf []T
+	off int
+}
+
+// take is the next n elements, from a larger new buffer when buf has no
+// room left (what was handed out stays in the old one).
+func (b *block[T]) take(n int) []T {
+	if b.off+n > len(b.buf) {
+		b.buf = make([]T, max(2*len(b.buf), b.off+n, 1<<10))
+		b.off = 0
 	}
-	s := sc.i32[sc.ioff : sc.ioff+n : sc.ioff+n]
-	sc.ioff += n
+	s := b.buf[b.off : b.off+n : b.off+n]
+	b.off += n
 	return s
 }
 
