@@ -39,7 +39,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.dequant[quant.Q5_K] = dequantQ5KVector
 		k.dequant[quant.Q6_K] = dequantQ6KVector
 		k.q2.Pack = q2PackVector
-		k.q8dotDecoded2 = q8dotDecoded2Vector
+		k.q8dotTile2 = q8dotTile2Vector
 		k.q8quant = q8quantVector
 		k.bf16dot = bf16dotVector
 		k.xorReadVec = xorReadAVX2
