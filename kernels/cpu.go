@@ -77,6 +77,10 @@ type kernelSet struct {
 	bf16dot func(row []byte, x *BF16Row) (float32, bool)
 	// q2 runs Q2Search's hot loops (nil: quant.Q2SearchRef).
 	q2 *quant.Q2SearchKernels
+	// attnScores and attnSum are AttnScores' and AttnSum's loops (attn.go):
+	// n >= 1 positions, chunks of 32 and blocks of attnSumBlock.
+	attnScores func(q, k *float32, stride, n, chunks int, scale float32, out *float32)
+	attnSum    func(o, p, v *float32, stride, n, blocks int)
 	// xorReadVec is XORRead's loop over n bytes, n a positive multiple of
 	// xorReadUnit.
 	xorReadVec func(p *byte, n int) uint64
