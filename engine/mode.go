@@ -43,12 +43,15 @@ func (m Mode) String() string {
 type acts struct {
 	x    []float32
 	n    int
+	rows int
 	fast bool
 	q    []*kernels.Q8Row
 	b    []*kernels.BF16Row
-	// A gathered batch takes its quantized rows from rows idx of from.
+	// A gathered batch takes its rows from rows idx of from: its quantized
+	// rows shared, its float32 rows copied to buf on first use (f32).
 	from *acts
 	idx  []int
+	buf  []float32
 	// Rows whose buffers the next quantization reuses (rewrap).
 	spareQ []*kernels.Q8Row
 	spareB []*kernels.BF16Row
@@ -61,7 +64,7 @@ func newActs(x []float32, n int, mode Mode) *acts {
 }
 
 func makeActs(x []float32, n int, mode Mode) acts {
-	return acts{x: x, n: n, fast: mode == Fast}
+	return acts{x: x, n: n, rows: len(x) / n, fast: mode == Fast}
 }
 
 // rewrap makes a the wrapper newActs(x, n, mode) would make, keeping the
@@ -84,7 +87,21 @@ func max2[R any](x, y []*R) []*R {
 }
 
 // T is the number of rows.
-func (a *acts) T() int { return len(a.x) / a.n }
+func (a *acts) T() int { return a.rows }
+
+// f32 is the float32 rows [T][n]; a gathered batch copies them from its
+// source on the first call.
+func (a *acts) f32() []float32 {
+	if a.x == nil && a.from != nil {
+		x := a.buf[:a.rows*a.n]
+		src := a.from.f32()
+		for j, t := range a.idx {
+			copy(x[j*a.n:(j+1)*a.n], src[t*a.n:(t+1)*a.n])
+		}
+		a.x = x
+	}
+	return a.x
+}
 
 // q8 is the rows quantized to Q8_0, quantized on the first call.
 func (a *acts) q8() []*kernels.Q8Row {
@@ -99,7 +116,7 @@ func (a *acts) q8() []*kernels.Q8Row {
 				a.q[t] = a.from.q8()[a.idx[t]]
 				continue
 			}
-			if err := kernels.QuantizeQ8Row(a.x[t*a.n:(t+1)*a.n], r); err != nil {
+			if err := kernels.QuantizeQ8Row(a.f32()[t*a.n:(t+1)*a.n], r); err != nil {
 				// Only reached through a matrix that CanDotQ8 (n a multiple
 				// of 32), so this is a broken invariant, not bad input.
 				panic("engine: " + err.Error())
@@ -122,23 +139,18 @@ func (a *acts) bf16() []*kernels.BF16Row {
 				a.b[t] = a.from.bf16()[a.idx[t]]
 				continue
 			}
-			kernels.QuantizeBF16Row(a.x[t*a.n:(t+1)*a.n], a.b[t])
+			kernels.QuantizeBF16Row(a.f32()[t*a.n:(t+1)*a.n], a.b[t])
 		}
 	}
 	return a.b
 }
 
-// gather is the rows idx of a, copied to buf (len >= len(idx)*n); in fast
-// mode the quantized rows are a's, shared, so no row is quantized twice.
+// gather is the rows idx of a. Its quantized and bfloat16 rows are a's,
+// shared, so no row is quantized twice; its float32 rows are copied to buf
+// (len >= len(idx)*n) only when a product reads them (f32): in fast mode a
+// product on a quantized type reads the shared quantized rows in place.
 func (a *acts) gather(idx []int, buf []float32) *acts {
-	g := &acts{x: buf[:len(idx)*a.n], n: a.n, fast: a.fast}
-	for j, t := range idx {
-		copy(g.x[j*a.n:(j+1)*a.n], a.x[t*a.n:(t+1)*a.n])
-	}
-	if a.fast {
-		g.from, g.idx = a, idx
-	}
-	return g
+	return &acts{n: a.n, rows: len(idx), fast: a.fast, from: a, idx: idx, buf: buf}
 }
 
 // useQ8 reports whether the product of mat with a takes the quantized path.
@@ -154,11 +166,27 @@ func matMul(pool *kernels.Pool, mat *kernels.Matrix, a *acts, out []float32) {
 	case a.useBF16(mat):
 		pool.MatMulBF16(mat, a.bf16(), out)
 	case !a.useQ8(mat):
-		pool.MatMul(mat, a.x, T, out)
+		pool.MatMul(mat, a.f32(), T, out)
 	case T == 1:
 		pool.MatVecQ8(mat, a.q8()[0], out)
 	default:
 		pool.MatMulQ8(mat, a.q8(), out)
+	}
+}
+
+// matMulTo is matMul with row t of the output in outs[t] (each at least
+// mat.Rows long): the quantized path writes them in place, the others
+// through buf (at least T*Rows long), copied.
+func matMulTo(pool *kernels.Pool, mat *kernels.Matrix, a *acts, outs [][]float32, buf []float32) {
+	if a.useQ8(mat) && !a.useBF16(mat) && a.T() > 1 {
+		pool.MatMulQ8To(mat, a.q8(), outs)
+		return
+	}
+	R := mat.Rows
+	buf = buf[:a.T()*R]
+	matMul(pool, mat, a, buf)
+	for t, o := range outs {
+		copy(o[:R], buf[t*R:(t+1)*R])
 	}
 }
 
@@ -196,7 +224,7 @@ func matVecs(pool *kernels.Pool, ms []*kernels.Matrix, as []*acts, outs [][]floa
 			v.qout = append(v.qout, outs[i])
 		} else {
 			v.exact = append(v.exact, mat)
-			v.exactX = append(v.exactX, as[i].x)
+			v.exactX = append(v.exactX, as[i].f32())
 			v.exactOut = append(v.exactOut, outs[i])
 		}
 	}
