@@ -102,7 +102,7 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 	}
 	var imp *Importance
 	if cfg.Imatrix != "" {
-		if imp, err = LoadImportance(cfg.Imatrix); err != nil {
+		if imp, err = LoadImportance(cfg.Imatrix, f); err != nil {
 			return nil, err
 		}
 		defer imp.Close()

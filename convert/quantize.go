@@ -160,7 +160,7 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) (*QuantizeResult, error) 
 	}
 	var imp *Importance
 	if cfg.Imatrix != "" {
-		if imp, err = LoadImportance(cfg.Imatrix); err != nil {
+		if imp, err = LoadImportance(cfg.Imatrix, f); err != nil {
 			return nil, err
 		}
 	}

@@ -76,18 +76,23 @@ type TensorCompare struct {
 
 // VerifyReport is verify's result.
 type VerifyReport struct {
-	Path      string              `json:"path"`
-	Kind      string              `json:"kind"` // "pack" or "gguf"
-	Source    string              `json:"source,omitempty"`
-	OK        bool                `json:"ok"`
-	Checks    []Check             `json:"checks"`
-	Failures  []Finding           `json:"failures"`
-	Omitted   int                 `json:"failures_omitted"`
-	Layers    []strata.LayerError `json:"layers,omitempty"`
-	Tensors   []TensorCompare     `json:"tensors,omitempty"`
-	RelMSE    float64             `json:"rel_mse,omitempty"`
-	Slots     int                 `json:"slots_checked,omitempty"`
-	SlotBytes uint64              `json:"slot_bytes,omitempty"`
+	Path   string `json:"path"`
+	Kind   string `json:"kind"` // "pack" or "gguf"
+	Source string `json:"source,omitempty"`
+	// SourceMadeFrom is set when Source is the original model of the
+	// pruned GGUF a pack was made from (not the file the manifest
+	// records): that file, whose experts were compared through the
+	// original ids of keep.strp.
+	SourceMadeFrom string              `json:"source_made_from,omitempty"`
+	OK             bool                `json:"ok"`
+	Checks         []Check             `json:"checks"`
+	Failures       []Finding           `json:"failures"`
+	Omitted        int                 `json:"failures_omitted"`
+	Layers         []strata.LayerError `json:"layers,omitempty"`
+	Tensors        []TensorCompare     `json:"tensors,omitempty"`
+	RelMSE         float64             `json:"rel_mse,omitempty"`
+	Slots          int                 `json:"slots_checked,omitempty"`
+	SlotBytes      uint64              `json:"slot_bytes,omitempty"`
 }
 
 func (r *VerifyReport) fail(f Finding) {

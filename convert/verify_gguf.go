@@ -155,7 +155,7 @@ func verifyGGUF(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 			r.check("gguf.source", n, "tensors compared with the source")
 			return nil
 		}
-		if imp, err = LoadImportance(cfg.Imatrix); err != nil {
+		if imp, err = LoadImportance(cfg.Imatrix, src); err != nil {
 			return err
 		}
 	}

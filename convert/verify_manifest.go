@@ -2,14 +2,33 @@ package convert
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/strata"
 )
 
-func checkManifest(ctx context.Context, dir, source string, r *VerifyReport) (*strata.Manifest, error) {
+// origin is what verify knows of --source before the manifest is read:
+// its expert count, and whether it records original experts of its own
+// (strata.SourceKeep), to tell the original model of a pruned pack source
+// from another file.
+type origin struct {
+	experts   int
+	hasRecord bool
+}
+
+// checkManifest checks manifest.json: the outputs' sizes and sha256, and
+// with a source, that it is the model the pack was made from. A pack made
+// from a pruned GGUF (parameters.source_keep: keep.strp names the original
+// model's experts) may be compared with that original model instead: a
+// source that is not the recorded file but holds keep's NExpert experts and
+// no record of its own. Then r.SourceMadeFrom names the recorded file and
+// the experts are compared with their original experts (the slots and the
+// dense tensors, not the hash, tie the pack to it).
+func checkManifest(ctx context.Context, dir, source string, src *origin, keep *strata.Keep, r *VerifyReport) (*strata.Manifest, error) {
 	path := filepath.Join(dir, strata.ManifestFile)
 	b, err := osutil.ReadFile(ctx, path, osutil.MaxMetaBytes)
 	if err != nil {
@@ -66,8 +85,9 @@ func checkManifest(ctx context.Context, dir, source string, r *VerifyReport) (*s
 				files = append(files, gguf.SplitPath(prefix, k, count))
 			}
 		}
+		var bad []Finding
 		if len(files) != len(models) {
-			r.failf("manifest", source, -1, "the source is %d file(s); the pack was made from %d", len(files), len(models))
+			bad = append(bad, Finding{Check: "manifest", File: source, Offset: -1, Layer: -1, Expert: -1, Msg: fmt.Sprintf("the source is %d file(s); the pack was made from %d", len(files), len(models))})
 		} else {
 			for k, in := range models {
 				size, sum, err := strata.HashFile(ctx, files[k])
@@ -75,8 +95,27 @@ func checkManifest(ctx context.Context, dir, source string, r *VerifyReport) (*s
 					return nil, err
 				}
 				if size != in.Bytes || sum != in.SHA256 {
-					r.failf("manifest", files[k], -1, "the source has %d bytes sha256 %s; the pack was made from %d bytes sha256 %s", size, sum, in.Bytes, in.SHA256)
+					bad = append(bad, Finding{Check: "manifest", File: files[k], Offset: -1, Layer: -1, Expert: -1, Msg: fmt.Sprintf("the source has %d bytes sha256 %s; the pack was made from %d bytes sha256 %s", size, sum, in.Bytes, in.SHA256)})
 				}
+			}
+		}
+		made := madeFrom(models)
+		switch {
+		case len(bad) == 0:
+		case man.Parameters.SourceKeep && keep != nil && src != nil && !src.hasRecord && src.experts == int(keep.NExpert):
+			r.SourceMadeFrom = made
+		case man.Parameters.SourceKeep:
+			hint := fmt.Sprintf(": the pack was made from %s, a GGUF stratactl prune made; give it, or the original model it was pruned from", made)
+			if keep != nil {
+				hint += fmt.Sprintf(" (%d experts per layer)", keep.NExpert)
+			}
+			for i := range bad {
+				bad[i].Msg += hint
+			}
+			fallthrough
+		default:
+			for _, f := range bad {
+				r.fail(f)
 			}
 		}
 	}
@@ -90,4 +129,13 @@ func checkManifest(ctx context.Context, dir, source string, r *VerifyReport) (*s
 		}
 	}
 	return man, nil
+}
+
+// madeFrom names the model files a manifest records.
+func madeFrom(models []strata.FileRecord) string {
+	names := make([]string, len(models))
+	for i, m := range models {
+		names[i] = m.Path
+	}
+	return strings.Join(names, ", ")
 }

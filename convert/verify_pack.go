@@ -100,27 +100,10 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 		r.check("model.values", n, fmt.Sprintf("%d chunks decoded, no NaN or Inf", chunks))
 	}
 
-	// manifest.json.
-	n = r.nfail()
-	man, err := checkManifest(ctx, dir, cfg.Source, r)
-	if err != nil {
-		return err
-	}
-	if man != nil && x != nil && man.FormatVersion >= 2 && man.PackID != x.PackID.String() {
-		r.failf("manifest", filepath.Join(dir, strata.ManifestFile), -1, "pack_id %q, but %s is of pack %s", man.PackID, strata.ExpertsFile, x.PackID)
-	}
-	r.check("manifest", n, "outputs' sizes and sha256 match, pack id too; inputs checked where given")
-
-	if x == nil || keep == nil {
-		return nil
-	}
 	var src *gguf.File
 	var sm *gguf.MoE
-	var imp *Importance
-	var params *strata.PackParams
-	measureOnly := false // the experts' bytes cannot be rebuilt: compare their error only
+	var org *origin
 	if cfg.Source != "" {
-		n = r.nfail()
 		if src, err = gguf.OpenModel(cfg.Source, false); err != nil {
 			return err
 		}
@@ -128,6 +111,33 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 		if sm, err = src.MoE(); err != nil {
 			return err
 		}
+		_, rec := src.Get(strata.KeySourceKeep)
+		org = &origin{experts: sm.Experts, hasRecord: rec}
+	}
+
+	// manifest.json.
+	n = r.nfail()
+	man, err := checkManifest(ctx, dir, cfg.Source, org, keep, r)
+	if err != nil {
+		return err
+	}
+	if man != nil && x != nil && man.FormatVersion >= 2 && man.PackID != x.PackID.String() {
+		r.failf("manifest", filepath.Join(dir, strata.ManifestFile), -1, "pack_id %q, but %s is of pack %s", man.PackID, strata.ExpertsFile, x.PackID)
+	}
+	detail := "outputs' sizes and sha256 match, pack id too; inputs checked where given"
+	if r.SourceMadeFrom != "" {
+		detail += fmt.Sprintf("; the pack was made from %s, a pruned GGUF: %s is not that file but holds the %d experts keep.strp names, so it is checked as the original model", r.SourceMadeFrom, cfg.Source, keep.NExpert)
+	}
+	r.check("manifest", n, detail)
+
+	if x == nil || keep == nil {
+		return nil
+	}
+	var imp *Importance
+	var params *strata.PackParams
+	measureOnly := false // the experts' bytes cannot be rebuilt: compare their error only
+	if cfg.Source != "" {
+		n = r.nfail()
 		if man != nil {
 			params = &man.Parameters
 			ni := r.nfail()
@@ -137,7 +147,7 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 			}
 			measureOnly = path == "" && params.Imatrix != ""
 			if path != "" {
-				if imp, err = LoadImportance(path); err != nil {
+				if imp, err = LoadImportance(path, src); err != nil {
 					r.failf("inputs", path, -1, "the pack was made with an importance matrix (%s), which cannot be read now: %v", params.Imatrix, err)
 					measureOnly = true
 				} else {
@@ -191,9 +201,15 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 	if err := verifySlots(ctx, cfg, x, keep, src, sm, params, imp, measureOnly, man, r); err != nil {
 		return err
 	}
-	detail := fmt.Sprintf("%d slots: CRC-32C, zero padding, every block decodes to finite values", r.Slots)
+	detail = fmt.Sprintf("%d slots: CRC-32C, zero padding, every block decodes to finite values", r.Slots)
 	if src != nil {
 		detail += fmt.Sprintf("; compared with %s through the keep map", cfg.Source)
+		if r.SourceMadeFrom != "" {
+			detail += fmt.Sprintf(" (each with its original expert: the pack was made from %s, pruned from it)", r.SourceMadeFrom)
+			if r.nfail() != n {
+				detail += fmt.Sprintf("; if %s is not the model %s was pruned from, its experts differ from the pack's", cfg.Source, r.SourceMadeFrom)
+			}
+		}
 	}
 	r.check("experts.slots", n, detail)
 	return nil

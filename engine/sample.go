@@ -1,18 +1,24 @@
 package engine
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 )
 
 // Sampler picks the next token from logits: greedy at temperature 0,
 // otherwise temperature + nucleus (top-p) sampling from a seeded generator,
-// so a seed replays the same text.
+// so a seed replays the same text. A Sampler reuses its buffers from call
+// to call (one per sequence; not safe for concurrent use).
 type Sampler struct {
 	Temp float64
 	TopP float64
 	rng  *rand.Rand
+
+	p         []float64 // per token id, exp((logit - max) / Temp)
+	keys, tmp []uint64  // candidates in order: descending logit key << 32 | id
 }
 
 // NewSampler makes a sampler; topP <= 0 or >= 1 keeps the whole distribution.
@@ -31,34 +37,36 @@ func Argmax(logits []float32) int32 {
 	return int32(best)
 }
 
-// Sample draws one token id.
+// Sample draws one token id: the candidates in descending probability
+// (ties to the lower id), cut to the smallest prefix whose probabilities
+// (over their sum in id order) reach TopP, and one uniform draw over that
+// prefix's total, both sums taken in candidate order.
 func (s *Sampler) Sample(logits []float32) int32 {
 	if s.Temp <= 0 {
 		return Argmax(logits)
 	}
 	mx := float64(logits[Argmax(logits)])
-	type cand struct {
-		id int
-		p  float64
+	n := len(logits)
+	if cap(s.p) < n {
+		s.p, s.keys, s.tmp = make([]float64, n), make([]uint64, n), make([]uint64, n)
 	}
-	cands := make([]cand, len(logits))
+	p, keys := s.p[:n], s.keys[:n]
 	var sum float64
 	for i, v := range logits {
-		p := math.Exp((float64(v) - mx) / s.Temp)
-		cands[i] = cand{i, p}
-		sum += p
+		e := math.Exp((float64(v) - mx) / s.Temp)
+		p[i] = e
+		sum += e
+		keys[i] = uint64(descendingKey(v))<<32 | uint64(i)
 	}
-	sort.Slice(cands, func(a, b int) bool {
-		if cands[a].p != cands[b].p {
-			return cands[a].p > cands[b].p
-		}
-		return cands[a].id < cands[b].id
-	})
-	keep := len(cands)
+	order, ok := s.candidateOrder(p, keys)
+	if !ok {
+		order = comparisonOrder(p, keys)
+	}
+	keep := n
 	if s.TopP > 0 && s.TopP < 1 {
 		var cum float64
-		for i, c := range cands {
-			cum += c.p / sum
+		for i, k := range order {
+			cum += p[uint32(k)] / sum
 			if cum >= s.TopP {
 				keep = i + 1
 				break
@@ -66,15 +74,104 @@ func (s *Sampler) Sample(logits []float32) int32 {
 		}
 	}
 	var total float64
-	for _, c := range cands[:keep] {
-		total += c.p
+	for _, k := range order[:keep] {
+		total += p[uint32(k)]
 	}
 	r := s.rng.Float64() * total
-	for _, c := range cands[:keep] {
-		r -= c.p
+	for _, k := range order[:keep] {
+		r -= p[uint32(k)]
 		if r < 0 {
-			return int32(c.id)
+			return int32(uint32(k))
 		}
 	}
-	return int32(cands[keep-1].id)
+	return int32(uint32(order[keep-1]))
+}
+
+// descendingKey maps a float32 to a uint32 that orders the other way
+// round: larger values get smaller keys (-0 after +0).
+func descendingKey(v float32) uint32 {
+	b := math.Float32bits(v)
+	if b>>31 != 0 {
+		return b // negative: larger magnitude, larger key
+	}
+	return ^(b | 1<<31)
+}
+
+// candidateOrder sorts keys (descending logit << 32 | id, in id order) by
+// their logit part, stably (an LSD radix sort of 8-bit digits), then
+// brings each run of equal probabilities into id order. exp is monotone,
+// so that is the order by (probability descending, id ascending); ok is
+// false when the result is not (a NaN, or an exp that is not monotone at
+// some pair), and the caller sorts by comparison instead.
+func (s *Sampler) candidateOrder(p []float64, keys []uint64) ([]uint64, bool) {
+	n := len(keys)
+	var hist [4][256]int
+	for _, k := range keys {
+		for d := 0; d < 4; d++ {
+			hist[d][byte(k>>(32+8*d))]++
+		}
+	}
+	src, dst := keys, s.tmp[:n]
+	for d := 0; d < 4; d++ {
+		h := &hist[d]
+		if h[byte(src[0]>>(32+8*d))] == n {
+			continue // every key has this digit
+		}
+		var at [256]int
+		sum := 0
+		for b, c := range h {
+			at[b] = sum
+			sum += c
+		}
+		for _, k := range src {
+			b := byte(k >> (32 + 8*d))
+			dst[at[b]] = k
+			at[b]++
+		}
+		src, dst = dst, src
+	}
+	for i := 0; i+1 < n; {
+		a, b := p[uint32(src[i])], p[uint32(src[i+1])]
+		if a > b {
+			i++
+			continue
+		}
+		if a != b {
+			return nil, false
+		}
+		j := i + 1
+		for j+1 < n && p[uint32(src[j+1])] == a {
+			j++
+		}
+		// Equal logits are in id order already; equal probabilities of
+		// distinct logits are not.
+		run := src[i : j+1]
+		slices.SortFunc(run, func(x, y uint64) int { return cmp.Compare(uint32(x), uint32(y)) })
+		i = j
+	}
+	return src, true
+}
+
+// comparisonOrder writes to keys the ids by probability descending, ties
+// to the lower id, by a comparison sort: for the logits candidateOrder
+// cannot order (with a NaN, the order sort.Slice leaves).
+func comparisonOrder(p []float64, keys []uint64) []uint64 {
+	type cand struct {
+		id int
+		p  float64
+	}
+	cands := make([]cand, len(p))
+	for i, v := range p {
+		cands[i] = cand{i, v}
+	}
+	sort.Slice(cands, func(a, b int) bool {
+		if cands[a].p != cands[b].p {
+			return cands[a].p > cands[b].p
+		}
+		return cands[a].id < cands[b].id
+	})
+	for i, c := range cands {
+		keys[i] = uint64(c.id)
+	}
+	return keys
 }

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"math"
+	"math/rand/v2"
+	"sort"
 	"testing"
 
 	"github.com/stratactl/stratactl/internal/testutil"
@@ -101,4 +103,168 @@ func TestCacheAwareRoute(t *testing.T) {
 	if ids[2] != 2 || ids[3] != 3 {
 		t.Fatalf("bonus 0 picked %v", ids)
 	}
+}
+
+// referenceSample is the sampler as first written (a comparison sort of
+// every candidate), the truth Sample's faster ordering must reproduce draw
+// for draw.
+func referenceSample(s *Sampler, logits []float32) int32 {
+	if s.Temp <= 0 {
+		return Argmax(logits)
+	}
+	mx := float64(logits[Argmax(logits)])
+	type cand struct {
+		id int
+		p  float64
+	}
+	cands := make([]cand, len(logits))
+	var sum float64
+	for i, v := range logits {
+		p := math.Exp((float64(v) - mx) / s.Temp)
+		cands[i] = cand{i, p}
+		sum += p
+	}
+	sort.Slice(cands, func(a, b int) bool {
+		if cands[a].p != cands[b].p {
+			return cands[a].p > cands[b].p
+		}
+		return cands[a].id < cands[b].id
+	})
+	keep := len(cands)
+	if s.TopP > 0 && s.TopP < 1 {
+		var cum float64
+		for i, c := range cands {
+			cum += c.p / sum
+			if cum >= s.TopP {
+				keep = i + 1
+				break
+			}
+		}
+	}
+	var total float64
+	for _, c := range cands[:keep] {
+		total += c.p
+	}
+	r := s.rng.Float64() * total
+	for _, c := range cands[:keep] {
+		r -= c.p
+		if r < 0 {
+			return int32(c.id)
+		}
+	}
+	return int32(cands[keep-1].id)
+}
+
+// TestSamplerMatchesReference: Sample (radix order, reused buffers) draws
+// the same ids as the comparison-sort sampler from the same seed, over
+// vocabularies with distinct logits, repeated values, signed zeros and
+// subnormals (distinct logits of equal probability), underflow to zero
+// probability, NaN (the comparison fallback) and several temperatures and
+// top-p cuts.
+func TestSamplerMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	gens := map[string]func(n int) []float32{
+		"normal": func(n int) []float32 {
+			v := make([]float32, n)
+			for i := range v {
+				v[i] = float32(rng.NormFloat64() * 3)
+			}
+			return v
+		},
+		"repeated": func(n int) []float32 {
+			v := make([]float32, n)
+			for i := range v {
+				v[i] = float32(rng.IntN(7)) * 0.5
+			}
+			return v
+		},
+		"zeros and subnormals": func(n int) []float32 {
+			v := make([]float32, n)
+			for i := range v {
+				switch rng.IntN(5) {
+				case 0:
+					v[i] = 0
+				case 1:
+					v[i] = float32(math.Copysign(0, -1))
+				case 2:
+					v[i] = math.Float32frombits(uint32(rng.IntN(1 << 20)))
+				case 3:
+					v[i] = -math.Float32frombits(uint32(rng.IntN(1 << 20)))
+				default:
+					v[i] = 20
+				}
+			}
+			return v
+		},
+		"underflow": func(n int) []float32 {
+			v := make([]float32, n)
+			for i := range v {
+				v[i] = float32(-rng.Float64() * 3000)
+			}
+			v[rng.IntN(n)] = 5
+			return v
+		},
+		"nan": func(n int) []float32 {
+			v := make([]float32, n)
+			for i := range v {
+				v[i] = float32(rng.NormFloat64())
+			}
+			v[1+rng.IntN(n-1)] = float32(math.NaN())
+			return v
+		},
+	}
+	for name, gen := range gens {
+		for _, n := range []int{2, 5, 300, 32768} {
+			temps, topPs, draws := []float64{1, 0.7, 0.05}, []float64{1, 0.9, 0.3}, 8
+			if n > 1000 {
+				temps, topPs, draws = []float64{1}, []float64{1, 0.9}, 2 // the reference is slow
+			}
+			for _, temp := range temps {
+				for _, topP := range topPs {
+					seed := rng.Uint64()
+					fast, ref := NewSampler(temp, topP, seed), NewSampler(temp, topP, seed)
+					for i := 0; i < draws; i++ {
+						logits := gen(n)
+						if a, b := fast.Sample(logits), referenceSample(ref, logits); a != b {
+							t.Fatalf("%s, n %d, temp %g, top-p %g, draw %d: sampled %d, reference %d", name, n, temp, topP, i, a, b)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSamplerAllocs: a sampler reuses its buffers, so drawing from logits
+// no larger than before allocates nothing.
+func TestSamplerAllocs(t *testing.T) {
+	logits := make([]float32, 32768)
+	for i := range logits {
+		logits[i] = float32(i%97) * 0.01
+	}
+	s := NewSampler(1, 0.95, 1)
+	s.Sample(logits)
+	if a := testing.AllocsPerRun(10, func() { s.Sample(logits) }); a != 0 {
+		t.Fatalf("%v allocations per draw", a)
+	}
+}
+
+func BenchmarkSample32k(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	logits := make([]float32, 32768)
+	for i := range logits {
+		logits[i] = float32(rng.NormFloat64() * 2)
+	}
+	b.Run("radix", func(b *testing.B) {
+		s := NewSampler(1, 1, 1)
+		for i := 0; i < b.N; i++ {
+			s.Sample(logits)
+		}
+	})
+	b.Run("reference", func(b *testing.B) {
+		s := NewSampler(1, 1, 1)
+		for i := 0; i < b.N; i++ {
+			referenceSample(s, logits)
+		}
+	})
 }

@@ -220,10 +220,12 @@ func roundFP16(d float32) float32 {
 type searcher struct {
 	f      *factors
 	ratios []float32
-	tmp    [group]float32
 	imp    [group]float32
 	block  [quant.Q2BlockBytes]byte
 	popt   quant.QuantizeOptions
+	bandT  []float32 // [cols][group]: row k holds U_jk for j < k in k's group
+	cand   []float32 // the candidate scales, in the order choose tries them
+	score  []groupScore
 }
 
 // quantize runs the OPTQ pass over column groups in order.
@@ -231,8 +233,9 @@ func (f *factors) quantize(w []float32, rows int, opt Options) *quantized {
 	cols := f.cols
 	groups := cols / group
 	q := &quantized{rows: rows, cols: cols, levels: make([]int8, rows*cols), scales: make([]float32, rows*groups)}
-	s := &searcher{f: f, ratios: gridRatios(opt.Candidates)}
+	s := &searcher{f: f, ratios: gridRatios(opt.Candidates), bandT: f.bandByColumn()}
 	s.popt = quant.QuantizeOptions{Q2Candidates: opt.Q2Candidates, RowLen: group}
+	s.score = make([]groupScore, (1+2*len(s.ratios)+scoreLanes-1)/scoreLanes)
 	W := append([]float32(nil), w...)
 	errs := make([]float32, rows*group)
 	carry := f.carrier(rows)
@@ -243,21 +246,18 @@ func (f *factors) quantize(w []float32, rows int, opt Options) *quantized {
 		}
 		for r := 0; r < rows; r++ {
 			wr := W[r*cols : (r+1)*cols]
-			d := s.choose(wr[g0:g1], g0)
+			d, gs, c := s.choose(wr[g0:g1], g0)
 			q.scales[r*groups+g] = d
 			var inv float32
 			if d != 0 {
 				inv = 1 / d
 			}
+			// The chosen lane's pass is the group's: its levels and errors.
 			er := errs[r*group : (r+1)*group]
-			for j := g0; j < g1; j++ {
-				l := level(wr[j], inv)
-				e := (wr[j] - d*l) * f.invDiag[j]
-				er[j-g0] = e
-				q.levels[r*cols+j] = int8(l)
-				if e != 0 && j+1 < g1 {
-					kernels.Axpy(wr[j+1:g1], -e, f.band[j*group+j-g0+1:(j+1)*group])
-				}
+			lv := q.levels[r*cols+g0 : r*cols+g1]
+			for k := range group {
+				lv[k] = int8(level(gs.t[k][c], inv))
+				er[k] = -gs.ne[k][c]
 			}
 		}
 		if g1 == cols {
@@ -302,6 +302,19 @@ func (c denseCarry) carry(W []float32, errs []float32, g0, g1 int) {
 	}
 }
 
+// bandByColumn is f.band transposed within each group: row k (column k)
+// holds U_jk for the columns j < k of its group, 0 elsewhere.
+func (f *factors) bandByColumn() []float32 {
+	bt := make([]float32, f.cols*group)
+	for j := 0; j < f.cols; j++ {
+		g0 := j / group * group
+		for k := j + 1; k < g0+group; k++ {
+			bt[k*group+j-g0] = f.band[j*group+k-g0]
+		}
+	}
+	return bt
+}
+
 // gridRatios are n ratios d/max|x| of one sign for the Hessian-scored
 // choice, wider than the plain search's since compensation moves weights.
 func gridRatios(n int) []float32 {
@@ -321,59 +334,67 @@ func gridRatios(n int) []float32 {
 // sum_j ((w_j - q_j)/U_jj)^2, quantizing the group column by column with
 // its in-group compensation. Candidates: the plain search's pick under the
 // weights 1/U_jj² (kept unless another is clearly better) and a grid of
-// both signs.
-func (s *searcher) choose(wg []float32, g0 int) float32 {
+// both signs. All candidates are scored in one pass (scoreGroup, a lane
+// each), then taken in order; it returns the pick, the pass it is in and
+// its lane.
+func (s *searcher) choose(wg []float32, g0 int) (float32, *groupScore, int) {
 	var amax float32
 	for _, v := range wg {
 		amax = max(amax, float32(math.Abs(float64(v))))
 	}
-	if amax == 0 {
-		return 0
-	}
-	s.popt.Importance = s.imp[:]
 	var d0 float32
-	if err := kernels.QuantizeQ2_0(wg, s.block[:], &s.popt); err == nil {
-		d0 = quant.FP16ToFloat32(binary.LittleEndian.Uint16(s.block[:]))
+	s.cand = s.cand[:0]
+	if amax != 0 {
+		s.popt.Importance = s.imp[:]
+		if err := kernels.QuantizeQ2_0(wg, s.block[:], &s.popt); err == nil {
+			d0 = quant.FP16ToFloat32(binary.LittleEndian.Uint16(s.block[:]))
+		}
+		s.cand = append(s.cand, d0)
+		for _, r := range s.ratios {
+			for _, sign := range [2]float32{1, -1} {
+				if d := roundFP16(sign * amax * r); d != 0 {
+					s.cand = append(s.cand, d)
+				}
+			}
+		}
+	} else {
+		s.cand = append(s.cand, 0)
 	}
-	best, bestLoss := d0, s.loss(wg, g0, d0, float32(math.Inf(1)))
+	w := (*[group]float32)(wg)
+	id := (*[group]float32)(s.f.invDiag[g0 : g0+group])
+	bt := (*[group * group]float32)(s.bandT[g0*group : (g0+group)*group])
+	for p := 0; p*scoreLanes < len(s.cand); p++ {
+		gs := &s.score[p]
+		cs := s.cand[p*scoreLanes : min((p+1)*scoreLanes, len(s.cand))]
+		for c := range scoreLanes {
+			var d, inv float32
+			if c < len(cs) {
+				d = cs[c]
+			}
+			if d != 0 {
+				inv = 1 / d
+			}
+			gs.d[c], gs.inv[c] = d, inv
+		}
+		scoreGroup(w, id, bt, gs)
+	}
+	// Taken in order, a later candidate replaces the pick only when its
+	// loss is below the bar: the first pick's loss less a margin, then the
+	// best so far.
+	best, bi := d0, 0
+	bestLoss := s.score[0].loss[0]
 	bar := bestLoss * (1 - 1e-5)
-	for _, r := range s.ratios {
-		for _, sign := range [2]float32{1, -1} {
-			d := roundFP16(sign * amax * r)
-			if d == 0 || d == best {
-				continue
-			}
-			if l := s.loss(wg, g0, d, bar); l < bar {
-				best, bestLoss = d, l
-				bar = bestLoss
-			}
+	for i := 1; i < len(s.cand); i++ {
+		d := s.cand[i]
+		if d == best {
+			continue
+		}
+		if l := s.score[i/scoreLanes].loss[i%scoreLanes]; l < bar {
+			best, bi, bestLoss = d, i, l
+			bar = bestLoss
 		}
 	}
-	return best
-}
-
-// loss is the group's OPTQ loss at scale d; it stops early once past bar.
-func (s *searcher) loss(wg []float32, g0 int, d, bar float32) float32 {
-	f := s.f
-	t := s.tmp[:]
-	copy(t, wg)
-	var inv float32
-	if d != 0 {
-		inv = 1 / d
-	}
-	var sum float32
-	for j := 0; j < group; j++ {
-		c := g0 + j
-		e := (t[j] - d*level(t[j], inv)) * f.invDiag[c]
-		sum += e * e
-		if sum >= bar {
-			return sum
-		}
-		if e != 0 && j+1 < group {
-			kernels.Axpy(t[j+1:], -e, f.band[c*group+j+1:(c+1)*group])
-		}
-	}
-	return sum
+	return best, &s.score[bi/scoreLanes], bi % scoreLanes
 }
 
 // refine lowers (t-ŵ) H (t-ŵ)ᵀ row by row by coordinate descent: each code
@@ -381,6 +402,10 @@ func (s *searcher) loss(wg []float32, g0 int, d, bar float32) float32 {
 // value for its codes (rounded to fp16), while anything improves.
 func (q *quantized) refine(t []float32, f *factors, passes int) {
 	if passes == 0 {
+		return
+	}
+	if f.lr != nil {
+		q.refineLow(t, f.lr, passes)
 		return
 	}
 	cols, groups := q.cols, q.cols/group

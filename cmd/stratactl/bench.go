@@ -17,6 +17,7 @@ func newBenchCmd(env *cli.Env) *cobra.Command {
 		Use:   "bench",
 		Short: "Measure speed against the physical limits and ggml, measured in the same run",
 	}
+	addCPUProfileFlag(cmd)
 	for _, f := range benchCommands {
 		cmd.AddCommand(f(env))
 	}

@@ -15,6 +15,9 @@ import (
 	"github.com/stratactl/stratactl/strata"
 )
 
+// imatrixUsage is --imatrix's help in quantize and pack.
+const imatrixUsage = "importance matrix (llama.cpp GGUF imatrix) weighting the Q2_0 search: of the model, or of the original model a GGUF made by stratactl prune was pruned from (its experts weighed by their original rows); not recommended: it raises KLD slightly on tiny-qwen3moe (docs/QUALITY.md), calibrate with --ids instead"
+
 // calibFlags are the calibrated quantizer's flags, shared by quantize and
 // pack.
 type calibFlags struct {

@@ -454,20 +454,31 @@ func writeImatrix(t *testing.T, model, path string) {
 
 // TestHostileImatrixOfOtherExperts (item 5): an importance matrix is applied
 // only to the experts it was collected on: given a pruned model (4 of 8
-// experts), the source's 8-expert imatrix is refused, naming both shapes,
-// where it used to give kept expert i the importance of source expert i.
+// experts), the source's 8-expert imatrix applies through the pruned file's
+// record of its original experts (strata.source.keep), and one of a model
+// with another expert count (6) is refused, naming the counts, never
+// applied to the wrong experts.
 func TestHostileImatrixOfOtherExperts(t *testing.T) {
 	in := newHostileInputs(t)
 	im := filepath.Join(t.TempDir(), "imatrix.gguf")
 	writeImatrix(t, in.model, im)
-	// The imatrix fits the model it describes.
+	// The imatrix fits the model it describes, and the model pruned from it.
 	mustRun(t, "pack", in.model, "--imatrix", im, "-o", filepath.Join(t.TempDir(), "pack"))
-	for _, args := range [][]string{
-		{"pack", in.pruned, "--imatrix", im, "-o", "OUT/pack"},
-		{"quantize", in.pruned, "--imatrix", im, "--type", "q2_0", "-o", "OUT/q.gguf"},
+	mustRun(t, "pack", in.pruned, "--imatrix", im, "-o", filepath.Join(t.TempDir(), "pack"))
+	mustRun(t, "quantize", in.pruned, "--imatrix", im, "--type", "q2_0", "-o", filepath.Join(t.TempDir(), "q.gguf"))
+	other := filepath.Join(t.TempDir(), "moe6.gguf")
+	mustRun(t, "synth", "-o", other, "--layers", "2", "--experts", "6", "--experts-used", "2",
+		"--embd", "64", "--ff", "64", "--type", "q8_0", "--seed", "7")
+	im6 := filepath.Join(t.TempDir(), "imatrix6.gguf")
+	writeImatrix(t, other, im6)
+	pruned := []string{im6, "6 experts", "4 experts", "4 or 8"}
+	for _, c := range []struct{ args, want []string }{
+		{[]string{"pack", in.pruned, "--imatrix", im6, "-o", "OUT/pack"}, pruned},
+		{[]string{"quantize", in.pruned, "--imatrix", im6, "--type", "q2_0", "-o", "OUT/q.gguf"}, pruned},
+		{[]string{"pack", in.model, "--imatrix", im6, "-o", "OUT/pack"}, []string{im6, "6 experts", "8 experts", "collected on"}},
 	} {
-		expectFailure(t, hostileCase{want: []string{im, "8 experts", "4 experts"}, args: func(o string) []string {
-			a := slices.Clone(args)
+		expectFailure(t, hostileCase{want: c.want, args: func(o string) []string {
+			a := slices.Clone(c.args)
 			for i := range a {
 				a[i] = strings.Replace(a[i], "OUT", o, 1)
 			}

@@ -43,7 +43,7 @@ func newRoot(env *cli.Env) *cobra.Command {
 func run(ctx context.Context, env *cli.Env, args []string) int {
 	root := newRoot(env)
 	root.SetArgs(args)
-	err := cli.Interrupted(ctx, root.ExecuteContext(ctx))
+	err := cli.Interrupted(ctx, finishCPUProfile(root.ExecuteContext(ctx)))
 	if err != nil {
 		var ee *cli.ExitError
 		if !(errors.As(err, &ee) && ee.Silent) {

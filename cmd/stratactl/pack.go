@@ -72,7 +72,7 @@ func newPackCmd(env *cli.Env) *cobra.Command {
 	f.StringVarP(&out, "output", "o", "", "output folder (must not exist)")
 	qf.add(f, "q2_0", "expert type in model.experts")
 	f.StringVar(&keep, "keep-map", "", "keep map (keep.strp, from prune): prune to the kept experts in the same pass")
-	f.StringVar(&imatrix, "imatrix", "", "importance matrix (llama.cpp GGUF imatrix) weighting the Q2_0 search; not recommended: it raises KLD slightly on tiny-qwen3moe (docs/QUALITY.md), calibrate with --ids instead")
+	f.StringVar(&imatrix, "imatrix", "", imatrixUsage)
 	f.BoolVar(&carryMTP, "carry-mtp", false, "keep the multi-token-prediction blocks (nextn_predict_layers), whole, in model.gguf instead of dropping them")
 	cli.Threads(f, &jobs, "worker threads (0: all cores)")
 	cf.add(f)

@@ -90,7 +90,7 @@ func newQuantizeCmd(env *cli.Env) *cobra.Command {
 	f.StringVarP(&out, "output", "o", "", "output GGUF file")
 	qf.add(f, "", "target type (q2_0, q8_0, bf16, f16, f32)")
 	f.StringVar(&tensors, "tensors", convert.DefaultTensors, "regular expression selecting the tensors to convert")
-	f.StringVar(&imatrix, "imatrix", "", "importance matrix (llama.cpp GGUF imatrix) weighting the Q2_0 search; not recommended: it raises KLD slightly on tiny-qwen3moe (docs/QUALITY.md), calibrate with --ids instead")
+	f.StringVar(&imatrix, "imatrix", "", imatrixUsage)
 	cli.Threads(f, &jobs, "worker threads (0: all cores)")
 	cli.Verbose(f, env, "also list the tensors copied unchanged")
 	split.add(f)

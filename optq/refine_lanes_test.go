@@ -1,0 +1,244 @@
+package optq
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stratactl/stratactl/kernels"
+)
+
+func randLanes(rng *rand.Rand, n int) []laneVec {
+	m := make([]laneVec, n)
+	for t := range m {
+		for l := range m[t] {
+			m[t][l] = float32(rng.NormFloat64())
+		}
+	}
+	return m
+}
+
+func sameBits(a, b []laneVec) bool {
+	for t := range a {
+		for l := range a[t] {
+			if math.Float32bits(a[t][l]) != math.Float32bits(b[t][l]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// guardedLanes is n lanes rows between two guard rows.
+func guardedLanes(rng *rand.Rand, n int) (all, m []laneVec) {
+	all = randLanes(rng, n+2)
+	for l := range all[0] {
+		all[0][l] = math.Float32frombits(0x7fc0dead)
+		all[n+1][l] = math.Float32frombits(0x7fc0dead)
+	}
+	return all, all[1 : n+1]
+}
+
+func guardsIntact(all []laneVec) bool {
+	n := len(all) - 2
+	for l := range all[0] {
+		if math.Float32bits(all[0][l]) != 0x7fc0dead || math.Float32bits(all[n+1][l]) != 0x7fc0dead {
+			return false
+		}
+	}
+	return true
+}
+
+var laneLengths = []int{1, 2, 7, 31, 32, 33, 40, 63, 64, 65, 96, 130}
+
+// TestDotLanesIsDotF32: each lane of dotLanes (this CPU's path and the
+// portable one) is kernels.DotF32 of x and that lane's column, bit for bit.
+func TestDotLanesIsDotF32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range laneLengths {
+		x := randMatrix(rng, n, 1)
+		all, m := guardedLanes(rng, n)
+		var got, port laneVec
+		dotLanes(x, m, &got)
+		dotLanesGo(x, m, &port)
+		col := make([]float32, n)
+		for l := range got {
+			for k := range col {
+				col[k] = m[k][l]
+			}
+			want := kernels.DotF32(x, col)
+			if math.Float32bits(got[l]) != math.Float32bits(want) || math.Float32bits(port[l]) != math.Float32bits(want) {
+				t.Fatalf("n %d lane %d: %v (portable %v), DotF32 %v", n, l, got[l], port[l], want)
+			}
+		}
+		if !guardsIntact(all) {
+			t.Fatalf("n %d: guard overwritten", n)
+		}
+	}
+}
+
+// TestLaneKernelsPathsIdentical: axpyLanes, codeSteps and groupSums give
+// the portable path's bits and write nothing past their rows.
+func TestLaneKernelsPathsIdentical(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	mask := func() (m laneMask) {
+		for l := range m {
+			if rng.IntN(2) == 0 {
+				m[l] = ^uint32(0)
+			}
+		}
+		return m
+	}
+	for _, n := range laneLengths {
+		x := randMatrix(rng, n, 1)
+		a := randLanes(rng, 1)[0]
+		mk := mask()
+		all1, m1 := guardedLanes(rng, n)
+		all2 := append([]laneVec(nil), all1...)
+		m2 := all2[1 : n+1]
+		axpyLanes(m1, &a, &mk, x)
+		axpyLanesGo(m2, &a, &mk, x)
+		if !sameBits(all1, all2) || !guardsIntact(all1) {
+			t.Fatalf("axpyLanes n %d: paths differ or guard overwritten", n)
+		}
+
+		// One group of columns: levels -1..2, a scale per lane (one 0).
+		const k = group
+		xt := randMatrix(rng, k*n, 1)
+		sq := make([]float32, k)
+		for j := range sq {
+			sq[j] = kernels.DotF32(xt[j*n:(j+1)*n], xt[j*n:(j+1)*n])
+		}
+		lv := make([]laneVec, k)
+		for j := range lv {
+			for l := range lv[j] {
+				lv[j][l] = float32(rng.IntN(4) - 1)
+			}
+		}
+		e := randLanes(rng, k)
+		for j := range e {
+			for l := range e[j] {
+				e[j][l] *= 0.3
+			}
+		}
+		var d laneVec
+		for l := range d {
+			d[l] = roundFP16(float32(0.2 + 0.3*rng.Float64()))
+		}
+		d[3] = 0
+		lam := float32(0.7)
+		rAll, r := guardedLanes(rng, n)
+		r2All := append([]laneVec(nil), rAll...)
+		r2 := r2All[1 : n+1]
+		e2, lv2 := append([]laneVec(nil), e...), append([]laneVec(nil), lv...)
+		m1v := codeSteps(xt, n, r, e, lv, sq, &d, lam)
+		m2v := codeStepsGo(xt, n, r2, e2, lv2, sq, &d, lam)
+		if m1v != m2v || !sameBits(rAll, r2All) || !sameBits(e, e2) || !sameBits(lv, lv2) || !guardsIntact(rAll) {
+			t.Fatalf("codeSteps n %d: paths differ (moved %v, %v) or guard overwritten", n, m1v, m2v)
+		}
+		if !m1v {
+			t.Fatalf("codeSteps n %d: no code moved from random levels", n)
+		}
+
+		uAll, u := guardedLanes(rng, n)
+		u2All := append([]laneVec(nil), uAll...)
+		u2 := u2All[1 : n+1]
+		var num1, l21, num2, l22 laneVec
+		groupSums(xt, n, r, e, lv, u, lam, &num1, &l21)
+		groupSumsGo(xt, n, r, e, lv, u2, lam, &num2, &l22)
+		if !sameBits(uAll, u2All) || !sameBits([]laneVec{num1, l21}, []laneVec{num2, l22}) || !guardsIntact(uAll) {
+			t.Fatalf("groupSums n %d: paths differ or guard overwritten", n)
+		}
+	}
+}
+
+// TestRefineLowIsDescend: the lane refinement leaves the codes and scales
+// descend leaves row by row with lowQuad, for a row count that is not a
+// multiple of the lanes.
+func TestRefineLowIsDescend(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, c := range []struct{ n, cols, rows, passes int }{{24, 192, 13, 4}, {40, 128, 8, 2}, {5, 64, 3, 6}} {
+		x := lowCase(uint64(c.n), c.n, c.cols)
+		f, reason := lowRankFactor(x, c.n, c.cols, 0.3, 0.7)
+		if reason != "" {
+			t.Fatal(reason)
+		}
+		w := randMatrix(rng, c.rows*c.cols, 1)
+		opt := Defaults()
+		q := f.quantize(w, c.rows, opt)
+		ref := &quantized{rows: q.rows, cols: q.cols, levels: append([]int8(nil), q.levels...), scales: append([]float32(nil), q.scales...)}
+		q.refineLow(w, f.lr, c.passes)
+		groups := c.cols / group
+		e := make([]float32, c.cols)
+		hq := f.lr.quad()
+		moved := false
+		for r := 0; r < c.rows; r++ {
+			lv := ref.levels[r*c.cols : (r+1)*c.cols]
+			sc := ref.scales[r*groups : (r+1)*groups]
+			for j := range e {
+				e[j] = w[r*c.cols+j] - sc[j/group]*float32(lv[j])
+			}
+			hq.reset(e)
+			before := append([]int8(nil), lv...)
+			descend(lv, sc, e, hq, c.passes)
+			for j := range lv {
+				moved = moved || lv[j] != before[j]
+			}
+		}
+		if !moved {
+			t.Fatalf("%+v: the refinement moved no code", c)
+		}
+		for i := range ref.levels {
+			if ref.levels[i] != q.levels[i] {
+				t.Fatalf("%+v: level %d is %d, descend's %d", c, i, q.levels[i], ref.levels[i])
+			}
+		}
+		for i := range ref.scales {
+			if math.Float32bits(ref.scales[i]) != math.Float32bits(q.scales[i]) {
+				t.Fatalf("%+v: scale %d is %v, descend's %v", c, i, q.scales[i], ref.scales[i])
+			}
+		}
+	}
+}
+
+// TestLowCarryIsRowByRow: the lane carry leaves the weights a row-by-row
+// carry leaves (z_r += e_j cp_j by kernels.Axpy, skipped for e_j = 0, then
+// w_rk += kernels.DotF32(x_k, z_r)), bit for bit, for a row count that is
+// not a multiple of the lanes.
+func TestLowCarryIsRowByRow(t *testing.T) {
+	const n, cols, rows = 37, 256, 11
+	f, reason := lowRankFactor(lowCase(5, n, cols), n, cols, 0.3, 0.7)
+	if reason != "" {
+		t.Fatal(reason)
+	}
+	lr := f.lr
+	rng := rand.New(rand.NewPCG(2, 3))
+	w := randMatrix(rng, rows*cols, 1)
+	want := append([]float32(nil), w...)
+	z := make([]float32, rows*n)
+	c := lr.carrier(rows)
+	for g := 0; g+1 < cols/group; g++ {
+		g0, g1 := g*group, (g+1)*group
+		errs := randMatrix(rng, rows*group, 1)
+		for i := 0; i < len(errs); i += 7 {
+			errs[i] = 0
+		}
+		c.carry(w, errs, g0, g1)
+		for r := 0; r < rows; r++ {
+			zr := z[r*n : (r+1)*n]
+			for jj, e := range errs[r*group : (r+1)*group] {
+				if e != 0 {
+					kernels.Axpy(zr, e, lr.cp[(g0+jj)*n:(g0+jj+1)*n])
+				}
+			}
+			for k := g1; k < g1+group; k++ {
+				want[r*cols+k] += kernels.DotF32(lr.xt[k*n:(k+1)*n], zr)
+			}
+		}
+		for i := range w {
+			if math.Float32bits(w[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("after group %d: weight %d is %v, row by row %v", g, i, w[i], want[i])
+			}
+		}
+	}
+}

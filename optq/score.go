@@ -1,0 +1,56 @@
+package optq
+
+// scoreLanes is the number of candidate scales one scoring pass takes: the
+// in-group OPTQ pass of searcher.choose runs for all of them at once, one
+// candidate per lane.
+const scoreLanes = 32
+
+// groupScore is one scoring pass: for each lane c (a candidate scale d[c],
+// inv[c] = 1/d[c] or 0 when d[c] is 0), the group's 64 columns quantized in
+// order, each column's compensated weight
+//
+//	t_k = w_k + Σ_{j<k} (−e_j)·U_jk   (the products and sums rounded in
+//	                                   float32 in order j = 0, 1, ...)
+//
+// at level l_k = level(t_k, inv), error e_k = (t_k − d·l_k)/U_kk and loss
+// Σ_k e_k² (summed in order). This is exactly the arithmetic of one
+// column-by-column pass with kernels.Axpy's compensation (a rounded product,
+// then a rounded add), so every lane gives the bits that pass gives.
+type groupScore struct {
+	d, inv [scoreLanes]float32
+	ne     [group][scoreLanes]float32 // −e_k
+	t      [group][scoreLanes]float32 // t_k
+	loss   [scoreLanes]float32
+}
+
+// scoreGroup runs s's candidates over the group w (its 64 current weights)
+// with invDiag the group's 1/U_kk and bandT its in-group factor by column:
+// bandT[k*group+j] = U_jk for j < k.
+var scoreGroup = scoreGroupGo
+
+// scoreGroupGo is the portable definition of scoreGroup.
+func scoreGroupGo(w, invDiag *[group]float32, bandT *[group * group]float32, s *groupScore) {
+	var sum [scoreLanes]float32
+	for k := 0; k < group; k++ {
+		var t [scoreLanes]float32
+		for c := range t {
+			t[c] = w[k]
+		}
+		bk := bandT[k*group : k*group+k]
+		for j, b := range bk {
+			ne := &s.ne[j]
+			for c := range t {
+				t[c] += float32(ne[c] * b)
+			}
+		}
+		id := invDiag[k]
+		for c := range t {
+			l := level(t[c], s.inv[c])
+			e := float32(float32(t[c]-float32(s.d[c]*l)) * id)
+			sum[c] += float32(e * e)
+			s.ne[k][c] = -e
+		}
+		s.t[k] = t
+	}
+	s.loss = sum
+}

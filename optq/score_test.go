@@ -1,0 +1,142 @@
+package optq
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stratactl/stratactl/kernels"
+)
+
+// scoreCase is a group's weights, 1/U_kk, in-group factor (by row: band[j]
+// holds U_jk for k > j, as factors.band) and candidate scales, some of
+// them 0, one tiny and one large (levels clamped at both ends).
+func scoreCase(rng *rand.Rand) (w, invDiag *[group]float32, band []float32, s *groupScore) {
+	w, invDiag = new([group]float32), new([group]float32)
+	band = make([]float32, group*group)
+	for k := range w {
+		w[k] = float32(rng.NormFloat64())
+		invDiag[k] = float32(0.5 + rng.Float64())
+	}
+	for j := 0; j < group; j++ {
+		for k := j + 1; k < group; k++ {
+			band[j*group+k] = float32(0.3 * rng.NormFloat64())
+		}
+	}
+	s = new(groupScore)
+	for c := range s.d {
+		var d float32
+		switch {
+		case c == 5 || c > 28:
+		case c == 6:
+			d = 1e-3
+		case c == 7:
+			d = -40
+		default:
+			d = roundFP16(float32(rng.NormFloat64()))
+		}
+		s.d[c] = d
+		if d != 0 {
+			s.inv[c] = 1 / d
+		}
+	}
+	return w, invDiag, band, s
+}
+
+// columnPass is one candidate's in-group OPTQ pass as a plain column loop
+// (each error carried to the later columns by kernels.Axpy, skipped when
+// 0): its levels, errors and loss.
+func columnPass(w, invDiag *[group]float32, band []float32, d float32) (lv [group]float32, e [group]float32, loss float32) {
+	t := *w
+	var inv float32
+	if d != 0 {
+		inv = 1 / d
+	}
+	for j := 0; j < group; j++ {
+		lv[j] = level(t[j], inv)
+		e[j] = (t[j] - d*lv[j]) * invDiag[j]
+		loss += e[j] * e[j]
+		if e[j] != 0 && j+1 < group {
+			kernels.Axpy(t[j+1:], -e[j], band[j*group+j+1:(j+1)*group])
+		}
+	}
+	return lv, e, loss
+}
+
+// TestScoreGroupIsColumnPass: every lane of scoreGroup (the path this CPU
+// runs) gives the bits of its candidate's column-by-column pass.
+func TestScoreGroupIsColumnPass(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := 0; trial < 20; trial++ {
+		w, id, band, s := scoreCase(rng)
+		bt := (&factors{cols: group, band: band}).bandByColumn()
+		scoreGroup(w, id, (*[group * group]float32)(bt), s)
+		for c := range scoreLanes {
+			lv, e, loss := columnPass(w, id, band, s.d[c])
+			if math.Float32bits(loss) != math.Float32bits(s.loss[c]) {
+				t.Fatalf("trial %d lane %d (d %v): loss %v, column pass %v", trial, c, s.d[c], s.loss[c], loss)
+			}
+			for k := range group {
+				if l := level(s.t[k][c], s.inv[c]); l != lv[k] || -s.ne[k][c] != e[k] {
+					t.Fatalf("trial %d lane %d column %d: level %v error %v, column pass %v %v", trial, c, k, l, -s.ne[k][c], lv[k], e[k])
+				}
+			}
+		}
+	}
+}
+
+// TestScoreGroupPathsIdentical: the vector path (where this CPU has one)
+// gives the portable path's bits, and writes nothing outside the pass.
+func TestScoreGroupPathsIdentical(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	type guarded struct {
+		pre  [64]float32
+		s    groupScore
+		post [64]float32
+	}
+	guard := math.Float32frombits(0x7fc0dead)
+	for trial := 0; trial < 50; trial++ {
+		w, id, band, s := scoreCase(rng)
+		bt := (&factors{cols: group, band: band}).bandByColumn()
+		var g [2]guarded
+		for i := range g {
+			for k := range g[i].pre {
+				g[i].pre[k], g[i].post[k] = guard, guard
+			}
+			g[i].s = *s
+			for k := range g[i].s.ne { // stale values must not leak in
+				for c := range g[i].s.ne[k] {
+					g[i].s.ne[k][c] = float32(rng.NormFloat64())
+					g[i].s.t[k][c] = float32(rng.NormFloat64())
+				}
+			}
+		}
+		w0, id0, bt0 := *w, *id, append([]float32(nil), bt...)
+		scoreGroupGo(w, id, (*[group * group]float32)(bt), &g[0].s)
+		scoreGroup(w, id, (*[group * group]float32)(bt), &g[1].s)
+		if *w != w0 || *id != id0 {
+			t.Fatal("scoreGroup wrote to its inputs")
+		}
+		for i, v := range bt {
+			if v != bt0[i] {
+				t.Fatal("scoreGroup wrote to the factor")
+			}
+		}
+		for k := range g[1].pre {
+			if math.Float32bits(g[1].pre[k]) != 0x7fc0dead || math.Float32bits(g[1].post[k]) != 0x7fc0dead {
+				t.Fatalf("trial %d: guard %d overwritten", trial, k)
+			}
+		}
+		a, b := &g[0].s, &g[1].s
+		for c := range scoreLanes {
+			if math.Float32bits(a.loss[c]) != math.Float32bits(b.loss[c]) {
+				t.Fatalf("trial %d lane %d: loss %v portable, %v vector", trial, c, a.loss[c], b.loss[c])
+			}
+			for k := range group {
+				if math.Float32bits(a.ne[k][c]) != math.Float32bits(b.ne[k][c]) || math.Float32bits(a.t[k][c]) != math.Float32bits(b.t[k][c]) {
+					t.Fatalf("trial %d lane %d column %d: (%v, %v) portable, (%v, %v) vector", trial, c, k, a.ne[k][c], a.t[k][c], b.ne[k][c], b.t[k][c])
+				}
+			}
+		}
+	}
+}
