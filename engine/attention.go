@@ -51,24 +51,26 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int) []float32 {
 			kvh := h / group
 			n := s.Pos + t + 1
 			qh := q[t*qstride+h*hstride : t*qstride+h*hstride+hd]
+			// score_j = DotF32(key j, q) * scale; o = sum_j p_j * value j
+			// in position order (kernels.AttnScores, AttnSum).
+			sc := scores[:n]
+			kernels.AttnScores(sc, qh, kc[kvh*hd:], kdim, scale)
 			mx := float32(math.Inf(-1))
-			for j := 0; j < n; j++ {
-				sc := kernels.DotF32(kc[j*kdim+kvh*hd:j*kdim+(kvh+1)*hd], qh) * scale
-				scores[j] = sc
-				mx = max(mx, sc)
+			for _, v := range sc {
+				mx = max(mx, v)
 			}
 			var sum float64
-			for j := 0; j < n; j++ {
-				e := math.Exp(float64(scores[j] - mx))
-				scores[j] = float32(e)
+			for j, v := range sc {
+				e := math.Exp(float64(v - mx))
+				sc[j] = float32(e)
 				sum += e
 			}
 			inv := float32(1 / sum)
-			o := out[t*c.Heads*vd+h*vd : t*c.Heads*vd+(h+1)*vd]
-			for j := 0; j < n; j++ {
-				p := scores[j] * inv
-				kernels.Axpy(o, p, vc[j*vdim+kvh*vd:j*vdim+(kvh+1)*vd])
+			for j := range sc {
+				sc[j] *= inv
 			}
+			o := out[t*c.Heads*vd+h*vd : t*c.Heads*vd+(h+1)*vd]
+			kernels.AttnSum(o, sc, vc[kvh*vd:], vdim)
 			if L.QGate {
 				g := q[t*qstride+h*hstride+hd : t*qstride+(h+1)*hstride]
 				for i := range o {

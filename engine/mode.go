@@ -43,21 +43,38 @@ func (m Mode) String() string {
 type acts struct {
 	x    []float32
 	n    int
+	rows int
 	fast bool
 	q    []*kernels.Q8Row
 	b    []*kernels.BF16Row
-	// A gathered batch takes its quantized rows from rows idx of from.
+	// A gathered batch takes its rows from rows idx of from: its quantized
+	// rows shared, its float32 rows copied to buf on first use (f32).
 	from *acts
 	idx  []int
+	buf  []float32
 }
 
 // newActs wraps the rows x (len a multiple of n) for mode mode.
 func newActs(x []float32, n int, mode Mode) *acts {
-	return &acts{x: x, n: n, fast: mode == Fast}
+	return &acts{x: x, n: n, rows: len(x) / n, fast: mode == Fast}
 }
 
 // T is the number of rows.
-func (a *acts) T() int { return len(a.x) / a.n }
+func (a *acts) T() int { return a.rows }
+
+// f32 is the float32 rows [T][n]; a gathered batch copies them from its
+// source on the first call.
+func (a *acts) f32() []float32 {
+	if a.x == nil && a.from != nil {
+		x := a.buf[:a.rows*a.n]
+		src := a.from.f32()
+		for j, t := range a.idx {
+			copy(x[j*a.n:(j+1)*a.n], src[t*a.n:(t+1)*a.n])
+		}
+		a.x = x
+	}
+	return a.x
+}
 
 // q8 is the rows quantized to Q8_0, quantized on the first call.
 func (a *acts) q8() []*kernels.Q8Row {
@@ -69,7 +86,7 @@ func (a *acts) q8() []*kernels.Q8Row {
 				continue
 			}
 			r := new(kernels.Q8Row)
-			if err := kernels.QuantizeQ8Row(a.x[t*a.n:(t+1)*a.n], r); err != nil {
+			if err := kernels.QuantizeQ8Row(a.f32()[t*a.n:(t+1)*a.n], r); err != nil {
 				// Only reached through a matrix that CanDotQ8 (n a multiple
 				// of 32), so this is a broken invariant, not bad input.
 				panic("engine: " + err.Error())
@@ -90,23 +107,18 @@ func (a *acts) bf16() []*kernels.BF16Row {
 				continue
 			}
 			a.b[t] = new(kernels.BF16Row)
-			kernels.QuantizeBF16Row(a.x[t*a.n:(t+1)*a.n], a.b[t])
+			kernels.QuantizeBF16Row(a.f32()[t*a.n:(t+1)*a.n], a.b[t])
 		}
 	}
 	return a.b
 }
 
-// gather is the rows idx of a, copied to buf (len >= len(idx)*n); in fast
-// mode the quantized rows are a's, shared, so no row is quantized twice.
+// gather is the rows idx of a. Its quantized and bfloat16 rows are a's,
+// shared, so no row is quantized twice; its float32 rows are copied to buf
+// (len >= len(idx)*n) only when a product reads them (f32): in fast mode a
+// product on a quantized type reads the shared quantized rows in place.
 func (a *acts) gather(idx []int, buf []float32) *acts {
-	g := &acts{x: buf[:len(idx)*a.n], n: a.n, fast: a.fast}
-	for j, t := range idx {
-		copy(g.x[j*a.n:(j+1)*a.n], a.x[t*a.n:(t+1)*a.n])
-	}
-	if a.fast {
-		g.from, g.idx = a, idx
-	}
-	return g
+	return &acts{n: a.n, rows: len(idx), fast: a.fast, from: a, idx: idx, buf: buf}
 }
 
 // useQ8 reports whether the product of mat with a takes the quantized path.
@@ -122,11 +134,27 @@ func matMul(pool *kernels.Pool, mat *kernels.Matrix, a *acts, out []float32) {
 	case a.useBF16(mat):
 		pool.MatMulBF16(mat, a.bf16(), out)
 	case !a.useQ8(mat):
-		pool.MatMul(mat, a.x, T, out)
+		pool.MatMul(mat, a.f32(), T, out)
 	case T == 1:
 		pool.MatVecQ8(mat, a.q8()[0], out)
 	default:
 		pool.MatMulQ8(mat, a.q8(), out)
+	}
+}
+
+// matMulTo is matMul with row t of the output in outs[t] (each at least
+// mat.Rows long): the quantized path writes them in place, the others
+// through buf (at least T*Rows long), copied.
+func matMulTo(pool *kernels.Pool, mat *kernels.Matrix, a *acts, outs [][]float32, buf []float32) {
+	if a.useQ8(mat) && !a.useBF16(mat) && a.T() > 1 {
+		pool.MatMulQ8To(mat, a.q8(), outs)
+		return
+	}
+	R := mat.Rows
+	buf = buf[:a.T()*R]
+	matMul(pool, mat, a, buf)
+	for t, o := range outs {
+		copy(o[:R], buf[t*R:(t+1)*R])
 	}
 }
 
@@ -153,7 +181,7 @@ func matVecs(pool *kernels.Pool, ms []*kernels.Matrix, as []*acts, outs [][]floa
 			qout = append(qout, outs[i])
 		} else {
 			exact = append(exact, mat)
-			exactX = append(exactX, as[i].x)
+			exactX = append(exactX, as[i].f32())
 			exactOut = append(exactOut, outs[i])
 		}
 	}

@@ -82,7 +82,7 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 // sigmoid(GateInp . x) [T] and its outputs before them [T][Embd].
 func (s *Session) sharedExpert(sh *SharedExpert, xa *acts) (gate, y []float32) {
 	m := s.m
-	xn, T := xa.x, xa.T()
+	xn, T := xa.f32(), xa.T()
 	D, F := m.Config.Embd, m.Config.SharedFF
 	gate = make([]float32, T)
 	for t := range gate {
@@ -178,6 +178,7 @@ func (s *Session) expertsBatch(l int, users [][]int, xa *acts, ys, act []float32
 	g := make([]float32, n*F)
 	up := make([]float32, n*F)
 	y := make([]float32, n*D)
+	outs := make([][]float32, n)
 	for e, u := range users {
 		if len(u) == 0 {
 			continue
@@ -198,11 +199,14 @@ func (s *Session) expertsBatch(l int, users [][]int, xa *acts, ys, act []float32
 		for i := 0; i < nt*F; i++ {
 			g[i] = silu(g[i]) * up[i]
 		}
-		matMul(m.Pool, &ex.Down, newActs(g[:nt*F], F, m.Mode), y[:nt*D])
-		m.Experts.Release(l, e)
+		outs = outs[:nt]
 		for j, slot := range u {
-			copy(ys[slot*D:(slot+1)*D], y[j*D:(j+1)*D])
-			if act != nil {
+			outs[j] = ys[slot*D : (slot+1)*D]
+		}
+		matMulTo(m.Pool, &ex.Down, newActs(g[:nt*F], F, m.Mode), outs, y)
+		m.Experts.Release(l, e)
+		if act != nil {
+			for j, slot := range u {
 				copy(act[slot*F:(slot+1)*F], g[j*F:(j+1)*F])
 			}
 		}

@@ -20,6 +20,9 @@ type cpuFeatures struct {
 	avx512vnni bool
 	// avx512bf16: AVX-512 F and BF16 (VDPBF16PS).
 	avx512bf16 bool
+	// avx512gfni: AVX-512 F, BW, VBMI (VPERMT2B) and GFNI
+	// (VGF2P8AFFINEQB).
+	avx512gfni bool
 	brand      string
 }
 
@@ -30,6 +33,7 @@ var hostCPU = cpuFeatures{
 	f16c:       cpuid.CPU.Supports(cpuid.AVX, cpuid.F16C),
 	avx512vnni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VNNI),
 	avx512bf16: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BF16),
+	avx512gfni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VBMI, cpuid.GFNI),
 	brand:      cpuid.CPU.BrandName,
 }
 
@@ -69,14 +73,18 @@ type kernelSet struct {
 	// q8quant is QuantizeQ8Row's loop over whole blocks; false when it
 	// met a NaN (the portable loop then quantizes the row).
 	q8quant func(x []float32, r *Q8Row) bool
-	// q8dotDecoded2 is q8dotDecoded for two activation rows at once
-	// (qmm.go's tiles).
-	q8dotDecoded2 func(d *q8Decoded, ng int, x0, x1 *Q8Row, g0 int, l0, l1 *[8]float32)
+	// q8dotTile2 is q8dotDecoded for two activation rows at once against
+	// the first nr rows of a tile (qmm.go's tileDot2).
+	q8dotTile2 func(d *[qmmRows]q8Decoded, nr, whole, half int, x0, x1 *Q8Row, g0 int, l0, l1 [][8]float32)
 	// bf16dot is DotBF16 on a padded row (qdot_bf16.go's order), false
 	// when the row is left to the portable path.
 	bf16dot func(row []byte, x *BF16Row) (float32, bool)
 	// q2 runs Q2Search's hot loops (nil: quant.Q2SearchRef).
 	q2 *quant.Q2SearchKernels
+	// attnScores and attnSum are AttnScores' and AttnSum's loops (attn.go):
+	// n >= 1 positions, chunks of 32 and blocks of attnSumBlock.
+	attnScores func(q, k *float32, stride, n, chunks int, scale float32, out *float32)
+	attnSum    func(o, p, v *float32, stride, n, blocks int)
 	// xorReadVec is XORRead's loop over n bytes, n a positive multiple of
 	// xorReadUnit.
 	xorReadVec func(p *byte, n int) uint64

@@ -39,7 +39,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.dequant[quant.Q5_K] = dequantQ5KVector
 		k.dequant[quant.Q6_K] = dequantQ6KVector
 		k.q2.Pack = q2PackVector
-		k.q8dotDecoded2 = q8dotDecoded2Vector
+		k.q8dotTile2 = q8dotTile2Vector
 		k.q8quant = q8quantVector
 		k.bf16dot = bf16dotVector
 		k.xorReadVec = xorReadAVX2
@@ -80,10 +80,17 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8dot[quant.Q3_K] = q8dotQ3KVector512
 		k.q8dot[quant.Q5_K] = q8dotQ5KVector512
 		k.q8dot[quant.Q6_K] = q8dotQ6KVector512
-		k.xorReadVec = xorReadAVX512 // AVX-512 F only
+		k.xorReadVec = xorReadAVX512    // AVX-512 F only
+		k.attnScores = attnScoresAVX512 // AVX-512 F only
+		k.attnSum = attnSumAVX512       // AVX-512 F only
 		k.q8rows[quant.Q2_0] = rowsQ2_0AVX512
 		k.q8rows[quant.Q8_0] = rowsQ8_0AVX512
 		k.paths = "avx2+f16c+avx512vnni"
+	}
+	if c.avx2 && c.f16c && c.avx512vnni && c.avx512gfni {
+		// The two-row Q2_0 kernel adds VBMI and GFNI.
+		k.q8rows[quant.Q2_0] = rowsQ2_0Pairs
+		k.paths += "+gfni"
 	}
 	if c.avx2 && c.f16c && c.avx512bf16 {
 		// AVX-512 F and BF16 only (the set keeps the AVX2+F16C kernels).

@@ -304,37 +304,6 @@ func (k *kernelSet) dotQ8Range(m *Matrix, lo, hi int, x *Q8Row, out []float32) {
 	}
 }
 
-// MatMulQ8 sets out[t*Rows+r] = DotQ8(m.Type, row r, xs[t]) for every row
-// and input: the fast mode's batched prefill. The rows are split over the
-// pool in tiles of qmmRows (qmm.go): each weight chunk is decoded once and
-// multiplied with every input while it is in L1, with the bits of
-// MatVecQ8 per input at any thread count and any batching.
-func (p *Pool) MatMulQ8(m *Matrix, xs []*Q8Row, out []float32) {
-	checkMatMulQ8(m, xs, out)
-	ntok, rows := len(xs), m.Rows
-	if ntok == 0 {
-		return
-	}
-	out = out[:ntok*rows]
-	if !tiledQ8(m.Type) || !tilePadded(xs, m.Cols/32) {
-		p.Parallel(rows, m.Cols*ntok, func(lo, hi int) {
-			for r := lo; r < hi; r++ {
-				row := m.Row(r)
-				for t, x := range xs {
-					out[t*rows+r] = DotQ8(m.Type, row, x)
-				}
-			}
-		})
-		return
-	}
-	tiles := (rows + qmmRows - 1) / qmmRows
-	p.Parallel(tiles, qmmRows*m.Cols*ntok, func(lo, hi int) {
-		sc := getQmmScratch()
-		host.matMulQ8Tiles(m, xs, out, rows, lo*qmmRows, min(hi*qmmRows, rows), sc)
-		qmmScratchPool.Put(sc)
-	})
-}
-
 // MatVecsQ8 is MatVecs in the fast mode: outs[i][r] = DotQ8(row r of ms[i],
 // xs[i]) for several matrices in one parallel pass over all their rows,
 // with MatVecQ8's bits.

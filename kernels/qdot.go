@@ -314,7 +314,11 @@ func (k *kernelSet) dotQ8Rows(t quant.Type, row []byte, xs []*Q8Row, out []float
 	rb := n / ti.BlockElements * ti.BlockBytes
 	m := Matrix{Type: t, Data: row[:rb], Rows: 1, Cols: n, RowBytes: rb}
 	sc := getQmmScratch()
-	k.matMulQ8Tiles(&m, xs, out, 1, 0, 1, sc)
+	outs := make([][]float32, len(xs))
+	for r := range outs {
+		outs[r] = out[r : r+1]
+	}
+	k.matMulQ8Tiles(&m, xs, outs, 0, 1, sc)
 	qmmScratchPool.Put(sc)
 }
 

@@ -67,13 +67,68 @@ func tilePadded(xs []*Q8Row, nsub int) bool {
 	return true
 }
 
-// matMulQ8Tiles computes out[t*ld+r] = DotQ8(t, row r of m, xs[t]) for the
+// MatMulQ8 sets out[t*Rows+r] = DotQ8(m.Type, row r, xs[t]) for every row
+// and input: the fast mode's batched prefill. The rows are split over the
+// pool in tiles of qmmRows: each weight chunk is decoded once and
+// multiplied with every input while it is in L1, with the bits of
+// MatVecQ8 per input at any thread count and any batching.
+func (p *Pool) MatMulQ8(m *Matrix, xs []*Q8Row, out []float32) {
+	checkMatMulQ8(m, xs, out)
+	outs := make([][]float32, len(xs))
+	for t := range outs {
+		outs[t] = out[t*m.Rows : (t+1)*m.Rows]
+	}
+	p.MatMulQ8To(m, xs, outs)
+}
+
+// MatMulQ8To is MatMulQ8 with input t's outputs in outs[t] (each at least
+// m.Rows long): the rows of an expert's routed tokens written in place.
+func (p *Pool) MatMulQ8To(m *Matrix, xs []*Q8Row, outs [][]float32) {
+	for _, x := range xs {
+		m.checkQ8("MatMulQ8", x)
+	}
+	ntok, rows := len(xs), m.Rows
+	if len(outs) != ntok {
+		panic(fmt.Sprintf("kernels: MatMulQ8 of %d inputs into %d outputs", ntok, len(outs)))
+	}
+	for t, o := range outs {
+		if len(o) < rows {
+			panic(fmt.Sprintf("kernels: MatMulQ8 of %d rows: output %d has %d", rows, t, len(o)))
+		}
+	}
+	if ntok == 0 {
+		return
+	}
+	if !tiledQ8(m.Type) || !tilePadded(xs, m.Cols/32) {
+		p.Parallel(rows, m.Cols*ntok, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				row := m.Row(r)
+				for t, x := range xs {
+					outs[t][r] = DotQ8(m.Type, row, x)
+				}
+			}
+		})
+		return
+	}
+	tiles := (rows + qmmRows - 1) / qmmRows
+	p.Parallel(tiles, qmmRows*m.Cols*ntok, func(lo, hi int) {
+		sc := getQmmScratch()
+		host.matMulQ8Tiles(m, xs, outs, lo*qmmRows, min(hi*qmmRows, rows), sc)
+		qmmScratchPool.Put(sc)
+	})
+}
+
+// matMulQ8Tiles computes outs[t][r] = DotQ8(t, row r of m, xs[t]) for the
 // rows r0 <= r < r1 (m.Cols a positive multiple of 32; xs padded), with
-// k's kernels.
-func (k *kernelSet) matMulQ8Tiles(m *Matrix, xs []*Q8Row, out []float32, ld, r0, r1 int, sc *qmmScratch) {
+// k's kernels. The lanes are token-major, lanes[t*qmmRows+i] for row
+// rt+i of the tile, so one kernel call runs a token pair against every row
+// of the tile.
+func (k *kernelSet) matMulQ8Tiles(m *Matrix, xs []*Q8Row, outs [][]float32, r0, r1 int, sc *qmmScratch) {
 	ntok := len(xs)
 	nsub := m.Cols / 32
 	groups := (nsub + 7) / 8
+	// A last group of at most 4 sub-blocks runs as a half group.
+	halfLast := nsub%8 != 0 && nsub%8 <= 4
 	if cap(sc.lanes) < qmmRows*ntok {
 		sc.lanes = make([][8]float32, qmmRows*ntok)
 	}
@@ -86,21 +141,25 @@ func (k *kernelSet) matMulQ8Tiles(m *Matrix, xs []*Q8Row, out []float32, ld, r0,
 			for i := 0; i < nr; i++ {
 				k.decodeChunk(m.Type, m.Row(rt+i), nsub, g0, ng, &sc.d[i])
 			}
+			whole, half := ng, 0
+			if halfLast && g0+ng == groups {
+				whole, half = ng-1, 1
+			}
 			t := 0
 			for ; t+1 < ntok; t += 2 {
-				for i := 0; i < nr; i++ {
-					k.tileDot2(&sc.d[i], ng, xs[t], xs[t+1], g0, &lanes[i*ntok+t], &lanes[i*ntok+t+1])
-				}
+				k.tileDot2(&sc.d, nr, whole, half, xs[t], xs[t+1], g0, lanes[t*qmmRows:(t+1)*qmmRows], lanes[(t+1)*qmmRows:(t+2)*qmmRows])
 			}
 			if t < ntok {
 				for i := 0; i < nr; i++ {
-					k.tileDot1(&sc.d[i], ng, xs[t], g0, &lanes[i*ntok+t])
+					k.tileDot1(&sc.d[i], ng, xs[t], g0, &lanes[t*qmmRows+i])
 				}
 			}
 		}
-		for i := 0; i < nr; i++ {
-			for t := 0; t < ntok; t++ {
-				out[t*ld+rt+i] = foldLanes(&lanes[i*ntok+t])
+		for t := 0; t < ntok; t++ {
+			o := outs[t][rt : rt+nr]
+			l := lanes[t*qmmRows : t*qmmRows+nr]
+			for i := range o {
+				o[i] = foldLanes(&l[i])
 			}
 		}
 	}
@@ -130,15 +189,20 @@ func (k *kernelSet) decodeChunk(t quant.Type, row []byte, nsub, g0, ng int, d *q
 	}
 }
 
-// tileDot2 adds the terms of d's ng groups against x0 and x1 (their groups
-// g0..) to l0 and l1.
-func (k *kernelSet) tileDot2(d *q8Decoded, ng int, x0, x1 *Q8Row, g0 int, l0, l1 *[8]float32) {
-	if k.q8dotDecoded2 != nil {
-		k.q8dotDecoded2(d, ng, x0, x1, g0, l0, l1)
+// tileDot2 adds, for each of the first nr rows' decoded chunks d[i], the
+// terms of its whole groups and, when half is 1, the first 4 sub-blocks of
+// one more (its other 4 decoded as zeros) against x0 and x1 (their groups
+// g0..) to l0[i] and l1[i]. The padded sub-blocks' terms are +0, so the
+// lanes are those of running the whole padded group.
+func (k *kernelSet) tileDot2(d *[qmmRows]q8Decoded, nr, whole, half int, x0, x1 *Q8Row, g0 int, l0, l1 [][8]float32) {
+	if k.q8dotTile2 != nil {
+		k.q8dotTile2(d, nr, whole, half, x0, x1, g0, l0, l1)
 		return
 	}
-	k.tileDot1(d, ng, x0, g0, l0)
-	k.tileDot1(d, ng, x1, g0, l1)
+	for i := 0; i < nr; i++ {
+		k.tileDot1(&d[i], whole+half, x0, g0, &l0[i])
+		k.tileDot1(&d[i], whole+half, x1, g0, &l1[i])
+	}
 }
 
 // tileDot1 adds the terms of d's ng groups against x (its groups g0..) to l.
@@ -166,9 +230,6 @@ func (k *kernelSet) tileDot1(d *q8Decoded, ng int, x *Q8Row, g0 int, l *[8]float
 // checkMatMulQ8 panics on shapes no caller may pass (the engine checks its
 // matrices once, at load).
 func checkMatMulQ8(m *Matrix, xs []*Q8Row, out []float32) {
-	for _, x := range xs {
-		m.checkQ8("MatMulQ8", x)
-	}
 	if len(out) < len(xs)*m.Rows {
 		panic(fmt.Sprintf("kernels: MatMulQ8 of %d rows and %d inputs into %d outputs", m.Rows, len(xs), len(out)))
 	}

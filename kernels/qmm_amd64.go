@@ -2,14 +2,34 @@
 
 package kernels
 
-import "github.com/stratactl/stratactl/quant"
+import (
+	"unsafe"
+
+	"github.com/stratactl/stratactl/quant"
+)
 
 //go:noescape
-func q8dotDecoded2AVX2(w *int8, m *int16, dw *float32, xq0 *int8, xd0 *float32, xq1 *int8, xd1 *float32, groups int, l0, l1 *[8]float32)
+func q8dotTile2AVX2(d *q8Decoded, rows, groups, half int, xq0 *int8, xd0 *float32, xq1 *int8, xd1 *float32, l0, l1 *[8]float32)
 
-// q8dotDecoded2Vector is tileDot2 on AVX2 (qmm_amd64.s).
-func q8dotDecoded2Vector(d *q8Decoded, ng int, x0, x1 *Q8Row, g0 int, l0, l1 *[8]float32) {
-	q8dotDecoded2AVX2(&d.w[0], &d.m[0], &d.dw[0], &x0.qs[256*g0], &x0.d[8*g0], &x1.qs[256*g0], &x1.d[8*g0], ng, l0, l1)
+// q8Decoded's layout as q8dotTile2AVX2 reads it: the weights, then the
+// multipliers at 2048, then the scales at 2176, 2432 bytes in all (a
+// compile-time check: the array lengths are negative otherwise).
+var (
+	_ [2432 - unsafe.Sizeof(q8Decoded{})]struct{}
+	_ [unsafe.Sizeof(q8Decoded{}) - 2432]struct{}
+	_ [2048 - unsafe.Offsetof(q8Decoded{}.m)]struct{}
+	_ [unsafe.Offsetof(q8Decoded{}.m) - 2048]struct{}
+	_ [2176 - unsafe.Offsetof(q8Decoded{}.dw)]struct{}
+	_ [unsafe.Offsetof(q8Decoded{}.dw) - 2176]struct{}
+)
+
+// q8dotTile2Vector is tileDot2 on AVX2 (qmm_amd64.s).
+func q8dotTile2Vector(d *[qmmRows]q8Decoded, nr, whole, half int, x0, x1 *Q8Row, g0 int, l0, l1 [][8]float32) {
+	if nr < 1 || whole+half < 1 {
+		return
+	}
+	_, _ = l0[nr-1], l1[nr-1]
+	q8dotTile2AVX2(&d[0], nr, whole, half, &x0.qs[256*g0], &x0.d[8*g0], &x1.qs[256*g0], &x1.d[8*g0], &l0[0], &l1[0])
 }
 
 //go:noescape

@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// q8dotDecoded2AVX2 is q8dotDecodedAVX2 (qdot_amd64.s) for two activation
-// rows at once: each decoded weight sub-block is loaded, its absolute value
+// q8dotTile2AVX2 is q8dotDecodedAVX2 (qdot_amd64.s) for two activation
+// rows at once, over the rows of a tile: each decoded weight sub-block is loaded, its absolute value
 // and multiplier formed once, and multiplied with both rows' codes. Per
 // group and row: 8 exact int32 sums (lane j = sub-block j), converted to
 // float32, times (dw_j * dx_j), added to that row's lanes, as DotQ8 does.
@@ -43,24 +43,53 @@
 	VMULPS Y2, Y0, Y0 \
 	VADDPS Y0, ACC, ACC
 
-// func q8dotDecoded2AVX2(w *int8, m *int16, dw *float32, xq0 *int8, xd0 *float32, xq1 *int8, xd1 *float32, groups int, l0, l1 *[8]float32)
-TEXT ·q8dotDecoded2AVX2(SB), NOSPLIT, $0-80
-	MOVQ w+0(FP), SI
-	MOVQ m+8(FP), R9
-	MOVQ dw+16(FP), R10
-	MOVQ xq0+24(FP), DI
-	MOVQ xd0+32(FP), DX
-	MOVQ xq1+40(FP), R12
-	MOVQ xd1+48(FP), R13
-	MOVQ groups+56(FP), CX
+// HALF2: the first 4 sub-blocks of a group against both rows (the other 4
+// decoded as zeros: their sums are left 0).
+#define HALF2 \
+	SUB2(0, Y4, Y8) \
+	SUB2(1, Y5, Y9) \
+	VPHADDD Y5, Y4, Y4 \
+	VPHADDD Y9, Y8, Y8 \
+	SUB2(2, Y6, Y10) \
+	SUB2(3, Y7, Y11) \
+	VPHADDD Y7, Y6, Y6 \
+	VPHADDD Y11, Y10, Y10 \
+	VPHADDD Y6, Y4, Y4 \
+	VPHADDD Y10, Y8, Y8 \
+	VPXOR Y5, Y5, Y5 \
+	VPXOR Y9, Y9, Y9 \
+	VMOVUPS (R10), Y13 \
+	FINISH(Y4, Y5, DX, Y12) \
+	FINISH(Y8, Y9, R13, Y14)
+
+// func q8dotTile2AVX2(d *q8Decoded, rows, groups, half int, xq0 *int8, xd0 *float32, xq1 *int8, xd1 *float32, l0, l1 *[8]float32)
+//
+// For each of rows decoded chunks d[i] (q8Decoded: 2048 weights, then 64
+// multipliers at 2048, then 64 scales at 2176; 2432 bytes each): groups
+// whole groups and, when half is not 0, the first half of one more, against
+// both rows, added to l0[i] and l1[i]. rows >= 1. AX walks the chunks, BX
+// counts the rows left.
+TEXT ·q8dotTile2AVX2(SB), NOSPLIT, $0-80
+	MOVQ d+0(FP), AX
+	MOVQ rows+8(FP), BX
 	MOVQ l0+64(FP), R11
 	MOVQ l1+72(FP), R8
+
+tilerow:
+	MOVQ AX, SI
+	LEAQ 2048(AX), R9
+	LEAQ 2176(AX), R10
+	MOVQ xq0+32(FP), DI
+	MOVQ xd0+40(FP), DX
+	MOVQ xq1+48(FP), R12
+	MOVQ xd1+56(FP), R13
+	MOVQ groups+16(FP), CX
 	VMOVUPS (R11), Y12
 	VMOVUPS (R8), Y14
 	TESTQ CX, CX
-	JZ    dec2done
+	JZ    tilehalf
 
-dec2loop:
+tileloop:
 	SUB2(0, Y4, Y8)
 	SUB2(1, Y5, Y9)
 	VPHADDD Y5, Y4, Y4
@@ -92,10 +121,21 @@ dec2loop:
 	ADDQ $256, R12
 	ADDQ $32, R13
 	DECQ CX
-	JNZ  dec2loop
+	JNZ  tileloop
 
-dec2done:
+tilehalf:
+	MOVQ half+24(FP), CX
+	TESTQ CX, CX
+	JZ    tilestore
+	HALF2
+
+tilestore:
 	VMOVUPS Y12, (R11)
 	VMOVUPS Y14, (R8)
+	ADDQ $2432, AX
+	ADDQ $32, R11
+	ADDQ $32, R8
+	DECQ BX
+	JNZ  tilerow
 	VZEROUPPER
 	RET

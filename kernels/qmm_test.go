@@ -115,7 +115,11 @@ func TestMatMulQ8TilesGuarded(t *testing.T) {
 			if tilePadded(xs, n/32) && tiledQ8(typ) {
 				for _, s := range testSets() {
 					out, ok := guardedFloats(ntok*rows, rng.IntN(4))
-					s.k.matMulQ8Tiles(&m, xs, out, rows, 0, rows, new(qmmScratch))
+					outs := make([][]float32, ntok)
+					for i := range outs {
+						outs[i] = out[i*rows : (i+1)*rows]
+					}
+					s.k.matMulQ8Tiles(&m, xs, outs, 0, rows, new(qmmScratch))
 					check(s.name, out, ok)
 				}
 			}
