@@ -18,6 +18,7 @@ type scratch struct {
 	// The MoE block's bookkeeping, resized per layer.
 	users    [][]int // per expert, its (token, rank) slots
 	distinct []int
+	guess    []int // read-ahead's
 	taken    []bool
 	seen     []bool
 	now      []int
