@@ -33,7 +33,11 @@ type DecodeConfig struct {
 	MemMB     int // buffer of the memory bandwidth measurement, MiB
 	MemPasses int // passes over it (the best counts; 0: 5)
 	DiskSlots int // random slot reads of the disk bandwidth measurement
-	Log       func(format string, args ...any)
+	// ResidentCapMB bounds the resident run's arena; 0: the engine's
+	// default arena, every expert up to engine.DefaultArenaCap (half the
+	// machine's RAM).
+	ResidentCapMB float64
+	Log           func(format string, args ...any)
 }
 
 type DecodeRun struct {
@@ -107,6 +111,12 @@ type DecodeReport struct {
 	ComputeLimit float64      `json:"compute_limit_tokens_per_s"`
 	Resident     DecodeRun    `json:"resident"`
 	Streaming    DecodeRun    `json:"streaming"`
+	// ResidentCapMB is the bound on the resident run's arena (--resident-cap-mb,
+	// or half the machine's RAM; 0: none known) and ResidentCapped whether
+	// it applied: the experts did not all fit, so that run streamed the
+	// rest (its arena_slots below total_slots).
+	ResidentCapMB  float64 `json:"resident_cap_mb"`
+	ResidentCapped bool    `json:"resident_capped"`
 }
 
 // Decode writes the synthetic pack, measures this machine's memory read
@@ -246,9 +256,14 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 		}
 		return r, nil
 	}
-	if rep.Resident, err = decode(0, false); err != nil {
+	rep.ResidentCapMB = cfg.ResidentCapMB
+	if rep.ResidentCapMB == 0 {
+		rep.ResidentCapMB = float64(engine.DefaultArenaCap()) / (1 << 20)
+	}
+	if rep.Resident, err = decode(cfg.ResidentCapMB, false); err != nil {
 		return nil, err
 	}
+	rep.ResidentCapped = rep.Resident.Stream.ArenaSlots < rep.Resident.Stream.TotalSlots
 	arena := cfg.ArenaFrac * float64(sp.Layers*sp.Experts) * float64(rep.SlotBytes) / (1 << 20)
 	if rep.Streaming, err = decode(arena, true); err != nil {
 		return nil, err
