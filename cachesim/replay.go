@@ -11,9 +11,11 @@ type Policy int
 const (
 	// Store is the store's rule: a miss (or a read-ahead guess) evicts the
 	// unpinned expert with the lowest Keep score (ties to the lower key),
-	// sparing those the current call claimed or hit while there is another;
-	// every demand, hit or miss, makes its expert the most recent and adds
-	// a use; guesses add neither.
+	// sparing those the current call claimed or hit, then those read-ahead
+	// expects before their layer's next Need, while there is another; a
+	// Need marks all its hits before its misses claim; every demand, hit
+	// or miss, makes its expert the most recent and adds a use; guesses
+	// add neither.
 	Store Policy = iota
 	// LRU is plain least-recently-used, the store's rule before Store: a
 	// miss or a guess evicts the least recently used unpinned expert; a
@@ -74,10 +76,12 @@ func replayStore(t *Trace, slots int, init []Slot, readAhead bool) (Counts, erro
 	last, uses := t.history()
 	last, uses = append([]int64(nil), last...), append([]int64(nil), uses...)
 	tick, call := t.Tick, int64(0)
+	E := int32(t.Experts)
 	n := t.Layers * t.Experts
 	in := make([]bool, n)
 	guess := make([]bool, n)
-	at := make([]int64, n) // the call that last claimed or hit it
+	want := make([]bool, n) // read-ahead expects it in its layer's next Need
+	at := make([]int64, n)  // the call that last claimed or hit it
 	var res []int32
 	for _, s := range init {
 		in[s.Key], guess[s.Key] = true, s.Guess
@@ -87,11 +91,13 @@ func replayStore(t *Trace, slots int, init []Slot, readAhead bool) (Counts, erro
 		ka, kb := Keep(last[a], uses[a], t.UseWeight), Keep(last[b], uses[b], t.UseWeight)
 		return ka < kb || ka == kb && a < b
 	}
+	// claim evicts, while there is another choice, neither what the
+	// current call claimed or hit nor what read-ahead expects.
 	claim := func(k int32, pinned []int32) bool {
 		if len(res) < slots {
 			res = append(res, k)
 		} else {
-			best, spared := -1, -1
+			best, wanted, spared := -1, -1, -1
 		scan:
 			for i, v := range res {
 				for _, p := range pinned {
@@ -99,13 +105,23 @@ func replayStore(t *Trace, slots int, init []Slot, readAhead bool) (Counts, erro
 						continue scan
 					}
 				}
-				if at[v] == call {
+				switch {
+				case at[v] == call:
 					if spared < 0 || first(v, res[spared]) {
 						spared = i
 					}
-				} else if best < 0 || first(v, res[best]) {
-					best = i
+				case want[v]:
+					if wanted < 0 || first(v, res[wanted]) {
+						wanted = i
+					}
+				default:
+					if best < 0 || first(v, res[best]) {
+						best = i
+					}
 				}
+			}
+			if best < 0 {
+				best = wanted
 			}
 			if best < 0 {
 				best = spared
@@ -113,18 +129,20 @@ func replayStore(t *Trace, slots int, init []Slot, readAhead bool) (Counts, erro
 			if best < 0 {
 				return false
 			}
-			in[res[best]], guess[res[best]] = false, false
+			v := res[best]
+			in[v], guess[v], want[v] = false, false, false
 			res[best] = k
 		}
-		in[k], guess[k], at[k] = true, false, call
+		in[k], guess[k], want[k], at[k] = true, false, false, call
 		return true
 	}
 	var c Counts
+	var misses []int32
 	for i, r := range t.Records {
 		switch r.Op {
 		case OpNeed:
 			call++
-			started := 0
+			misses = misses[:0]
 			for _, k := range r.Keys {
 				c.Demands++
 				tick++
@@ -140,11 +158,16 @@ func replayStore(t *Trace, slots int, init []Slot, readAhead bool) (Counts, erro
 					continue
 				}
 				c.Misses++
-				if started >= slots-1 {
-					continue
+				misses = append(misses, k)
+			}
+			if len(r.Keys) > 0 {
+				l := r.Keys[0] / E
+				for k := l * E; k < (l+1)*E; k++ {
+					want[k] = false
 				}
+			}
+			for _, k := range misses[:min(len(misses), slots-1)] {
 				if claim(k, nil) {
-					started++
 					c.Reads++
 				}
 			}
@@ -155,12 +178,16 @@ func replayStore(t *Trace, slots int, init []Slot, readAhead bool) (Counts, erro
 			call++
 			budget := slots / 2
 			for _, k := range r.Keys {
-				if in[k] || budget == 0 {
+				if in[k] {
+					want[k] = true
+					continue
+				}
+				if budget == 0 {
 					continue
 				}
 				if claim(k, nil) {
 					budget--
-					guess[k] = true
+					guess[k], want[k] = true, true
 					c.Guesses++
 					c.Reads++
 				}

@@ -86,7 +86,7 @@ type Trace struct {
 // Magic and Version identify the STRC file format.
 const (
 	Magic   = "STRC"
-	Version = 3
+	Version = 4
 	// headerBytes is the fixed header before the initial arena.
 	headerBytes = 104
 	guessBit    = 1 << 31

@@ -49,6 +49,10 @@ func (s *PackStore) StartTrace() {
 	t := &cachesim.Trace{Layers: s.cfg.Layers, Experts: s.cfg.Experts, Slots: len(s.slots), ReadAhead: s.readAhead}
 	var order []int
 	for i := range s.slots {
+		// A trace starts with no expectation pending (between batches
+		// every guessed layer has had its Need; this makes it so after a
+		// failed one too).
+		s.slots[i].want = false
 		if s.slots[i].key >= 0 && s.slots[i].state != slotFailed {
 			order = append(order, i)
 		}

@@ -28,8 +28,9 @@ type ExpertStore interface {
 	Resident(layer, e int) bool
 	// Ready reports whether Get would return at once (in memory, read).
 	Ready(layer, e int) bool
-	// Streaming reports whether experts come from disk (read-ahead pays).
-	Streaming() bool
+	// ReadAhead is how many layers ahead read-ahead guesses experts: 0 when
+	// experts do not come from disk or read-ahead is off.
+	ReadAhead() int
 	Close() error
 }
 
@@ -124,7 +125,7 @@ func (s *mappedExperts) Need(layer int, ids []int)         {}
 func (s *mappedExperts) Guess(layer int, ids []int)        {}
 func (s *mappedExperts) Resident(layer, e int) bool        { return true }
 func (s *mappedExperts) Ready(layer, e int) bool           { return true }
-func (s *mappedExperts) Streaming() bool                   { return false }
+func (s *mappedExperts) ReadAhead() int                    { return 0 }
 func (s *mappedExperts) Close() error                      { return nil }
 
 func isDir(path string) bool {

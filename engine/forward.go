@@ -184,6 +184,7 @@ func (s *Session) batch(ids []int32, all, last bool) ([]float32, error) {
 		}
 	}
 	xn := make([]float32, T*D)
+	s.readAhead(0, x, T)
 	for l := range m.Layers {
 		L := &m.Layers[l]
 		rmsNormRows(xn, x, L.AttnNorm, D, c.Eps)
@@ -213,9 +214,7 @@ func (s *Session) batch(ids []int32, all, last bool) ([]float32, error) {
 		if s.Observer != nil {
 			s.traceHidden(x, o)
 		}
-		if l+1 < len(m.Layers) && m.Layers[l+1].RouterQ8 != nil && m.Experts.Streaming() {
-			s.readAhead(l+1, x, T)
-		}
+		s.readAhead(l+1, x, T)
 	}
 	for _, st := range s.delta {
 		if st != nil {
@@ -268,40 +267,6 @@ func rmsNorm(y, x, w []float32, eps float32) {
 	for i, v := range x {
 		y[i] = (v * scale) * w[i]
 	}
-}
-
-// readAhead guesses layer l's experts from the hidden state before its
-// attention (the next layer's ffn_norm and Q8_0 router copy applied to it)
-// and asks the store to start reading them.
-func (s *Session) readAhead(l int, x []float32, T int) {
-	m := s.m
-	c := &m.Config
-	L := &m.Layers[l]
-	D, E, K := c.Embd, c.Experts, c.ExpertsUsed
-	xn := make([]float32, T*D)
-	rmsNormRows(xn, x, L.FFNNorm, D, c.Eps)
-	scores := make([]float32, T*E)
-	m.Pool.MatMul(L.RouterQ8, xn, T, scores)
-	seen := make([]bool, E)
-	var guess []int
-	for t := 0; t < T; t++ {
-		row := scores[t*E : (t+1)*E]
-		taken := make([]bool, E)
-		for k := 0; k < K; k++ {
-			best := -1
-			for e, v := range row {
-				if !taken[e] && (best < 0 || v > row[best]) {
-					best = e
-				}
-			}
-			taken[best] = true
-			if !seen[best] {
-				seen[best] = true
-				guess = append(guess, best)
-			}
-		}
-	}
-	m.Experts.Guess(l, guess)
 }
 
 // firstNonFinite is the index of the first NaN or infinity in v, or -1.

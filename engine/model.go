@@ -302,15 +302,15 @@ func (m *Model) DenseBytesPerToken() int64 {
 }
 
 // TokenMatrices are the matrices outside the routed experts that every
-// decode step multiplies by its activations, each once: every layer's
-// dense matrices (with the Q8_0 router copy when experts stream), then the
-// output head.
+// decode step multiplies by its activations: every layer's dense matrices
+// once (with the Q8_0 router copy once per layer read-ahead guesses it
+// for, when experts stream), then the output head.
 func (m *Model) TokenMatrices() []*kernels.Matrix {
 	var ms []*kernels.Matrix
 	for i := range m.Layers {
 		L := &m.Layers[i]
 		ms = append(ms, L.denseMatrices()...)
-		if L.RouterQ8 != nil && m.Experts.Streaming() {
+		for j := 0; L.RouterQ8 != nil && j < m.Experts.ReadAhead(); j++ {
 			ms = append(ms, L.RouterQ8)
 		}
 	}

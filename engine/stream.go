@@ -23,8 +23,12 @@ type StreamOptions struct {
 	ArenaMB float64
 	// Readers is the number of goroutines reading slots; 0 means 4.
 	Readers int
-	// NoReadAhead turns off guessing the next layer's experts.
+	// NoReadAhead turns off guessing the coming layers' experts.
 	NoReadAhead bool
+	// ReadAheadLayers is how many layers ahead read-ahead guesses (before
+	// each layer, its experts and those of the next ReadAheadLayers-1);
+	// 0 means DefaultReadAheadLayers.
+	ReadAheadLayers int
 	// Buffered never tries O_DIRECT.
 	Buffered bool
 }
@@ -81,8 +85,11 @@ type arenaSlot struct {
 	pins  int
 	call  int64 // the Need or Guess call that last claimed or hit it
 	guess bool  // brought in by read-ahead and not used since
-	err   error
-	ex    Expert
+	// want: read-ahead expects a demand of it in its layer's next Need (it
+	// goes only after the experts nobody expects); that Need clears it.
+	want bool
+	err  error
+	ex   Expert
 }
 
 // PackStore keeps experts of a pack in an arena of fixed slots, evicting
@@ -117,14 +124,16 @@ type PackStore struct {
 	useWeight        int64    // cachesim.UseWeight of the model
 	jobs             chan int // reads the forward pass waits for
 	guesses          chan int // read-ahead, served only when no demand read waits
+	missBuf          []int    // Need's misses, reused
 	wg               sync.WaitGroup
 	closed           bool
 	counters         StreamCounters
 
-	fillSlots   int
-	fillSeconds float64
-	readAhead   bool
-	rec         *traceRec // the demand trace being recorded (demandtrace.go), or nil
+	fillSlots       int
+	fillSeconds     float64
+	readAhead       bool
+	readAheadLayers int
+	rec             *traceRec // the demand trace being recorded (demandtrace.go), or nil
 }
 
 // newPackStore is the expert store of the open pack p (its experts file is
@@ -151,7 +160,10 @@ func newPackStore(p *strata.Pack, c *Config, opt StreamOptions) (*PackStore, err
 	if nslots < c.ExpertsUsed+1 {
 		return fail(fmt.Errorf("arena of %.1f MB holds %d slots of %d bytes; the model needs at least %d (experts per token + 1)", opt.ArenaMB, nslots, x.SlotBytes, c.ExpertsUsed+1))
 	}
-	s := &PackStore{cfg: c, x: x, path: xpath, slotBytes: int(x.SlotBytes), readAhead: !opt.NoReadAhead}
+	s := &PackStore{cfg: c, x: x, path: xpath, slotBytes: int(x.SlotBytes), readAhead: !opt.NoReadAhead, readAheadLayers: opt.ReadAheadLayers}
+	if s.readAheadLayers <= 0 {
+		s.readAheadLayers = DefaultReadAheadLayers
+	}
 	s.cond = sync.NewCond(&s.mu)
 	s.fd, s.direct, s.directNote = openForRead(xpath, !opt.Buffered)
 	if s.fd == nil {
@@ -355,17 +367,18 @@ func (s *PackStore) readAt(buf []byte, off int64) error {
 
 // claim takes a slot for key: a free one, else the unpinned one whose
 // expert has the lowest cachesim.Keep score (ties to the lower key),
-// sparing the experts the current call has claimed or hit while there is
-// another, and waiting for the victim's read to finish if it is still being
-// read, so that which expert goes depends only on the sequence of calls and
-// never on read timing (a trace replays exactly, cachesim). It returns -1
-// when every slot is pinned. Called with s.mu held; it counts the read
-// the caller starts.
+// sparing first the experts the current call has claimed or hit, then
+// those read-ahead expects (want) while there is another, and waiting for
+// the victim's read to finish if it is still being read, so that which
+// expert goes depends only on the sequence of calls and never on read
+// timing (a trace replays exactly, cachesim). It returns -1 when every
+// slot is pinned. Called with s.mu held; it counts the read the caller
+// starts.
 func (s *PackStore) claim(key int) int {
 	best := -1
 	for {
 		best = -1
-		spared := -1
+		spared, wanted := -1, -1
 		for i := range s.slots {
 			sl := &s.slots[i]
 			if sl.key < 0 || sl.state == slotFailed {
@@ -375,13 +388,23 @@ func (s *PackStore) claim(key int) int {
 			if sl.pins > 0 {
 				continue
 			}
-			if sl.call == s.call {
+			switch {
+			case sl.call == s.call:
 				if spared < 0 || s.evictsFirst(sl.key, s.slots[spared].key) {
 					spared = i
 				}
-			} else if best < 0 || s.evictsFirst(sl.key, s.slots[best].key) {
-				best = i
+			case sl.want:
+				if wanted < 0 || s.evictsFirst(sl.key, s.slots[wanted].key) {
+					wanted = i
+				}
+			default:
+				if best < 0 || s.evictsFirst(sl.key, s.slots[best].key) {
+					best = i
+				}
 			}
+		}
+		if best < 0 {
+			best = wanted
 		}
 		if best < 0 {
 			best = spared
@@ -416,6 +439,9 @@ func (s *PackStore) evictsFirst(a, b int) bool {
 
 // Need counts the experts a batch needs in layer and starts reading the
 // ones not resident, in parallel, before the forward pass asks for them.
+// Every hit is marked before the first miss claims a slot, so a miss never
+// evicts an expert the same batch needs (read-ahead's guesses among them);
+// read-ahead's expectations for layer are spent.
 func (s *PackStore) Need(layer int, ids []int) {
 	E := s.cfg.Experts
 	s.mu.Lock()
@@ -424,7 +450,7 @@ func (s *PackStore) Need(layer int, ids []int) {
 		s.rec.add(cachesim.OpNeed, layer, ids)
 	}
 	s.call++
-	started := 0
+	misses := s.missBuf[:0]
 	for _, e := range ids {
 		key := layer*E + e
 		s.counters.Demands++
@@ -442,20 +468,28 @@ func (s *PackStore) Need(layer int, ids []int) {
 			continue
 		}
 		s.counters.Misses++
-		// Leave a slot free for Get, so a batch needing more experts than
-		// the arena holds never evicts the ones it is still waiting for.
-		if started >= len(s.slots)-1 {
-			continue
+		misses = append(misses, key)
+	}
+	if len(ids) > 0 {
+		for e := 0; e < E; e++ {
+			if i := s.where[layer*E+e]; i >= 0 {
+				s.slots[i].want = false
+			}
 		}
+	}
+	s.missBuf = misses
+	// Leave a slot free for Get, so a batch needing more experts than
+	// the arena holds never evicts the ones it is still waiting for.
+	for _, key := range misses[:min(len(misses), len(s.slots)-1)] {
 		if i := s.claim(key); i >= 0 {
-			started++
 			s.jobs <- i
 		}
 	}
 }
 
 // Guess starts reading experts of layer that read-ahead expects, up to
-// half the arena, never evicting a slot in use.
+// half the arena, never evicting a slot in use; each expected expert,
+// resident or read now, is spared by other reads until layer's next Need.
 func (s *PackStore) Guess(layer int, ids []int) {
 	E := s.cfg.Experts
 	s.mu.Lock()
@@ -467,12 +501,19 @@ func (s *PackStore) Guess(layer int, ids []int) {
 	budget := len(s.slots) / 2
 	for _, e := range ids {
 		key := layer*E + e
-		if s.where[key] >= 0 || budget == 0 {
+		if i := s.where[key]; i >= 0 {
+			if s.slots[i].state != slotFailed {
+				s.slots[i].want = true
+			}
+			continue
+		}
+		if budget == 0 {
 			continue
 		}
 		if i := s.claim(key); i >= 0 {
 			budget--
 			s.slots[i].guess = true
+			s.slots[i].want = true
 			s.counters.Guesses++
 			s.guesses <- i
 		}
@@ -552,8 +593,16 @@ func (s *PackStore) Ready(layer, e int) bool {
 	return i >= 0 && s.slots[i].state == slotReady
 }
 
-// Streaming is true unless read-ahead was turned off.
-func (s *PackStore) Streaming() bool { return s.readAhead }
+// DefaultReadAheadLayers is StreamOptions.ReadAheadLayers's default.
+const DefaultReadAheadLayers = 1
+
+// ReadAhead is the layers read-ahead guesses for, 0 when it is off.
+func (s *PackStore) ReadAhead() int {
+	if !s.readAhead {
+		return 0
+	}
+	return s.readAheadLayers
+}
 
 // Counters is a snapshot of the cumulative counts.
 func (s *PackStore) Counters() StreamCounters {

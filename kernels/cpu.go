@@ -20,6 +20,9 @@ type cpuFeatures struct {
 	avx512vnni bool
 	// avx512bf16: AVX-512 F and BF16 (VDPBF16PS).
 	avx512bf16 bool
+	// avx512gfni: AVX-512 F, BW, VBMI (VPERMT2B) and GFNI
+	// (VGF2P8AFFINEQB).
+	avx512gfni bool
 	brand      string
 }
 
@@ -30,6 +33,7 @@ var hostCPU = cpuFeatures{
 	f16c:       cpuid.CPU.Supports(cpuid.AVX, cpuid.F16C),
 	avx512vnni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VNNI),
 	avx512bf16: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BF16),
+	avx512gfni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VBMI, cpuid.GFNI),
 	brand:      cpuid.CPU.BrandName,
 }
 

@@ -87,6 +87,11 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8rows[quant.Q8_0] = rowsQ8_0AVX512
 		k.paths = "avx2+f16c+avx512vnni"
 	}
+	if c.avx2 && c.f16c && c.avx512vnni && c.avx512gfni {
+		// The two-row Q2_0 kernel adds VBMI and GFNI.
+		k.q8rows[quant.Q2_0] = rowsQ2_0Pairs
+		k.paths += "+gfni"
+	}
 	if c.avx2 && c.f16c && c.avx512bf16 {
 		// AVX-512 F and BF16 only (the set keeps the AVX2+F16C kernels).
 		k.bf16dot = bf16dotVector512

@@ -8,6 +8,9 @@ package kernels
 func q2RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32)
 
 //go:noescape
+func q2Rows2AVX512(w *byte, stride, pairs int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32, boff int, outB *float32, pf int)
+
+//go:noescape
 func q8RowsQ8_0AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[8]uint64, out *float32)
 
 // byteMask has the low n of 64 bits set (n clamped to 0..64).
@@ -32,6 +35,36 @@ func rowsQ2_0AVX512(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 	}
 	q2RowsAVX512(&m.Data[lo*m.RowBytes], m.RowBytes, hi-lo, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
 		groups, tail, byteMask(18*tail), &out[lo])
+	return true
+}
+
+// q2PrefetchDist is how far ahead of each of its two row streams the
+// two-row Q2_0 kernel prefetches (PREFETCHT0, one line per group): two
+// streams from DRAM leave the hardware prefetcher short; 3072 bytes was
+// the best of 0..8192 over a 256 MiB matrix and over expert-sized matrices
+// (docs/BENCHMARKS.md). (The one-row Q8_0 kernel's single stream gains
+// nothing from it: software prefetch there only slowed it.)
+const q2PrefetchDist = 3072
+
+// rowsQ2_0Pairs is rowsQ2_0AVX512 by the two-row kernel (q2Rows2AVX512):
+// row lo+i beside row lo+pairs+i, so that each of the two is one
+// sequential stream; the last row of an odd number by the one-row kernel.
+func rowsQ2_0Pairs(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	nb := m.Cols / 64
+	groups, tail := nb/4, nb%4
+	if tail > 0 && (!x.padded(8*groups) || cap(x.q2) < 256*(groups+1)) || len(x.q2) != m.Cols || len(x.d) != 2*nb {
+		return false
+	}
+	mask := byteMask(18 * tail)
+	if pairs := (hi - lo) / 2; pairs > 0 {
+		q2Rows2AVX512(&m.Data[lo*m.RowBytes], m.RowBytes, pairs, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
+			groups, tail, mask, &out[lo], pairs*m.RowBytes, &out[lo+pairs], q2PrefetchDist)
+		lo += 2 * pairs
+	}
+	if lo < hi {
+		q2RowsAVX512(&m.Data[lo*m.RowBytes], m.RowBytes, 1, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
+			groups, tail, mask, &out[lo])
+	}
 	return true
 }
 

@@ -293,3 +293,188 @@ q8rfold:
 q8rdone:
 	VZEROUPPER
 	RET
+
+// Q2_0, two rows at once (adds AVX-512 VBMI and GFNI): rows A (SI) and B
+// (R15, boff bytes after A) share each group's activation loads, each
+// stream prefetched pf bytes ahead (a line per group), and their terms run
+// side by side in the two 256-bit halves of Z12 (A low, B high), each lane
+// the same float steps as the one-row kernel's. Per row and group: the 64
+// bytes at 0 and the 64 at 8 hold the 4 blocks' codes, gathered into one
+// lane per block by VPERMT2B (q2pcodes); the fp16 scales of both rows are
+// picked by VPERMT2W (q2pscale); plane k of the codes is one GF2 affine
+// map per byte (bits 2k, 2k+1 to bits 0, 1: q2pmat), then VPDPBUSD as in
+// the one-row kernel; the dword pairs of both rows are summed by
+// VPERMT2D (q2peven, q2podd) into 16 sub-block totals, A's then B's.
+
+// Byte 16b+i: group byte 18b+2+i, of the bytes at 0 (index < 64) or of
+// those at 8 (64 + byte - 8): block 3's all from the second.
+DATA q2pcodes<>+0(SB)/8, $0x0908070605040302
+DATA q2pcodes<>+8(SB)/8, $0x11100f0e0d0c0b0a
+DATA q2pcodes<>+16(SB)/8, $0x1b1a191817161514
+DATA q2pcodes<>+24(SB)/8, $0x232221201f1e1d1c
+DATA q2pcodes<>+32(SB)/8, $0x2d2c2b2a29282726
+DATA q2pcodes<>+40(SB)/8, $0x3534333231302f2e
+DATA q2pcodes<>+48(SB)/8, $0x7776757473727170
+DATA q2pcodes<>+56(SB)/8, $0x7f7e7d7c7b7a7978
+GLOBL q2pcodes<>(SB), RODATA|NOPTR, $64
+
+// Word l < 8: row A's word 9(l/2) (block l/2's scale); l in 8..15: row
+// B's (32 + 9((l-8)/2)).
+DATA q2pscale<>+0(SB)/8, $0x0009000900000000
+DATA q2pscale<>+8(SB)/8, $0x001b001b00120012
+DATA q2pscale<>+16(SB)/8, $0x0029002900200020
+DATA q2pscale<>+24(SB)/8, $0x003b003b00320032
+DATA q2pscale<>+32(SB)/8, $0
+DATA q2pscale<>+40(SB)/8, $0
+DATA q2pscale<>+48(SB)/8, $0
+DATA q2pscale<>+56(SB)/8, $0
+GLOBL q2pscale<>(SB), RODATA|NOPTR, $64
+
+// Dword l < 8: A's dword 2l (+1 for q2podd); l >= 8: B's 2(l-8) (+1).
+DATA q2peven<>+0(SB)/8, $0x0000000200000000
+DATA q2peven<>+8(SB)/8, $0x0000000600000004
+DATA q2peven<>+16(SB)/8, $0x0000000a00000008
+DATA q2peven<>+24(SB)/8, $0x0000000e0000000c
+DATA q2peven<>+32(SB)/8, $0x0000001200000010
+DATA q2peven<>+40(SB)/8, $0x0000001600000014
+DATA q2peven<>+48(SB)/8, $0x0000001a00000018
+DATA q2peven<>+56(SB)/8, $0x0000001e0000001c
+GLOBL q2peven<>(SB), RODATA|NOPTR, $64
+
+DATA q2podd<>+0(SB)/8, $0x0000000300000001
+DATA q2podd<>+8(SB)/8, $0x0000000700000005
+DATA q2podd<>+16(SB)/8, $0x0000000b00000009
+DATA q2podd<>+24(SB)/8, $0x0000000f0000000d
+DATA q2podd<>+32(SB)/8, $0x0000001300000011
+DATA q2podd<>+40(SB)/8, $0x0000001700000015
+DATA q2podd<>+48(SB)/8, $0x0000001b00000019
+DATA q2podd<>+56(SB)/8, $0x0000001f0000001d
+GLOBL q2podd<>(SB), RODATA|NOPTR, $64
+
+// GF2P8AFFINEQB matrices: output bit i is the parity of matrix byte 7-i
+// AND the input byte, so plane k takes byte 7 = 1<<2k, byte 6 = 2<<2k.
+DATA q2pmat<>+0(SB)/8, $0x0102000000000000
+DATA q2pmat<>+8(SB)/8, $0x0408000000000000
+DATA q2pmat<>+16(SB)/8, $0x1020000000000000
+DATA q2pmat<>+24(SB)/8, $0x4080000000000000
+GLOBL q2pmat<>(SB), RODATA|NOPTR, $32
+
+// Q2PPLANES(Zc, Za, Zb): Za = row's sub-block dword pairs (16 dwords,
+// pairs 2s, 2s+1) from codes Zc against the activations Z16..Z19; Zb is
+// clobbered.
+#define Q2PPLANES(Zc, Za, Zb) \
+	VGF2P8AFFINEQB $0, Z24, Zc, Z4 \
+	VGF2P8AFFINEQB $0, Z25, Zc, Z5 \
+	VGF2P8AFFINEQB $0, Z26, Zc, Z6 \
+	VGF2P8AFFINEQB $0, Z27, Zc, Z7 \
+	VPXORQ Za, Za, Za \
+	VPXORQ Zb, Zb, Zb \
+	VPDPBUSD Z16, Z4, Za \
+	VPDPBUSD Z17, Z5, Zb \
+	VPDPBUSD Z18, Z6, Za \
+	VPDPBUSD Z19, Z7, Zb \
+	VPADDD Zb, Za, Za
+
+// Q2PSUMS: with Z0, Z1 the codes of rows A and B and Z2 their scales
+// (words 0..15), the group's terms into Z12.
+#define Q2PSUMS \
+	VMOVDQU64 0(DI), Z16 \
+	VMOVDQU64 64(DI), Z17 \
+	VMOVDQU64 128(DI), Z18 \
+	VMOVDQU64 192(DI), Z19 \
+	Q2PPLANES(Z0, Z20, Z21) \
+	Q2PPLANES(Z1, Z22, Z23) \
+	VMOVDQA64 Z20, Z3 \
+	VPERMT2D Z22, Z29, Z3 \
+	VPERMT2D Z22, Z28, Z20 \
+	VPADDD Z20, Z3, Z3 \
+	VBROADCASTI64X4 (BX), Z0 \
+	VPSUBD Z0, Z3, Z0 \
+	VCVTDQ2PS Z0, Z0 \
+	VCVTPH2PS Y2, Z13 \
+	VBROADCASTF64X4 (DX), Z1 \
+	VMULPS Z1, Z13, Z13 \
+	VMULPS Z13, Z0, Z0 \
+	VADDPS Z0, Z12, Z12
+
+// func q2Rows2AVX512(w *byte, stride, pairs int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32, boff int, outB *float32, pf int)
+// pairs: rows A, each stride bytes from the last, outputs at out, and as
+// many rows B, boff bytes after each A, outputs at outB; mask: the tail
+// group's bytes (18*tail).
+TEXT ·q2Rows2AVX512(SB), NOSPLIT, $0-104
+	ROWARGS
+	KMOVQ mask+64(FP), K1
+	MOVQ  out+72(FP), R8
+	MOVQ  pf+96(FP), R12
+	MOVQ  outB+88(FP), AX
+	VMOVDQU64 q2pcodes<>(SB), Z31
+	VMOVDQU64 q2pscale<>(SB), Z30
+	VMOVDQU64 q2peven<>(SB), Z29
+	VMOVDQU64 q2podd<>(SB), Z28
+	VPBROADCASTQ q2pmat<>+0(SB), Z24
+	VPBROADCASTQ q2pmat<>+8(SB), Z25
+	VPBROADCASTQ q2pmat<>+16(SB), Z26
+	VPBROADCASTQ q2pmat<>+24(SB), Z27
+	VPXORQ Z15, Z15, Z15
+	TESTQ R10, R10
+	JZ    q2pdone
+
+q2prow:
+	MOVQ R13, SI
+	MOVQ boff+80(FP), R15
+	ADDQ R13, R15
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ xs+40(FP), BX
+	MOVQ R11, CX
+	VPXORQ Z12, Z12, Z12
+	TESTQ CX, CX
+	JZ    q2ptail
+
+q2pgroup:
+	PREFETCHT0 (SI)(R12*1)
+	PREFETCHT0 (R15)(R12*1)
+	VMOVDQU64 (SI), Z0
+	VMOVDQU64 (R15), Z1
+	VMOVDQA64 Z0, Z2
+	VPERMT2W Z1, Z30, Z2
+	VPERMT2B 8(SI), Z31, Z0
+	VPERMT2B 8(R15), Z31, Z1
+	Q2PSUMS
+	ADDQ $72, SI
+	ADDQ $72, R15
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q2pgroup
+
+q2ptail:
+	// The partial group: its bytes by masked loads (at most 54, all in
+	// the first 64: block 3, the only one from the bytes at 8, is never
+	// in it), the rest zero.
+	TESTQ R9, R9
+	JZ    q2pfold
+	VMOVDQU8.Z (SI), K1, Z0
+	VMOVDQU8.Z (R15), K1, Z1
+	VMOVDQA64 Z0, Z2
+	VPERMT2W Z1, Z30, Z2
+	VPERMT2B Z15, Z31, Z0
+	VPERMT2B Z15, Z31, Z1
+	Q2PSUMS
+
+q2pfold:
+	RFOLD
+	VEXTRACTF64X4 $1, Z12, Y12
+	XCHGQ AX, R8
+	RFOLD
+	XCHGQ AX, R8
+	ADDQ $4, R8
+	ADDQ $4, AX
+	ADDQ R14, R13
+	DECQ R10
+	JNZ  q2prow
+
+q2pdone:
+	VZEROUPPER
+	RET

@@ -34,7 +34,9 @@ func guardedQ8RowQ2(r *Q8Row, shift int, pad bool) *Q8Row {
 	return g
 }
 
-// TestQ8RowsMatchPortable: the multi-row kernels (MatVecQ8's path) give
+// TestQ8RowsMatchPortable: the multi-row kernels (MatVecQ8's path; Q2_0's
+// two-row kernel where the CPU has VBMI and GFNI, and the one-row kernel
+// of the sets without) give
 // the portable DotQ8's bits for every row, over every whole number of
 // blocks up to 4096 weights, on unaligned rows and activations between
 // guard bands, any row range, and write nothing outside it.
@@ -45,7 +47,7 @@ func TestQ8RowsMatchPortable(t *testing.T) {
 	for _, typ := range q8Types {
 		ti, _ := quant.Info(typ)
 		for n := ti.BlockElements; n <= 4096; n += ti.BlockElements {
-			rows := 1 + rng.IntN(5)
+			rows := 1 + rng.IntN(8) // the two-row kernels' pairs and odd rows
 			var raw []byte
 			for i := 0; i < rows; i++ {
 				if rng.IntN(4) == 0 {

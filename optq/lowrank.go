@@ -130,33 +130,51 @@ func dot64(a, b []float64) float64 {
 }
 
 // lowCarry keeps each row's z = Σ_j e_j cp_j over the columns quantized so
-// far; carry brings only the next group's columns up to date.
+// far; carry brings only the next group's columns up to date. The rows go
+// rowLanes at a time, one per lane (axpyLanes and dotLanes: the bits of a
+// kernels.Axpy per error and a kernels.DotF32 per column, row by row).
 type lowCarry struct {
 	lr   *lowRank
 	rows int
-	z    []float32 // [rows][n]
+	z    []laneVec // [rows/rowLanes rounded up][n]
 }
 
 func (lr *lowRank) carrier(rows int) carrier {
-	return &lowCarry{lr: lr, rows: rows, z: make([]float32, rows*lr.n)}
+	blocks := (rows + rowLanes - 1) / rowLanes
+	return &lowCarry{lr: lr, rows: rows, z: make([]laneVec, blocks*lr.n)}
 }
 
 func (c *lowCarry) carry(W []float32, errs []float32, g0, g1 int) {
 	lr := c.lr
 	n, cols := lr.n, lr.cols
 	g2 := min(g1+group, cols)
-	for r := 0; r < c.rows; r++ {
-		zr := c.z[r*n : (r+1)*n]
-		for jj, e := range errs[r*group : (r+1)*group] {
-			if e != 0 {
+	var coef, dot laneVec
+	var mask laneMask
+	for r0 := 0; r0 < c.rows; r0 += rowLanes {
+		nr := min(rowLanes, c.rows-r0)
+		z := c.z[r0/rowLanes*n : (r0/rowLanes+1)*n]
+		for jj := 0; jj < g1-g0; jj++ {
+			any := false
+			for l := range rowLanes {
+				coef[l], mask[l] = 0, 0
+				if l < nr {
+					if e := errs[(r0+l)*group+jj]; e != 0 {
+						coef[l], mask[l] = e, ^uint32(0)
+						any = true
+					}
+				}
+			}
+			if any {
 				j := g0 + jj
-				kernels.Axpy(zr, e, lr.cp[j*n:(j+1)*n])
+				axpyLanes(z, &coef, &mask, lr.cp[j*n:(j+1)*n])
 			}
 		}
 		// Columns from g1 on were not touched yet: w_k + x_kᵀ z.
-		wr := W[r*cols : (r+1)*cols]
 		for k := g1; k < g2; k++ {
-			wr[k] += kernels.DotF32(lr.xt[k*n:(k+1)*n], zr)
+			dotLanes(lr.xt[k*n:(k+1)*n], z, &dot)
+			for l := 0; l < nr; l++ {
+				W[(r0+l)*cols+k] += dot[l]
+			}
 		}
 	}
 }

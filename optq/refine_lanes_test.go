@@ -200,3 +200,45 @@ func TestRefineLowIsDescend(t *testing.T) {
 		}
 	}
 }
+
+// TestLowCarryIsRowByRow: the lane carry leaves the weights a row-by-row
+// carry leaves (z_r += e_j cp_j by kernels.Axpy, skipped for e_j = 0, then
+// w_rk += kernels.DotF32(x_k, z_r)), bit for bit, for a row count that is
+// not a multiple of the lanes.
+func TestLowCarryIsRowByRow(t *testing.T) {
+	const n, cols, rows = 37, 256, 11
+	f, reason := lowRankFactor(lowCase(5, n, cols), n, cols, 0.3, 0.7)
+	if reason != "" {
+		t.Fatal(reason)
+	}
+	lr := f.lr
+	rng := rand.New(rand.NewPCG(2, 3))
+	w := randMatrix(rng, rows*cols, 1)
+	want := append([]float32(nil), w...)
+	z := make([]float32, rows*n)
+	c := lr.carrier(rows)
+	for g := 0; g+1 < cols/group; g++ {
+		g0, g1 := g*group, (g+1)*group
+		errs := randMatrix(rng, rows*group, 1)
+		for i := 0; i < len(errs); i += 7 {
+			errs[i] = 0
+		}
+		c.carry(w, errs, g0, g1)
+		for r := 0; r < rows; r++ {
+			zr := z[r*n : (r+1)*n]
+			for jj, e := range errs[r*group : (r+1)*group] {
+				if e != 0 {
+					kernels.Axpy(zr, e, lr.cp[(g0+jj)*n:(g0+jj+1)*n])
+				}
+			}
+			for k := g1; k < g1+group; k++ {
+				want[r*cols+k] += kernels.DotF32(lr.xt[k*n:(k+1)*n], zr)
+			}
+		}
+		for i := range w {
+			if math.Float32bits(w[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("after group %d: weight %d is %v, row by row %v", g, i, w[i], want[i])
+			}
+		}
+	}
+}

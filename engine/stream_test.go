@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stratactl/stratactl/engine/enginetest"
+	"github.com/stratactl/stratactl/internal/testutil"
+)
+
+// openSmallArena opens the tiny model's pack with an arena of slots slots
+// and returns it with the arena's experts, the first to be evicted first,
+// as (layer, expert) pairs.
+func openSmallArena(t *testing.T, slots int) (*Model, [][2]int) {
+	t.Helper()
+	dir := t.TempDir()
+	enginetest.BuildPack(t, testutil.TinyModel(t, "model-iq3s.gguf"), dir)
+	m0, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := float64(m0.Stream().SlotBytes()) / (1 << 20)
+	m0.Close()
+	m, err := Open(dir, Options{Stream: StreamOptions{ArenaMB: sb * float64(slots)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	ps := m.Stream()
+	ps.StartTrace()
+	tr := ps.StopTrace(0)
+	E := m.Config.Experts
+	var order [][2]int
+	for _, s := range tr.Initial {
+		order = append(order, [2]int{int(s.Key) / E, int(s.Key) % E})
+	}
+	if len(order) != slots {
+		t.Fatalf("%d experts resident in an arena of %d slots", len(order), slots)
+	}
+	return m, order
+}
+
+// absent is an expert of layer l not in the arena.
+func absent(t *testing.T, m *Model, l int, not ...int) int {
+	for e := 0; e < m.Config.Experts; e++ {
+		if !m.Experts.Resident(l, e) && !slices.Contains(not, e) {
+			return e
+		}
+	}
+	t.Fatalf("every expert of layer %d is resident", l)
+	return -1
+}
+
+// TestNeedSparesItsOwnHits: a Need whose first expert is a miss and whose
+// second is the arena's next victim keeps the second (it marks every hit
+// before a miss claims a slot) and evicts the one after it.
+func TestNeedSparesItsOwnHits(t *testing.T) {
+	m, order := openSmallArena(t, m0Used(t)+2)
+	v, next := order[0], order[1]
+	a := absent(t, m, v[0])
+	before := m.Stream().Counters()
+	m.Experts.Need(v[0], []int{a, v[1]})
+	d := m.Stream().Counters().sub(before)
+	if d.Hits != 1 || d.Misses != 1 {
+		t.Fatalf("counters %+v, want 1 hit and 1 miss", d)
+	}
+	if !m.Experts.Resident(v[0], v[1]) {
+		t.Fatalf("the batch's miss evicted layer %d expert %d, which the same batch needs", v[0], v[1])
+	}
+	if !m.Experts.Resident(v[0], a) || m.Experts.Resident(next[0], next[1]) {
+		t.Fatalf("layer %d expert %d should have replaced layer %d expert %d", v[0], a, next[0], next[1])
+	}
+}
+
+// TestGuessSparesExpected: an expert read-ahead expects, resident already,
+// outlives a miss of another layer that would otherwise evict it, until
+// its own layer's Need, which does not demand it, spends the expectation.
+func TestGuessSparesExpected(t *testing.T) {
+	m, order := openSmallArena(t, m0Used(t)+2)
+	v, next := order[0], order[1]
+	other := (v[0] + 1) % m.Config.Layers
+	m.Experts.Guess(v[0], []int{v[1]})
+	m.Experts.Need(other, []int{absent(t, m, other)})
+	if !m.Experts.Resident(v[0], v[1]) {
+		t.Fatalf("a miss of layer %d evicted layer %d expert %d, which read-ahead expects", other, v[0], v[1])
+	}
+	if m.Experts.Resident(next[0], next[1]) {
+		t.Fatalf("layer %d expert %d, the next victim, is still resident", next[0], next[1])
+	}
+	m.Experts.Need(v[0], []int{absent(t, m, v[0], v[1])})
+	if m.Experts.Resident(v[0], v[1]) {
+		t.Fatalf("layer %d expert %d survived its layer's Need without being demanded", v[0], v[1])
+	}
+}
+
+func m0Used(t *testing.T) int {
+	m, err := Open(testutil.TinyModel(t, "model-iq3s.gguf"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	return m.Config.ExpertsUsed
+}
+
+// TestTopGuesses: the union of each row's k highest, ties to the lower
+// id, in the order first picked.
+func TestTopGuesses(t *testing.T) {
+	scores := []float32{
+		0.1, 0.9, 0.5, 0.5, 0.0,
+		0.7, 0.9, 0.0, 0.0, 0.8,
+	}
+	got := topGuesses(scores, 5, 2)
+	if want := []int{1, 2, 4}; !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if got := topGuesses(scores[:5], 5, 9); !slices.Equal(got, []int{1, 2, 3, 0, 4}) {
+		t.Fatalf("k beyond E: got %v", got)
+	}
+}
