@@ -225,9 +225,11 @@ func (s *Session) batch(ids []int32, all, last bool, dst []float32) ([]float32, 
 		}
 	}
 	xn := sc.floats(T * D)
+	batchMark := sc.mark() // each layer's buffers come after x and xn
 	s.readAhead(0, x, T)
 	for l := range m.Layers {
 		L := &m.Layers[l]
+		sc.rewind(batchMark)
 		rmsNormRows(xn, x, L.AttnNorm, D, c.Eps)
 		var o []float32
 		if L.Delta != nil {
@@ -272,6 +274,7 @@ func (s *Session) batch(ids []int32, all, last bool, dst []float32) ([]float32, 
 		first = T - 1
 	}
 	n := T - first
+	sc.rewind(batchMark)
 	rmsNormRows(xn[:n*D], x[first*D:], m.OutNorm, D, c.Eps)
 	var logits []float32
 	if !all && cap(dst) >= c.Vocab {

@@ -4,11 +4,15 @@ import "github.com/stratactl/stratactl/kernels"
 
 // scratch is a session's working memory for one batch of the forward
 // pass, reused from batch to batch so that a steady-state decode step
-// allocates nothing: reset at the batch's start, it hands out slices and
-// activation wrappers in turn, each valid until the next reset. When a
-// batch needs more than the block holds it takes a larger block (the
-// slices already handed out stay valid in the old one), so after a step or
-// two of a shape the block fits the whole batch. Slices come uncleared.
+// allocates nothing and a prompt's layers do not each allocate (and the
+// runtime clear) their buffers: at 512 tokens the routed experts' outputs
+// alone are 42 MB a layer. Reset at the batch's start, it hands out
+// slices and activation wrappers in turn, each valid until the next reset;
+// each layer rewinds to the mark after the batch's own buffers, so what it
+// holds is bounded by one layer's work at Session.MaxBatch tokens, not by
+// the model. When a layer needs more than the block holds it takes a
+// larger block (the slices already handed out stay valid in the old one),
+// so after a step or two of a shape the block fits. Slices come uncleared.
 type scratch struct {
 	f     block[float32]
 	i32   block[int32]
@@ -33,7 +37,17 @@ type scratch struct {
 }
 
 // reset starts a batch: everything handed out before may be reused.
-func (sc *scratch) reset() { sc.f.off, sc.i32.off, sc.nacts = 0, 0, 0 }
+func (sc *scratch) reset() { sc.rewind(scratchMark{}) }
+
+// scratchMark is how much of a scratch was handed out at some point.
+type scratchMark struct{ f, i32, acts int }
+
+// mark is the scratch's current mark.
+func (sc *scratch) mark() scratchMark { return scratchMark{sc.f.off, sc.i32.off, sc.nacts} }
+
+// rewind hands out again what was handed out after mark m (taken in
+// the same block: after a growth the old block keeps what came before).
+func (sc *scratch) rewind(m scratchMark) { sc.f.off, sc.i32.off, sc.nacts = m.f, m.i32, m.acts }
 
 // floats is n float32s, uncleared.
 func (sc *scratch) floats(n int) []float32 { return sc.f.take(n) }
