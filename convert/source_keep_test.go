@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/stratactl/stratactl/gguf"
-	"github.com/stratactl/stratactl/internal/testutil"
 	"github.com/stratactl/stratactl/prune"
 	"github.com/stratactl/stratactl/quant"
 	"github.com/stratactl/stratactl/strata"
@@ -23,30 +22,8 @@ import (
 func TestPackOfPrunedKeepsSourceIDs(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	model := testutil.TinyModel(t, "model-iq3s.gguf")
-	src, m := openMoEFile(t, model)
-	defer src.Close()
-	if m.Experts != 32 {
-		t.Fatalf("%s has %d experts, the test wants 32", model, m.Experts)
-	}
-	keep := strata.IdentityKeep(nil, 0)
-	keep.NExpert = 32
-	for l, ml := range m.Layers {
-		keep.Layers = append(keep.Layers, uint32(ml.Block))
-		var ids []uint32
-		for e := range 32 {
-			if (e*7+3*l)%32 < 16 {
-				ids = append(ids, uint32(e))
-			}
-		}
-		keep.Keep = append(keep.Keep, ids)
-	}
-	keep.Rank = nil
+	model, pruned, keep := prunedTiny(t, dir)
 	kp := writeKeepFile(t, dir, "k16.strp", keep)
-	pruned := filepath.Join(dir, "pruned.gguf")
-	if _, err := prune.Write(ctx, src, keep, pruned, prune.Options{}); err != nil {
-		t.Fatal(err)
-	}
 	pf, pm := openMoEFile(t, pruned)
 	rec, err := strata.SourceKeep(pf, pm)
 	pf.Close()

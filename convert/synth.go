@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/hybridshape"
+	"github.com/stratactl/stratactl/internal/synthlayout"
 	"github.com/stratactl/stratactl/quant"
 )
 
@@ -125,9 +126,6 @@ func Synth(ctx context.Context, cfg SynthConfig) (*SynthResult, error) {
 	if cfg.Layers <= 0 || cfg.Experts <= 0 || cfg.Embd <= 0 || cfg.FF <= 0 {
 		return nil, fmt.Errorf("layers, experts, embd and ff must be positive (got %d, %d, %d, %d)", cfg.Layers, cfg.Experts, cfg.Embd, cfg.FF)
 	}
-	if cfg.Arch == "qwen3moe" && cfg.Embd%64 != 0 {
-		return nil, fmt.Errorf("--embd %d must be a multiple of 64 (heads of 64)", cfg.Embd)
-	}
 	for _, t := range []quant.Type{cfg.Type, cfg.DenseType} {
 		if !canSynth(t) {
 			return nil, fmt.Errorf("synth cannot make %s tensors (it makes IQ3_S, IQ4_NL and the types it can quantize: %s)", t, quantizableTypes())
@@ -140,19 +138,27 @@ func Synth(ctx context.Context, cfg SynthConfig) (*SynthResult, error) {
 	if used > cfg.Experts {
 		return nil, fmt.Errorf("%d experts used per token, only %d experts", used, cfg.Experts)
 	}
-	res := &SynthResult{Out: cfg.Out, HeadDim: 64, Heads: cfg.Embd / 64}
-	res.HeadsKV = res.Heads
-	if res.Heads%4 == 0 {
-		res.HeadsKV = res.Heads / 4
-	}
-	var hy HybridShape
+	res := &SynthResult{Out: cfg.Out}
+	lay := synthlayout.Layout{Model: cfg.hybridModel()}
 	if cfg.Arch == "qwen35moe" {
-		var err error
-		if hy, err = cfg.Hybrid.Resolve(cfg.Embd, cfg.FF); err != nil {
+		hy, err := cfg.Hybrid.Resolve(cfg.Embd, cfg.FF)
+		if err != nil {
 			return nil, err
 		}
 		res.Heads, res.HeadsKV, res.HeadDim = hy.Heads, hy.HeadsKV, hy.HeadDim
-		res.Hybrid = &hy
+		res.Hybrid, lay.Hybrid = &hy, hy
+		for b := range cfg.Layers {
+			if hy.IsAttention(b) {
+				res.AttentionLayers = append(res.AttentionLayers, b)
+			}
+		}
+	} else {
+		a, err := synthlayout.Attention{}.Resolve(cfg.Embd)
+		if err != nil {
+			return nil, err
+		}
+		res.Heads, res.HeadsKV, res.HeadDim = a.Heads, a.HeadsKV, a.HeadDim
+		lay.Attention = a
 	}
 	// Tokenizer: control tokens, the 256 bytes, the merges' results.
 	tokens := []string{"<|endoftext|>", "<|im_start|>", "<|im_end|>"}
@@ -168,10 +174,8 @@ func Synth(ctx context.Context, cfg SynthConfig) (*SynthResult, error) {
 		types = append(types, 1)
 	}
 	res.Vocab = len(tokens)
+	lay.Vocab = res.Vocab
 
-	E, D, F, V := int64(cfg.Experts), int64(cfg.Embd), int64(cfg.FF), int64(res.Vocab)
-	qd := int64(res.Heads * res.HeadDim)
-	kvd := int64(res.HeadsKV * res.HeadDim)
 	var ts []synthTensor
 	res.Fallback = map[string]string{}
 	add := func(name string, t quant.Type, mean, sigma float64, dims ...int64) error {
@@ -185,39 +189,7 @@ func Synth(ctx context.Context, cfg SynthConfig) (*SynthResult, error) {
 		ts = append(ts, synthTensor{spec: gguf.TensorSpec{Name: name, Type: use, Dims: dims}, mean: mean, sigma: sigma})
 		return nil
 	}
-	inv := func(n int64) float64 { return 1 / math.Sqrt(float64(n)) }
-	var err error
-	must := func(e error) {
-		if err == nil {
-			err = e
-		}
-	}
-	must(add("token_embd.weight", cfg.DenseType, 0, 0.02, D, V))
-	for b := range cfg.Layers {
-		if cfg.Arch == "qwen35moe" {
-			if hy.IsAttention(b) {
-				res.AttentionLayers = append(res.AttentionLayers, b)
-			}
-			must(hy.AddBlock(b, cfg.hybridModel(), add))
-			continue
-		}
-		p := fmt.Sprintf("blk.%d.", b)
-		must(add(p+"attn_norm.weight", quant.F32, 1, 0.02, D))
-		must(add(p+"attn_q.weight", cfg.DenseType, 0, inv(D), D, qd))
-		must(add(p+"attn_k.weight", cfg.DenseType, 0, inv(D), D, kvd))
-		must(add(p+"attn_v.weight", cfg.DenseType, 0, inv(D), D, kvd))
-		must(add(p+"attn_output.weight", cfg.DenseType, 0, inv(qd), qd, D))
-		must(add(p+"attn_q_norm.weight", quant.F32, 1, 0.02, 64))
-		must(add(p+"attn_k_norm.weight", quant.F32, 1, 0.02, 64))
-		must(add(p+"ffn_norm.weight", quant.F32, 1, 0.02, D))
-		must(add(p+"ffn_gate_inp.weight", quant.F32, 0, inv(D), D, E))
-		must(add(p+"ffn_gate_exps.weight", cfg.Type, 0, inv(D), D, F, E))
-		must(add(p+"ffn_up_exps.weight", cfg.Type, 0, inv(D), D, F, E))
-		must(add(p+"ffn_down_exps.weight", cfg.Type, 0, inv(F), F, D, E))
-	}
-	must(add("output_norm.weight", quant.F32, 1, 0.02, D))
-	must(add("output.weight", cfg.DenseType, 0, inv(D), D, V))
-	if err != nil {
+	if err := lay.Tensors(add); err != nil {
 		return nil, err
 	}
 
@@ -229,11 +201,7 @@ func Synth(ctx context.Context, cfg SynthConfig) (*SynthResult, error) {
 	if ft, ok := llamaFtype[cfg.Type]; ok {
 		kv = append(kv, gguf.KV{Key: "general.file_type", Value: gguf.Uint32(ft)})
 	}
-	if cfg.Arch == "qwen35moe" {
-		kv = append(kv, hy.Metadata(cfg.hybridModel(), used)...)
-	} else {
-		kv = append(kv, qwen3moeKV(cfg, res, used)...)
-	}
+	kv = append(kv, lay.Metadata(used)...)
 	pre := "gpt-2"
 	if cfg.Arch == "qwen35moe" {
 		pre = "qwen35" // what real Qwen3.5 GGUFs name
@@ -249,27 +217,6 @@ func Synth(ctx context.Context, cfg SynthConfig) (*SynthResult, error) {
 		gguf.KV{Key: "tokenizer.ggml.add_bos_token", Value: gguf.Bool(false)},
 	)
 	return synthWrite(ctx, cfg, res, kv, ts)
-}
-
-// qwen3moeKV is qwen3moe's hyperparameter block.
-func qwen3moeKV(cfg SynthConfig, res *SynthResult, used int) []gguf.KV {
-	arch := cfg.Arch + "."
-	var kv []gguf.KV
-	u := func(k string, v int) { kv = append(kv, gguf.KV{Key: arch + k, Value: gguf.Uint32(uint32(v))}) }
-	u("block_count", cfg.Layers)
-	u("context_length", 2048)
-	u("embedding_length", cfg.Embd)
-	u("feed_forward_length", cfg.FF)
-	u("expert_feed_forward_length", cfg.FF)
-	u("attention.head_count", res.Heads)
-	u("attention.head_count_kv", res.HeadsKV)
-	u("attention.key_length", res.HeadDim)
-	u("attention.value_length", res.HeadDim)
-	kv = append(kv, gguf.KV{Key: arch + "rope.freq_base", Value: gguf.Float32(10000)},
-		gguf.KV{Key: arch + "attention.layer_norm_rms_epsilon", Value: gguf.Float32(1e-6)})
-	u("expert_count", cfg.Experts)
-	u("expert_used_count", used)
-	return kv
 }
 
 // synthWrite writes the tensors ts under the metadata kv, streaming.

@@ -20,9 +20,9 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int) []float32 {
 	if L.QGate {
 		qstride, hstride = 2*qdim, 2*hd
 	}
-	q := make([]float32, T*qstride)
-	k := make([]float32, T*kdim)
-	v := make([]float32, T*vdim)
+	q := grow(&s.bufs.q, T*qstride)
+	k := grow(&s.bufs.k, T*kdim)
+	v := grow(&s.bufs.v, T*vdim)
 	matVecsOrMul(m.Pool, []*kernels.Matrix{&L.Q, &L.K, &L.V}, newActs(xn, c.Embd, m.Mode), [][]float32{q, k, v})
 	r := m.ropeTable()
 	for t := 0; t < T; t++ {
@@ -43,7 +43,8 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int) []float32 {
 	kc, vc := s.kcache[l], s.vcache[l]
 	group := c.Heads / c.HeadsKV
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	out := make([]float32, T*c.Heads*vd)
+	out := grow(&s.bufs.att, T*c.Heads*vd)
+	clear(out)
 	m.Pool.Parallel(T*c.Heads, (s.Pos+T)*(hd+vd), func(lo, hi int) {
 		scores := make([]float32, s.Pos+T)
 		for i := lo; i < hi; i++ {

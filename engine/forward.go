@@ -79,6 +79,7 @@ type Session struct {
 	Stats SessionStats
 
 	trace *LayerTrace
+	bufs  batchBufs
 }
 
 // SessionStats are counters of one session.

@@ -40,7 +40,12 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	}
 	s.Stats.ExpertUses += len(ids)
 	m.Experts.Need(l, distinct)
-	ys := make([]float32, T*K*D)
+	var ys []float32
+	if T > 1 {
+		ys = grow(&s.bufs.ys, T*K*D) // expertsBatch writes every slot
+	} else {
+		ys = make([]float32, T*K*D)
+	}
 	var act []float32 // [T][K][ExpertFF] SwiGLU products, traced on request
 	if s.Observer != nil && s.TraceExpertAct {
 		act = make([]float32, T*K*c.ExpertFF)

@@ -19,7 +19,7 @@ import (
 // StreamOptions configure the expert store of a pack.
 type StreamOptions struct {
 	// ArenaMB is the memory for resident experts; 0 holds every expert, up
-	// to half the machine's RAM.
+	// to DefaultArenaCap (half the machine's RAM).
 	ArenaMB float64
 	// Readers is the number of goroutines reading slots; 0 means 4.
 	Readers int
@@ -148,8 +148,8 @@ func newPackStore(p *strata.Pack, c *Config, opt StreamOptions) (*PackStore, err
 
 	total := x.NSlot()
 	nslots := total
-	if ram := physicalMemory(); opt.ArenaMB == 0 && ram > 0 && uint64(total)*x.SlotBytes > ram/2 {
-		nslots = int(ram / 2 / x.SlotBytes)
+	if lim := DefaultArenaCap(); opt.ArenaMB == 0 && lim > 0 && uint64(total)*x.SlotBytes > lim {
+		nslots = int(lim / x.SlotBytes)
 	}
 	if opt.ArenaMB > 0 {
 		nslots = int(opt.ArenaMB * (1 << 20) / float64(x.SlotBytes))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/hybridshape"
+	"github.com/stratactl/stratactl/internal/synthlayout"
 	"github.com/stratactl/stratactl/quant"
 	"github.com/stratactl/stratactl/strata"
 )
@@ -17,11 +18,11 @@ import (
 // SynthSpec shapes a synthetic pack for decode benchmarks: random weights
 // of realistic scale (activations stay ordinary numbers), so speed is what
 // real weights of the same types would give. Arch is "qwen3moe" (the
-// default when empty; Heads, HeadsKV and HeadDim shape its attention) or
-// "qwen35moe", whose token mixers Hybrid shapes (zero fields take
-// hybridshape.Shape's defaults; Heads, HeadsKV and HeadDim are unused) and
-// whose dense tensors are laid out by hybridshape.Shape.AddBlock, the
-// layout synth writes.
+// default when empty; Heads, HeadsKV and HeadDim shape its attention, zero
+// fields taking synthlayout.Attention's defaults) or "qwen35moe", whose
+// token mixers Hybrid shapes (zero fields take hybridshape.Shape's
+// defaults; Heads, HeadsKV and HeadDim are unused). Either way the dense
+// tensors and keys are synthlayout.Layout's, the layout synth writes.
 type SynthSpec struct {
 	Arch                                  string `json:"arch,omitempty"`
 	Layers, Embd, Heads, HeadsKV, HeadDim int
@@ -34,8 +35,9 @@ type SynthSpec struct {
 // SynthArchitectures are the architectures WriteSyntheticPack makes.
 var SynthArchitectures = []string{"qwen3moe", "qwen35moe"}
 
-// Resolve checks the architecture and, for qwen35moe, fills Hybrid's zero
-// fields with their defaults.
+// Resolve checks the architecture and fills the zero fields of its
+// geometry (qwen3moe: Heads, HeadsKV, HeadDim; qwen35moe: Hybrid's) with
+// their defaults.
 func (sp *SynthSpec) Resolve() error {
 	switch sp.Arch {
 	case "", "qwen3moe":
@@ -43,6 +45,11 @@ func (sp *SynthSpec) Resolve() error {
 		if sp.Hybrid != nil {
 			return fmt.Errorf("synthetic qwen3moe pack: a hybrid shape is for qwen35moe only")
 		}
+		a, err := synthlayout.Attention{Heads: sp.Heads, HeadsKV: sp.HeadsKV, HeadDim: sp.HeadDim}.Resolve(sp.Embd)
+		if err != nil {
+			return err
+		}
+		sp.Heads, sp.HeadsKV, sp.HeadDim = a.Heads, a.HeadsKV, a.HeadDim
 	case "qwen35moe":
 		var h hybridshape.Shape
 		if sp.Hybrid != nil {
@@ -59,10 +66,19 @@ func (sp *SynthSpec) Resolve() error {
 	return nil
 }
 
-// hybridModel is the part of the spec the qwen35moe layout reads.
-func (sp *SynthSpec) hybridModel() hybridshape.Model {
-	return hybridshape.Model{Arch: sp.Arch, Layers: sp.Layers, Experts: sp.Experts, Embd: sp.Embd, FF: sp.ExpertFF,
-		Type: sp.ExpertType, DenseType: sp.DenseType}
+// layout is the model the (resolved) spec describes, as synth lays it
+// out; the context is 4096 tokens, room for bench prefill's prompts.
+func (sp *SynthSpec) layout() synthlayout.Layout {
+	l := synthlayout.Layout{
+		Model: hybridshape.Model{Arch: sp.Arch, Layers: sp.Layers, Experts: sp.Experts, Embd: sp.Embd, FF: sp.ExpertFF,
+			Type: sp.ExpertType, DenseType: sp.DenseType, Context: 4096},
+		Attention: synthlayout.Attention{Heads: sp.Heads, HeadsKV: sp.HeadsKV, HeadDim: sp.HeadDim},
+		Vocab:     sp.Vocab,
+	}
+	if sp.Hybrid != nil {
+		l.Hybrid = *sp.Hybrid
+	}
+	return l
 }
 
 // SynthBytes is the size of the experts file the spec makes.
@@ -190,62 +206,26 @@ func WriteSyntheticPack(dir string, sp SynthSpec) error {
 	if err != nil {
 		return err
 	}
-	arch := sp.Arch
+	lay := sp.layout()
 	kv := []gguf.KV{
-		{Key: "general.architecture", Value: gguf.String(arch)},
+		{Key: "general.architecture", Value: gguf.String(sp.Arch)},
 		{Key: "general.name", Value: gguf.String("synthetic")},
 	}
-	if arch == "qwen35moe" {
-		kv = append(kv, sp.Hybrid.Metadata(sp.hybridModel(), sp.ExpertsUsed)...)
-	} else {
-		kv = append(kv, []gguf.KV{
-			{Key: arch + ".block_count", Value: gguf.Uint32(uint32(sp.Layers))},
-			{Key: arch + ".context_length", Value: gguf.Uint32(4096)},
-			{Key: arch + ".embedding_length", Value: gguf.Uint32(uint32(sp.Embd))},
-			{Key: arch + ".expert_feed_forward_length", Value: gguf.Uint32(uint32(sp.ExpertFF))},
-			{Key: arch + ".attention.head_count", Value: gguf.Uint32(uint32(sp.Heads))},
-			{Key: arch + ".attention.head_count_kv", Value: gguf.Uint32(uint32(sp.HeadsKV))},
-			{Key: arch + ".attention.key_length", Value: gguf.Uint32(uint32(sp.HeadDim))},
-			{Key: arch + ".attention.value_length", Value: gguf.Uint32(uint32(sp.HeadDim))},
-			{Key: arch + ".rope.freq_base", Value: gguf.Float32(1e6)},
-			{Key: arch + ".attention.layer_norm_rms_epsilon", Value: gguf.Float32(1e-6)},
-			{Key: arch + ".expert_count", Value: gguf.Uint32(uint32(sp.Experts))},
-			{Key: arch + ".expert_used_count", Value: gguf.Uint32(uint32(sp.ExpertsUsed))},
-		}...)
-	}
+	kv = append(kv, lay.Metadata(sp.ExpertsUsed)...)
 	kv = append(kv, keys...)
 	type tensor struct {
 		spec gguf.TensorSpec
 		make func() ([]byte, error)
 	}
 	var ts []tensor
-	add := func(name string, t quant.Type, cols, rows int, sigma float32) {
-		dims := []int64{int64(cols)}
-		if rows > 1 {
-			dims = append(dims, int64(rows))
-		}
-		ts = append(ts, tensor{gguf.TensorSpec{Name: name, Type: t, Dims: dims}, func() ([]byte, error) {
-			return randomWeights(rng, t, cols, rows, sigma)
-		}})
-	}
-	ones := func(name string, n int) {
-		ts = append(ts, tensor{gguf.TensorSpec{Name: name, Type: quant.F32, Dims: []int64{int64(n)}}, func() ([]byte, error) {
-			b := make([]byte, 4*n)
-			for i := 0; i < n; i++ {
-				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(1))
-			}
-			return b, nil
-		}})
-	}
 	D := sp.Embd
-	inv := float32(1 / math.Sqrt(float64(D)))
 	// router adds layer l's router and its Q8_0 copy, the router itself
 	// rounded, as a converter makes it: read-ahead guesses as well as it
 	// would on a real pack.
-	router := func(l int) {
+	router := func(spec gguf.TensorSpec, l int, sigma float32) {
 		var router []byte
-		ts = append(ts, tensor{gguf.TensorSpec{Name: fmt.Sprintf("blk.%d.ffn_gate_inp.weight", l), Type: quant.F32, Dims: []int64{int64(D), int64(sp.Experts)}}, func() (b []byte, err error) {
-			router, err = randomWeights(rng, quant.F32, D, sp.Experts, inv)
+		ts = append(ts, tensor{spec, func() (b []byte, err error) {
+			router, err = randomWeights(rng, quant.F32, D, sp.Experts, sigma)
 			return router, err
 		}})
 		ts = append(ts, tensor{strata.RouterCopySpec(l, int64(D), int64(sp.Experts)), func() ([]byte, error) {
@@ -256,56 +236,40 @@ func WriteSyntheticPack(dir string, sp SynthSpec) error {
 			return strata.RouterCopy(x, D)
 		}})
 	}
-	add("token_embd.weight", sp.DenseType, D, sp.Vocab, 1)
-	for l := 0; l < sp.Layers; l++ {
-		p := fmt.Sprintf("blk.%d.", l)
-		if arch == "qwen35moe" {
-			// convert's layout, less the routed experts (they are the
-			// experts file's) and with the router's copy beside it.
-			err := sp.Hybrid.AddBlock(l, sp.hybridModel(), func(name string, t quant.Type, mean, sigma float64, dims ...int64) error {
-				switch {
-				case strings.HasSuffix(name, "_exps.weight"):
-					return nil
-				case name == p+"ffn_gate_inp.weight":
-					router(l)
-					return nil
-				case mean != 0 && t != quant.F32:
-					return fmt.Errorf("synthetic %s: a mean of %g in %s is not made", name, mean, t)
-				}
-				rows := int64(1)
-				for _, d := range dims[1:] {
-					rows *= d
-				}
-				cols := int(dims[0])
-				ts = append(ts, tensor{gguf.TensorSpec{Name: name, Type: t, Dims: dims}, func() ([]byte, error) {
-					b, err := randomWeights(rng, t, cols, int(rows), float32(sigma))
-					if err == nil && mean != 0 {
-						for i := 0; i+4 <= len(b); i += 4 {
-							v := math.Float32frombits(binary.LittleEndian.Uint32(b[i:]))
-							binary.LittleEndian.PutUint32(b[i:], math.Float32bits(v+float32(mean)))
-						}
-					}
-					return b, err
-				}})
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			continue
+	// synth's layout, less the routed experts (they are the experts
+	// file's) and with each router's copy beside it.
+	err = lay.Tensors(func(name string, t quant.Type, mean, sigma float64, dims ...int64) error {
+		spec := gguf.TensorSpec{Name: name, Type: t, Dims: dims}
+		block, rest, inBlock := gguf.SplitBlockName(name)
+		switch {
+		case strings.HasSuffix(name, "_exps.weight"):
+			return nil
+		case inBlock && rest == "ffn_gate_inp.weight" && t == quant.F32:
+			router(spec, block, float32(sigma))
+			return nil
+		case mean != 0 && t != quant.F32:
+			return fmt.Errorf("synthetic %s: a mean of %g in %s is not made", name, mean, t)
 		}
-		ones(p+"attn_norm.weight", D)
-		add(p+"attn_q.weight", sp.DenseType, D, sp.Heads*sp.HeadDim, inv)
-		add(p+"attn_k.weight", sp.DenseType, D, sp.HeadsKV*sp.HeadDim, inv)
-		add(p+"attn_v.weight", sp.DenseType, D, sp.HeadsKV*sp.HeadDim, inv)
-		add(p+"attn_output.weight", sp.DenseType, sp.Heads*sp.HeadDim, D, float32(1/math.Sqrt(float64(sp.Heads*sp.HeadDim))))
-		ones(p+"attn_q_norm.weight", sp.HeadDim)
-		ones(p+"attn_k_norm.weight", sp.HeadDim)
-		ones(p+"ffn_norm.weight", D)
-		router(l)
+		rows := int64(1)
+		for _, d := range dims[1:] {
+			rows *= d
+		}
+		cols := int(dims[0])
+		ts = append(ts, tensor{spec, func() ([]byte, error) {
+			b, err := randomWeights(rng, t, cols, int(rows), float32(sigma))
+			if err == nil && mean != 0 {
+				for i := 0; i+4 <= len(b); i += 4 {
+					v := math.Float32frombits(binary.LittleEndian.Uint32(b[i:]))
+					binary.LittleEndian.PutUint32(b[i:], math.Float32bits(v+float32(mean)))
+				}
+			}
+			return b, err
+		}})
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	ones("output_norm.weight", D)
-	add("output.weight", sp.DenseType, D, sp.Vocab, inv)
 	specs := make([]gguf.TensorSpec, len(ts))
 	for i := range ts {
 		specs[i] = ts[i].spec

@@ -27,43 +27,7 @@ func TestSyntheticPackQwen35(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The layout against convert's synth of the same shape.
-	ref := filepath.Join(t.TempDir(), "ref.gguf")
-	if _, err := convert.Synth(context.Background(), convert.SynthConfig{Out: ref, Arch: sp.Arch, Layers: sp.Layers,
-		Experts: sp.Experts, ExpertsUsed: sp.ExpertsUsed, Embd: sp.Embd, FF: sp.ExpertFF, Type: sp.ExpertType,
-		DenseType: sp.DenseType, Seed: 1}); err != nil {
-		t.Fatal(err)
-	}
-	shapes := func(path string, skip func(string) bool) []string {
-		f, err := gguf.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		var out []string
-		for _, ti := range f.Tensors {
-			if !skip(ti.Name) {
-				out = append(out, fmt.Sprint(ti.Name, " ", ti.Type, " ", ti.Dims))
-			}
-		}
-		slices.Sort(out)
-		return out
-	}
-	copies := map[string]bool{}
-	for l := range sp.Layers {
-		copies[strata.RouterCopyName(l)] = true
-	}
-	got := shapes(filepath.Join(dir, strata.ModelFile), func(n string) bool { return copies[n] })
-	want := shapes(ref, func(n string) bool { return strings.HasSuffix(n, "_exps.weight") })
-	// Vocabulary sizes differ (the pack's is the spec's): compare the rest.
-	notVocab := func(s []string) []string {
-		return slices.DeleteFunc(s, func(x string) bool {
-			return strings.HasPrefix(x, "token_embd.") || strings.HasPrefix(x, "output.")
-		})
-	}
-	if g, w := notVocab(got), notVocab(want); len(g) == 0 || !slices.Equal(g, w) {
-		t.Fatalf("dense tensors differ from convert's synth layout:\npack %v\nsynth %v", g, w)
-	}
+	checkSynthLayout(t, sp, dir)
 
 	open := func(arenaMB float64) *Model {
 		m, err := Open(dir, Options{Threads: 2, Stream: StreamOptions{ArenaMB: arenaMB}})
@@ -114,5 +78,80 @@ func TestSyntheticPackQwen35(t *testing.T) {
 	}
 	if !slices.Equal(resident, streamed) {
 		t.Fatal("logits through a quarter arena differ from all-resident")
+	}
+}
+
+// checkSynthLayout checks that the synthetic pack dir of spec sp holds
+// convert's synth layout of the same shape: the same dense tensors (names,
+// types, shapes; less the routed experts, plus the router copies, the
+// vocabulary the spec's) and the same hyperparameter keys and values (less
+// context_length, which the packs set to 4096).
+func checkSynthLayout(t *testing.T, sp SynthSpec, dir string) {
+	t.Helper()
+	ref := filepath.Join(t.TempDir(), "ref.gguf")
+	if _, err := convert.Synth(context.Background(), convert.SynthConfig{Out: ref, Arch: sp.Arch, Layers: sp.Layers,
+		Experts: sp.Experts, ExpertsUsed: sp.ExpertsUsed, Embd: sp.Embd, FF: sp.ExpertFF, Type: sp.ExpertType,
+		DenseType: sp.DenseType, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	layout := func(path string, skip func(string) bool) (tensors, keys []string) {
+		f, err := gguf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		for _, ti := range f.Tensors {
+			// Vocabulary sizes differ (the pack's is the spec's).
+			if !skip(ti.Name) && !strings.HasPrefix(ti.Name, "token_embd.") && !strings.HasPrefix(ti.Name, "output.") {
+				tensors = append(tensors, fmt.Sprint(ti.Name, " ", ti.Type, " ", ti.Dims))
+			}
+		}
+		for _, kv := range f.KV {
+			if strings.HasPrefix(kv.Key, sp.Arch+".") && kv.Key != sp.Arch+".context_length" {
+				keys = append(keys, fmt.Sprint(kv.Key, "=", kv.Value.Any()))
+			}
+		}
+		slices.Sort(tensors)
+		return tensors, keys
+	}
+	copies := map[string]bool{}
+	for l := range sp.Layers {
+		copies[strata.RouterCopyName(l)] = true
+	}
+	gotT, gotK := layout(filepath.Join(dir, strata.ModelFile), func(n string) bool { return copies[n] })
+	wantT, wantK := layout(ref, func(n string) bool { return strings.HasSuffix(n, "_exps.weight") })
+	if len(gotT) == 0 || !slices.Equal(gotT, wantT) {
+		t.Errorf("%s: dense tensors differ from convert's synth layout:\npack %v\nsynth %v", sp.Arch, gotT, wantT)
+	}
+	if len(gotK) == 0 || !slices.Equal(gotK, wantK) {
+		t.Errorf("%s: hyperparameters differ from convert's synth:\npack %v\nsynth %v", sp.Arch, gotK, wantK)
+	}
+}
+
+// TestSyntheticPackQwen3Layout: bench decode's default synthetic pack
+// (qwen3moe) is synth's layout too, and decodes to finite logits.
+func TestSyntheticPackQwen3Layout(t *testing.T) {
+	// synth's qwen3moe attention for n_embd 256: 4 heads of 64, 1 KV head.
+	sp := SynthSpec{Layers: 2, Embd: 256, Heads: 4, HeadsKV: 1, HeadDim: 64, Experts: 8, ExpertsUsed: 2, ExpertFF: 64, Vocab: 300,
+		DenseType: quant.Q8_0, ExpertType: quant.Q2_0, Seed: 3}
+	dir := filepath.Join(t.TempDir(), "pack")
+	if err := WriteSyntheticPack(dir, sp); err != nil {
+		t.Fatal(err)
+	}
+	sp.Arch = "qwen3moe"
+	checkSynthLayout(t, sp, dir)
+	m, err := Open(dir, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	logits, err := m.NewSession().Forward([]int32{5, 17, 42}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range logits {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			t.Fatalf("logit %d is %v", i, v)
+		}
 	}
 }

@@ -25,3 +25,13 @@ func (k *kernelSet) quantizeQ2_0(src []float32, dst []byte, opt *quant.QuantizeO
 	}
 	return quant.QuantizeQ2_0With(src, dst, opt, q2)
 }
+
+// NewQ2Blocks is quant.NewQ2Blocks with Q2Search's hot loops on the fastest
+// path this CPU has.
+func NewQ2Blocks(opt *quant.QuantizeOptions) (*quant.Q2Blocks, error) {
+	q2 := host.q2
+	if q2 == nil {
+		q2 = &quant.Q2SearchRef
+	}
+	return quant.NewQ2Blocks(opt, q2)
+}

@@ -236,3 +236,52 @@ func FuzzQ2SearchPaths(f *testing.F) {
 		}
 	})
 }
+
+// TestQ2BlocksIsQuantize: one block at a time through NewQ2Blocks, its
+// importance changed in place between blocks, gives QuantizeQ2_0's bytes
+// for each block as a row of 64 with that importance.
+func TestQ2BlocksIsQuantize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, cands := range []int{0, 5} {
+		var imp [quant.Q2BlockElements]float32
+		for _, weighted := range []bool{false, true} {
+			opt := &quant.QuantizeOptions{Q2Candidates: cands}
+			if weighted {
+				opt.Importance = imp[:]
+			}
+			b, err := NewQ2Blocks(opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for trial := 0; trial < 200; trial++ {
+				var x [quant.Q2BlockElements]float32
+				for i := range x {
+					x[i] = float32(rng.NormFloat64() * float64(1+trial%3))
+					imp[i] = float32(rng.Float64() + 0.01)
+				}
+				if trial%50 == 7 {
+					x = [quant.Q2BlockElements]float32{}
+				}
+				var got [quant.Q2BlockBytes]byte
+				want := make([]byte, quant.Q2BlockBytes)
+				b.Block(&x, &got)
+				ro := &quant.QuantizeOptions{Q2Candidates: cands}
+				if weighted {
+					ro.Importance, ro.RowLen = append([]float32(nil), imp[:]...), quant.Q2BlockElements
+				}
+				if err := QuantizeQ2_0(x[:], want, ro); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got[:], want) {
+					t.Fatalf("candidates %d weighted %v block %d: % x, QuantizeQ2_0 % x", cands, weighted, trial, got, want)
+				}
+			}
+		}
+	}
+	if _, err := NewQ2Blocks(&quant.QuantizeOptions{Importance: make([]float32, 32)}); err == nil {
+		t.Fatal("importance of 32 values for blocks of 64 accepted")
+	}
+	if _, err := NewQ2Blocks(&quant.QuantizeOptions{Q2Mode: quant.Q2GGML}); err == nil {
+		t.Fatal("ggml mode accepted for single blocks")
+	}
+}

@@ -301,7 +301,7 @@ func (k *kernelSet) dotQ8Rows(t quant.Type, row []byte, xs []*Q8Row, out []float
 			panic(fmt.Sprintf("kernels: DotQ8Rows with rows of %d and %d activations", n, x.Len()))
 		}
 	}
-	if !tiledQ8(t) || len(xs) == 1 || n == 0 || !tilePadded(xs, n/32) {
+	if !tiledQ8(t) || len(xs) == 1 || len(xs) < k.tileMinInputs(t) || n == 0 || !tilePadded(xs, n/32) {
 		for r, x := range xs {
 			out[r] = k.dotQ8(t, row, x)
 		}

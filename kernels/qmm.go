@@ -29,13 +29,29 @@ const qmmRows = 16
 
 // tiledQ8 reports whether the tiled path takes weights of type t: the types
 // whose DotQ8 is qdot.go's term per 32-weight sub-block of weightSub's
-// integers, multiplier and scale (others run one DotQ8 per element).
+// integers, multiplier and scale, the IQ types with one factor per
+// sub-block (IQ4_XS, IQ3_XXS, IQ2_XXS, IQ1_S, MXFP4: iqWeightSub) among
+// them. The K-quants and the IQ types with a scale per 16-weight half run
+// one DotQ8 per element.
 func tiledQ8(t quant.Type) bool {
 	switch t {
-	case quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q2_0, quant.IQ3_S:
+	case quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q2_0, quant.IQ3_S,
+		quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS, quant.IQ1_S, quant.MXFP4:
 		return true
 	}
 	return false
+}
+
+// tileMinInputs is how many inputs a call needs for the tiled path on
+// type t with k's kernels: any number where a vector decoder decodes the
+// chunks; 16 where they decode in Go, which costs about as much per weight
+// as 10 to 17 inputs' single-row vector dots (BenchmarkMatMulQ8 at 2 and 64
+// inputs; the bits are the same either way).
+func (k *kernelSet) tileMinInputs(t quant.Type) int {
+	if k.q8decode[t] != nil {
+		return 1
+	}
+	return 16
 }
 
 // qmmScratch is one worker's tile: the decoded chunks of its rows and the
@@ -99,7 +115,7 @@ func (p *Pool) MatMulQ8To(m *Matrix, xs []*Q8Row, outs [][]float32) {
 	if ntok == 0 {
 		return
 	}
-	if !tiledQ8(m.Type) || !tilePadded(xs, m.Cols/32) {
+	if !tiledQ8(m.Type) || ntok < host.tileMinInputs(m.Type) || !tilePadded(xs, m.Cols/32) {
 		p.Parallel(rows, m.Cols*ntok, func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				row := m.Row(r)
@@ -145,21 +161,26 @@ func (k *kernelSet) matMulQ8Tiles(m *Matrix, xs []*Q8Row, outs [][]float32, r0, 
 			if halfLast && g0+ng == groups {
 				whole, half = ng-1, 1
 			}
+			last := g0+ng == groups
 			t := 0
 			for ; t+1 < ntok; t += 2 {
-				k.tileDot2(&sc.d, nr, whole, half, xs[t], xs[t+1], g0, lanes[t*qmmRows:(t+1)*qmmRows], lanes[(t+1)*qmmRows:(t+2)*qmmRows])
+				var o0, o1 []float32
+				if last {
+					o0, o1 = outs[t][rt:rt+nr], outs[t+1][rt:rt+nr]
+				}
+				k.tileDot2(&sc.d, nr, whole, half, xs[t], xs[t+1], g0, lanes[t*qmmRows:(t+1)*qmmRows], lanes[(t+1)*qmmRows:(t+2)*qmmRows], o0, o1)
 			}
 			if t < ntok {
-				for i := 0; i < nr; i++ {
-					k.tileDot1(&sc.d[i], ng, xs[t], g0, &lanes[t*qmmRows+i])
+				l := lanes[t*qmmRows : t*qmmRows+nr]
+				for i := range l {
+					k.tileDot1(&sc.d[i], ng, xs[t], g0, &l[i])
 				}
-			}
-		}
-		for t := 0; t < ntok; t++ {
-			o := outs[t][rt : rt+nr]
-			l := lanes[t*qmmRows : t*qmmRows+nr]
-			for i := range o {
-				o[i] = foldLanes(&l[i])
+				if last {
+					o := outs[t][rt : rt+nr]
+					for i := range o {
+						o[i] = foldLanes(&l[i])
+					}
+				}
 			}
 		}
 	}
@@ -193,15 +214,21 @@ func (k *kernelSet) decodeChunk(t quant.Type, row []byte, nsub, g0, ng int, d *q
 // terms of its whole groups and, when half is 1, the first 4 sub-blocks of
 // one more (its other 4 decoded as zeros) against x0 and x1 (their groups
 // g0..) to l0[i] and l1[i]. The padded sub-blocks' terms are +0, so the
-// lanes are those of running the whole padded group.
-func (k *kernelSet) tileDot2(d *[qmmRows]q8Decoded, nr, whole, half int, x0, x1 *Q8Row, g0 int, l0, l1 [][8]float32) {
+// lanes are those of running the whole padded group. With o0 and o1 (the
+// row's last chunk) it stores the folded lanes there instead, o0[i] and
+// o1[i]: the kernel's stores then overlap its arithmetic, where a separate
+// fold's stores to rows far apart waited on the cache.
+func (k *kernelSet) tileDot2(d *[qmmRows]q8Decoded, nr, whole, half int, x0, x1 *Q8Row, g0 int, l0, l1 [][8]float32, o0, o1 []float32) {
 	if k.q8dotTile2 != nil {
-		k.q8dotTile2(d, nr, whole, half, x0, x1, g0, l0, l1)
+		k.q8dotTile2(d, nr, whole, half, x0, x1, g0, l0, l1, o0, o1)
 		return
 	}
 	for i := 0; i < nr; i++ {
 		k.tileDot1(&d[i], whole+half, x0, g0, &l0[i])
 		k.tileDot1(&d[i], whole+half, x1, g0, &l1[i])
+		if o0 != nil {
+			o0[i], o1[i] = foldLanes(&l0[i]), foldLanes(&l1[i])
+		}
 	}
 }
 

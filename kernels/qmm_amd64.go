@@ -9,7 +9,7 @@ import (
 )
 
 //go:noescape
-func q8dotTile2AVX2(d *q8Decoded, rows, groups, half int, xq0 *int8, xd0 *float32, xq1 *int8, xd1 *float32, l0, l1 *[8]float32)
+func q8dotTile2AVX2(d *q8Decoded, rows, groups, half int, xq0 *int8, xd0 *float32, xq1 *int8, xd1 *float32, l0, l1 *[8]float32, o0, o1 *float32)
 
 // q8Decoded's layout as q8dotTile2AVX2 reads it: the weights, then the
 // multipliers at 2048, then the scales at 2176, 2432 bytes in all (a
@@ -24,12 +24,17 @@ var (
 )
 
 // q8dotTile2Vector is tileDot2 on AVX2 (qmm_amd64.s).
-func q8dotTile2Vector(d *[qmmRows]q8Decoded, nr, whole, half int, x0, x1 *Q8Row, g0 int, l0, l1 [][8]float32) {
+func q8dotTile2Vector(d *[qmmRows]q8Decoded, nr, whole, half int, x0, x1 *Q8Row, g0 int, l0, l1 [][8]float32, o0, o1 []float32) {
 	if nr < 1 || whole+half < 1 {
 		return
 	}
 	_, _ = l0[nr-1], l1[nr-1]
-	q8dotTile2AVX2(&d[0], nr, whole, half, &x0.qs[256*g0], &x0.d[8*g0], &x1.qs[256*g0], &x1.d[8*g0], &l0[0], &l1[0])
+	var p0, p1 *float32
+	if o0 != nil {
+		_, _ = o0[nr-1], o1[nr-1]
+		p0, p1 = &o0[0], &o1[0]
+	}
+	q8dotTile2AVX2(&d[0], nr, whole, half, &x0.qs[256*g0], &x0.d[8*g0], &x1.qs[256*g0], &x1.d[8*g0], &l0[0], &l1[0], p0, p1)
 }
 
 //go:noescape

@@ -62,18 +62,32 @@
 	FINISH(Y4, Y5, DX, Y12) \
 	FINISH(Y8, Y9, R13, Y14)
 
-// func q8dotTile2AVX2(d *q8Decoded, rows, groups, half int, xq0 *int8, xd0 *float32, xq1 *int8, xd1 *float32, l0, l1 *[8]float32)
+// FOLD(Y, X, O): the lanes in Y (X its low half) folded as
+// ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) and stored as one float32 at O.
+#define FOLD(Y, X, O) \
+	VEXTRACTF128 $1, Y, X0 \
+	VADDPS       X0, X, X0 \
+	VMOVHLPS     X0, X0, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVSHDUP    X0, X1 \
+	VADDSS       X1, X0, X0 \
+	VMOVSS       X0, O
+
+// func q8dotTile2AVX2(d *q8Decoded, rows, groups, half int, xq0 *int8, xd0 *float32, xq1 *int8, xd1 *float32, l0, l1 *[8]float32, o0, o1 *float32)
 //
 // For each of rows decoded chunks d[i] (q8Decoded: 2048 weights, then 64
 // multipliers at 2048, then 64 scales at 2176; 2432 bytes each): groups
 // whole groups and, when half is not 0, the first half of one more, against
-// both rows, added to l0[i] and l1[i]. rows >= 1. AX walks the chunks, BX
-// counts the rows left.
-TEXT ·q8dotTile2AVX2(SB), NOSPLIT, $0-80
+// both rows, added to l0[i] and l1[i], or, when o0 is not nil, folded and
+// stored to o0[i] and o1[i]. rows >= 1. AX walks the chunks, BX counts the
+// rows left, R14 and R15 walk o0 and o1.
+TEXT ·q8dotTile2AVX2(SB), NOSPLIT, $0-96
 	MOVQ d+0(FP), AX
 	MOVQ rows+8(FP), BX
 	MOVQ l0+64(FP), R11
 	MOVQ l1+72(FP), R8
+	MOVQ o0+80(FP), R14
+	MOVQ o1+88(FP), R15
 
 tilerow:
 	MOVQ AX, SI
@@ -130,8 +144,19 @@ tilehalf:
 	HALF2
 
 tilestore:
+	TESTQ R14, R14
+	JNZ   tilefold
 	VMOVUPS Y12, (R11)
 	VMOVUPS Y14, (R8)
+	JMP   tilenext
+
+tilefold:
+	FOLD(Y12, X12, (R14))
+	FOLD(Y14, X14, (R15))
+	ADDQ $4, R14
+	ADDQ $4, R15
+
+tilenext:
 	ADDQ $2432, AX
 	ADDQ $32, R11
 	ADDQ $32, R8

@@ -69,7 +69,7 @@ func TestMatMulQ8TilesGuarded(t *testing.T) {
 				continue // every length to 1024, a third of the rest
 			}
 			rows := 1 + rng.IntN(2*qmmRows+3)
-			ntok := []int{1, 2, 3, 4, 7}[rng.IntN(5)]
+			ntok := []int{1, 2, 3, 4, 7, 17}[rng.IntN(6)]
 			var data []byte
 			for r := 0; r < rows; r++ {
 				if rng.IntN(4) == 0 {
@@ -137,7 +137,7 @@ func TestMatMulQ8TilesGuarded(t *testing.T) {
 // one thread, in multiply-adds per second.
 func BenchmarkMatMulQ8(b *testing.B) {
 	rng := rand.New(rand.NewPCG(55, 56))
-	for _, typ := range []quant.Type{quant.Q2_0, quant.Q8_0, quant.IQ4_NL, quant.IQ3_S} {
+	for _, typ := range []quant.Type{quant.Q2_0, quant.Q8_0, quant.IQ4_NL, quant.IQ3_S, quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS, quant.IQ1_S, quant.MXFP4} {
 		for _, sh := range []struct{ rows, cols int }{{640, 2560}, {2560, 640}} {
 			ti, _ := quant.Info(typ)
 			if sh.cols%ti.BlockElements != 0 {

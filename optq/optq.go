@@ -222,9 +222,9 @@ type searcher struct {
 	ratios []float32
 	imp    [group]float32
 	block  [quant.Q2BlockBytes]byte
-	popt   quant.QuantizeOptions
-	bandT  []float32 // [cols][group]: row k holds U_jk for j < k in k's group
-	cand   []float32 // the candidate scales, in the order choose tries them
+	plain  *quant.Q2Blocks // the plain search under the weights imp
+	bandT  []float32       // [cols][group]: row k holds U_jk for j < k in k's group
+	cand   []float32       // the candidate scales, in the order choose tries them
 	score  []groupScore
 }
 
@@ -234,7 +234,9 @@ func (f *factors) quantize(w []float32, rows int, opt Options) *quantized {
 	groups := cols / group
 	q := &quantized{rows: rows, cols: cols, levels: make([]int8, rows*cols), scales: make([]float32, rows*groups)}
 	s := &searcher{f: f, ratios: gridRatios(opt.Candidates), bandT: f.bandByColumn()}
-	s.popt = quant.QuantizeOptions{Q2Candidates: opt.Q2Candidates, RowLen: group}
+	// Importance imp is changed in place per group; an error (none for
+	// these options) would leave the plain pick 0, as a failed search did.
+	s.plain, _ = kernels.NewQ2Blocks(&quant.QuantizeOptions{Q2Candidates: opt.Q2Candidates, Importance: s.imp[:]})
 	s.score = make([]groupScore, (1+2*len(s.ratios)+scoreLanes-1)/scoreLanes)
 	W := append([]float32(nil), w...)
 	errs := make([]float32, rows*group)
@@ -345,8 +347,8 @@ func (s *searcher) choose(wg []float32, g0 int) (float32, *groupScore, int) {
 	var d0 float32
 	s.cand = s.cand[:0]
 	if amax != 0 {
-		s.popt.Importance = s.imp[:]
-		if err := kernels.QuantizeQ2_0(wg, s.block[:], &s.popt); err == nil {
+		if s.plain != nil {
+			s.plain.Block((*[group]float32)(wg), &s.block)
 			d0 = quant.FP16ToFloat32(binary.LittleEndian.Uint16(s.block[:]))
 		}
 		s.cand = append(s.cand, d0)

@@ -195,6 +195,34 @@ type q2Searcher struct {
 	oneOut [2]float32
 }
 
+// Q2Blocks quantizes Q2_0 blocks one at a time with one set of options,
+// as QuantizeQ2_0With would (the same bytes), reusing its state: for a
+// caller that quantizes many single blocks. Importance weights, if any, are
+// read at each Block call (the caller may change their values in place).
+type Q2Blocks struct{ s *q2Searcher }
+
+// NewQ2Blocks returns a Q2Blocks for opt (mode Q2Search; RowLen is not
+// used: each block is a row of 64) with k's hot loops.
+func NewQ2Blocks(opt *QuantizeOptions, k *Q2SearchKernels) (*Q2Blocks, error) {
+	if opt != nil && opt.Q2Mode != Q2Search {
+		return nil, fmt.Errorf("quantize %s: single blocks take the search mode only, not mode %d", Q2_0, opt.Q2Mode)
+	}
+	if opt != nil && opt.Importance != nil && len(opt.Importance) != Q2BlockElements {
+		return nil, fmt.Errorf("quantize %s: importance of %d values for blocks of %d", Q2_0, len(opt.Importance), Q2BlockElements)
+	}
+	o := QuantizeOptions{}
+	if opt != nil {
+		o = *opt
+	}
+	o.RowLen = Q2BlockElements
+	return &Q2Blocks{s: newQ2Searcher(&o, k)}, nil
+}
+
+// Block writes the Q2_0 block of the 64 weights src to dst (18 bytes).
+func (b *Q2Blocks) Block(src *[Q2BlockElements]float32, dst *[Q2BlockBytes]byte) {
+	b.s.block(src[:], dst[:], 0)
+}
+
 func newQ2Searcher(opt *QuantizeOptions, k *Q2SearchKernels) *q2Searcher {
 	n := DefaultQ2Candidates
 	s := &q2Searcher{k: k}

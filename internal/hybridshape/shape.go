@@ -1,7 +1,8 @@
 // Package hybridshape is the one definition of a synthetic qwen35moe model's
-// layout: its token mixers' geometry, every block's tensors (names, shapes,
-// the spread of their random values) and its hyperparameter keys. synth
-// (convert) writes GGUFs of it and bench decode (engine) packs of it.
+// blocks: its token mixers' geometry, every block's tensors (names, shapes,
+// the spread of their random values) and its hyperparameter keys.
+// internal/synthlayout composes them into the whole model, which synth
+// (convert) writes as GGUFs and bench decode (engine) as packs.
 package hybridshape
 
 import (
@@ -43,6 +44,15 @@ type Model struct {
 	Layers, Experts, Embd int
 	FF                    int        // n_ff_exp
 	Type, DenseType       quant.Type // routed experts; attention, delta nets, shared expert
+	Context               int        // context_length (0: 2048)
+}
+
+// ContextLength is the context_length the metadata records.
+func (m Model) ContextLength() int {
+	if m.Context == 0 {
+		return 2048
+	}
+	return m.Context
 }
 
 // AddFunc receives one tensor: name, type, the mean and standard deviation
@@ -180,7 +190,7 @@ func (h Shape) Metadata(cfg Model, used int) []gguf.KV {
 	u := func(k string, v int) { kv = append(kv, gguf.KV{Key: a + k, Value: gguf.Uint32(uint32(v))}) }
 	f := func(k string, v float32) { kv = append(kv, gguf.KV{Key: a + k, Value: gguf.Float32(v)}) }
 	u("block_count", cfg.Layers)
-	u("context_length", 2048)
+	u("context_length", cfg.ContextLength())
 	u("embedding_length", cfg.Embd)
 	u("attention.head_count", h.Heads)
 	u("attention.head_count_kv", h.HeadsKV)
