@@ -22,6 +22,7 @@ type benchDecodeFlags struct {
 	memMB, memPasses int
 	exact            bool
 	diskSlots        int
+	residentCapMB    float64
 }
 
 func newBenchDecodeCmd(env *cli.Env) *cobra.Command {
@@ -42,7 +43,10 @@ vector loop) over --mem-mb on every thread, the best of --mem-passes; the
 compute bound is each of the step's matrix kernels (type, width, mode) timed
 on one thread over rows resident in L2, times the threads. It prints each
 speed next to the limits those give: the mean rate, and one over the median
-and the fastest step.`,
+and the fastest step. The resident run's arena is bounded by --resident-cap-mb
+(default: half the machine's RAM, the bound of run's default arena); when the
+experts exceed it, the report says so (resident_capped) and that run streams
+the rest.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.changed = cmd.Flags().Changed
@@ -62,6 +66,7 @@ and the fastest step.`,
 	cli.IntVar(fl, &f.memPasses, "mem-passes", 5, 1, 1000, "passes of the memory bandwidth measurement (the best counts)")
 	exactFlag(fl, &f.exact, "the decode")
 	cli.IntVar(fl, &f.diskSlots, "disk-slots", 256, 1, 1<<20, "random slot reads for the disk bandwidth measurement")
+	cli.Float64Var(fl, &f.residentCapMB, "resident-cap-mb", 0, 0, 1<<30, "bound on the resident run's arena, MiB (0: half the machine's RAM); the report says when it applied")
 	cli.Verbose(fl, env, "say where the synthetic pack is written before writing it")
 	return cmd
 }
@@ -72,7 +77,7 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 		return err
 	}
 	rep, err := bench.Decode(ctx, bench.DecodeConfig{Spec: sp, Dir: f.dir, KeepFiles: f.keep, ArenaFrac: f.arenaFrac,
-		Prompt: f.prompt, Tokens: f.tokens, Readers: f.readers, Threads: f.threads, Mode: modeOf(f.exact), MemMB: f.memMB, MemPasses: f.memPasses, DiskSlots: f.diskSlots, Log: env.Logf})
+		Prompt: f.prompt, Tokens: f.tokens, Readers: f.readers, Threads: f.threads, Mode: modeOf(f.exact), MemMB: f.memMB, MemPasses: f.memPasses, DiskSlots: f.diskSlots, ResidentCapMB: f.residentCapMB, Log: env.Logf})
 	if err != nil {
 		return err
 	}
@@ -117,6 +122,14 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 		}
 		fmt.Fprintf(w, "\n  median step: %.0f%% of the memory bound, %.0f%% of the compute bound, %.0f%% of the tighter of memory and disk (%.2f tokens/s); best step: %.0f%% of the memory bound\n",
 			100*d.MemFraction, 100*d.ComputeFraction, 100*d.Fraction, d.Limit, 100*d.BestMemFraction)
+		if r.name == "resident" && rep.ResidentCapped {
+			why := "half the machine's RAM"
+			if f.residentCapMB > 0 {
+				why = "--resident-cap-mb"
+			}
+			fmt.Fprintf(w, "  arena capped at %.1f MiB (%s): %d of %d experts resident, the rest streamed\n",
+				rep.ResidentCapMB, why, d.Stream.ArenaSlots, d.Stream.TotalSlots)
+		}
 		fmt.Fprintf(w, "  hit rate %.3f, misses %.2f/token, read %.2f MB/token, read-ahead hits %.2f/token, waiting %.2f ms/token\n",
 			d.Stream.HitRate, d.Stream.MissesPerToken, d.Stream.ReadMBPerToken, d.Stream.ReadAheadHitsPerToken, d.Stream.WaitMsPerToken)
 	}

@@ -5,8 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stratactl/stratactl/internal/bench"
@@ -67,6 +71,56 @@ func TestBenchDecodeSmall(t *testing.T) {
 	}
 	if rep.Mode != "fast" || rep.MemPasses != 5 {
 		t.Fatalf("mode %q, memory passes %d", rep.Mode, rep.MemPasses)
+	}
+	// Every expert fits under the default cap, half of MemTotal.
+	if rep.ResidentCapped {
+		t.Fatalf("the resident run of %d slots was capped at %.1f MiB", res.Stream.TotalSlots, rep.ResidentCapMB)
+	}
+	if runtime.GOOS == "linux" && math.Abs(rep.ResidentCapMB-memTotalMiB(t)/2) > 1 {
+		t.Fatalf("resident cap %.1f MiB, want half of /proc/meminfo's MemTotal, %.1f MiB", rep.ResidentCapMB, memTotalMiB(t)/2)
+	}
+}
+
+// memTotalMiB is /proc/meminfo's MemTotal in MiB.
+func memTotalMiB(t *testing.T) float64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb / 1024
+		}
+	}
+	t.Fatal("no MemTotal in /proc/meminfo")
+	return 0
+}
+
+// TestBenchDecodeResidentCap: a resident run whose experts exceed the cap
+// holds as many as fit and says so, in the JSON and in the text. The
+// small shape's slots are 32 KiB (3 parts of 128 x 256 Q2_0, 27648 bytes,
+// in 16 KiB units), so a cap of 0.3125 MiB holds 10 of the 32.
+func TestBenchDecodeResidentCap(t *testing.T) {
+	args := []string{"bench", "decode", "--layers", "2", "--embd", "256", "--ff", "128",
+		"--experts", "16", "--used", "2", "--vocab", "512", "--heads", "4", "--heads-kv", "2", "--head-dim", "64",
+		"-n", "4", "--prompt", "3", "--mem-mb", "8", "--mem-passes", "1", "--disk-slots", "8", "--resident-cap-mb", "0.3125"}
+	rep := benchDecodeReport(t, append([]string{"--json"}, append(args, "--dir", t.TempDir())...))
+	st := rep.Resident.Stream
+	if !rep.ResidentCapped || rep.ResidentCapMB != 0.3125 || st.ArenaSlots != 10 || st.TotalSlots != 32 || st.Counters.Misses == 0 {
+		t.Fatalf("capped resident run: capped %v at %g MiB, %d of %d slots, %d misses; want true, 0.3125, 10 of 32, some misses",
+			rep.ResidentCapped, rep.ResidentCapMB, st.ArenaSlots, st.TotalSlots, st.Counters.Misses)
+	}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), cli.Test(&out, &errb), append(args, "--dir", t.TempDir())); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if want := "arena capped at 0.3 MiB (--resident-cap-mb): 10 of 32 experts resident, the rest streamed"; !strings.Contains(out.String(), want) {
+		t.Fatalf("the text report does not say %q:\n%s", want, out.String())
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/klauspost/cpuid/v2"
 
 	"github.com/stratactl/stratactl/engine"
+	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/kernels"
 )
 
@@ -33,7 +34,11 @@ type DecodeConfig struct {
 	MemMB     int // buffer of the memory bandwidth measurement, MiB
 	MemPasses int // passes over it (the best counts; 0: 5)
 	DiskSlots int // random slot reads of the disk bandwidth measurement
-	Log       func(format string, args ...any)
+	// ResidentCapMB bounds the resident run's arena; 0: the engine's
+	// default arena, every expert up to engine.DefaultArenaCap (half the
+	// machine's RAM).
+	ResidentCapMB float64
+	Log           func(format string, args ...any)
 }
 
 type DecodeRun struct {
@@ -107,6 +112,12 @@ type DecodeReport struct {
 	ComputeLimit float64      `json:"compute_limit_tokens_per_s"`
 	Resident     DecodeRun    `json:"resident"`
 	Streaming    DecodeRun    `json:"streaming"`
+	// ResidentCapMB is the bound on the resident run's arena (--resident-cap-mb,
+	// or half the machine's RAM; 0: none known) and ResidentCapped whether
+	// it applied: the experts did not all fit, so that run streamed the
+	// rest (its arena_slots below total_slots).
+	ResidentCapMB  float64 `json:"resident_cap_mb"`
+	ResidentCapped bool    `json:"resident_capped"`
 }
 
 // Decode writes the synthetic pack, measures this machine's memory read
@@ -128,15 +139,14 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 
 	pool := kernels.NewPool(cfg.Threads)
 	rep.Threads = pool.Threads
-	memRead := func() float64 {
-		bw := MemoryReadBandwidth(pool.Threads, cfg.MemMB, rep.MemPasses) / 1e9
-		// The measurement's buffer (--mem-mb) is garbage now: give it
-		// back rather than let it stay resident beside an arena.
-		debug.FreeOSMemory()
-		rep.MemReadGBs = max(rep.MemReadGBs, bw)
-		return bw
+	memRead := func() (float64, error) {
+		bw, err := MemoryReadBandwidth(pool.Threads, cfg.MemMB, rep.MemPasses)
+		rep.MemReadGBs = max(rep.MemReadGBs, bw/1e9)
+		return bw / 1e9, err
 	}
-	memRead()
+	if _, err := memRead(); err != nil {
+		return nil, err
+	}
 
 	rng := rand.New(rand.NewPCG(sp.Seed, 2))
 	prompt := make([]int32, cfg.Prompt)
@@ -172,7 +182,10 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 			rep.DiskReadMBs = bw / 1e6
 			rep.DiskDirect, rep.DiskNote = ps.Direct()
 		}
-		memBefore := memRead()
+		memBefore, err := memRead()
+		if err != nil {
+			return DecodeRun{}, err
+		}
 		s := m.NewSession()
 		var before engine.StreamCounters
 		var cpu0 time.Duration
@@ -198,7 +211,10 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 		}
 		cpu1, cpuOK1 := ProcessCPU()
 		st := ps.Report(before, ps.Counters(), res.DecodeSteps)
-		memAfter := memRead()
+		memAfter, err := memRead()
+		if err != nil {
+			return DecodeRun{}, err
+		}
 		r := DecodeRun{
 			ArenaMB:           st.ArenaMB,
 			PrefillTokensPerS: res.PrefillTokensPerSecond(),
@@ -246,9 +262,14 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 		}
 		return r, nil
 	}
-	if rep.Resident, err = decode(0, false); err != nil {
+	rep.ResidentCapMB = cfg.ResidentCapMB
+	if rep.ResidentCapMB == 0 {
+		rep.ResidentCapMB = float64(engine.DefaultArenaCap()) / (1 << 20)
+	}
+	if rep.Resident, err = decode(cfg.ResidentCapMB, false); err != nil {
 		return nil, err
 	}
+	rep.ResidentCapped = rep.Resident.Stream.ArenaSlots < rep.Resident.Stream.TotalSlots
 	arena := cfg.ArenaFrac * float64(sp.Layers*sp.Experts) * float64(rep.SlotBytes) / (1 << 20)
 	if rep.Streaming, err = decode(arena, true); err != nil {
 		return nil, err
@@ -259,11 +280,19 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 // MemoryReadBandwidth streams a buffer of mb MiB through a plain load-only
 // loop (kernels.XORRead) on threads goroutines at once, each its own
 // contiguous part, and returns the best of passes passes in bytes per
-// second.
-func MemoryReadBandwidth(threads, mb, passes int) float64 {
+// second. The buffer is an anonymous mapping on huge pages where the kernel
+// gives them (osutil.MapAnon, as the expert arena), unmapped before it
+// returns: on this machine the loop reads 3-8% faster from huge pages than
+// from the Go heap's 4 KiB pages, and software prefetch only slows it
+// (docs/BENCHMARKS.md), so this is the best plain streaming rate found.
+func MemoryReadBandwidth(threads, mb, passes int) (float64, error) {
 	const chunk = 1 << 20
 	n := max(mb<<20/chunk, 1)
-	buf := make([]byte, n*chunk)
+	buf, unmap, err := osutil.MapAnon(n*chunk, 64)
+	if err != nil {
+		return 0, fmt.Errorf("memory bandwidth buffer: %w", err)
+	}
+	defer unmap()
 	for i := range buf {
 		buf[i] = byte(i*131 + i>>12)
 	}
@@ -284,7 +313,7 @@ func MemoryReadBandwidth(threads, mb, passes int) float64 {
 		}
 	}
 	runtime.KeepAlive(sums)
-	return best
+	return best, nil
 }
 
 // measureKernels times, on one thread, the kernel of each kind of product a
