@@ -26,7 +26,8 @@ type scratch struct {
 	taken    []bool
 	seen     []bool
 	now      []int
-	later    []int
+	left     []int
+	es       []int
 	exs      []*Expert
 	scores   []float32 // a decode token's attention scores, per head
 	// matVecs' argument lists.
