@@ -28,6 +28,10 @@ type ExpertStore interface {
 	Resident(layer, e int) bool
 	// Ready reports whether Get would return at once (in memory, read).
 	Ready(layer, e int) bool
+	// WaitAny waits until Get of one of experts ids of layer would not
+	// wait for a read in flight (read, failed, or not being read), or the
+	// store closes.
+	WaitAny(layer int, ids []int)
 	// ReadAhead is how many layers ahead read-ahead guesses experts: 0 when
 	// experts do not come from disk or read-ahead is off.
 	ReadAhead() int
@@ -125,6 +129,7 @@ func (s *mappedExperts) Need(layer int, ids []int)         {}
 func (s *mappedExperts) Guess(layer int, ids []int)        {}
 func (s *mappedExperts) Resident(layer, e int) bool        { return true }
 func (s *mappedExperts) Ready(layer, e int) bool           { return true }
+func (s *mappedExperts) WaitAny(layer int, ids []int)      {}
 func (s *mappedExperts) ReadAhead() int                    { return 0 }
 func (s *mappedExperts) Close() error                      { return nil }
 

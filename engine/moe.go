@@ -220,27 +220,46 @@ func (s *Session) expertsBatch(l int, users [][]int, xa *acts, ys, act []float32
 }
 
 // expertsOneToken runs the K experts of one token: first those already in
-// memory, while the reads of the others go on, then the rest; each group in
-// one parallel pass per stage (gate and up, then down) rather than three per
-// expert. Every output element is the same Dot, so the bits are
-// expertsBatch's whatever the grouping.
+// memory, while the reads of the others go on, then, as their reads
+// arrive, those read by then; each group in one parallel pass per stage
+// (gate and up, then down) rather than three per expert. Every output
+// element is the same Dot into its rank's own row of ys, so the bits are
+// expertsBatch's whatever the grouping and the order reads arrive in.
 func (s *Session) expertsOneToken(l int, ids []int32, xa *acts, ys, act []float32) error {
 	m := s.m
-	var now, later []int
-	for k, e := range ids {
-		if m.Experts.Ready(l, int(e)) {
-			now = append(now, k)
-		} else {
-			later = append(later, k)
-		}
+	left := make([]int, len(ids))
+	for k := range left {
+		left[k] = k
 	}
-	for _, group := range [][]int{now, later} {
-		if len(group) == 0 {
-			continue
+	var es []int
+	for waited := false; len(left) > 0; {
+		var now, rest []int
+		for _, k := range left {
+			if m.Experts.Ready(l, int(ids[k])) {
+				now = append(now, k)
+			} else {
+				rest = append(rest, k)
+			}
 		}
-		if err := s.expertGroup(l, ids, group, xa, ys, act); err != nil {
+		if len(now) == 0 {
+			if !waited {
+				es = es[:0]
+				for _, k := range rest {
+					es = append(es, int(ids[k]))
+				}
+				m.Experts.WaitAny(l, es)
+				waited = true
+				continue
+			}
+			// None read after a wait (a failed read, or one to start):
+			// Get takes the first.
+			now, rest = rest[:1], rest[1:]
+		}
+		waited = false
+		if err := s.expertGroup(l, ids, now, xa, ys, act); err != nil {
 			return err
 		}
+		left = rest
 	}
 	return nil
 }

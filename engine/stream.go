@@ -372,8 +372,8 @@ func (s *PackStore) readAt(buf []byte, off int64) error {
 // the victim's read to finish if it is still being read, so that which
 // expert goes depends only on the sequence of calls and never on read
 // timing (a trace replays exactly, cachesim). It returns -1 when every
-// slot is pinned. Called with s.mu held; it counts the read the caller
-// starts.
+// slot is pinned or the store is closed. Called with s.mu held; it counts
+// the read the caller starts.
 func (s *PackStore) claim(key int) int {
 	best := -1
 	for {
@@ -417,8 +417,8 @@ func (s *PackStore) claim(key int) int {
 		}
 		s.cond.Wait()
 	}
-	if s.slots[best].state == slotLoading {
-		return -1 // closed while a read was in flight
+	if s.closed {
+		return -1 // closed while we waited: no reader will take the job
 	}
 	s.counters.Reads++
 	s.counters.BytesRead += int64(s.slotBytes)
@@ -446,6 +446,9 @@ func (s *PackStore) Need(layer int, ids []int) {
 	E := s.cfg.Experts
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return // the readers are gone; Get says the store is closed
+	}
 	if s.rec != nil {
 		s.rec.add(cachesim.OpNeed, layer, ids)
 	}
@@ -494,6 +497,9 @@ func (s *PackStore) Guess(layer int, ids []int) {
 	E := s.cfg.Experts
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
 	if s.rec != nil {
 		s.rec.add(cachesim.OpGuess, layer, ids)
 	}
@@ -537,7 +543,9 @@ func (s *PackStore) Get(layer, e int) (*Expert, error) {
 		i := s.where[key]
 		if i < 0 {
 			if i = s.claim(key); i < 0 {
-				s.cond.Wait() // every slot is busy: wait for a read or release
+				if !s.closed {
+					s.cond.Wait() // every slot is busy: wait for a read or release
+				}
 				continue
 			}
 			if s.rec != nil {
@@ -575,6 +583,25 @@ func (s *PackStore) Release(layer, e int) {
 		}
 	}
 	s.mu.Unlock()
+}
+
+// WaitAny waits until one of experts ids of layer is not being read (read,
+// failed, or absent) or the store closes; the time counts as waiting.
+func (s *PackStore) WaitAny(layer int, ids []int) {
+	t0 := time.Now()
+	s.mu.Lock()
+	defer func() {
+		s.counters.WaitNanos += time.Since(t0).Nanoseconds()
+		s.mu.Unlock()
+	}()
+	for !s.closed {
+		for _, e := range ids {
+			if i := s.where[layer*s.cfg.Experts+e]; i < 0 || s.slots[i].state != slotLoading {
+				return
+			}
+		}
+		s.cond.Wait()
+	}
 }
 
 // Resident reports whether the expert is in the arena (or on its way).

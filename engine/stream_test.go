@@ -1,8 +1,13 @@
 package engine
 
 import (
+	"context"
+	"math"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stratactl/stratactl/engine/enginetest"
 	"github.com/stratactl/stratactl/internal/testutil"
@@ -115,5 +120,122 @@ func TestTopGuesses(t *testing.T) {
 	}
 	if got := topGuesses(scores[:5], 5, 9); !slices.Equal(got, []int{1, 2, 3, 0, 4}) {
 		t.Fatalf("k beyond E: got %v", got)
+	}
+}
+
+// arrivalStore plays reads that arrive in a scrambled order: Ready says
+// yes to a changing subset of experts, so a token's experts run in groups
+// that differ from call to call.
+type arrivalStore struct {
+	ExpertStore
+	n *int
+}
+
+func (a arrivalStore) Ready(layer, e int) bool {
+	*a.n++
+	return (*a.n*7+e*3+layer)%5 < 2
+}
+
+// TestExpertsAnyArrivalOrder: decode steps whose experts run in whatever
+// groups their reads arrive in give the bits of the plain model, in both
+// modes.
+func TestExpertsAnyArrivalOrder(t *testing.T) {
+	tokens := readI32(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))[:12]
+	for _, mode := range []Mode{Fast, Exact} {
+		m, err := Open(testutil.TinyModel(t, "model-iq3s.gguf"), Options{Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		decode := func() []float32 {
+			s := m.NewSession()
+			var logits []float32
+			if _, err := s.Generate(t.Context(), tokens, GenerateOptions{MaxTokens: 8,
+				OnLogits: func(r []float32) error { logits = append(logits, r...); return nil }}); err != nil {
+				t.Fatal(err)
+			}
+			return logits
+		}
+		want := decode()
+		plain := m.Experts
+		n := 0
+		m.Experts = arrivalStore{plain, &n}
+		got := decode()
+		m.Experts = plain
+		m.Close()
+		if n == 0 {
+			t.Fatal("the store was never asked what is ready")
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%v: logit %d is %g with scrambled arrivals, %g in order", mode, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestStreamCloseMidDecode: a decode cancelled between tokens, and a
+// decode whose expert store is closed under it (its waits, Need and Guess
+// included), end (the second with an error)
+// without a deadlock, a panic or a goroutine left behind.
+func TestStreamCloseMidDecode(t *testing.T) {
+	dir := t.TempDir()
+	enginetest.BuildPack(t, testutil.TinyModel(t, "model-iq3s.gguf"), dir)
+	tokens := readI32(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))[:8]
+	m0, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := m0.Stream().Report(StreamCounters{}, StreamCounters{}, 0)
+	m0.Close()
+	arena := float64(rep.SlotBytes) * float64(rep.TotalSlots/4) / (1 << 20)
+	for _, closeUnder := range []bool{false, true} {
+		m, err := Open(dir, Options{Stream: StreamOptions{ArenaMB: arena}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		steps := 0
+		go func() {
+			_, err := m.NewSession().Generate(ctx, tokens, GenerateOptions{MaxTokens: 1000,
+				OnToken: func(int32) error {
+					if steps++; steps == 3 {
+						if closeUnder {
+							// The store alone: closing the model
+							// unmaps the dense weights the pass reads.
+							go m.Stream().Close()
+						} else {
+							cancel()
+						}
+					}
+					return nil
+				}})
+			done <- err
+		}()
+		if err := <-done; err == nil {
+			t.Fatalf("close under it %v: the decode of 1000 tokens ended without an error after %d", closeUnder, steps)
+		}
+		cancel()
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The readers exit as Close returns; let the scheduler retire them.
+	// (The matmul pools' workers stay, by design, and are not counted.)
+	left := func() string {
+		buf := make([]byte, 1<<20)
+		var out []string
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "engine.(*PackStore)") || strings.Contains(g, "engine.(*Session)") {
+				out = append(out, g)
+			}
+		}
+		return strings.Join(out, "\n\n")
+	}
+	for i := 0; left() != "" && i < 1000; i++ {
+		time.Sleep(time.Millisecond)
+	}
+	if g := left(); g != "" {
+		t.Fatalf("goroutines of the store or a session left:\n%s", g)
 	}
 }

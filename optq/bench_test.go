@@ -19,3 +19,12 @@ func BenchmarkQuantizeExpertField(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkScoreGroup times one scoring pass of 32 candidates over a group.
+func BenchmarkScoreGroup(b *testing.B) {
+	w, id, band, s := scoreCase(rand.New(rand.NewPCG(1, 2)))
+	bt := (*[group * group]float32)((&factors{cols: group, band: band}).bandByColumn())
+	for b.Loop() {
+		scoreGroup(w, id, bt, s)
+	}
+}

@@ -3,11 +3,18 @@
 #include "textflag.h"
 
 // DOTLANES sets Y0 to dotLanesGo(x, m) for x at AX (n = BX values, R9 =
-// n/32 whole chunks) and m at DX: position p's 4 accumulators over the
-// chunks, their sum s_p kept in the frame's 256 bytes, then the fold and
-// the tail. It uses SI, DI, CX, R10, R11 and Y0-Y7 (labels are the
-// function's: one expansion per function).
+// n/32 whole chunks) and m at DX. One chunk (32 <= n < 64, the common
+// case) runs unrolled in registers (Y0-Y8); no chunk gives the fold of
+// zeros, +0; more run position p's 4 accumulators over the chunks, their
+// sum s_p kept in the frame's 256 bytes, then the fold. The tail follows.
+// It uses SI, DI, CX, R10, R11 and Y0-Y8 (labels are the function's: one
+// expansion per function).
 #define DOTLANES \
+	CMPQ   R9, $1 \
+	JEQ    onechunk \
+	VXORPS Y0, Y0, Y0 \
+	TESTQ  R9, R9 \
+	JZ     chunksdone \
 	XORQ R10, R10 \
 ploop: \
 	VXORPS Y0, Y0, Y0 \
@@ -19,8 +26,6 @@ ploop: \
 	SHLQ   $5, DI \
 	ADDQ   DX, DI \
 	MOVQ   R9, CX \
-	TESTQ  CX, CX \
-	JZ     pdone \
 chunk: \
 	VBROADCASTSS 0(SI), Y4 \
 	VMULPS       0(DI), Y4, Y4 \
@@ -38,7 +43,6 @@ chunk: \
 	ADDQ         $1024, DI \
 	DECQ         CX \
 	JNZ          chunk \
-pdone: \
 	VADDPS  Y1, Y0, Y0 \
 	VADDPS  Y3, Y2, Y2 \
 	VADDPS  Y2, Y0, Y0 \
@@ -59,6 +63,25 @@ pdone: \
 	VADDPS  224(SP), Y3, Y3 \
 	VADDPS  Y3, Y2, Y2 \
 	VADDPS  Y2, Y0, Y0 \
+	JMP     chunksdone \
+onechunk: \
+	VXORPS Y0, Y0, Y0 \
+	SPOS(0, Y5) \
+	SPOS(4, Y6) \
+	VADDPS Y6, Y5, Y5 \
+	SPOS(2, Y6) \
+	SPOS(6, Y7) \
+	VADDPS Y7, Y6, Y6 \
+	VADDPS Y6, Y5, Y5 \
+	SPOS(1, Y6) \
+	SPOS(5, Y7) \
+	VADDPS Y7, Y6, Y6 \
+	SPOS(3, Y7) \
+	SPOS(7, Y8) \
+	VADDPS Y8, Y7, Y7 \
+	VADDPS Y7, Y6, Y6 \
+	VADDPS Y6, Y5, Y0 \
+chunksdone: \
 	MOVQ R9, CX \
 	SHLQ $5, CX \
 	CMPQ CX, BX \
@@ -77,6 +100,25 @@ tail: \
 	CMPQ         CX, BX \
 	JLT          tail \
 taildone:
+
+// SPOS sets S to s_p of the first chunk, (a0+a1)+(a2+a3) with a_q = 0 +
+// x[8q+p]·m[8q+p] (Y0 holds 0; Y1-Y4 are scratch).
+#define SPOS(p, S) \
+	VBROADCASTSS (4*p)(AX), Y1 \
+	VMULPS       (32*p)(DX), Y1, Y1 \
+	VADDPS       Y1, Y0, Y1 \
+	VBROADCASTSS (4*(8+p))(AX), Y2 \
+	VMULPS       (32*(8+p))(DX), Y2, Y2 \
+	VADDPS       Y2, Y0, Y2 \
+	VBROADCASTSS (4*(16+p))(AX), Y3 \
+	VMULPS       (32*(16+p))(DX), Y3, Y3 \
+	VADDPS       Y3, Y0, Y3 \
+	VBROADCASTSS (4*(24+p))(AX), Y4 \
+	VMULPS       (32*(24+p))(DX), Y4, Y4 \
+	VADDPS       Y4, Y0, Y4 \
+	VADDPS       Y2, Y1, Y1 \
+	VADDPS       Y4, Y3, Y3 \
+	VADDPS       Y3, Y1, S
 
 // func dotLanesAVX2(x *float32, n int, m *laneVec, out *laneVec)
 TEXT ·dotLanesAVX2(SB), NOSPLIT, $256-32

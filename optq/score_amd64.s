@@ -10,37 +10,57 @@
 #define S_T 8448
 #define S_LOSS 16640
 
-DATA scoreconst<>+0(SB)/4, $0xbf800000 // -1
-DATA scoreconst<>+4(SB)/4, $0x40000000 // 2
-DATA scoreconst<>+8(SB)/4, $0x80000000 // sign bit
-GLOBL scoreconst<>(SB), RODATA|NOPTR, $12
+// 8 lanes each of -1, 2 and the sign bit.
+DATA scoreconst<>+0(SB)/8, $0xbf800000bf800000
+DATA scoreconst<>+8(SB)/8, $0xbf800000bf800000
+DATA scoreconst<>+16(SB)/8, $0xbf800000bf800000
+DATA scoreconst<>+24(SB)/8, $0xbf800000bf800000
+DATA scoreconst<>+32(SB)/8, $0x4000000040000000
+DATA scoreconst<>+40(SB)/8, $0x4000000040000000
+DATA scoreconst<>+48(SB)/8, $0x4000000040000000
+DATA scoreconst<>+56(SB)/8, $0x4000000040000000
+DATA scoreconst<>+64(SB)/8, $0x8000000080000000
+DATA scoreconst<>+72(SB)/8, $0x8000000080000000
+DATA scoreconst<>+80(SB)/8, $0x8000000080000000
+DATA scoreconst<>+88(SB)/8, $0x8000000080000000
+GLOBL scoreconst<>(SB), RODATA|NOPTR, $96
 
-// LANES quantizes one column for lanes 8i..8i+7 of accumulator T: the
-// level, the error (Y4 holds 1/U_kk), its square added to SUM, −e and t
-// stored at DI (ne row) and R9 (t row).
+// LANES quantizes column k for lanes OFF/4..OFF/4+7 of accumulator T: the
+// level, the error (Y8 holds 1/U_kk), its square added to SUM, −e and t
+// stored at DI (ne row k) and R9 (t row k). Y9-Y11 are scratch.
 #define LANES(T, SUM, OFF) \
-	VMULPS   (S_INV+OFF)(R8), T, Y5 \
-	VMAXPS   Y9, Y5, Y5             \
-	VMINPS   Y10, Y5, Y5            \
-	VROUNDPS $0, Y5, Y5             \
-	VMULPS   (S_D+OFF)(R8), Y5, Y5  \
-	VSUBPS   Y5, T, Y6              \
-	VMULPS   Y4, Y6, Y6             \
-	VMULPS   Y6, Y6, Y7             \
-	VADDPS   Y7, SUM, SUM           \
-	VXORPS   Y11, Y6, Y6            \
-	VMOVUPS  Y6, OFF(DI)            \
+	VMULPS   (S_INV+OFF)(R8), T, Y9      \
+	VMAXPS   scoreconst<>+0(SB), Y9, Y9  \
+	VMINPS   scoreconst<>+32(SB), Y9, Y9 \
+	VROUNDPS $0, Y9, Y9                  \
+	VMULPS   (S_D+OFF)(R8), Y9, Y9       \
+	VSUBPS   Y9, T, Y10                  \
+	VMULPS   Y8, Y10, Y10                \
+	VMULPS   Y10, Y10, Y11               \
+	VADDPS   Y11, SUM, SUM               \
+	VXORPS   scoreconst<>+64(SB), Y10, Y10 \
+	VMOVUPS  Y10, OFF(DI)                \
 	VMOVUPS  T, OFF(R9)
 
+// TERM adds ne[j] (at R11) times the broadcast factors Y8 (to A, column
+// k) and Y9 (to B, column k+1) for lanes OFF/4..OFF/4+7.
+#define TERM(A, B, OFF) \
+	VMOVUPS OFF(R11), Y10 \
+	VMULPS  Y10, Y8, Y11  \
+	VADDPS  Y11, A, A     \
+	VMULPS  Y10, Y9, Y10  \
+	VADDPS  Y10, B, B
+
 // func scoreGroupAVX2(w, invDiag, bandT *float32, s *groupScore)
+// Columns go in pairs k, k+1: both compensated weights gather the terms
+// of the columns before k together, then column k is quantized, its term
+// added to column k+1's, and column k+1 quantized. Every sum keeps
+// scoreGroupGo's order.
 TEXT ·scoreGroupAVX2(SB), NOSPLIT, $0-32
-	MOVQ w+0(FP), AX
-	MOVQ invDiag+8(FP), BX
-	MOVQ bandT+16(FP), DX
-	MOVQ s+24(FP), R8
-	VBROADCASTSS scoreconst<>+0(SB), Y9
-	VBROADCASTSS scoreconst<>+4(SB), Y10
-	VBROADCASTSS scoreconst<>+8(SB), Y11
+	MOVQ   w+0(FP), AX
+	MOVQ   invDiag+8(FP), BX
+	MOVQ   bandT+16(FP), DX
+	MOVQ   s+24(FP), R8
 	VXORPS Y12, Y12, Y12
 	VXORPS Y13, Y13, Y13
 	VXORPS Y14, Y14, Y14
@@ -49,49 +69,91 @@ TEXT ·scoreGroupAVX2(SB), NOSPLIT, $0-32
 	LEAQ   S_T(R8), R9   // t row k
 	XORQ   R10, R10      // k
 
-colloop:
+pairloop:
 	VBROADCASTSS (AX)(R10*4), Y0
 	VMOVAPS      Y0, Y1
 	VMOVAPS      Y0, Y2
 	VMOVAPS      Y0, Y3
-	MOVQ         R10, CX
-	TESTQ        CX, CX
-	JZ           quant
+	VBROADCASTSS 4(AX)(R10*4), Y4
+	VMOVAPS      Y4, Y5
+	VMOVAPS      Y4, Y6
+	VMOVAPS      Y4, Y7
 	MOVQ         R10, SI
 	SHLQ         $8, SI
-	ADDQ         DX, SI  // bandT row k
+	ADDQ         DX, SI  // bandT row k; row k+1 at 256(SI)
+	MOVQ         R10, CX
+	TESTQ        CX, CX
+	JZ           quantk
 	LEAQ         S_NE(R8), R11
 
-comploop:
-	VBROADCASTSS (SI), Y4
-	VMULPS       (R11), Y4, Y5
-	VMULPS       32(R11), Y4, Y6
-	VMULPS       64(R11), Y4, Y7
-	VMULPS       96(R11), Y4, Y8
-	VADDPS       Y5, Y0, Y0
-	VADDPS       Y6, Y1, Y1
-	VADDPS       Y7, Y2, Y2
-	VADDPS       Y8, Y3, Y3
+termloop:
+	VBROADCASTSS (SI), Y8
+	VBROADCASTSS 256(SI), Y9
+	TERM(Y0, Y4, 0)
+	TERM(Y1, Y5, 32)
+	TERM(Y2, Y6, 64)
+	TERM(Y3, Y7, 96)
 	ADDQ         $4, SI
 	ADDQ         $128, R11
 	DECQ         CX
-	JNZ          comploop
+	JNZ          termloop
 
-quant:
-	VBROADCASTSS (BX)(R10*4), Y4
+quantk:
+	VBROADCASTSS (BX)(R10*4), Y8
 	LANES(Y0, Y12, 0)
 	LANES(Y1, Y13, 32)
 	LANES(Y2, Y14, 64)
 	LANES(Y3, Y15, 96)
+
+	// Column k's term of column k+1 (SI is bandT row k + 4k).
+	VBROADCASTSS 256(SI), Y8
+	VMULPS       0(DI), Y8, Y9
+	VADDPS       Y9, Y4, Y4
+	VMULPS       32(DI), Y8, Y9
+	VADDPS       Y9, Y5, Y5
+	VMULPS       64(DI), Y8, Y9
+	VADDPS       Y9, Y6, Y6
+	VMULPS       96(DI), Y8, Y9
+	VADDPS       Y9, Y7, Y7
+	ADDQ         $128, DI
+	ADDQ         $128, R9
+
+	VBROADCASTSS 4(BX)(R10*4), Y8
+	LANES(Y4, Y12, 0)
+	LANES(Y5, Y13, 32)
+	LANES(Y6, Y14, 64)
+	LANES(Y7, Y15, 96)
 	ADDQ $128, DI
 	ADDQ $128, R9
-	INCQ R10
+	ADDQ $2, R10
 	CMPQ R10, $64
-	JLT  colloop
+	JLT  pairloop
 
 	VMOVUPS Y12, S_LOSS(R8)
 	VMOVUPS Y13, (S_LOSS+32)(R8)
 	VMOVUPS Y14, (S_LOSS+64)(R8)
 	VMOVUPS Y15, (S_LOSS+96)(R8)
+	VZEROUPPER
+	RET
+
+// func fp16RoundF16C(v *float32, n int)
+// v[i] through binary16 and back, 8 at a time (n a multiple of 8):
+// VCVTPS2PH rounding to nearest even, then VCVTPH2PS (both exact IEEE).
+TEXT ·fp16RoundF16C(SB), NOSPLIT, $0-16
+	MOVQ v+0(FP), DI
+	MOVQ n+8(FP), CX
+	SHRQ $3, CX
+	JZ   f16done
+
+f16loop:
+	VMOVUPS   (DI), Y0
+	VCVTPS2PH $0, Y0, X1
+	VCVTPH2PS X1, Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       f16loop
+
+f16done:
 	VZEROUPPER
 	RET
