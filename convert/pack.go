@@ -64,10 +64,7 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 			}
 		}
 	}
-	blocks := make([]uint32, len(m.Layers))
-	for i, l := range m.Layers {
-		blocks[i] = uint32(l.Block)
-	}
+	blocks := m.LayerBlocks()
 	keep := strata.IdentityKeep(blocks, m.Experts)
 	if cfg.Keep != "" {
 		if keep, err = strata.ReadKeep(cfg.Keep); err != nil {

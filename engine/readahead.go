@@ -19,20 +19,26 @@ func (s *Session) readAhead(next int, x []float32, T int) {
 		if L.RouterQ8 == nil {
 			continue
 		}
-		xn := make([]float32, T*D)
+		xn := s.sc.floats(T * D)
 		rmsNormRows(xn, x, L.FFNNorm, D, c.Eps)
-		scores := make([]float32, T*E)
+		scores := s.sc.floats(T * E)
 		m.Pool.MatMul(L.RouterQ8, xn, T, scores)
-		m.Experts.Guess(l, topGuesses(scores, E, K))
+		m.Experts.Guess(l, s.sc.topGuesses(scores, E, K))
 	}
 }
 
 // topGuesses is the union over the rows of scores [T][E] of each row's k
 // highest (ties to the lower id), in the order first picked.
 func topGuesses(scores []float32, E, k int) []int {
-	seen := make([]bool, E)
-	var guess []int
-	taken := make([]bool, E)
+	return new(scratch).topGuesses(scores, E, k)
+}
+
+// topGuesses is topGuesses in sc's buffers (the result valid until the
+// next call).
+func (sc *scratch) topGuesses(scores []float32, E, k int) []int {
+	seen := bools(&sc.seen, E)
+	guess := sc.guess[:0]
+	taken := bools(&sc.taken, E)
 	for t := 0; t*E < len(scores); t++ {
 		row := scores[t*E : (t+1)*E]
 		clear(taken)
@@ -50,5 +56,6 @@ func topGuesses(scores []float32, E, k int) []int {
 			}
 		}
 	}
+	sc.guess = guess
 	return guess
 }

@@ -67,6 +67,8 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8decode[quant.IQ3_S] = q8decodeIQ3SVector
 		k.q8decode[quant.Q8_0] = q8decodeQ8_0Vector
 		k.q8decode[quant.Q2_0] = q8decodeQ2_0Vector
+		k.q8decode[quant.Q4_0] = q8decodeQ4_0Vector
+		k.q8decode[quant.IQ4_NL] = q8decodeIQ4NLVector
 		for _, t := range iqVectorTypes {
 			k.q8dot[t] = func(row []byte, x *Q8Row) ([8]float32, int) { return q8dotIQGroups(t, row, x) }
 		}

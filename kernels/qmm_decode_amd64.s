@@ -144,3 +144,65 @@ q20loop:
 q20done:
 	VZEROUPPER
 	RET
+
+// NIBBLOCK(b): block b of the group (18 bytes at 18*b(SI): fp16 d, 16
+// bytes of nibbles) to its 32 weights at 32*b(DI): weight j is the table
+// value of byte j's low nibble, weight j+16 of its high nibble.
+#define NIBBLOCK(b) \
+	VMOVDQU (18*b+2)(SI), X0 \
+	VPAND   X15, X0, X1 \
+	VPSRLW  $4, X0, X2 \
+	VPAND   X15, X2, X2 \
+	VPSHUFB X1, X12, X1 \
+	VPSHUFB X2, X12, X2 \
+	VMOVDQU X1, (32*b)(DI) \
+	VMOVDQU X2, (32*b+16)(DI)
+
+// func qmmDecodeNibAVX(w *byte, groups int, table *int8, out *int8, m *int16, dw *float32)
+//
+// Q4_0 and IQ4_NL (table: the 16 values of a nibble), whole groups of 8
+// blocks of 32.
+TEXT ·qmmDecodeNibAVX(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ groups+8(FP), CX
+	MOVQ table+16(FP), AX
+	MOVQ out+24(FP), DI
+	MOVQ m+32(FP), R9
+	MOVQ dw+40(FP), R11
+	VMOVDQU qmmones16<>(SB), X14
+	VMOVDQU qmmnib<>(SB), X15
+	VMOVDQU (AX), X12
+	TESTQ CX, CX
+	JZ    nibdone
+
+nibloop:
+	NIBBLOCK(0)
+	NIBBLOCK(1)
+	NIBBLOCK(2)
+	NIBBLOCK(3)
+	NIBBLOCK(4)
+	NIBBLOCK(5)
+	NIBBLOCK(6)
+	NIBBLOCK(7)
+	MOVWLZX 0(SI), AX
+	VMOVD   AX, X13
+	VPINSRW $1, 18(SI), X13, X13
+	VPINSRW $2, 36(SI), X13, X13
+	VPINSRW $3, 54(SI), X13, X13
+	VPINSRW $4, 72(SI), X13, X13
+	VPINSRW $5, 90(SI), X13, X13
+	VPINSRW $6, 108(SI), X13, X13
+	VPINSRW $7, 126(SI), X13, X13
+	VCVTPH2PS X13, Y13
+	VMOVUPS Y13, (R11)
+	VMOVDQU X14, (R9)
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $16, R9
+	ADDQ $32, R11
+	DECQ CX
+	JNZ  nibloop
+
+nibdone:
+	VZEROUPPER
+	RET
