@@ -41,10 +41,7 @@ type slotResult struct {
 // Pack converts cfg.In into a pack folder at cfg.OutDir. The folder appears
 // only when complete.
 func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
-	if !quant.CanQuantize(cfg.Type) {
-		return nil, fmt.Errorf("cannot quantize to %s (this build quantizes to %s)", cfg.Type, quantizableTypes())
-	}
-	f, err := gguf.OpenModel(cfg.In, false)
+	f, err := openToQuantize(cfg.In, cfg.Type)
 	if err != nil {
 		return nil, err
 	}

@@ -96,14 +96,63 @@ func (s *Session) sharedExpert(sh *SharedExpert, xa *acts) (gate, y []float32) {
 		gate[t] = sigmoid(kernels.DotF32(sh.GateInp, xn[t*D:(t+1)*D]))
 	}
 	g := sc.floats(T * F)
-	u := sc.floats(T * F)
-	matVecsOrMul(m.Pool, []*kernels.Matrix{&sh.Gate, &sh.Up}, xa, [][]float32{g, u}, &sc.vecs)
-	for i := range g {
-		g[i] = silu(g[i]) * u[i]
+	if T == 1 {
+		sc.gates, sc.ups = append(sc.gates[:0], &sh.Gate), append(sc.ups[:0], &sh.Up)
+		s.swiGLU(sc.gates, sc.ups, xa, g)
+	} else {
+		u := sc.floats(T * F)
+		matVecsOrMul(m.Pool, []*kernels.Matrix{&sh.Gate, &sh.Up}, xa, [][]float32{g, u}, &sc.vecs)
+		for i := range g {
+			g[i] = silu(g[i]) * u[i]
+		}
 	}
 	y = sc.floats(T * D)
 	matMul(m.Pool, &sh.Down, sc.newActs(g, F, m.Mode), y)
 	return gate, y
+}
+
+// swiGLU sets row j of h [len(gates)][F] to silu(gates[j] x) * (ups[j] x)
+// for the single row x: in fast mode, where every matrix takes x's Q8_0
+// row, in one parallel pass with the activation run in it
+// (MatVecsQ8GLU); else the products in one pass, then the activation. The
+// bits are the same either way.
+func (s *Session) swiGLU(gates, ups []*kernels.Matrix, xa *acts, h []float32) {
+	m := s.m
+	sc := &s.sc
+	n := len(gates)
+	F := len(h) / n
+	u := sc.floats(n * F)
+	q8 := true
+	for j := range gates {
+		q8 = q8 && xa.useQ8(gates[j]) && !xa.useBF16(gates[j]) && xa.useQ8(ups[j]) && !xa.useBF16(ups[j])
+	}
+	if !q8 {
+		g := sc.floats(n * F)
+		ms, as, outs := sc.ms[:0], sc.as[:0], sc.outs[:0]
+		for j := range gates {
+			ms = append(ms, gates[j], ups[j])
+			as = append(as, xa, xa)
+			outs = append(outs, g[j*F:(j+1)*F], u[j*F:(j+1)*F])
+		}
+		sc.ms, sc.as, sc.outs = ms, as, outs
+		matVecs(m.Pool, ms, as, outs, &sc.vecs)
+		for i := range h {
+			h[i] = silu(g[i]) * u[i]
+		}
+		return
+	}
+	xq, gs, us := sc.xq[:0], sc.outs[:0], sc.outs2[:0]
+	for j := range gates {
+		xq = append(xq, xa.q8()[0])
+		gs, us = append(gs, h[j*F:(j+1)*F]), append(us, u[j*F:(j+1)*F])
+	}
+	sc.xq, sc.outs, sc.outs2 = xq, gs, us
+	m.Pool.MatVecsQ8GLU(gates, ups, xq, gs, us, func(j, lo, hi int) {
+		hj, uj := h[j*F:(j+1)*F], u[j*F:(j+1)*F]
+		for r := lo; r < hi; r++ {
+			hj[r] = silu(hj[r]) * uj[r]
+		}
+	})
 }
 
 func silu(v float32) float32 { return v / (1 + float32(math.Exp(float64(-v)))) }
@@ -289,27 +338,19 @@ func (s *Session) expertGroup(l int, ids []int32, ranks []int, xa *acts, ys, act
 		exs[j] = ex
 		s.Stats.DistinctLoads++
 	}
-	gu := sc.floats(2 * n * F)
-	ms, xs, outs := sc.ms[:0], sc.as[:0], sc.outs[:0]
-	for j, ex := range exs {
-		ms = append(ms, &ex.Gate, &ex.Up)
-		xs = append(xs, xa, xa)
-		outs = append(outs, gu[2*j*F:(2*j+1)*F], gu[(2*j+1)*F:(2*j+2)*F])
+	gates, ups := sc.gates[:0], sc.ups[:0]
+	for _, ex := range exs {
+		gates, ups = append(gates, &ex.Gate), append(ups, &ex.Up)
 	}
-	matVecs(m.Pool, ms, xs, outs, &sc.vecs)
+	sc.gates, sc.ups = gates, ups
 	h := sc.floats(n * F)
-	for j := 0; j < n; j++ {
-		g, u := gu[2*j*F:(2*j+1)*F], gu[(2*j+1)*F:(2*j+2)*F]
-		for i := range g {
-			h[j*F+i] = silu(g[i]) * u[i]
-		}
-	}
+	s.swiGLU(gates, ups, xa, h)
+	ms, xs, outs := sc.ms[:0], sc.as[:0], sc.outs[:0]
 	if act != nil {
 		for j, k := range ranks {
 			copy(act[k*F:(k+1)*F], h[j*F:(j+1)*F])
 		}
 	}
-	ms, xs, outs = ms[:0], xs[:0], outs[:0]
 	for j, ex := range exs {
 		k := ranks[j]
 		ms = append(ms, &ex.Down)

@@ -31,10 +31,11 @@ type scratch struct {
 	exs      []*Expert
 	scores   []float32 // a decode token's attention scores, per head
 	// matVecs' argument lists.
-	ms   []*kernels.Matrix
-	as   []*acts
-	outs [][]float32
-	vecs matVecArgs
+	ms, gates, ups []*kernels.Matrix
+	as             []*acts
+	outs, outs2    [][]float32
+	xq             []*kernels.Q8Row
+	vecs           matVecArgs
 }
 
 // reset starts a batch: everything handed out before may be reused.

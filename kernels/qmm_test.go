@@ -39,10 +39,17 @@ func TestDecodeChunkMatchesWeightSub(t *testing.T) {
 					for i := 0; i < 8*ng; i++ {
 						sub := 8*g0 + i
 						var w [32]int8
-						var m int32
+						var m, m0, m1 int32
 						var dw float32
 						if sub < nsub {
-							m, dw = weightSub(typ, row, sub, &w)
+							if isIQHalves(typ) {
+								m0, m1, dw = iqHalvesSub(typ, row, sub, &w)
+							} else {
+								m, dw = weightSub(typ, row, sub, &w)
+							}
+						}
+						if isIQHalves(typ) && (int32(d.mh[2*i]) != m0 || int32(d.mh[2*i+1]) != m1) {
+							t.Fatalf("%s nsub=%d on %s: sub-block %d: multipliers %d %d, want %d %d", typ, nsub, s.name, sub, d.mh[2*i], d.mh[2*i+1], m0, m1)
 						}
 						if int32(d.m[i]) != m || !sameFloat(d.dw[i], dw) || [32]int8(d.w[32*i:32*i+32]) != w {
 							t.Fatalf("%s nsub=%d on %s: sub-block %d: m %d dw %g w %v, want %d %g %v", typ, nsub, s.name, sub, d.m[i], d.dw[i], d.w[32*i:32*i+32], m, dw, w)
@@ -132,12 +139,66 @@ func TestMatMulQ8TilesGuarded(t *testing.T) {
 	}
 }
 
+// TestMatMulQ8InputBlocks: calls of more inputs than one tile pass takes
+// (qmmInputBlock) give DotQ8's bits for every input, the blocks' edges
+// included, on every kernel set and thread count.
+func TestMatMulQ8InputBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(59, 60))
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q2_0, quant.IQ4_NL, quant.IQ4_XS, quant.IQ2_XS} {
+		for _, n := range []int{640, 768} {
+			ti, _ := quant.Info(typ)
+			if n%ti.BlockElements != 0 {
+				continue
+			}
+			rows := 1 + rng.IntN(qmmRows+5)
+			m, err := NewMatrix(typ, randomRow(rng, typ, n*rows), n, rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ntok := qmmInputBlock + 1 + rng.IntN(qmmInputBlock+8)
+			xs := make([]*Q8Row, ntok)
+			for i := range xs {
+				xs[i] = new(Q8Row)
+				if err := QuantizeQ8Row(gaussians(rng, n, 1), xs[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, s := range testSets() {
+				out := make([]float32, ntok*rows)
+				outs := make([][]float32, ntok)
+				for i := range outs {
+					outs[i] = out[i*rows : (i+1)*rows]
+				}
+				s.k.matMulQ8Tiles(&m, xs, outs, 0, rows, new(qmmScratch))
+				for i, x := range xs {
+					for r := 0; r < rows; r++ {
+						if want := portable.dotQ8(typ, m.Row(r), x); !sameFloat(out[i*rows+r], want) {
+							t.Fatalf("%s n=%d on %s: input %d of %d row %d is %g, DotQ8 %g", typ, n, s.name, i, ntok, r, out[i*rows+r], want)
+						}
+					}
+				}
+			}
+			for _, th := range []int{1, 2} {
+				out := make([]float32, ntok*rows)
+				NewPool(th).MatMulQ8(&m, xs, out)
+				for i, x := range xs {
+					for r := 0; r < rows; r++ {
+						if want := portable.dotQ8(typ, m.Row(r), x); !sameFloat(out[i*rows+r], want) {
+							t.Fatalf("%s n=%d on %d threads: input %d row %d is %g, DotQ8 %g", typ, n, th, i, r, out[i*rows+r], want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkMatMulQ8: the tiled product at the field's expert shapes (gate
 // or up: 640 rows of 2560; down: 2560 rows of 640) against 64 inputs, on
 // one thread, in multiply-adds per second.
 func BenchmarkMatMulQ8(b *testing.B) {
 	rng := rand.New(rand.NewPCG(55, 56))
-	for _, typ := range []quant.Type{quant.Q2_0, quant.Q8_0, quant.IQ4_NL, quant.IQ3_S, quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS, quant.IQ1_S, quant.MXFP4} {
+	for _, typ := range []quant.Type{quant.Q2_0, quant.Q8_0, quant.IQ4_NL, quant.IQ3_S, quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS, quant.IQ1_S, quant.MXFP4, quant.IQ2_XS, quant.IQ2_S, quant.IQ1_M} {
 		for _, sh := range []struct{ rows, cols int }{{640, 2560}, {2560, 640}} {
 			ti, _ := quant.Info(typ)
 			if sh.cols%ti.BlockElements != 0 {

@@ -204,37 +204,33 @@ func swiglu(gate, up, x []float32, n, D, F int) []float32 {
 }
 
 // measure fills res.Errors from the decoded matrices and held-back inputs.
+// The three matrices (F×D and D×F) are decoded in turn into one buffer.
 func (res *ExpertResult) measure(ex *Expert, in *Inputs) error {
 	D, F := ex.D, ex.F
-	deq := func(b []byte, n int) ([]float32, error) {
-		y := make([]float32, n)
-		return y, quant.Dequantize(quant.Q2_0, b, y)
-	}
-	gq, err := deq(res.Gate, F*D)
-	if err != nil {
-		return err
-	}
-	uq, err := deq(res.Up, F*D)
-	if err != nil {
-		return err
-	}
-	dq, err := deq(res.Down, D*F)
-	if err != nil {
-		return err
-	}
-	res.Errors[0] = matErrors(ex.Gate, gq, F, D, in.Held, in.NH)
-	res.Errors[1] = matErrors(ex.Up, uq, F, D, in.Held, in.NH)
+	buf := make([]float32, F*D)
+	var errs [3]Errors
 	var a []float32
 	if in.NH > 0 {
 		a = swiglu(ex.Gate, ex.Up, in.Held, in.NH, D, F)
 	}
-	res.Errors[2] = matErrors(ex.Down, dq, D, F, a, in.NH)
+	for i, m := range []struct {
+		w, x       []float32
+		q          []byte
+		rows, cols int
+	}{{ex.Gate, in.Held, res.Gate, F, D}, {ex.Up, in.Held, res.Up, F, D}, {ex.Down, a, res.Down, D, F}} {
+		if err := quant.Dequantize(quant.Q2_0, m.q, buf); err != nil {
+			return err
+		}
+		errs[i] = matErrors(m.w, buf, m.rows, m.cols, m.x, in.NH)
+	}
+	res.Errors = errs
 	return nil
 }
 
+// matErrors is the errors of wq against w; wq is overwritten with w − wq.
 func matErrors(w, wq []float32, rows, cols int, x []float32, n int) Errors {
 	var e Errors
-	diff := make([]float32, len(w))
+	diff := wq
 	for i, v := range w {
 		d := v - wq[i]
 		diff[i] = d
