@@ -80,6 +80,7 @@ type Session struct {
 
 	trace *LayerTrace
 	bufs  batchBufs
+	ra    []raLayer // read-ahead's record per layer (readahead.go)
 }
 
 // SessionStats are counters of one session.

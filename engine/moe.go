@@ -39,6 +39,7 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 		users[e] = append(users[e], i)
 	}
 	s.Stats.ExpertUses += len(ids)
+	s.raScore(l, distinct)
 	m.Experts.Need(l, distinct)
 	var ys []float32
 	if T > 1 {
