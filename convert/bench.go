@@ -137,7 +137,7 @@ func BenchPack(ctx context.Context, cfg BenchPackConfig) (*BenchPackResult, erro
 	if err != nil {
 		return nil, err
 	}
-	blocks := blocksOf(f.moe)
+	blocks := f.moe.LayerBlocks()
 	nExpert := f.moe.Experts
 	embd, ff := f.moe.Embd, f.moe.ExpertFF
 	res.Arch, _ = f.file.String("general.architecture")

@@ -17,11 +17,7 @@ import (
 
 // oddKeep keeps experts 1, 3, 5, ... of every MoE layer of m.
 func oddKeep(m *gguf.MoE) *strata.Keep {
-	var blocks []uint32
-	for _, l := range m.Layers {
-		blocks = append(blocks, uint32(l.Block))
-	}
-	k := strata.IdentityKeep(blocks, m.Experts)
+	k := strata.IdentityKeep(m.LayerBlocks(), m.Experts)
 	for l := range k.Keep {
 		var ids []uint32
 		for e := 1; e < m.Experts; e += 2 {

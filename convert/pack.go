@@ -41,10 +41,7 @@ type slotResult struct {
 // Pack converts cfg.In into a pack folder at cfg.OutDir. The folder appears
 // only when complete.
 func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
-	if !quant.CanQuantize(cfg.Type) {
-		return nil, fmt.Errorf("cannot quantize to %s (this build quantizes to %s)", cfg.Type, quantizableTypes())
-	}
-	f, err := gguf.OpenModel(cfg.In, false)
+	f, err := openToQuantize(cfg.In, cfg.Type)
 	if err != nil {
 		return nil, err
 	}
@@ -64,10 +61,7 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 			}
 		}
 	}
-	blocks := make([]uint32, len(m.Layers))
-	for i, l := range m.Layers {
-		blocks[i] = uint32(l.Block)
-	}
+	blocks := m.LayerBlocks()
 	keep := strata.IdentityKeep(blocks, m.Experts)
 	if cfg.Keep != "" {
 		if keep, err = strata.ReadKeep(cfg.Keep); err != nil {

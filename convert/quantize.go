@@ -147,10 +147,7 @@ func Quantize(ctx context.Context, cfg QuantizeConfig) (*QuantizeResult, error) 
 	if err != nil {
 		return nil, fmt.Errorf("--tensors: %w", err)
 	}
-	if !quant.CanQuantize(cfg.Type) {
-		return nil, fmt.Errorf("cannot quantize to %s (this build quantizes to %s)", cfg.Type, quantizableTypes())
-	}
-	f, err := gguf.OpenModel(cfg.In, false)
+	f, err := openToQuantize(cfg.In, cfg.Type)
 	if err != nil {
 		return nil, err
 	}
@@ -375,6 +372,15 @@ func quantOptions(to quant.Type, q2 Q2Params, imp *Importance, t *gguf.TensorInf
 		}
 	}
 	return opt, nil
+}
+
+// openToQuantize opens the model in (one file or a split) to requantize to
+// type to, refusing a type this build cannot quantize to before any work.
+func openToQuantize(in string, to quant.Type) (*gguf.File, error) {
+	if !quant.CanQuantize(to) {
+		return nil, fmt.Errorf("cannot quantize to %s (this build quantizes to %s)", to, quantizableTypes())
+	}
+	return gguf.OpenModel(in, false)
 }
 
 func quantizableTypes() string {

@@ -37,24 +37,7 @@ type Finding struct {
 }
 
 func (f Finding) String() string {
-	s := f.Check + ": "
-	if f.File != "" {
-		s += f.File
-		if f.Offset >= 0 {
-			s += fmt.Sprintf(" byte %d", f.Offset)
-		}
-		s += ": "
-	}
-	if f.Layer >= 0 {
-		s += fmt.Sprintf("layer %d ", f.Layer)
-	}
-	if f.Expert >= 0 {
-		s += fmt.Sprintf("expert %d ", f.Expert)
-	}
-	if f.Part != "" {
-		s += fmt.Sprintf("part %s ", f.Part)
-	}
-	return s + f.Msg
+	return f.Check + ": " + strata.Location(f.File, f.Offset, f.Layer, f.Expert, f.Part) + f.Msg
 }
 
 // Check is one passed or failed group of checks.

@@ -215,14 +215,6 @@ func verifyPack(ctx context.Context, cfg VerifyConfig, r *VerifyReport) error {
 	return nil
 }
 
-func blocksOf(m *gguf.MoE) []uint32 {
-	out := make([]uint32, len(m.Layers))
-	for i, l := range m.Layers {
-		out[i] = uint32(l.Block)
-	}
-	return out
-}
-
 // checkRouterCopies checks every element of each stored layer's Q8_0
 // router copy against its router: within Q8_0's rounding. Layers whose
 // router or copy is missing or misshapen are skipped (strata.CrossCheck

@@ -20,22 +20,24 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int) []float32 {
 	if L.QGate {
 		qstride, hstride = 2*qdim, 2*hd
 	}
-	q := grow(&s.bufs.q, T*qstride)
-	k := grow(&s.bufs.k, T*kdim)
-	v := grow(&s.bufs.v, T*vdim)
-	matVecsOrMul(m.Pool, []*kernels.Matrix{&L.Q, &L.K, &L.V}, newActs(xn, c.Embd, m.Mode), [][]float32{q, k, v})
+	sc := &s.sc
+	q := sc.floats(T * qstride)
+	k := sc.floats(T * kdim)
+	v := sc.floats(T * vdim)
+	matVecsOrMul(m.Pool, []*kernels.Matrix{&L.Q, &L.K, &L.V}, sc.newActs(xn, c.Embd, m.Mode), [][]float32{q, k, v}, &sc.vecs)
 	r := m.ropeTable()
+	cos, sin := sc.floats(len(r.inv)), sc.floats(len(r.inv))
 	for t := 0; t < T; t++ {
-		pos := textPos(s.Pos + t)
+		r.angles(textPos(s.Pos+t), cos, sin)
 		for h := 0; h < c.Heads; h++ {
 			qh := q[t*qstride+h*hstride : t*qstride+h*hstride+hd]
 			rmsNorm(qh, qh, L.QNorm, c.Eps)
-			r.apply(qh, pos)
+			rotate(qh, cos, sin)
 		}
 		for h := 0; h < c.HeadsKV; h++ {
 			kh := k[t*kdim+h*hd : t*kdim+(h+1)*hd]
 			rmsNorm(kh, kh, L.KNorm, c.Eps)
-			r.apply(kh, pos)
+			rotate(kh, cos, sin)
 		}
 	}
 	s.kcache[l] = append(s.kcache[l], k...)
@@ -43,11 +45,24 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int) []float32 {
 	kc, vc := s.kcache[l], s.vcache[l]
 	group := c.Heads / c.HeadsKV
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	out := grow(&s.bufs.att, T*c.Heads*vd)
-	clear(out)
+	out := sc.zeros(T * c.Heads * vd)
+	// One decode token's heads score into rows of one reused buffer; a
+	// batch's ranges each make their own.
+	var perHead []float32
+	if T == 1 {
+		// Room for every position the cache has room for, so that the
+		// buffer grows with the cache, not with each step.
+		perHead = grow(&sc.scores, c.Heads*max(s.Pos+1, cap(kc)/kdim))[:c.Heads*(s.Pos+1)]
+	}
 	m.Pool.Parallel(T*c.Heads, (s.Pos+T)*(hd+vd), func(lo, hi int) {
-		scores := make([]float32, s.Pos+T)
+		var scores []float32
+		if perHead == nil {
+			scores = make([]float32, s.Pos+T)
+		}
 		for i := lo; i < hi; i++ {
+			if perHead != nil {
+				scores = perHead[i*(s.Pos+1) : (i+1)*(s.Pos+1)]
+			}
 			t, h := i/c.Heads, i%c.Heads
 			kvh := h / group
 			n := s.Pos + t + 1
@@ -138,17 +153,25 @@ func imropeSections(sections []int, n int) []uint8 {
 	return out
 }
 
-// apply rotates the first 2*len(inv) dims of x, pairs (i, i+len(inv)), by
-// pos*theta_i (rotate-half style); the rest of x passes through.
-func (r *rope) apply(x []float32, pos [4]int) {
-	half := len(r.inv)
-	for i := 0; i < half; i++ {
+// angles sets cos[i], sin[i] (len(inv) each) to the rotation of pair i at
+// pos: pos*theta_i, the position component the pair reads.
+func (r *rope) angles(pos [4]int, cos, sin []float32) {
+	for i, inv := range r.inv {
 		p := pos[0]
 		if r.sect != nil {
 			p = pos[r.sect[i]]
 		}
-		sin, cos := math.Sincos(float64(p) * r.inv[i])
-		c, s := float32(cos), float32(sin)
+		s, c := math.Sincos(float64(p) * inv)
+		cos[i], sin[i] = float32(c), float32(s)
+	}
+}
+
+// rotate rotates the first 2*len(cos) dims of x, pairs (i, i+len(cos)), by
+// the angles (rotate-half style); the rest of x passes through.
+func rotate(x, cos, sin []float32) {
+	half := len(cos)
+	for i, c := range cos {
+		s := sin[i]
 		x0, x1 := x[i], x[i+half]
 		x[i] = float32(x0*c) - float32(x1*s)
 		x[i+half] = float32(x0*s) + float32(x1*c)

@@ -35,7 +35,7 @@ func BenchmarkDecodeTiny(b *testing.B) {
 
 // BenchmarkDecodeSynthetic is a decode step of a small synthetic pack with
 // the field model's expert shape (2560 x 640, Q2_0), every expert resident,
-// in exact and fast mode.
+// in exact and fast mode: Session.Step, as Generate decodes.
 func BenchmarkDecodeSynthetic(b *testing.B) {
 	dir := b.TempDir()
 	sp := SynthSpec{Layers: 2, Embd: 2560, Heads: 32, HeadsKV: 4, HeadDim: 128, Experts: 16, ExpertsUsed: 8,
@@ -55,11 +55,12 @@ func BenchmarkDecodeSynthetic(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.SetBytes(m.DenseBytesPerToken() + int64(sp.Layers*sp.ExpertsUsed)*m.Stream().PayloadBytes())
+			s.Reserve(64)
 			timeTokens(b, 1, func(i int) {
 				if s.Pos >= 64 {
 					s.Reset()
 				}
-				if _, err := s.Forward([]int32{int32(100 + i%50)}, false); err != nil {
+				if _, err := s.Step(int32(100 + i%50)); err != nil {
 					b.Fatal(err)
 				}
 			})

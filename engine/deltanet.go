@@ -44,21 +44,22 @@ func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
 	st := s.delta[l]
 	C, K := sc.Channels(), sc.ConvKernel
 	NK, DK, NV, DV := sc.KeyHeads, sc.KeyDim, sc.ValueHeads, sc.ValueDim
-	xa := newActs(xn, c.Embd, m.Mode)
+	buf := &s.sc
+	xa := buf.newActs(xn, c.Embd, m.Mode)
 
 	// Projections: conv input, output gate, beta and alpha logits.
-	ext := make([]float32, (K-1+T)*C) // conv history then this batch's inputs
+	ext := buf.floats((K - 1 + T) * C) // conv history then this batch's inputs
 	qkv := ext[(K-1)*C:]
-	z := make([]float32, T*NV*DV)
-	beta := make([]float32, T*NV)
-	alpha := make([]float32, T*NV)
+	z := buf.floats(T * NV * DV)
+	beta := buf.floats(T * NV)
+	alpha := buf.floats(T * NV)
 	r := NV / NK
 	if d.In != nil {
 		// ssm_in: per key head g, [q | k | v of heads g*r.. | z of them].
 		w := 2*DK + 2*r*DV
-		in := make([]float32, T*NK*w)
-		ba := make([]float32, T*2*NV)
-		matVecsOrMul(m.Pool, []*kernels.Matrix{d.In, d.BA}, xa, [][]float32{in, ba})
+		in := buf.floats(T * NK * w)
+		ba := buf.floats(T * 2 * NV)
+		matVecsOrMul(m.Pool, []*kernels.Matrix{d.In, d.BA}, xa, [][]float32{in, ba}, &buf.vecs)
 		for t := 0; t < T; t++ {
 			q := qkv[t*C:]
 			for g := 0; g < NK; g++ {
@@ -71,18 +72,17 @@ func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
 		}
 		unpackBA(ba, beta, alpha, T, NK, r)
 	} else if d.BA != nil {
-		ba := make([]float32, T*2*NV)
-		matVecsOrMul(m.Pool, []*kernels.Matrix{&d.QKV, &d.Z, d.BA}, xa, [][]float32{qkv, z, ba})
+		ba := buf.floats(T * 2 * NV)
+		matVecsOrMul(m.Pool, []*kernels.Matrix{&d.QKV, &d.Z, d.BA}, xa, [][]float32{qkv, z, ba}, &buf.vecs)
 		unpackBA(ba, beta, alpha, T, NK, r)
 	} else {
-
-		matVecsOrMul(m.Pool, []*kernels.Matrix{&d.QKV, &d.Z, &d.Beta, &d.Alpha}, xa, [][]float32{qkv, z, beta, alpha})
+		matVecsOrMul(m.Pool, []*kernels.Matrix{&d.QKV, &d.Z, &d.Beta, &d.Alpha}, xa, [][]float32{qkv, z, beta, alpha}, &buf.vecs)
 	}
 
 	// Causal depthwise conv over time, then SiLU: out[t, c] = sum_j
 	// w[c, j] * in[t-K+1+j, c], the inputs before the batch from the state.
 	copy(ext, st.conv)
-	conv := make([]float32, T*C)
+	conv := buf.floats(T * C)
 	for t := 0; t < T; t++ {
 		o := conv[t*C : (t+1)*C]
 		for ch := range o {
@@ -118,10 +118,11 @@ func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
 
 	// The delta rule, per value head: S <- exp(g) S; S <- S + k (beta (v -
 	// S^T k))^T; o = S^T q.
-	o := make([]float32, T*NV*DV)
+	o := buf.zeros(T * NV * DV)
+	us := buf.floats(NV * DV) // per value head, its u
 	m.Pool.Parallel(NV, T*DK*DV*4, func(lo, hi int) {
-		u := make([]float32, DV)
 		for h := lo; h < hi; h++ {
+			u := us[h*DV : (h+1)*DV]
 			kh := sc.keyHead(h)
 			src := st.ssm[h*DK*DV : (h+1)*DK*DV]
 			S := st.ssm2[h*DK*DV : (h+1)*DK*DV]
@@ -163,8 +164,8 @@ func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
 			}
 		}
 	})
-	out := make([]float32, T*c.Embd)
-	matMul(m.Pool, &d.Out, newActs(o, len(o)/T, m.Mode), out)
+	out := buf.floats(T * c.Embd)
+	matMul(m.Pool, &d.Out, buf.newActs(o, len(o)/T, m.Mode), out)
 	return out
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // LayerTrace is what an Observer sees after each decoder layer for a batch of
@@ -79,8 +80,12 @@ type Session struct {
 	Stats SessionStats
 
 	trace *LayerTrace
-	bufs  batchBufs
-	ra    []raLayer // read-ahead's record per layer (readahead.go)
+	// sc is the working memory of a batch, reused by the next one; logits
+	// and one are Step's output and input.
+	sc     scratch
+	logits []float32
+	one    [1]int32
+	ra     []raLayer // read-ahead's record per layer (readahead.go)
 }
 
 // SessionStats are counters of one session.
@@ -107,6 +112,22 @@ func (m *Model) NewSession() *Session {
 	return s
 }
 
+// Reserve makes room in the attention layers' key and value caches for n
+// positions past the current one (at most the context), so that the next
+// n tokens append to them without reallocating: Generate reserves its
+// prompt and its token budget.
+func (s *Session) Reserve(n int) {
+	c := &s.m.Config
+	n = min(s.Pos+max(n, 0), c.Context)
+	for l := range s.kcache {
+		if s.delta[l] != nil {
+			continue
+		}
+		s.kcache[l] = slices.Grow(s.kcache[l], n*c.HeadsKV*c.HeadDim-len(s.kcache[l]))
+		s.vcache[l] = slices.Grow(s.vcache[l], n*c.HeadsKV*c.ValueDim-len(s.vcache[l]))
+	}
+}
+
 // Model is the session's model.
 func (s *Session) Model() *Model { return s.m }
 
@@ -125,6 +146,24 @@ func (s *Session) Reset() {
 // Forward runs ids at the next positions and returns logits: for every
 // position ([len(ids)][Vocab]) when all is set, else for the last one.
 func (s *Session) Forward(ids []int32, all bool) ([]float32, error) {
+	return s.forward(ids, all, nil)
+}
+
+// Step runs one token at the next position and returns its logits, which
+// stay valid only until the session's next Step or Forward: the decode
+// step, whose buffers are all the session's own, reused from step to step.
+func (s *Session) Step(id int32) ([]float32, error) {
+	s.one[0] = id
+	logits, err := s.forward(s.one[:], false, s.logits)
+	if err == nil {
+		s.logits = logits
+	}
+	return logits, err
+}
+
+// forward is Forward with the last position's logits in dst when dst has
+// room for them (all unset).
+func (s *Session) forward(ids []int32, all bool, dst []float32) ([]float32, error) {
 	c := &s.m.Config
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("no tokens to run")
@@ -148,7 +187,7 @@ func (s *Session) Forward(ids []int32, all bool) ([]float32, error) {
 	for lo := 0; lo < len(ids); lo += mb {
 		hi := min(lo+mb, len(ids))
 		last := hi == len(ids)
-		logits, err := s.batch(ids[lo:hi], all, last)
+		logits, err := s.batch(ids[lo:hi], all, last, dst)
 		if err != nil {
 			// Drop the keys and values the failed batch appended, so the
 			// session stays usable at its last good position (the failed
@@ -173,29 +212,33 @@ func (s *Session) Forward(ids []int32, all bool) ([]float32, error) {
 }
 
 // batch runs T tokens through every layer; it returns logits for every
-// token (all), for the last (last), or none.
-func (s *Session) batch(ids []int32, all, last bool) ([]float32, error) {
+// token (all), for the last (last; in dst when it has room), or none.
+func (s *Session) batch(ids []int32, all, last bool, dst []float32) ([]float32, error) {
 	m := s.m
 	c := &m.Config
 	T, D := len(ids), c.Embd
-	x := make([]float32, T*D)
+	sc := &s.sc
+	sc.reset()
+	x := sc.floats(T * D)
 	for t, id := range ids {
 		if err := m.Embd.DecodeRowTo(int(id), x[t*D:(t+1)*D]); err != nil {
 			return nil, fmt.Errorf("token_embd row %d: %w", id, err)
 		}
 	}
-	xn := make([]float32, T*D)
+	xn := sc.floats(T * D)
+	batchMark := sc.mark() // each layer's buffers come after x and xn
 	s.readAhead(0, x, T)
 	for l := range m.Layers {
 		L := &m.Layers[l]
+		sc.rewind(batchMark)
 		rmsNormRows(xn, x, L.AttnNorm, D, c.Eps)
 		var o []float32
 		if L.Delta != nil {
 			o = s.deltaNet(l, L, xn, T)
 		} else {
 			att := s.attention(l, L, xn, T)
-			o = make([]float32, T*D)
-			matMul(m.Pool, &L.O, newActs(att, len(att)/T, m.Mode), o)
+			o = sc.floats(T * D)
+			matMul(m.Pool, &L.O, sc.newActs(att, len(att)/T, m.Mode), o)
 		}
 		for i := range x {
 			x[i] += o[i]
@@ -232,9 +275,15 @@ func (s *Session) batch(ids []int32, all, last bool) ([]float32, error) {
 		first = T - 1
 	}
 	n := T - first
+	sc.rewind(batchMark)
 	rmsNormRows(xn[:n*D], x[first*D:], m.OutNorm, D, c.Eps)
-	logits := make([]float32, n*c.Vocab)
-	matMul(m.Pool, &m.Output, newActs(xn[:n*D], D, m.Mode), logits)
+	var logits []float32
+	if !all && cap(dst) >= c.Vocab {
+		logits = dst[:c.Vocab]
+	} else {
+		logits = make([]float32, n*c.Vocab)
+	}
+	matMul(m.Pool, &m.Output, sc.newActs(xn[:n*D], D, m.Mode), logits)
 	if i := firstNonFinite(logits); i >= 0 {
 		return nil, fmt.Errorf("%s: non-finite logit %v (token %d): output.weight or output_norm.weight holds NaN or infinity", m.File.Path, logits[i], i%c.Vocab)
 	}

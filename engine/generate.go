@@ -16,7 +16,7 @@ type GenerateOptions struct {
 	// OnToken sees each generated token as soon as it is sampled.
 	OnToken func(id int32) error
 	// OnLogits, when set, sees the logits of every prompt position, then of
-	// every decode step, in order (rows of Vocab).
+	// every decode step, in order (rows of Vocab, valid during the call).
 	OnLogits func(row []float32) error
 	// AfterPrefill runs between the prompt and the first decode step.
 	AfterPrefill func()
@@ -62,6 +62,7 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opt GenerateOpti
 		sampler = NewSampler(0, 1, 0)
 	}
 	res := &GenerateResult{PromptIDs: prompt, StopReason: "length"}
+	s.Reserve(len(prompt) + opt.MaxTokens)
 	t0 := time.Now()
 	logits, err := s.Forward(prompt, opt.OnLogits != nil)
 	if err != nil {
@@ -89,7 +90,7 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opt GenerateOpti
 				res.StopReason = "context"
 				break
 			}
-			if logits, err = s.Forward(res.GeneratedIDs[len(res.GeneratedIDs)-1:], false); err != nil {
+			if logits, err = s.Step(res.GeneratedIDs[len(res.GeneratedIDs)-1]); err != nil {
 				return nil, err
 			}
 			res.DecodeSteps++

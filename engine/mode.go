@@ -52,11 +52,38 @@ type acts struct {
 	from *acts
 	idx  []int
 	buf  []float32
+	// Rows whose buffers the next quantization reuses (rewrap).
+	spareQ []*kernels.Q8Row
+	spareB []*kernels.BF16Row
 }
 
 // newActs wraps the rows x (len a multiple of n) for mode mode.
 func newActs(x []float32, n int, mode Mode) *acts {
-	return &acts{x: x, n: n, rows: len(x) / n, fast: mode == Fast}
+	a := makeActs(x, n, mode)
+	return &a
+}
+
+func makeActs(x []float32, n int, mode Mode) acts {
+	return acts{x: x, n: n, rows: len(x) / n, fast: mode == Fast}
+}
+
+// rewrap makes a the wrapper newActs(x, n, mode) would make, keeping the
+// buffers of a's quantized rows for its next quantization.
+func (a *acts) rewrap(x []float32, n int, mode Mode) {
+	q, b := a.spareQ, a.spareB
+	if a.from == nil {
+		q, b = max2(a.q, q), max2(a.b, b)
+	}
+	*a = makeActs(x, n, mode)
+	a.spareQ, a.spareB = q, b
+}
+
+// max2 is the longer of two row lists.
+func max2[R any](x, y []*R) []*R {
+	if len(x) >= len(y) {
+		return x
+	}
+	return y
 }
 
 // T is the number of rows.
@@ -79,19 +106,21 @@ func (a *acts) f32() []float32 {
 // q8 is the rows quantized to Q8_0, quantized on the first call.
 func (a *acts) q8() []*kernels.Q8Row {
 	if a.q == nil {
-		a.q = make([]*kernels.Q8Row, a.T())
-		for t := range a.q {
+		if a.from != nil {
+			a.q = make([]*kernels.Q8Row, a.T())
+		} else {
+			a.q = reuseRows(a.spareQ, a.T())
+		}
+		for t, r := range a.q {
 			if a.from != nil {
 				a.q[t] = a.from.q8()[a.idx[t]]
 				continue
 			}
-			r := new(kernels.Q8Row)
 			if err := kernels.QuantizeQ8Row(a.f32()[t*a.n:(t+1)*a.n], r); err != nil {
 				// Only reached through a matrix that CanDotQ8 (n a multiple
 				// of 32), so this is a broken invariant, not bad input.
 				panic("engine: " + err.Error())
 			}
-			a.q[t] = r
 		}
 	}
 	return a.q
@@ -100,13 +129,16 @@ func (a *acts) q8() []*kernels.Q8Row {
 // bf16 is the rows rounded to bfloat16, rounded on the first call.
 func (a *acts) bf16() []*kernels.BF16Row {
 	if a.b == nil {
-		a.b = make([]*kernels.BF16Row, a.T())
+		if a.from != nil {
+			a.b = make([]*kernels.BF16Row, a.T())
+		} else {
+			a.b = reuseRows(a.spareB, a.T())
+		}
 		for t := range a.b {
 			if a.from != nil {
 				a.b[t] = a.from.bf16()[a.idx[t]]
 				continue
 			}
-			a.b[t] = new(kernels.BF16Row)
 			kernels.QuantizeBF16Row(a.f32()[t*a.n:(t+1)*a.n], a.b[t])
 		}
 	}
@@ -158,54 +190,68 @@ func matMulTo(pool *kernels.Pool, mat *kernels.Matrix, a *acts, outs [][]float32
 	}
 }
 
+// matVecArgs are matVecs' argument lists, kept from call to call (a
+// session's scratch holds one) so that a decode step's products allocate
+// none.
+type matVecArgs struct {
+	as               []*acts
+	exact, qm, bm    []*kernels.Matrix
+	exactX, exactOut [][]float32
+	qout, bout       [][]float32
+	qx               []*kernels.Q8Row
+	bx               []*kernels.BF16Row
+}
+
 // matVecs sets outs[i] = ms[i] . as[i] for single rows, in one parallel pass
 // over all the matrices' rows (the small products of one decode step), each
-// element the bits matMul would give.
-func matVecs(pool *kernels.Pool, ms []*kernels.Matrix, as []*acts, outs [][]float32) {
-	var exact []*kernels.Matrix
-	var exactX, exactOut [][]float32
-	var qm []*kernels.Matrix
-	var qx []*kernels.Q8Row
-	var qout [][]float32
-	var bm []*kernels.Matrix
-	var bx []*kernels.BF16Row
-	var bout [][]float32
+// element the bits matMul would give. v holds the argument lists (nil: new
+// ones).
+func matVecs(pool *kernels.Pool, ms []*kernels.Matrix, as []*acts, outs [][]float32, v *matVecArgs) {
+	if v == nil {
+		v = new(matVecArgs)
+	}
+	v.exact, v.exactX, v.exactOut = v.exact[:0], v.exactX[:0], v.exactOut[:0]
+	v.qm, v.qx, v.qout = v.qm[:0], v.qx[:0], v.qout[:0]
+	v.bm, v.bx, v.bout = v.bm[:0], v.bx[:0], v.bout[:0]
 	for i, mat := range ms {
 		if as[i].useBF16(mat) {
-			bm = append(bm, mat)
-			bx = append(bx, as[i].bf16()[0])
-			bout = append(bout, outs[i])
+			v.bm = append(v.bm, mat)
+			v.bx = append(v.bx, as[i].bf16()[0])
+			v.bout = append(v.bout, outs[i])
 		} else if as[i].useQ8(mat) {
-			qm = append(qm, mat)
-			qx = append(qx, as[i].q8()[0])
-			qout = append(qout, outs[i])
+			v.qm = append(v.qm, mat)
+			v.qx = append(v.qx, as[i].q8()[0])
+			v.qout = append(v.qout, outs[i])
 		} else {
-			exact = append(exact, mat)
-			exactX = append(exactX, as[i].f32())
-			exactOut = append(exactOut, outs[i])
+			v.exact = append(v.exact, mat)
+			v.exactX = append(v.exactX, as[i].f32())
+			v.exactOut = append(v.exactOut, outs[i])
 		}
 	}
-	if len(exact) > 0 {
-		pool.MatVecs(exact, exactX, exactOut)
+	if len(v.exact) > 0 {
+		pool.MatVecs(v.exact, v.exactX, v.exactOut)
 	}
-	if len(qm) > 0 {
-		pool.MatVecsQ8(qm, qx, qout)
+	if len(v.qm) > 0 {
+		pool.MatVecsQ8(v.qm, v.qx, v.qout)
 	}
-	if len(bm) > 0 {
-		pool.MatVecsBF16(bm, bx, bout)
+	if len(v.bm) > 0 {
+		pool.MatVecsBF16(v.bm, v.bx, v.bout)
 	}
 }
 
 // matVecsOrMul computes outs[i] = ms[i] a for a's rows: in one parallel pass
 // for a single row, else a matMul each (the same dot per element either
-// way).
-func matVecsOrMul(pool *kernels.Pool, ms []*kernels.Matrix, a *acts, outs [][]float32) {
+// way). v is as for matVecs.
+func matVecsOrMul(pool *kernels.Pool, ms []*kernels.Matrix, a *acts, outs [][]float32, v *matVecArgs) {
 	if a.T() == 1 {
-		as := make([]*acts, len(ms))
-		for i := range as {
-			as[i] = a
+		if v == nil {
+			v = new(matVecArgs)
 		}
-		matVecs(pool, ms, as, outs)
+		v.as = v.as[:0]
+		for range ms {
+			v.as = append(v.as, a)
+		}
+		matVecs(pool, ms, v.as, outs, v)
 		return
 	}
 	for i, mat := range ms {

@@ -15,12 +15,13 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	E, K, D := c.Experts, c.ExpertsUsed, c.Embd
 	// The router, the shared expert and every routed expert read xn: in
 	// fast mode it is quantized once for all of them.
-	xa := newActs(xn, D, m.Mode)
-	logits := make([]float32, T*E)
+	sc := &s.sc
+	xa := sc.newActs(xn, D, m.Mode)
+	logits := sc.floats(T * E)
 	matMul(m.Pool, &L.Router, xa, logits)
-	probs := make([]float32, T*E)
-	ids := make([]int32, T*K)
-	weights := make([]float32, T*K)
+	probs := sc.floats(T * E)
+	ids := sc.int32s(T * K)
+	weights := sc.floats(T * K)
 	var resident func(int) bool
 	if s.Routing.CacheAware {
 		resident = func(e int) bool { return m.Experts.Resident(l, e) }
@@ -29,24 +30,24 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 		softmax(probs[t*E:(t+1)*E], logits[t*E:(t+1)*E])
 		s.route(probs[t*E:(t+1)*E], logits[t*E:(t+1)*E], resident, ids[t*K:(t+1)*K], weights[t*K:(t+1)*K])
 	}
-	// Which (token, rank) slots each expert serves, experts in ascending id.
-	users := make([][]int, E)
-	var distinct []int
+	// Which (token, rank) slots each expert serves, experts in ascending
+	// id; the distinct experts in order of first use.
+	users := grow(&sc.users, E)
+	for e := range users {
+		users[e] = users[e][:0]
+	}
+	distinct := sc.distinct[:0]
 	for i, e := range ids {
-		if users[e] == nil {
+		if len(users[e]) == 0 {
 			distinct = append(distinct, int(e))
 		}
 		users[e] = append(users[e], i)
 	}
+	sc.distinct = distinct
 	s.Stats.ExpertUses += len(ids)
 	s.raScore(l, distinct)
 	m.Experts.Need(l, distinct)
-	var ys []float32
-	if T > 1 {
-		ys = grow(&s.bufs.ys, T*K*D) // expertsBatch writes every slot
-	} else {
-		ys = make([]float32, T*K*D)
-	}
+	ys := sc.floats(T * K * D)
 	var act []float32 // [T][K][ExpertFF] SwiGLU products, traced on request
 	if s.Observer != nil && s.TraceExpertAct {
 		act = make([]float32, T*K*c.ExpertFF)
@@ -58,7 +59,7 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	} else if err := s.expertsBatch(l, users, xa, ys, act); err != nil {
 		return nil, err
 	}
-	out := make([]float32, T*D)
+	out := sc.zeros(T * D)
 	for t := 0; t < T; t++ {
 		o := out[t*D : (t+1)*D]
 		for k := 0; k < K; k++ {
@@ -90,19 +91,69 @@ func (s *Session) sharedExpert(sh *SharedExpert, xa *acts) (gate, y []float32) {
 	m := s.m
 	xn, T := xa.f32(), xa.T()
 	D, F := m.Config.Embd, m.Config.SharedFF
-	gate = make([]float32, T)
+	sc := &s.sc
+	gate = sc.floats(T)
 	for t := range gate {
 		gate[t] = sigmoid(kernels.DotF32(sh.GateInp, xn[t*D:(t+1)*D]))
 	}
-	g := make([]float32, T*F)
-	u := make([]float32, T*F)
-	matVecsOrMul(m.Pool, []*kernels.Matrix{&sh.Gate, &sh.Up}, xa, [][]float32{g, u})
-	for i := range g {
-		g[i] = silu(g[i]) * u[i]
+	g := sc.floats(T * F)
+	if T == 1 {
+		sc.gates, sc.ups = append(sc.gates[:0], &sh.Gate), append(sc.ups[:0], &sh.Up)
+		s.swiGLU(sc.gates, sc.ups, xa, g)
+	} else {
+		u := sc.floats(T * F)
+		matVecsOrMul(m.Pool, []*kernels.Matrix{&sh.Gate, &sh.Up}, xa, [][]float32{g, u}, &sc.vecs)
+		for i := range g {
+			g[i] = silu(g[i]) * u[i]
+		}
 	}
-	y = make([]float32, T*D)
-	matMul(m.Pool, &sh.Down, newActs(g, F, m.Mode), y)
+	y = sc.floats(T * D)
+	matMul(m.Pool, &sh.Down, sc.newActs(g, F, m.Mode), y)
 	return gate, y
+}
+
+// swiGLU sets row j of h [len(gates)][F] to silu(gates[j] x) * (ups[j] x)
+// for the single row x: in fast mode, where every matrix takes x's Q8_0
+// row, in one parallel pass with the activation run in it
+// (MatVecsQ8GLU); else the products in one pass, then the activation. The
+// bits are the same either way.
+func (s *Session) swiGLU(gates, ups []*kernels.Matrix, xa *acts, h []float32) {
+	m := s.m
+	sc := &s.sc
+	n := len(gates)
+	F := len(h) / n
+	u := sc.floats(n * F)
+	q8 := true
+	for j := range gates {
+		q8 = q8 && xa.useQ8(gates[j]) && !xa.useBF16(gates[j]) && xa.useQ8(ups[j]) && !xa.useBF16(ups[j])
+	}
+	if !q8 {
+		g := sc.floats(n * F)
+		ms, as, outs := sc.ms[:0], sc.as[:0], sc.outs[:0]
+		for j := range gates {
+			ms = append(ms, gates[j], ups[j])
+			as = append(as, xa, xa)
+			outs = append(outs, g[j*F:(j+1)*F], u[j*F:(j+1)*F])
+		}
+		sc.ms, sc.as, sc.outs = ms, as, outs
+		matVecs(m.Pool, ms, as, outs, &sc.vecs)
+		for i := range h {
+			h[i] = silu(g[i]) * u[i]
+		}
+		return
+	}
+	xq, gs, us := sc.xq[:0], sc.outs[:0], sc.outs2[:0]
+	for j := range gates {
+		xq = append(xq, xa.q8()[0])
+		gs, us = append(gs, h[j*F:(j+1)*F]), append(us, u[j*F:(j+1)*F])
+	}
+	sc.xq, sc.outs, sc.outs2 = xq, gs, us
+	m.Pool.MatVecsQ8GLU(gates, ups, xq, gs, us, func(j, lo, hi int) {
+		hj, uj := h[j*F:(j+1)*F], u[j*F:(j+1)*F]
+		for r := lo; r < hi; r++ {
+			hj[r] = silu(hj[r]) * uj[r]
+		}
+	})
 }
 
 func silu(v float32) float32 { return v / (1 + float32(math.Exp(float64(-v)))) }
@@ -135,7 +186,7 @@ func (s *Session) route(probs, logits []float32, resident func(int) bool, ids []
 	if resident != nil {
 		exact = min(max(s.Routing.Exact, 0), K)
 	}
-	taken := make([]bool, len(probs))
+	taken := bools(&s.sc.taken, len(probs))
 	for k := 0; k < K; k++ {
 		best := -1
 		var bestV float32
@@ -228,13 +279,16 @@ func (s *Session) expertsBatch(l int, users [][]int, xa *acts, ys, act []float32
 // expertsBatch's whatever the grouping and the order reads arrive in.
 func (s *Session) expertsOneToken(l int, ids []int32, xa *acts, ys, act []float32) error {
 	m := s.m
-	left := make([]int, len(ids))
+	sc := &s.sc
+	left := grow(&sc.left, len(ids))
 	for k := range left {
 		left[k] = k
 	}
-	var es []int
+	es := sc.es[:0]
+	defer func() { sc.es = es }()
 	for waited := false; len(left) > 0; {
-		var now, rest []int
+		// The ranks not read yet compact into left's own buffer.
+		now, rest := sc.now[:0], left[:0]
 		for _, k := range left {
 			if m.Experts.Ready(l, int(ids[k])) {
 				now = append(now, k)
@@ -242,6 +296,7 @@ func (s *Session) expertsOneToken(l int, ids []int32, xa *acts, ys, act []float3
 				rest = append(rest, k)
 			}
 		}
+		sc.now = now[:0]
 		if len(now) == 0 {
 			if !waited {
 				es = es[:0]
@@ -272,14 +327,10 @@ func (s *Session) expertGroup(l int, ids []int32, ranks []int, xa *acts, ys, act
 	c := &m.Config
 	D, F := c.Embd, c.ExpertFF
 	n := len(ranks)
-	exs := make([]*Expert, n)
-	defer func() {
-		for j, ex := range exs {
-			if ex != nil {
-				m.Experts.Release(l, int(ids[ranks[j]]))
-			}
-		}
-	}()
+	sc := &s.sc
+	exs := grow(&sc.exs, n)
+	clear(exs)
+	defer s.release(l, ids, ranks, exs)
 	for j, k := range ranks {
 		ex, err := m.Experts.Get(l, int(ids[k]))
 		if err != nil {
@@ -288,35 +339,35 @@ func (s *Session) expertGroup(l int, ids []int32, ranks []int, xa *acts, ys, act
 		exs[j] = ex
 		s.Stats.DistinctLoads++
 	}
-	gu := make([]float32, 2*n*F)
-	ms := make([]*kernels.Matrix, 0, 2*n)
-	xs := make([]*acts, 0, 2*n)
-	outs := make([][]float32, 0, 2*n)
-	for j, ex := range exs {
-		ms = append(ms, &ex.Gate, &ex.Up)
-		xs = append(xs, xa, xa)
-		outs = append(outs, gu[2*j*F:(2*j+1)*F], gu[(2*j+1)*F:(2*j+2)*F])
+	gates, ups := sc.gates[:0], sc.ups[:0]
+	for _, ex := range exs {
+		gates, ups = append(gates, &ex.Gate), append(ups, &ex.Up)
 	}
-	matVecs(m.Pool, ms, xs, outs)
-	h := make([]float32, n*F)
-	for j := 0; j < n; j++ {
-		g, u := gu[2*j*F:(2*j+1)*F], gu[(2*j+1)*F:(2*j+2)*F]
-		for i := range g {
-			h[j*F+i] = silu(g[i]) * u[i]
-		}
-	}
+	sc.gates, sc.ups = gates, ups
+	h := sc.floats(n * F)
+	s.swiGLU(gates, ups, xa, h)
+	ms, xs, outs := sc.ms[:0], sc.as[:0], sc.outs[:0]
 	if act != nil {
 		for j, k := range ranks {
 			copy(act[k*F:(k+1)*F], h[j*F:(j+1)*F])
 		}
 	}
-	ms, xs, outs = ms[:0], xs[:0], outs[:0]
 	for j, ex := range exs {
 		k := ranks[j]
 		ms = append(ms, &ex.Down)
-		xs = append(xs, newActs(h[j*F:(j+1)*F], F, m.Mode))
+		xs = append(xs, sc.newActs(h[j*F:(j+1)*F], F, m.Mode))
 		outs = append(outs, ys[k*D:(k+1)*D])
 	}
-	matVecs(m.Pool, ms, xs, outs)
+	matVecs(m.Pool, ms, xs, outs, &sc.vecs)
+	sc.ms, sc.as, sc.outs = ms, xs, outs
 	return nil
+}
+
+// release unpins the experts of expertGroup that it got (exs[j] not nil).
+func (s *Session) release(l int, ids []int32, ranks []int, exs []*Expert) {
+	for j, ex := range exs {
+		if ex != nil {
+			s.m.Experts.Release(l, int(ids[ranks[j]]))
+		}
+	}
 }

@@ -55,12 +55,12 @@ func TestQwen35EvalRefs(t *testing.T) {
 		}
 	}
 	tokens := readI32(t, tiny35(t, "refs", "eval_tokens.i32.bin"))
-	refLogits := readF32(t, tiny35(t, "refs", "eval_logits.f32.bin"))
-	refHidden := readF32(t, tiny35(t, "refs", "eval_hidden.f32.bin"))
-	refMixer := readF32(t, tiny35(t, "refs", "eval_mixer_out.f32.bin"))
+	refLogits := testutil.ReadF32(t, tiny35(t, "refs", "eval_logits.f32.bin"))
+	refHidden := testutil.ReadF32(t, tiny35(t, "refs", "eval_hidden.f32.bin"))
+	refMixer := testutil.ReadF32(t, tiny35(t, "refs", "eval_mixer_out.f32.bin"))
 	refIDs := readI32(t, tiny35(t, "refs", "eval_router_ids.i32.bin"))
-	refW := readF32(t, tiny35(t, "refs", "eval_router_weights.f32.bin"))
-	refGate := readF32(t, tiny35(t, "refs", "eval_shexp_gate.f32.bin"))
+	refW := testutil.ReadF32(t, tiny35(t, "refs", "eval_router_weights.f32.bin"))
+	refGate := testutil.ReadF32(t, tiny35(t, "refs", "eval_shexp_gate.f32.bin"))
 	const S, P, V, D, L, K, E = 4, 64, 4096, 256, 4, 6, 64
 	if len(tokens) != S*P || len(refLogits) != S*P*V || len(refHidden) != S*L*P*D || len(refMixer) != S*L*P*D || len(refIDs) != L*S*P*K || len(refGate) != L*S*P {
 		t.Fatal("reference sizes")
@@ -114,7 +114,7 @@ func TestQwen35Greedy(t *testing.T) {
 			t.Fatalf("step %d: token %d, want %d (got %v)", i, ids[i], ref.GeneratedIDs[i], ids)
 		}
 	}
-	d := compareLogits(t, "greedy logits", logits, readF32(t, tiny35(t, "refs", "greedy_logits.f32.bin")), m.Config.Vocab)
+	d := compareLogits(t, "greedy logits", logits, testutil.ReadF32(t, tiny35(t, "refs", "greedy_logits.f32.bin")), m.Config.Vocab)
 	t.Logf("max |logit diff| %.3g", d)
 }
 
@@ -126,7 +126,7 @@ func TestQwen35LongWindow(t *testing.T) {
 	m := openQwen35(t)
 	V := m.Config.Vocab
 	tokens := readI32(t, tiny35(t, "refs", "ppl_tokens.i32.bin"))[:256]
-	ref := readF32(t, tiny35(t, "refs", "long_logits.f32.bin"))
+	ref := testutil.ReadF32(t, tiny35(t, "refs", "long_logits.f32.bin"))
 	positions := []int{63, 64, 65, 127, 128, 191, 192, 255}
 	s := m.NewSession()
 	s.MaxBatch = 100
@@ -167,7 +167,7 @@ func TestQwen35Perplexity(t *testing.T) {
 	m := openQwen35(t)
 	V := m.Config.Vocab
 	tokens := readI32(t, tiny35(t, "refs", "ppl_tokens.i32.bin"))
-	refNLL := readF32(t, tiny35(t, "refs", "ppl_nll.f32.bin"))
+	refNLL := testutil.ReadF32(t, tiny35(t, "refs", "ppl_nll.f32.bin"))
 	const N = 256
 	W := 64
 	if len(tokens) != W*N || len(refNLL) != W*(N-1) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/testutil"
 	"github.com/stratactl/stratactl/quant"
 )
 
@@ -209,7 +210,7 @@ func qwen3nextSameModel(t *testing.T, legacy bool) {
 	base := openQwen35(t)
 	V := base.Config.Vocab
 	tokens := readI32(t, tiny35(t, "refs", "eval_tokens.i32.bin"))
-	refLogits := readF32(t, tiny35(t, "refs", "eval_logits.f32.bin"))
+	refLogits := testutil.ReadF32(t, tiny35(t, "refs", "eval_logits.f32.bin"))
 	for seq := 0; seq < 4; seq++ {
 		ids := tokens[seq*64 : (seq+1)*64]
 		want, err := base.NewSession().Forward(ids, true)

@@ -2,8 +2,8 @@ package engine
 
 // readAhead runs before layer next's token mixer, with x the residual
 // stream then: when experts stream, it guesses the experts of layers next
-// .. next+ReadAhead()-1 from x (each layer's ffn_norm and Q8_0 router copy
-// applied to it: where the residual changes little over a layer, its
+// .. next+ReadAhead()-1 from x (each layer's ffn_norm and Q8_0 router
+// copy applied to it: where the residual changes little over a layer, its
 // router picks nearly the experts it will pick) and asks the store to
 // start reading them, the nearest layer first, for each layer whose
 // guesses pay (raLayer.pays).
@@ -23,11 +23,11 @@ func (s *Session) readAhead(next int, x []float32, T int) {
 		if L.RouterQ8 == nil {
 			continue
 		}
-		xn := make([]float32, T*D)
+		xn := s.sc.floats(T * D)
 		rmsNormRows(xn, x, L.FFNNorm, D, c.Eps)
-		scores := make([]float32, T*E)
+		scores := s.sc.floats(T * E)
 		m.Pool.MatMul(L.RouterQ8, xn, T, scores)
-		guess := topGuesses(scores, E, K)
+		guess := s.sc.topGuesses(scores, E, K)
 		st := &s.ra[l]
 		st.pending = st.pending[:0]
 		for _, e := range guess {
@@ -92,9 +92,15 @@ func (s *Session) raScore(l int, ids []int) {
 // topGuesses is the union over the rows of scores [T][E] of each row's k
 // highest (ties to the lower id), in the order first picked.
 func topGuesses(scores []float32, E, k int) []int {
-	seen := make([]bool, E)
-	var guess []int
-	taken := make([]bool, E)
+	return new(scratch).topGuesses(scores, E, k)
+}
+
+// topGuesses is topGuesses in sc's buffers (the result valid until the
+// next call).
+func (sc *scratch) topGuesses(scores []float32, E, k int) []int {
+	seen := bools(&sc.seen, E)
+	guess := sc.guess[:0]
+	taken := bools(&sc.taken, E)
 	for t := 0; t*E < len(scores); t++ {
 		row := scores[t*E : (t+1)*E]
 		clear(taken)
@@ -112,5 +118,6 @@ func topGuesses(scores []float32, E, k int) []int {
 			}
 		}
 	}
+	sc.guess = guess
 	return guess
 }

@@ -25,19 +25,6 @@ func readI32(t testing.TB, path string) []int32 {
 	return out
 }
 
-func readF32(t testing.TB, path string) []float32 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}
-
 type greedyRef struct {
 	PromptIDs    []int32   `json:"prompt_ids"`
 	GeneratedIDs []int32   `json:"generated_ids"`
@@ -126,10 +113,10 @@ func TestEvalRefsBF16(t *testing.T) {
 		t.Fatalf("config %+v", c)
 	}
 	tokens := readI32(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))
-	refLogits := readF32(t, testutil.TinyModel(t, "refs", "eval_logits.f32.bin"))
-	refHidden := readF32(t, testutil.TinyModel(t, "refs", "eval_hidden.f32.bin"))
+	refLogits := testutil.ReadF32(t, testutil.TinyModel(t, "refs", "eval_logits.f32.bin"))
+	refHidden := testutil.ReadF32(t, testutil.TinyModel(t, "refs", "eval_hidden.f32.bin"))
 	refIDs := readI32(t, testutil.TinyModel(t, "refs", "eval_router_ids.i32.bin"))
-	refW := readF32(t, testutil.TinyModel(t, "refs", "eval_router_weights.f32.bin"))
+	refW := testutil.ReadF32(t, testutil.TinyModel(t, "refs", "eval_router_weights.f32.bin"))
 	const S, P, V, D, L, K, E = 4, 64, 4096, 256, 4, 4, 32
 	if len(tokens) != S*P || len(refLogits) != S*P*V || len(refHidden) != S*L*P*D || len(refIDs) != L*S*P*K {
 		t.Fatal("reference sizes")
@@ -277,7 +264,7 @@ func TestGreedyBF16(t *testing.T) {
 			t.Fatalf("step %d: token %d, want %d (got %v)", i, ids[i], ref.GeneratedIDs[i], ids)
 		}
 	}
-	compareLogits(t, "greedy logits", logits, readF32(t, testutil.TinyModel(t, "refs", "greedy_logits.f32.bin")), m.Config.Vocab)
+	compareLogits(t, "greedy logits", logits, testutil.ReadF32(t, testutil.TinyModel(t, "refs", "greedy_logits.f32.bin")), m.Config.Vocab)
 }
 
 func TestQuantizedVariants(t *testing.T) {
@@ -290,7 +277,7 @@ func TestQuantizedVariants(t *testing.T) {
 		t.Run(v.refs, func(t *testing.T) {
 			m := openModel(t, v.file)
 			V := m.Config.Vocab
-			want := readF32(t, testutil.TinyModel(t, v.refs, "eval_last_logits.f32.bin"))
+			want := testutil.ReadF32(t, testutil.TinyModel(t, v.refs, "eval_last_logits.f32.bin"))
 			var got []float32
 			for seq := 0; seq < 4; seq++ {
 				l, err := m.NewSession().Forward(tokens[seq*64:(seq+1)*64], false)

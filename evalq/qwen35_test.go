@@ -47,7 +47,7 @@ func qwen35Windows(t *testing.T, n int) [][]int32 {
 // ScoreSecondHalf scores in the first n windows: row w, j = 128..254
 // (-log p(token j+1 | tokens 0..j)).
 func secondHalfNLL(t *testing.T, n int) (float64, int) {
-	nll := readF32(t, qwen35File(t, "refs", "ppl_nll.f32.bin"))
+	nll := testutil.ReadF32(t, qwen35File(t, "refs", "ppl_nll.f32.bin"))
 	if len(nll) != 64*255 {
 		t.Fatalf("ppl_nll holds %d values, want 64 x 255", len(nll))
 	}

@@ -2,7 +2,6 @@ package evalq
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"math"
 	"os"
@@ -20,19 +19,6 @@ func openModel(t *testing.T, file string) *engine.Model {
 	}
 	t.Cleanup(func() { m.Close() })
 	return m
-}
-
-func readF32(t *testing.T, path string) []float32 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
 }
 
 func ppTokens(t *testing.T, n int) [][]int32 {
@@ -113,7 +99,7 @@ func TestAgainstStoredLogits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored := readF32(t, testutil.TinyModel(t, "refs", "eval_logits.f32.bin"))
+	stored := testutil.ReadF32(t, testutil.TinyModel(t, "refs", "eval_logits.f32.bin"))
 	var q struct {
 		Top1 float64 `json:"eval_top1_agreement_vs_bf16_refs"`
 	}

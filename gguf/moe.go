@@ -37,6 +37,16 @@ type MoELayer struct {
 	ExpertTensorSize int64 // all per-expert tensors of the block together
 }
 
+// LayerBlocks lists the block number of each MoE layer, in order: the
+// layer list of a keep map and of a pack's experts file.
+func (m *MoE) LayerBlocks() []uint32 {
+	out := make([]uint32, len(m.Layers))
+	for i, l := range m.Layers {
+		out[i] = uint32(l.Block)
+	}
+	return out
+}
+
 // ExpertTensors lists every per-expert tensor of the layer: gate (if any),
 // up (or the fused gate_up), down, then the extras in file order.
 func (l *MoELayer) ExpertTensors() []*TensorInfo {

@@ -280,6 +280,10 @@ func TestMoEFusedAndMTP(t *testing.T) {
 	if !m.InMTP("blk.2.ffn_gate_inp.weight") || m.InMTP("blk.1.ffn_gate_inp.weight") || m.InMTP("output.weight") {
 		t.Error("InMTP")
 	}
+	// The MTP block is no MoE layer of the model.
+	if b := m.LayerBlocks(); len(b) != 2 || b[0] != 0 || b[1] != 1 {
+		t.Errorf("LayerBlocks %v, want [0 1]", b)
+	}
 	parts, ok := m.Layers[1].Parts()
 	if !ok || parts[0].Tensor != m.Layers[1].GateUp || parts[2].Tensor != m.Layers[1].Down {
 		t.Fatalf("parts %+v", parts)

@@ -328,3 +328,34 @@ func (p *Pool) MatVecsQ8(ms []*Matrix, xs []*Q8Row, outs [][]float32) {
 		}
 	})
 }
+
+// MatVecsQ8GLU sets gs[i][r] = DotQ8(row r of gates[i], xs[i]) and
+// us[i][r] = DotQ8(row r of ups[i], xs[i]) for every row of every pair, in
+// one parallel pass over the gates' rows in which each range computes the
+// gate's and the up's rows of its part and then calls glu(i, lo, hi) for
+// them: the gated activation (SwiGLU) runs in the pass, on every thread,
+// instead of after it on one. ups[i] has gates[i]'s shape. The bits are
+// MatVecQ8's; glu sees every row of every pair once, in no fixed order.
+func (p *Pool) MatVecsQ8GLU(gates, ups []*Matrix, xs []*Q8Row, gs, us [][]float32, glu func(i, lo, hi int)) {
+	start := make([]int, len(gates)+1)
+	work := 0
+	for i, m := range gates {
+		m.checkQ8("MatVecsQ8GLU", xs[i])
+		ups[i].checkQ8("MatVecsQ8GLU", xs[i])
+		if ups[i].Rows != m.Rows || len(gs[i]) < m.Rows || len(us[i]) < m.Rows {
+			panic(fmt.Sprintf("kernels: MatVecsQ8GLU: pair %d has %d and %d rows, len(g)=%d len(u)=%d", i, m.Rows, ups[i].Rows, len(gs[i]), len(us[i])))
+		}
+		start[i+1] = start[i] + m.Rows
+		work = max(work, m.Cols+ups[i].Cols)
+	}
+	p.Parallel(start[len(gates)], work, func(lo, hi int) {
+		for i, m := range gates {
+			a, b := max(lo, start[i])-start[i], min(hi, start[i+1])-start[i]
+			if a < b {
+				host.dotQ8Range(m, a, b, xs[i], gs[i])
+				host.dotQ8Range(ups[i], a, b, xs[i], us[i])
+				glu(i, a, b)
+			}
+		}
+	})
+}

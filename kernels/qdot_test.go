@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/stratactl/stratactl/quant"
@@ -490,6 +491,46 @@ func TestMatQ8ThreadsAndBatch(t *testing.T) {
 		for r := range want {
 			if !sameFloat(outs[i][r], want[r]) {
 				t.Fatalf("MatVecsQ8 matrix %d row %d: %g, MatVecQ8 %g", i, r, outs[i][r], want[r])
+			}
+		}
+	}
+	// MatVecsQ8GLU over pairs of them (gate: a matrix less its last row, up:
+	// the same less its first) gives MatVecQ8's bits, and glu sees each row
+	// once, after both of its products.
+	for _, th := range []int{1, 2, 3} {
+		var gates, ups []*Matrix
+		var gx []*Q8Row
+		var gs, us [][]float32
+		for i, m := range ms {
+			g, u := *m, *m
+			g.Rows, u.Rows = m.Rows-1, m.Rows-1
+			g.Data, u.Data = m.Data[:g.Rows*m.RowBytes], m.Data[m.RowBytes:]
+			gates, ups, gx = append(gates, &g), append(ups, &u), append(gx, xs[i])
+			gs, us = append(gs, make([]float32, g.Rows)), append(us, make([]float32, u.Rows))
+		}
+		seen := make([][]int32, len(gates))
+		for i := range seen {
+			seen[i] = make([]int32, gates[i].Rows)
+		}
+		var mu sync.Mutex
+		NewPool(th).MatVecsQ8GLU(gates, ups, gx, gs, us, func(i, lo, hi int) {
+			mu.Lock()
+			defer mu.Unlock()
+			for r := lo; r < hi; r++ {
+				if !sameFloat(gs[i][r], DotQ8(gates[i].Type, gates[i].Row(r), gx[i])) || !sameFloat(us[i][r], DotQ8(ups[i].Type, ups[i].Row(r), gx[i])) {
+					t.Errorf("threads %d pair %d row %d: glu before its products", th, i, r)
+				}
+				seen[i][r]++
+			}
+		})
+		for i := range gates {
+			wg, wu := make([]float32, gates[i].Rows), make([]float32, ups[i].Rows)
+			NewPool(1).MatVecQ8(gates[i], gx[i], wg)
+			NewPool(1).MatVecQ8(ups[i], gx[i], wu)
+			for r := range wg {
+				if !sameFloat(gs[i][r], wg[r]) || !sameFloat(us[i][r], wu[r]) || seen[i][r] != 1 {
+					t.Fatalf("MatVecsQ8GLU threads %d pair %d row %d: %g %g, MatVecQ8 %g %g, glu saw it %d times", th, i, r, gs[i][r], us[i][r], wg[r], wu[r], seen[i][r])
+				}
 			}
 		}
 	}

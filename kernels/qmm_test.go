@@ -132,6 +132,60 @@ func TestMatMulQ8TilesGuarded(t *testing.T) {
 	}
 }
 
+// TestMatMulQ8InputBlocks: calls of more inputs than one tile pass takes
+// (qmmInputBlock) give DotQ8's bits for every input, the blocks' edges
+// included, on every kernel set and thread count.
+func TestMatMulQ8InputBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(59, 60))
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q2_0, quant.IQ4_NL, quant.IQ4_XS} {
+		for _, n := range []int{640, 768} {
+			ti, _ := quant.Info(typ)
+			if n%ti.BlockElements != 0 {
+				continue
+			}
+			rows := 1 + rng.IntN(qmmRows+5)
+			m, err := NewMatrix(typ, randomRow(rng, typ, n*rows), n, rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ntok := qmmInputBlock + 1 + rng.IntN(qmmInputBlock+8)
+			xs := make([]*Q8Row, ntok)
+			for i := range xs {
+				xs[i] = new(Q8Row)
+				if err := QuantizeQ8Row(gaussians(rng, n, 1), xs[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, s := range testSets() {
+				out := make([]float32, ntok*rows)
+				outs := make([][]float32, ntok)
+				for i := range outs {
+					outs[i] = out[i*rows : (i+1)*rows]
+				}
+				s.k.matMulQ8Tiles(&m, xs, outs, 0, rows, new(qmmScratch))
+				for i, x := range xs {
+					for r := 0; r < rows; r++ {
+						if want := portable.dotQ8(typ, m.Row(r), x); !sameFloat(out[i*rows+r], want) {
+							t.Fatalf("%s n=%d on %s: input %d of %d row %d is %g, DotQ8 %g", typ, n, s.name, i, ntok, r, out[i*rows+r], want)
+						}
+					}
+				}
+			}
+			for _, th := range []int{1, 2} {
+				out := make([]float32, ntok*rows)
+				NewPool(th).MatMulQ8(&m, xs, out)
+				for i, x := range xs {
+					for r := 0; r < rows; r++ {
+						if want := portable.dotQ8(typ, m.Row(r), x); !sameFloat(out[i*rows+r], want) {
+							t.Fatalf("%s n=%d on %d threads: input %d row %d is %g, DotQ8 %g", typ, n, th, i, r, out[i*rows+r], want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkMatMulQ8: the tiled product at the field's expert shapes (gate
 // or up: 640 rows of 2560; down: 2560 rows of 640) against 64 inputs, on
 // one thread, in multiply-adds per second.

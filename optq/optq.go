@@ -225,6 +225,7 @@ type searcher struct {
 	plain  *quant.Q2Blocks // the plain search under the weights imp
 	bandT  []float32       // [cols][group]: row k holds U_jk for j < k in k's group
 	cand   []float32       // the candidate scales, in the order choose tries them
+	raw    []float32       // the grid's scales before their rounding to fp16
 	score  []groupScore
 }
 
@@ -352,11 +353,22 @@ func (s *searcher) choose(wg []float32, g0 int) (float32, *groupScore, int) {
 			d0 = quant.FP16ToFloat32(binary.LittleEndian.Uint16(s.block[:]))
 		}
 		s.cand = append(s.cand, d0)
+		s.raw = s.raw[:0]
 		for _, r := range s.ratios {
 			for _, sign := range [2]float32{1, -1} {
-				if d := roundFP16(sign * amax * r); d != 0 {
-					s.cand = append(s.cand, d)
-				}
+				s.raw = append(s.raw, min(max(sign*amax*r, -65504), 65504))
+			}
+		}
+		if amax <= math.MaxFloat32 { // finite: the batch rounding takes it
+			fp16Round(s.raw)
+		} else {
+			for i, d := range s.raw {
+				s.raw[i] = roundFP16(d)
+			}
+		}
+		for _, d := range s.raw {
+			if d != 0 {
+				s.cand = append(s.cand, d)
 			}
 		}
 	} else {

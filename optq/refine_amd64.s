@@ -262,7 +262,10 @@ axdone:
 
 // func groupSumsAVX2(xt *float32, n int, r, e, lv, u *laneVec, cnt int, lam float32, num, l2 *laneVec)
 // groupSumsGo: for the columns whose level is not 0 in a lane, u += l·x_j,
-// num += l·(lam·e_j + x_jᵀr), l2 += l·l, each in column order.
+// num += l·(lam·e_j + x_jᵀr), l2 += l·l, each in column order. u takes
+// every lane's term unmasked: a lane with l = 0 adds 0·x_j = ±0 (x_j is
+// finite), which leaves any u but −0 as it is, and u starts at +0 and
+// cannot become −0 by additions (a sum is −0 only when both terms are).
 TEXT ·groupSumsAVX2(SB), NOSPLIT, $256-80
 	MOVQ         xt+0(FP), AX
 	MOVQ         n+8(FP), BX
@@ -293,10 +296,8 @@ gcol:
 uloop:
 	VBROADCASTSS (SI), Y7
 	VMULPS       Y14, Y7, Y7
-	VMOVUPS      (DI), Y9
-	VADDPS       Y9, Y7, Y7
-	VBLENDVPS    Y11, Y7, Y9, Y9
-	VMOVUPS      Y9, (DI)
+	VADDPS       (DI), Y7, Y7
+	VMOVUPS      Y7, (DI)
 	ADDQ         $4, SI
 	ADDQ         $32, DI
 	DECQ         CX

@@ -1,5 +1,7 @@
 package optq
 
+import "github.com/stratactl/stratactl/quant"
+
 // scoreLanes is the number of candidate scales one scoring pass takes: the
 // in-group OPTQ pass of searcher.choose runs for all of them at once, one
 // candidate per lane.
@@ -53,4 +55,13 @@ func scoreGroupGo(w, invDiag *[group]float32, bandT *[group * group]float32, s *
 		s.t[k] = t
 	}
 	s.loss = sum
+}
+
+// fp16Round sets each v[i], finite and within ±65504, to roundFP16(v[i]).
+var fp16Round = fp16RoundGo
+
+func fp16RoundGo(v []float32) {
+	for i, d := range v {
+		v[i] = quant.FP16ToFloat32(quant.Float32ToFP16(d))
+	}
 }

@@ -14,8 +14,22 @@ func scoreGroupVector(w, invDiag *[group]float32, bandT *[group * group]float32,
 	scoreGroupAVX2(&w[0], &invDiag[0], &bandT[0], s)
 }
 
+//go:noescape
+func fp16RoundF16C(v *float32, n int)
+
+func fp16RoundVector(v []float32) {
+	n := len(v) &^ 7
+	if n > 0 {
+		fp16RoundF16C(&v[0], n)
+	}
+	fp16RoundGo(v[n:])
+}
+
 func init() {
 	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2) {
 		scoreGroup = scoreGroupVector
+	}
+	if cpuid.CPU.Supports(cpuid.AVX, cpuid.F16C) {
+		fp16Round = fp16RoundVector
 	}
 }

@@ -135,3 +135,25 @@ quantk:
 	VMOVUPS Y15, (S_LOSS+96)(R8)
 	VZEROUPPER
 	RET
+
+// func fp16RoundF16C(v *float32, n int)
+// v[i] through binary16 and back, 8 at a time (n a multiple of 8):
+// VCVTPS2PH rounding to nearest even, then VCVTPH2PS (both exact IEEE).
+TEXT ·fp16RoundF16C(SB), NOSPLIT, $0-16
+	MOVQ v+0(FP), DI
+	MOVQ n+8(FP), CX
+	SHRQ $3, CX
+	JZ   f16done
+
+f16loop:
+	VMOVUPS   (DI), Y0
+	VCVTPS2PH $0, Y0, X1
+	VCVTPH2PS X1, Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       f16loop
+
+f16done:
+	VZEROUPPER
+	RET

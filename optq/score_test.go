@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stratactl/stratactl/kernels"
+	"github.com/stratactl/stratactl/quant"
 )
 
 // scoreCase is a group's weights, 1/U_kk, in-group factor (by row: band[j]
@@ -136,6 +137,36 @@ func TestScoreGroupPathsIdentical(t *testing.T) {
 				if math.Float32bits(a.ne[k][c]) != math.Float32bits(b.ne[k][c]) || math.Float32bits(a.t[k][c]) != math.Float32bits(b.t[k][c]) {
 					t.Fatalf("trial %d lane %d column %d: (%v, %v) portable, (%v, %v) vector", trial, c, k, a.ne[k][c], a.t[k][c], b.ne[k][c], b.t[k][c])
 				}
+			}
+		}
+	}
+}
+
+// TestFP16RoundIsRoundFP16: the batch rounding (this CPU's path) is
+// roundFP16 on finite values within the fp16 range: ties, subnormals, the
+// top of the range, signed zeros, and lengths with a tail.
+func TestFP16RoundIsRoundFP16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	var v []float32
+	for _, h := range []uint16{0x0000, 0x8000, 0x0001, 0x03ff, 0x0400, 0x3c00, 0x7bff, 0xfbff, 0x3555} {
+		f := quant.FP16ToFloat32(h)
+		next := quant.FP16ToFloat32(h + 1)
+		v = append(v, f, (f+next)/2, math.Nextafter32((f+next)/2, 0), math.Nextafter32((f+next)/2, 1))
+	}
+	v = append(v, 65504, -65504, 1e-9, -1e-9, 3e-8, -2.9802322e-08)
+	for i := 0; i < 5000; i++ {
+		x := float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(12)-8)))
+		v = append(v, min(max(x, -65504), 65504))
+	}
+	for i, x := range v {
+		v[i] = min(max(x, -65504), 65504)
+	}
+	for _, n := range []int{len(v), 7, 8, 9, 25} {
+		got := append([]float32(nil), v[:n]...)
+		fp16Round(got)
+		for i, x := range v[:n] {
+			if want := roundFP16(x); math.Float32bits(got[i]) != math.Float32bits(want) {
+				t.Fatalf("%v (0x%08x): %v, roundFP16 %v", x, math.Float32bits(x), got[i], want)
 			}
 		}
 	}

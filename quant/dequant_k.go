@@ -217,12 +217,7 @@ func dequantIQ4XS(src []byte, dst []float32) {
 		IQ4XSFactors(b, &dl)
 		qs := b[8:136]
 		for ib := 0; ib < 8; ib++ {
-			q := qs[16*ib : 16*ib+16]
-			out := y[32*ib : 32*ib+32]
-			for j := 0; j < 16; j++ {
-				out[j] = dl[ib] * float32(KvaluesIQ4NL[q[j]&0xf])
-				out[j+16] = dl[ib] * float32(KvaluesIQ4NL[q[j]>>4])
-			}
+			nibbles32(y[32*ib:], qs[16*ib:], dl[ib], &KvaluesIQ4NL)
 		}
 	}
 }

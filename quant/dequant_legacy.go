@@ -19,16 +19,26 @@ func init() {
 	dequantizers[TQ2_0] = dequantTQ2_0
 }
 
+// nibbles32 decodes the 32 weights of one block of 4-bit codes, as Q4_0,
+// IQ4_NL, IQ4_XS (per 32) and MXFP4 store them: byte j of qs holds weight j
+// in its low nibble and weight j+16 in its high one; each weight is d
+// times the code's value in table.
+func nibbles32(out []float32, qs []byte, d float32, table *[16]int8) {
+	out, qs = out[:32], qs[:16]
+	for j, q := range qs {
+		out[j] = d * float32(table[q&0xf])
+		out[j+16] = d * float32(table[q>>4])
+	}
+}
+
+// q4Values is Q4_0's code values: code - 8.
+var q4Values = [16]int8{-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7}
+
 func dequantQ4_0(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/32; i++ {
 		b := src[18*i : 18*i+18]
 		y := dst[32*i : 32*i+32]
-		d := half(b)
-		qs := b[2:18]
-		for j := 0; j < 16; j++ {
-			y[j] = float32(int(qs[j]&0xf)-8) * d
-			y[j+16] = float32(int(qs[j]>>4)-8) * d
-		}
+		nibbles32(y, b[2:18], half(b), &q4Values)
 	}
 }
 
@@ -93,12 +103,7 @@ func dequantIQ4NL(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/32; i++ {
 		b := src[18*i : 18*i+18]
 		y := dst[32*i : 32*i+32]
-		d := half(b)
-		qs := b[2:18]
-		for j := 0; j < 16; j++ {
-			y[j] = d * float32(KvaluesIQ4NL[qs[j]&0xf])
-			y[j+16] = d * float32(KvaluesIQ4NL[qs[j]>>4])
-		}
+		nibbles32(y, b[2:18], half(b), &KvaluesIQ4NL)
 	}
 }
 
@@ -120,12 +125,7 @@ func dequantMXFP4(src []byte, dst []float32) {
 	for i := 0; i < len(dst)/32; i++ {
 		b := src[17*i : 17*i+17]
 		y := dst[32*i : 32*i+32]
-		d := E8M0Half(b[0])
-		qs := b[1:17]
-		for j := 0; j < 16; j++ {
-			y[j] = float32(kvaluesMXFP4[qs[j]&0xf]) * d
-			y[j+16] = float32(kvaluesMXFP4[qs[j]>>4]) * d
-		}
+		nibbles32(y, b[1:17], E8M0Half(b[0]), &kvaluesMXFP4)
 	}
 }
 

@@ -9,6 +9,7 @@ package strata
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrFormat is wrapped by every error about a malformed file.
@@ -33,23 +34,35 @@ type FormatError struct {
 }
 
 func (e *FormatError) Error() string {
-	s := fmt.Sprintf("%s: byte %d: ", e.File, e.Offset)
-	if e.Offset < 0 {
-		s = e.File + ": "
+	return Location(e.File, e.Offset, e.Layer, e.Expert, e.Part) + e.Msg
+}
+
+// Location is how a report names a place in a pack's file, before what is
+// wrong there: "FILE: byte N: layer L expert E part P: ", each part only
+// where known (file "", offset, layer or expert < 0, part ""). verify's
+// findings name places the same way.
+func Location(file string, offset int64, layer, expert int, part string) string {
+	var s string
+	if file != "" {
+		s = file + ": "
 	}
-	if e.Layer >= 0 {
-		s += fmt.Sprintf("layer %d ", e.Layer)
+	if offset >= 0 {
+		s += fmt.Sprintf("byte %d: ", offset)
 	}
-	if e.Expert >= 0 {
-		s += fmt.Sprintf("expert %d ", e.Expert)
+	var at []string
+	if layer >= 0 {
+		at = append(at, fmt.Sprintf("layer %d", layer))
 	}
-	if e.Part != "" {
-		s += fmt.Sprintf("part %s ", e.Part)
+	if expert >= 0 {
+		at = append(at, fmt.Sprintf("expert %d", expert))
 	}
-	if e.Layer >= 0 || e.Expert >= 0 || e.Part != "" {
-		s = s[:len(s)-1] + ": "
+	if part != "" {
+		at = append(at, "part "+part)
 	}
-	return s + e.Msg
+	if len(at) > 0 {
+		s += strings.Join(at, " ") + ": "
+	}
+	return s
 }
 
 func (e *FormatError) Unwrap() error {

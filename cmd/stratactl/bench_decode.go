@@ -43,7 +43,10 @@ vector loop) over --mem-mb on every thread, the best of --mem-passes; the
 compute bound is each of the step's matrix kernels (type, width, mode) timed
 on one thread over rows resident in L2, times the threads. It prints each
 speed next to the limits those give: the mean rate, and one over the median
-and the fastest step. The resident run's arena is bounded by --resident-cap-mb
+and the fastest step; and, where the OS has thread CPU clocks, the weight bytes
+the decode streams per CPU-second of the process beside the streaming read's
+bytes per CPU-second of its threads (a fraction that waiting for a core on a
+shared machine changes far less). The resident run's arena is bounded by --resident-cap-mb
 (default: half the machine's RAM, the bound of run's default arena); when the
 experts exceed it, the report says so (resident_capped) and that run streams
 the rest.`,
@@ -94,7 +97,7 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 	fmt.Fprintf(w, "  experts file %.1f MB (slots of %d bytes), written in %.1f s to %s\n", float64(size)/1e6, rep.SlotBytes, rep.WriteSeconds, dir)
 	fmt.Fprintf(w, "  weights per token: dense %.1f MB + experts %.1f MB\n", rep.DenseMBPerTok, rep.ExpertMBPerTok)
 	fmt.Fprintf(w, "machine: %s, %d threads of %d CPUs, load average %s; %s mode\n", rep.Kernels, rep.Threads, rep.CPUs, rep.LoadAverage, rep.Mode)
-	fmt.Fprintf(w, "  memory read bandwidth %.2f GB/s (streaming read of %d MiB, %d threads, best of %d passes before the runs and before and after each)\n", rep.MemReadGBs, rep.MemMB, rep.Threads, rep.MemPasses)
+	fmt.Fprintf(w, "  memory read bandwidth %.2f GB/s, %.2f GB per CPU-second (streaming read of %d MiB, %d threads, best of %d passes before the runs and before and after each)\n", rep.MemReadGBs, rep.MemReadGBsPerCPU, rep.MemMB, rep.Threads, rep.MemPasses)
 	for _, k := range rep.KernelRates {
 		how := "float32 activations"
 		if k.Quantized {
@@ -122,6 +125,10 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 		}
 		fmt.Fprintf(w, "\n  median step: %.0f%% of the memory bound, %.0f%% of the compute bound, %.0f%% of the tighter of memory and disk (%.2f tokens/s); best step: %.0f%% of the memory bound\n",
 			100*d.MemFraction, 100*d.ComputeFraction, 100*d.Fraction, d.Limit, 100*d.BestMemFraction)
+		if d.CPUMemFraction > 0 {
+			fmt.Fprintf(w, "  per CPU-second: %.1f GB of weights, %.0f%% of the streaming read's %.2f GB per CPU-second (this run's best)\n",
+				d.CPUTokensPerS*d.BytesPerToken/1e3, 100*d.CPUMemFraction, d.MemReadGBsPerCPU)
+		}
 		if r.name == "resident" && rep.ResidentCapped {
 			why := "half the machine's RAM"
 			if f.residentCapMB > 0 {

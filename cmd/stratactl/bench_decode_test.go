@@ -69,6 +69,18 @@ func TestBenchDecodeSmall(t *testing.T) {
 	if rep.ComputeLimit <= 0 || res.ComputeLimit != rep.ComputeLimit || res.MedianTokensPerS <= 0 || res.BestTokensPerS < res.MedianTokensPerS {
 		t.Fatalf("compute bound %g, run %+v", rep.ComputeLimit, res)
 	}
+	// The bound in CPU time: a thread's CPU time in a pass is at most the
+	// pass's wall time, so per CPU-second the read is at least the wall
+	// rate over the threads; the run's own best is one of the report's
+	// passes; the fraction is the decode's bytes per CPU-second over it.
+	if runtime.GOOS == "linux" {
+		if rep.MemReadGBsPerCPU < rep.MemReadGBs/float64(rep.Threads)*0.999 || res.MemReadGBsPerCPU > rep.MemReadGBsPerCPU || res.MemReadGBsPerCPU <= 0 {
+			t.Fatalf("per CPU-second %g GB (run %g) against %g GB/s on %d threads", rep.MemReadGBsPerCPU, res.MemReadGBsPerCPU, rep.MemReadGBs, rep.Threads)
+		}
+		if want := res.CPUTokensPerS * res.BytesPerToken * 1e6 / (res.MemReadGBsPerCPU * 1e9); math.Abs(res.CPUMemFraction-want) > 1e-9*want {
+			t.Fatalf("CPU-time fraction %g, want %g", res.CPUMemFraction, want)
+		}
+	}
 	if rep.Mode != "fast" || rep.MemPasses != 5 {
 		t.Fatalf("mode %q, memory passes %d", rep.Mode, rep.MemPasses)
 	}

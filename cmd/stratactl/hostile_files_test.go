@@ -630,10 +630,7 @@ func TestHostileGroupedRouting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var blocks []uint32
-	for _, l := range moe.Layers {
-		blocks = append(blocks, uint32(l.Block))
-	}
+	blocks := moe.LayerBlocks()
 	keepMap := func(name string, ids ...uint32) string {
 		k := &strata.Keep{NExpert: 8, Layers: blocks}
 		for range blocks {

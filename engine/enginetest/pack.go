@@ -33,10 +33,7 @@ func BuildPack(t testing.TB, src, dir string) {
 	for p, ti := range []*gguf.TensorInfo{l0.Gate, l0.Up, l0.Down} {
 		parts[p] = strata.PartShape{Type: ti.Type, Ne0: ti.Dims[0], Ne1: ti.Dims[1]}
 	}
-	layers := make([]uint32, len(m.Layers))
-	for i, l := range m.Layers {
-		layers[i] = uint32(l.Block)
-	}
+	layers := m.LayerBlocks()
 	h, err := strata.NewHeader(layers, m.Experts, parts)
 	if err != nil {
 		t.Fatal(err)

@@ -48,13 +48,22 @@ type DecodeRun struct {
 	// MedianTokensPerS and BestTokensPerS one over the median and the
 	// fastest step (steadier on a shared machine); CPUTokensPerS steps
 	// per second of the process's CPU time (every thread's, readers too).
-	DecodeTokensPerS float64              `json:"decode_tokens_per_s"`
-	MedianTokensPerS float64              `json:"median_step_tokens_per_s"`
-	BestTokensPerS   float64              `json:"best_step_tokens_per_s"`
-	CPUTokensPerS    float64              `json:"cpu_tokens_per_s,omitempty"`
-	DecodeSteps      int                  `json:"decode_steps"`
-	BytesPerToken    float64              `json:"weight_mb_per_token"`
-	MemReadGBs       float64              `json:"memory_read_gb_s"` // best streaming-read pass just before and after this run
+	DecodeTokensPerS float64 `json:"decode_tokens_per_s"`
+	MedianTokensPerS float64 `json:"median_step_tokens_per_s"`
+	BestTokensPerS   float64 `json:"best_step_tokens_per_s"`
+	CPUTokensPerS    float64 `json:"cpu_tokens_per_s,omitempty"`
+	DecodeSteps      int     `json:"decode_steps"`
+	BytesPerToken    float64 `json:"weight_mb_per_token"`
+	MemReadGBs       float64 `json:"memory_read_gb_s"` // best streaming-read pass just before and after this run
+	// MemReadGBsPerCPU is the same passes' best in bytes per CPU-second
+	// of the reading threads, and CPUMemFraction the decode's weight
+	// bytes per CPU-second of the process (CPUTokensPerS times the bytes
+	// per token) over it: the memory bound's fraction in CPU time, which
+	// waiting for a core on a shared machine changes far less than wall
+	// time (it does not show the second thread's use: that is the wall
+	// figures').
+	MemReadGBsPerCPU float64              `json:"memory_read_gb_per_cpu_s,omitempty"`
+	CPUMemFraction   float64              `json:"cpu_fraction_of_memory_limit,omitempty"`
 	MemLimit         float64              `json:"memory_limit_tokens_per_s"`
 	DiskLimit        float64              `json:"disk_limit_tokens_per_s,omitempty"`
 	ComputeLimit     float64              `json:"compute_limit_tokens_per_s"`
@@ -99,12 +108,15 @@ type DecodeReport struct {
 	// and after each decode (each run's own best is its MemReadGBs), so a
 	// moment of other load (the pack's writeback, other processes) does
 	// not set the bound.
-	MemReadGBs  float64 `json:"memory_read_gb_s"`
-	MemMB       int     `json:"memory_buffer_mib"`
-	MemPasses   int     `json:"memory_passes"`
-	DiskReadMBs float64 `json:"disk_read_mb_s"`
-	DiskDirect  bool    `json:"disk_direct"`
-	DiskNote    string  `json:"disk_note,omitempty"`
+	MemReadGBs float64 `json:"memory_read_gb_s"`
+	// MemReadGBsPerCPU: the best of the same passes in bytes per
+	// CPU-second of the reading threads.
+	MemReadGBsPerCPU float64 `json:"memory_read_gb_per_cpu_s,omitempty"`
+	MemMB            int     `json:"memory_buffer_mib"`
+	MemPasses        int     `json:"memory_passes"`
+	DiskReadMBs      float64 `json:"disk_read_mb_s"`
+	DiskDirect       bool    `json:"disk_direct"`
+	DiskNote         string  `json:"disk_note,omitempty"`
 	// Kernels' in-cache rates, and the compute bound they give: a decode
 	// step's weights of each kind over its rate times the threads.
 	L2KB         int          `json:"l2_kb"`
@@ -139,10 +151,11 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 
 	pool := kernels.NewPool(cfg.Threads)
 	rep.Threads = pool.Threads
-	memRead := func() (float64, error) {
+	memRead := func() (MemRead, error) {
 		bw, err := MemoryReadBandwidth(pool.Threads, cfg.MemMB, rep.MemPasses)
-		rep.MemReadGBs = max(rep.MemReadGBs, bw/1e9)
-		return bw / 1e9, err
+		rep.MemReadGBs = max(rep.MemReadGBs, bw.BytesPerS/1e9)
+		rep.MemReadGBsPerCPU = max(rep.MemReadGBsPerCPU, bw.BytesPerCPUS/1e9)
+		return bw, err
 	}
 	if _, err := memRead(); err != nil {
 		return nil, err
@@ -222,7 +235,8 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 			DecodeSteps:       res.DecodeSteps,
 			BytesPerToken:     (dense + experts) / 1e6,
 			ComputeLimit:      rep.ComputeLimit,
-			MemReadGBs:        max(memBefore, memAfter),
+			MemReadGBs:        max(memBefore.BytesPerS, memAfter.BytesPerS) / 1e9,
+			MemReadGBsPerCPU:  max(memBefore.BytesPerCPUS, memAfter.BytesPerCPUS) / 1e9,
 			Stream:            st,
 		}
 		// Step i is the time from token i-1 to token i (token 0 comes
@@ -238,6 +252,9 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 		}
 		if cpuOK && cpuOK1 && cpu1 > cpu0 && res.DecodeSteps > 0 {
 			r.CPUTokensPerS = float64(res.DecodeSteps) / (cpu1 - cpu0).Seconds()
+			if r.MemReadGBsPerCPU > 0 {
+				r.CPUMemFraction = r.CPUTokensPerS * (dense + experts) / (r.MemReadGBsPerCPU * 1e9)
+			}
 		}
 		r.MemLimit = r.MemReadGBs * 1e9 / (dense + experts)
 		r.Limit = r.MemLimit
@@ -277,27 +294,34 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 	return &rep, nil
 }
 
+// MemRead is a memory read bandwidth: bytes per second of wall time, and
+// per CPU-second of the reading threads (0 where the thread CPU clock is
+// missing).
+type MemRead struct{ BytesPerS, BytesPerCPUS float64 }
+
 // MemoryReadBandwidth streams a buffer of mb MiB through a plain load-only
 // loop (kernels.XORRead) on threads goroutines at once, each its own
-// contiguous part, and returns the best of passes passes in bytes per
-// second. The buffer is an anonymous mapping on huge pages where the kernel
+// contiguous part on its own locked OS thread, and returns the best of
+// passes passes, in wall time and in the reading threads' CPU time. The buffer is an anonymous mapping on huge pages where the kernel
 // gives them (osutil.MapAnon, as the expert arena), unmapped before it
 // returns: on this machine the loop reads 3-8% faster from huge pages than
 // from the Go heap's 4 KiB pages, and software prefetch only slows it
 // (docs/BENCHMARKS.md), so this is the best plain streaming rate found.
-func MemoryReadBandwidth(threads, mb, passes int) (float64, error) {
+func MemoryReadBandwidth(threads, mb, passes int) (MemRead, error) {
 	const chunk = 1 << 20
 	n := max(mb<<20/chunk, 1)
 	buf, unmap, err := osutil.MapAnon(n*chunk, 64)
 	if err != nil {
-		return 0, fmt.Errorf("memory bandwidth buffer: %w", err)
+		return MemRead{}, fmt.Errorf("memory bandwidth buffer: %w", err)
 	}
 	defer unmap()
 	for i := range buf {
 		buf[i] = byte(i*131 + i>>12)
 	}
 	sums := make([]uint64, max(threads, 1))
-	best := 0.0
+	cpus := make([]time.Duration, len(sums))
+	cpuOK := make([]bool, len(sums))
+	var best MemRead
 	for pass := 0; pass < max(passes, 1); pass++ {
 		// One goroutine per thread, all at once (not the pool's ranges,
 		// which a busy worker may leave to another).
@@ -305,11 +329,27 @@ func MemoryReadBandwidth(threads, mb, passes int) (float64, error) {
 		t0 := time.Now()
 		for th := range sums {
 			a, b := th*n/len(sums), (th+1)*n/len(sums)
-			wg.Go(func() { sums[th] ^= kernels.XORRead(buf[a*chunk : b*chunk]) })
+			wg.Go(func() {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				c0, ok0 := ThreadCPU()
+				sums[th] ^= kernels.XORRead(buf[a*chunk : b*chunk])
+				c1, ok1 := ThreadCPU()
+				cpus[th], cpuOK[th] = c1-c0, ok0 && ok1 && c1 > c0
+			})
 		}
 		wg.Wait()
-		if bw := float64(len(buf)) / time.Since(t0).Seconds(); bw > best {
-			best = bw
+		best.BytesPerS = max(best.BytesPerS, float64(len(buf))/time.Since(t0).Seconds())
+		var cpu time.Duration
+		for th := range cpus {
+			if !cpuOK[th] {
+				cpu = 0
+				break
+			}
+			cpu += cpus[th]
+		}
+		if cpu > 0 {
+			best.BytesPerCPUS = max(best.BytesPerCPUS, float64(len(buf))/cpu.Seconds())
 		}
 	}
 	runtime.KeepAlive(sums)

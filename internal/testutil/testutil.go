@@ -3,6 +3,8 @@
 package testutil
 
 import (
+	"encoding/binary"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -53,4 +55,19 @@ func Path(t testing.TB, elem ...string) string {
 func TinyModel(t testing.TB, elem ...string) string {
 	t.Helper()
 	return Path(t, append([]string{"models", "tiny-qwen3moe"}, elem...)...)
+}
+
+// ReadF32 reads a file of little-endian float32 values (the reference
+// models' refs/*.f32.bin).
+func ReadF32(t testing.TB, path string) []float32 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
 }

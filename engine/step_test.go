@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"testing"
+
+	"github.com/stratactl/stratactl/quant"
+)
+
+// stepPacks are synthetic packs of both architectures for the decode-step
+// tests: qwen3moe (attention) and qwen35moe (delta nets, gated attention,
+// a shared expert).
+func stepPacks(t *testing.T) map[string]string {
+	t.Helper()
+	specs := map[string]SynthSpec{
+		"qwen3moe": {Layers: 2, Embd: 256, Heads: 4, HeadsKV: 2, HeadDim: 64, Experts: 8, ExpertsUsed: 3,
+			ExpertFF: 128, Vocab: 4096, DenseType: quant.Q8_0, ExpertType: quant.Q2_0, Seed: 5},
+		"qwen35moe": {Arch: "qwen35moe", Layers: 4, Embd: 256, Experts: 8, ExpertsUsed: 2, ExpertFF: 64, Vocab: 4096,
+			DenseType: quant.Q8_0, ExpertType: quant.Q2_0, Seed: 6},
+	}
+	dirs := map[string]string{}
+	for name, sp := range specs {
+		dir := t.TempDir()
+		if err := WriteSyntheticPack(dir, sp); err != nil {
+			t.Fatal(err)
+		}
+		dirs[name] = dir
+	}
+	return dirs
+}
+
+// TestStepReusesBuffers: a decode step (Session.Step, the session's own
+// buffers reused from step to step) gives the bits of Forward on a fresh
+// slice, step after step, in both modes and both architectures at 1 and 2
+// threads; and once warm it allocates a small number of small objects
+// (Parallel's job and closures), no buffer: a bound that does not grow
+// with the vocabulary, the width or the position.
+func TestStepReusesBuffers(t *testing.T) {
+	for arch, dir := range stepPacks(t) {
+		for _, mode := range []Mode{Exact, Fast} {
+			for _, threads := range []int{1, 2} {
+				t.Run(fmt.Sprintf("%s/%s/j%d", arch, mode, threads), func(t *testing.T) {
+					m, err := Open(dir, Options{Mode: mode, Threads: threads})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer m.Close()
+					ref, s := m.NewSession(), m.NewSession()
+					prompt := []int32{3, 1000, 77}
+					if _, err := ref.Forward(prompt, false); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := s.Forward(prompt, false); err != nil {
+						t.Fatal(err)
+					}
+					s.Reserve(40) // the key and value caches grow no more
+					id := int32(9)
+					for step := 0; step < 12; step++ {
+						want, err := ref.Forward([]int32{id}, false)
+						if err != nil {
+							t.Fatal(err)
+						}
+						got, err := s.Step(id)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for i := range want {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("step %d logit %d: Step %g, Forward %g", step, i, got[i], want[i])
+							}
+						}
+						id = Argmax(got)
+					}
+					var ms0, ms1 runtime.MemStats
+					runtime.ReadMemStats(&ms0)
+					const runs = 20
+					allocs := testing.AllocsPerRun(runs, func() {
+						logits, err := s.Step(id)
+						if err != nil {
+							t.Fatal(err)
+						}
+						id = Argmax(logits)
+					})
+					runtime.ReadMemStats(&ms1)
+					bytes := float64(ms1.TotalAlloc-ms0.TotalAlloc) / (runs + 1)
+					t.Logf("%.0f allocations, %.0f bytes per step", allocs, bytes)
+					// Per layer (and for the output head) a handful of parallel calls, each at most a
+					// job, a closure and a row index (about 100 bytes each);
+					// one buffer of logits would be 16 KiB, of the hidden
+					// state 1 KiB a layer.
+					if limit := float64(16*len(m.Layers) + 16); allocs > limit {
+						t.Errorf("%.0f allocations per step, want at most %.0f", allocs, limit)
+					}
+					if limit := 128 * max(allocs, 8); bytes > limit {
+						t.Errorf("%.0f bytes allocated per step, want at most %.0f", bytes, limit)
+					}
+				})
+			}
+		}
+	}
+}
