@@ -76,6 +76,9 @@ type kernelSet struct {
 	// q8dotTile2 is q8dotDecoded for two activation rows at once against
 	// the first nr rows of a tile (qmm.go's tileDot2).
 	q8dotTile2 func(d *[qmmRows]q8Decoded, nr, whole, half int, x0, x1 *Q8Row, g0 int, l0, l1 [][8]float32, o0, o1 []float32)
+	// q8dotTile2H is q8dotTile2 for the types with a multiplier per
+	// 16-weight half (q8Decoded.mh; whole groups only).
+	q8dotTile2H func(d *[qmmRows]q8Decoded, nr, ng int, x0, x1 *Q8Row, g0 int, l0, l1 [][8]float32, o0, o1 []float32)
 	// bf16dot is DotBF16 on a padded row (qdot_bf16.go's order), false
 	// when the row is left to the portable path.
 	bf16dot func(row []byte, x *BF16Row) (float32, bool)

@@ -279,6 +279,9 @@ type q8Decoded struct {
 	w  [decodedGroups * 256]int8
 	m  [decodedGroups * 8]int16
 	dw [decodedGroups * 8]float32
+	// mh are the multipliers of the types with a scale per 16-weight half
+	// (isIQHalves: iqHalvesSub's m0, m1 per sub-block; m is then 0).
+	mh [decodedGroups * 16]int16
 }
 
 // DotQ8Rows sets out[r] = DotQ8(t, row, xs[r]) for every r, bit for bit,

@@ -31,15 +31,16 @@ const qmmRows = 16
 // whose DotQ8 is qdot.go's term per 32-weight sub-block of weightSub's
 // integers, multiplier and scale, the IQ types with one factor per
 // sub-block (IQ4_XS, IQ3_XXS, IQ2_XXS, IQ1_S, MXFP4: iqWeightSub) among
-// them. The K-quants and the IQ types with a scale per 16-weight half run
-// one DotQ8 per element.
+// them, and those with a multiplier per 16-weight half (IQ2_XS, IQ2_S,
+// IQ1_M: iqHalvesSub, q8Decoded.mh). The K-quants run one DotQ8 per
+// element.
 func tiledQ8(t quant.Type) bool {
 	switch t {
 	case quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q2_0, quant.IQ3_S,
 		quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS, quant.IQ1_S, quant.MXFP4:
 		return true
 	}
-	return false
+	return isIQHalves(t)
 }
 
 // tileMinInputs is how many inputs a call needs for the tiled path on
@@ -178,6 +179,10 @@ func (k *kernelSet) matMulQ8Block(m *Matrix, xs []*Q8Row, outs [][]float32, r0, 
 				whole, half = ng-1, 1
 			}
 			last := g0+ng == groups
+			if isIQHalves(m.Type) {
+				k.halvesChunk(&sc.d, nr, ng, xs, g0, lanes, outs, rt, last)
+				continue
+			}
 			t := 0
 			for ; t+1 < ntok; t += 2 {
 				var o0, o1 []float32
@@ -202,9 +207,71 @@ func (k *kernelSet) matMulQ8Block(m *Matrix, xs []*Q8Row, outs [][]float32, r0, 
 	}
 }
 
+// halvesChunk is the token loop of matMulQ8Block for the types with a
+// multiplier per half (d's mh): token pairs by k's kernel, the rest (and
+// every token without one) portably; on the last chunk the lanes are
+// folded into outs[t][rt+i].
+func (k *kernelSet) halvesChunk(d *[qmmRows]q8Decoded, nr, ng int, xs []*Q8Row, g0 int, lanes [][8]float32, outs [][]float32, rt int, last bool) {
+	t := 0
+	if k.q8dotTile2H != nil {
+		for ; t+1 < len(xs); t += 2 {
+			var o0, o1 []float32
+			if last {
+				o0, o1 = outs[t][rt:rt+nr], outs[t+1][rt:rt+nr]
+			}
+			k.q8dotTile2H(d, nr, ng, xs[t], xs[t+1], g0, lanes[t*qmmRows:(t+1)*qmmRows], lanes[(t+1)*qmmRows:(t+2)*qmmRows], o0, o1)
+		}
+	}
+	for ; t < len(xs); t++ {
+		l := lanes[t*qmmRows : t*qmmRows+nr]
+		for i := range l {
+			halvesDot1(&d[i], ng, xs[t], g0, &l[i])
+		}
+		if last {
+			o := outs[t][rt : rt+nr]
+			for i := range o {
+				o[i] = foldLanes(&l[i])
+			}
+		}
+	}
+}
+
+// halvesDot1 adds the terms of d's ng groups (multipliers per half)
+// against x (its groups g0..) to l, as iqHalvesDotTail does.
+func halvesDot1(d *q8Decoded, ng int, x *Q8Row, g0 int, l *[8]float32) {
+	xq, xd := x.qs[:cap(x.qs)], x.d[:cap(x.d)]
+	for i := 0; i < 8*ng; i++ {
+		s := 8*g0 + i
+		w := d.w[32*i : 32*i+32]
+		xs := xq[32*s : 32*s+32]
+		var lo, hi int32
+		for j := 0; j < 16; j++ {
+			lo += int32(w[j]) * int32(xs[j])
+			hi += int32(w[16+j]) * int32(xs[16+j])
+		}
+		scale := float32(d.dw[i] * xd[s])
+		l[i%8] += float32(float32(int32(d.mh[2*i])*lo+int32(d.mh[2*i+1])*hi) * scale)
+	}
+}
+
 // decodeChunk decodes groups g0..g0+ng-1 of a row of nsub sub-blocks into
 // d, the sub-blocks past nsub as zero weights with multiplier and scale 0.
 func (k *kernelSet) decodeChunk(t quant.Type, row []byte, nsub, g0, ng int, d *q8Decoded) {
+	if isIQHalves(t) {
+		for i := 0; i < 8*ng; i++ {
+			w := (*[32]int8)(d.w[32*i:])
+			s := 8*g0 + i
+			if s >= nsub {
+				*w = [32]int8{}
+				d.mh[2*i], d.mh[2*i+1], d.dw[i] = 0, 0, 0
+				continue
+			}
+			m0, m1, dw := iqHalvesSub(t, row, s, w)
+			d.mh[2*i], d.mh[2*i+1], d.dw[i] = int16(m0), int16(m1), dw
+		}
+		clear(d.m[:8*ng])
+		return
+	}
 	whole := min(ng, nsub/8-g0)
 	s := 8 * g0
 	if whole > 0 {

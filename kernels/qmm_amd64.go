@@ -11,17 +11,37 @@ import (
 //go:noescape
 func q8dotTile2AVX2(d *q8Decoded, rows, groups, half int, xq0 *int8, xd0 *float32, xq1 *int8, xd1 *float32, l0, l1 *[8]float32, o0, o1 *float32)
 
-// q8Decoded's layout as q8dotTile2AVX2 reads it: the weights, then the
-// multipliers at 2048, then the scales at 2176, 2432 bytes in all (a
-// compile-time check: the array lengths are negative otherwise).
+//go:noescape
+func q8dotTile2HAVX2(d *q8Decoded, rows, groups int, xq0 *int8, xd0 *float32, xq1 *int8, xd1 *float32, l0, l1 *[8]float32, o0, o1 *float32)
+
+// q8Decoded's layout as the tile kernels read it: the weights, then the
+// multipliers at 2048, the scales at 2176 and the halves' multipliers at
+// 2432, 2688 bytes in all (a compile-time check: the array lengths are
+// negative otherwise).
 var (
-	_ [2432 - unsafe.Sizeof(q8Decoded{})]struct{}
-	_ [unsafe.Sizeof(q8Decoded{}) - 2432]struct{}
+	_ [2688 - unsafe.Sizeof(q8Decoded{})]struct{}
+	_ [unsafe.Sizeof(q8Decoded{}) - 2688]struct{}
 	_ [2048 - unsafe.Offsetof(q8Decoded{}.m)]struct{}
 	_ [unsafe.Offsetof(q8Decoded{}.m) - 2048]struct{}
 	_ [2176 - unsafe.Offsetof(q8Decoded{}.dw)]struct{}
 	_ [unsafe.Offsetof(q8Decoded{}.dw) - 2176]struct{}
+	_ [2432 - unsafe.Offsetof(q8Decoded{}.mh)]struct{}
+	_ [unsafe.Offsetof(q8Decoded{}.mh) - 2432]struct{}
 )
+
+// q8dotTile2HVector is the halves types' tile kernel on AVX2.
+func q8dotTile2HVector(d *[qmmRows]q8Decoded, nr, ng int, x0, x1 *Q8Row, g0 int, l0, l1 [][8]float32, o0, o1 []float32) {
+	if nr < 1 || ng < 1 {
+		return
+	}
+	_, _ = l0[nr-1], l1[nr-1]
+	var p0, p1 *float32
+	if o0 != nil {
+		_, _ = o0[nr-1], o1[nr-1]
+		p0, p1 = &o0[0], &o1[0]
+	}
+	q8dotTile2HAVX2(&d[0], nr, ng, &x0.qs[256*g0], &x0.d[8*g0], &x1.qs[256*g0], &x1.d[8*g0], &l0[0], &l1[0], p0, p1)
+}
 
 // q8dotTile2Vector is tileDot2 on AVX2 (qmm_amd64.s).
 func q8dotTile2Vector(d *[qmmRows]q8Decoded, nr, whole, half int, x0, x1 *Q8Row, g0 int, l0, l1 [][8]float32, o0, o1 []float32) {

@@ -76,7 +76,8 @@
 // func q8dotTile2AVX2(d *q8Decoded, rows, groups, half int, xq0 *int8, xd0 *float32, xq1 *int8, xd1 *float32, l0, l1 *[8]float32, o0, o1 *float32)
 //
 // For each of rows decoded chunks d[i] (q8Decoded: 2048 weights, then 64
-// multipliers at 2048, then 64 scales at 2176; 2432 bytes each): groups
+// multipliers at 2048, then 64 scales at 2176, then the halves' 128
+// multipliers at 2432; 2688 bytes each): groups
 // whole groups and, when half is not 0, the first half of one more, against
 // both rows, added to l0[i] and l1[i], or, when o0 is not nil, folded and
 // stored to o0[i] and o1[i]. rows >= 1. AX walks the chunks, BX counts the
@@ -157,10 +158,107 @@ tilefold:
 	ADDQ $4, R15
 
 tilenext:
-	ADDQ $2432, AX
+	ADDQ $2688, AX
 	ADDQ $32, R11
 	ADDQ $32, R8
 	DECQ BX
 	JNZ  tilerow
+	VZEROUPPER
+	RET
+
+// SUB2H(j, P0, P1) is SUB2 with a multiplier per 16-weight half: the
+// low 128 bits' pair sums (weights 0..15) times mh[2j], the high ones
+// (16..31) times mh[2j+1].
+#define SUB2H(j, P0, P1) \
+	VMOVDQU (32*j)(SI), Y0 \
+	VPSIGNB Y0, Y0, Y2 \
+	VPBROADCASTW (4*j)(R9), X3 \
+	VPBROADCASTW (4*j+2)(R9), X15 \
+	VINSERTI128 $1, X15, Y3, Y3 \
+	VMOVDQU (32*j)(DI), Y1 \
+	VPSIGNB Y0, Y1, Y1 \
+	VPMADDUBSW Y1, Y2, Y1 \
+	VPMADDWD Y3, Y1, P0 \
+	VMOVDQU (32*j)(R12), Y1 \
+	VPSIGNB Y0, Y1, Y1 \
+	VPMADDUBSW Y1, Y2, Y1 \
+	VPMADDWD Y3, Y1, P1
+
+// func q8dotTile2HAVX2(d *q8Decoded, rows, groups int, xq0 *int8, xd0 *float32, xq1 *int8, xd1 *float32, l0, l1 *[8]float32, o0, o1 *float32)
+//
+// q8dotTile2AVX2 for the types with a multiplier per half (q8Decoded.mh at
+// 2432, R9 walking it 32 bytes a group), whole groups only (groups >= 1).
+TEXT ·q8dotTile2HAVX2(SB), NOSPLIT, $0-88
+	MOVQ d+0(FP), AX
+	MOVQ rows+8(FP), BX
+	MOVQ l0+56(FP), R11
+	MOVQ l1+64(FP), R8
+	MOVQ o0+72(FP), R14
+	MOVQ o1+80(FP), R15
+
+htilerow:
+	MOVQ AX, SI
+	LEAQ 2432(AX), R9
+	LEAQ 2176(AX), R10
+	MOVQ xq0+24(FP), DI
+	MOVQ xd0+32(FP), DX
+	MOVQ xq1+40(FP), R12
+	MOVQ xd1+48(FP), R13
+	MOVQ groups+16(FP), CX
+	VMOVUPS (R11), Y12
+	VMOVUPS (R8), Y14
+
+htileloop:
+	SUB2H(0, Y4, Y8)
+	SUB2H(1, Y5, Y9)
+	VPHADDD Y5, Y4, Y4
+	VPHADDD Y9, Y8, Y8
+	SUB2H(2, Y6, Y10)
+	SUB2H(3, Y7, Y11)
+	VPHADDD Y7, Y6, Y6
+	VPHADDD Y11, Y10, Y10
+	VPHADDD Y6, Y4, Y4
+	VPHADDD Y10, Y8, Y8
+	SUB2H(4, Y5, Y9)
+	SUB2H(5, Y6, Y10)
+	VPHADDD Y6, Y5, Y5
+	VPHADDD Y10, Y9, Y9
+	SUB2H(6, Y6, Y10)
+	SUB2H(7, Y7, Y11)
+	VPHADDD Y7, Y6, Y6
+	VPHADDD Y11, Y10, Y10
+	VPHADDD Y6, Y5, Y5
+	VPHADDD Y10, Y9, Y9
+	VMOVUPS (R10), Y13
+	FINISH(Y4, Y5, DX, Y12)
+	FINISH(Y8, Y9, R13, Y14)
+	ADDQ $256, SI
+	ADDQ $32, R9
+	ADDQ $32, R10
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $256, R12
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  htileloop
+
+	TESTQ R14, R14
+	JNZ   htilefold
+	VMOVUPS Y12, (R11)
+	VMOVUPS Y14, (R8)
+	JMP   htilenext
+
+htilefold:
+	FOLD(Y12, X12, (R14))
+	FOLD(Y14, X14, (R15))
+	ADDQ $4, R14
+	ADDQ $4, R15
+
+htilenext:
+	ADDQ $2688, AX
+	ADDQ $32, R11
+	ADDQ $32, R8
+	DECQ BX
+	JNZ  htilerow
 	VZEROUPPER
 	RET
