@@ -1,6 +1,7 @@
 package optq
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -79,7 +80,8 @@ type ExpertResult struct {
 // products A its exact gate and up give, through the products Â its
 // quantized ones give: the target minimising ‖W A − Ŵ Â‖² + λ‖W − Ŵ‖² is
 // W* = W (AᵀÂ + λI)(ÂᵀÂ + λI)⁻¹, quantized with H = ÂᵀÂ. With no inputs it
-// falls back to the plain search for all three.
+// falls back to the plain search for all three. Then opt.Expert rounds of
+// refineExpert.
 func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) {
 	D, F := ex.D, ex.F
 	if len(ex.Gate) != F*D || len(ex.Up) != F*D || len(ex.Down) != D*F {
@@ -107,6 +109,12 @@ func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) 
 	}
 	if reason == "" {
 		reason = quantizeDown(ex, in, opt, res)
+	}
+	for range opt.Expert {
+		if reason != "" {
+			break
+		}
+		reason = refineExpert(ex, in, opt, res)
 	}
 	if reason != "" {
 		res.Fallback = reason
@@ -293,4 +301,118 @@ func project(w, x []float32, n, D, rows int) []float32 {
 		}
 	}
 	return out
+}
+
+// unpack is pack's inverse: the levels and scales of rows×cols Q2_0 bytes.
+func unpack(b []byte, rows, cols int) *quantized {
+	groups := cols / group
+	q := &quantized{rows: rows, cols: cols, levels: make([]int8, rows*cols), scales: make([]float32, rows*groups)}
+	for r := 0; r < rows; r++ {
+		for g := 0; g < groups; g++ {
+			blk := b[(r*groups+g)*quant.Q2BlockBytes:][:quant.Q2BlockBytes]
+			q.scales[r*groups+g] = quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
+			for j := 0; j < group; j++ {
+				q.levels[r*cols+g*group+j] = int8(blk[2+j/4]>>(2*(j%4))&3) - 1
+			}
+		}
+	}
+	return q
+}
+
+// refineExpert is one round of the expert-output refinement: with the
+// residual R_t = D h_t − D̂ ĥ_t of the expert's output on each quantizer
+// token (h = silu(G x)·(U x) exact, ĥ from the quantized gate and up, D̂
+// the quantized down), each row i of up, then of gate, is refined by the
+// weighted coordinate descent (refineWeighted) against the part of the
+// residual its product ĥ_i can reach through D̂'s column d_i:
+// Σ_t (R_t·d_i/‖d_i‖ − ‖d_i‖ c_t (ŵ' − ŵ)·x_t)², with c_t = silu(ĝ_t) for
+// up's row (exact: the product is linear in it) and silu'(ĝ_t)·û_t for
+// gate's (linearised), plus the ridge RefineDamp × the row's mean diagonal
+// × ‖w − ŵ'‖² towards the source row. After each row R follows its new
+// products (exactly), so later rows see the error left. Down is then
+// quantized again (quantizeDown) for the new products. This lowers the
+// error the model feels, the expert's output, where the passes before it
+// each lower their own matrix's.
+func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string {
+	D, F, n := ex.D, ex.F, in.N
+	deq := func(b []byte, k int) ([]float32, bool) {
+		y := make([]float32, k)
+		return y, quant.Dequantize(quant.Q2_0, b, y) == nil
+	}
+	gq, ok1 := deq(res.Gate, F*D)
+	uq, ok2 := deq(res.Up, F*D)
+	dq, ok3 := deq(res.Down, D*F)
+	if !ok1 || !ok2 || !ok3 {
+		return FallbackSingular
+	}
+	xt := transpose(in.X, n, D)
+	h := swiglu(ex.Gate, ex.Up, in.X, n, D, F) // [n][F]
+	qg, qu := unpack(res.Gate, F, D), unpack(res.Up, F, D)
+	gh := project(gq, in.X, n, D, F) // [F][n]
+	uh := project(uq, in.X, n, D, F)
+	dcols := transpose(dq, D, F) // [F][D]: column i of D̂
+	R := make([]float32, n*D)
+	hh := make([]float32, F)
+	for t := 0; t < n; t++ {
+		for i := 0; i < F; i++ {
+			hh[i] = silu(gh[i*n+t]) * uh[i*n+t]
+		}
+		ht, rt := h[t*F:(t+1)*F], R[t*D:(t+1)*D]
+		for r := 0; r < D; r++ {
+			rt[r] = dot32(ex.Down[r*F:(r+1)*F], ht) - dot32(dq[r*F:(r+1)*F], hh)
+		}
+	}
+	s, y := make([]float32, n), make([]float32, n)
+	what := make([]float32, D)
+	groups := D / group
+	hq := newWeightedQuad(D, n)
+	for part := 0; part < 2; part++ { // up, then gate
+		q, w := qu, ex.Up
+		if part == 1 {
+			q, w = qg, ex.Gate
+		}
+		for i := 0; i < F; i++ {
+			dc := dcols[i*D : (i+1)*D]
+			nu := dot32(dc, dc)
+			if !(nu > 0) {
+				continue
+			}
+			sn := float32(math.Sqrt(float64(nu)))
+			for t := 0; t < n; t++ {
+				var c, cur float32
+				if part == 0 {
+					c, cur = silu(gh[i*n+t]), uh[i*n+t]
+				} else {
+					z := gh[i*n+t]
+					sg := sigmoid(z)
+					c, cur = sg*(1+z*(1-sg))*uh[i*n+t], z
+				}
+				s[t] = c * sn
+				y[t] = dot32(R[t*D:(t+1)*D], dc)/sn + s[t]*cur
+			}
+			row := &quantized{rows: 1, cols: D, levels: q.levels[i*D : (i+1)*D], scales: q.scales[i*groups : (i+1)*groups]}
+			row.refineWeightedWith(hq, w[i*D:(i+1)*D], in.X, xt, n, s, y, float32(opt.RefineDamp), opt.Refine)
+			for j := range what {
+				what[j] = row.scales[j/group] * float32(row.levels[j])
+			}
+			for t := 0; t < n; t++ {
+				v := dot32(what, in.X[t*D:(t+1)*D])
+				old := silu(gh[i*n+t]) * uh[i*n+t]
+				var nw float32
+				if part == 0 {
+					uh[i*n+t] = v
+					nw = silu(gh[i*n+t]) * v
+				} else {
+					gh[i*n+t] = v
+					nw = silu(v) * uh[i*n+t]
+				}
+				if d := nw - old; d != 0 {
+					kernels.Axpy(R[t*D:(t+1)*D], -d, dc)
+				}
+			}
+		}
+	}
+	qg.pack(res.Gate)
+	qu.pack(res.Up)
+	return quantizeDown(ex, in, opt, res)
 }

@@ -316,18 +316,18 @@ func TestSwiGLURefinement(t *testing.T) {
 		return math.Sqrt(num / den)
 	}
 	off := Defaults()
-	off.SwiGLU = 0
+	off.SwiGLU, off.Expert = 0, 0
 	base, err := QuantizeExpert(ex, in, off)
 	if err != nil || base.Fallback != "" {
 		t.Fatalf("fallback %q, err %v", base.Fallback, err)
 	}
 	zero := Defaults()
-	zero.SwiGLU, zero.SwiGLUDamp = 0, 5
+	zero.SwiGLU, zero.SwiGLUDamp, zero.Expert = 0, 5, 0
 	if same, err := QuantizeExpert(ex, in, zero); err != nil || !bytes.Equal(same.Gate, base.Gate) || !bytes.Equal(same.Up, base.Up) || !bytes.Equal(same.Down, base.Down) {
 		t.Fatalf("no SwiGLU passes but different bytes (err %v)", err)
 	}
 	on := Defaults()
-	on.SwiGLU, on.SwiGLUDamp = 4, 0.1
+	on.SwiGLU, on.SwiGLUDamp, on.Expert = 4, 0.1, 0
 	res, err := QuantizeExpert(ex, in, on)
 	if err != nil || res.Fallback != "" {
 		t.Fatalf("fallback %q, err %v", res.Fallback, err)
@@ -341,6 +341,44 @@ func TestSwiGLURefinement(t *testing.T) {
 		t.Logf("%s inputs: SwiGLU product error %.4f, H only %.4f", c.name, got, want)
 		if !(got < want) {
 			t.Fatalf("%s inputs: SwiGLU product error %.4f with the refinement, %.4f without", c.name, got, want)
+		}
+	}
+}
+
+// TestExpertRefinement: the expert-output refinement lowers the error of
+// the expert's whole output on the inputs it was refined on, on the dense
+// path and on the low-rank one (fewer tokens than columns), and unpack
+// inverts pack.
+func TestExpertRefinement(t *testing.T) {
+	for _, c := range []struct{ D, F, n int }{{128, 64, 768}, {128, 64, 96}} {
+		ex, in := expertFixture(rand.New(rand.NewPCG(13, 14)), c.D, c.F, c.n, 64)
+		off := Defaults()
+		off.Expert = 0
+		base, err := QuantizeExpert(ex, in, off)
+		if err != nil || base.Fallback != "" {
+			t.Fatalf("fallback %q, err %v", base.Fallback, err)
+		}
+		on := Defaults()
+		on.Expert = 1
+		res, err := QuantizeExpert(ex, in, on)
+		if err != nil || res.Fallback != "" {
+			t.Fatalf("fallback %q, err %v", res.Fallback, err)
+		}
+		if bytes.Equal(res.Gate, base.Gate) && bytes.Equal(res.Up, base.Up) {
+			t.Fatalf("n %d: the refinement changed no gate or up byte", c.n)
+		}
+		train := &Inputs{Held: in.X, NH: in.N}
+		got, want := expertOutErr(ex, res, train), expertOutErr(ex, base, train)
+		t.Logf("n %d: expert output error on the quantizer's inputs %.4f, without the refinement %.4f", c.n, got, want)
+		if !(got < want) {
+			t.Fatalf("n %d: expert output error %.4f with the refinement, %.4f without", c.n, got, want)
+		}
+		for _, b := range [][]byte{res.Gate, res.Up} {
+			out := make([]byte, len(b))
+			unpack(b, c.F, c.D).pack(out)
+			if !bytes.Equal(out, b) {
+				t.Fatal("unpack then pack changed the bytes")
+			}
 		}
 	}
 }

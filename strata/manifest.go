@@ -64,6 +64,7 @@ type Calibration struct {
 	Candidates  int      `json:"candidates"`
 	SwiGLU      int      `json:"swiglu_refine"` // passes of gate/up against their SwiGLU product's error
 	SwiGLUDamp  float64  `json:"swiglu_damp"`
+	Expert      int      `json:"expert_refine"` // rounds of gate/up against the expert's whole output error
 	Fallbacks   []string `json:"fallbacks,omitempty"`
 	Seconds     float64  `json:"collect_seconds"`
 }

@@ -34,6 +34,8 @@ type calibFlags struct {
 	swigluDamp float64
 	swSelf     float64
 	swPassSelf int
+	expert     int
+	expertSelf int
 	holdEvery  int
 	candidates int
 }
@@ -52,6 +54,8 @@ func (c *calibFlags) add(f *pflag.FlagSet) {
 	cli.Float64Var(f, &c.swigluDamp, "refine-swiglu-damp", optq.Defaults().SwiGLUDamp, 0, 1e6, "ridge of the SwiGLU refinement towards the source weights, as a fraction of each row's mean diagonal")
 	cli.IntVar(f, &c.swPassSelf, "refine-swiglu-self", optq.DefaultSelfSwiGLU, 0, 1000, "SwiGLU refinement passes when --calib-self windows are used and --refine-swiglu is not given")
 	cli.Float64Var(f, &c.swSelf, "refine-swiglu-damp-self", optq.DefaultSelfSwiGLUDamp, 0, 1e6, "SwiGLU refinement damping when --calib-self windows are used and --refine-swiglu-damp is not given")
+	cli.IntVar(f, &c.expert, "refine-expert", optq.DefaultExpert, 0, 1000, "rounds refining gate and up against the error of the expert's whole output (with its quantized down), each followed by down quantized again")
+	cli.IntVar(f, &c.expertSelf, "refine-expert-self", optq.DefaultSelfExpert, 0, 1000, "expert-output refinement rounds when --calib-self windows are used and --refine-expert is not given")
 	cli.IntVar(f, &c.holdEvery, "calib-hold", calib.DefaultHoldEvery, 0, 1<<20, "hold back every Nth calibration window to measure the output error (0: none)")
 	cli.IntVar(f, &c.candidates, "calib-candidates", optq.Defaults().Candidates, 0, 1000, "grid scales per sign scored by the Hessian-weighted error")
 }
@@ -96,6 +100,7 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 	opt := optq.Defaults()
 	opt.Damp, opt.Refine, opt.Candidates, opt.RefineDamp = c.damp, c.refine, c.candidates, c.refineDamp
 	opt.SwiGLU, opt.SwiGLUDamp = c.swiglu, c.swigluDamp
+	opt.Expert = c.expert
 	if c.self > 0 && !fs.Changed("damp") {
 		opt.Damp = c.selfDamp
 	}
@@ -107,6 +112,9 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 	}
 	if c.self > 0 && !fs.Changed("refine-swiglu-damp") {
 		opt.SwiGLUDamp = c.swSelf
+	}
+	if c.self > 0 && !fs.Changed("refine-expert") {
+		opt.Expert = c.expertSelf
 	}
 	if err := opt.Check(); err != nil {
 		return nil, err
@@ -158,7 +166,7 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 	out.set, out.q = set, q
 	info.Windows, info.Tokens, info.HeldTokens, info.Damp = set.Windows, set.Tokens, set.HeldTokens, opt.Damp
 	info.RefineDamp, info.Refine, info.Candidates = opt.RefineDamp, opt.Refine, opt.Candidates
-	info.SwiGLU, info.SwiGLUDamp = opt.SwiGLU, opt.SwiGLUDamp
+	info.SwiGLU, info.SwiGLUDamp, info.Expert = opt.SwiGLU, opt.SwiGLUDamp, opt.Expert
 	info.Seconds = time.Since(start).Seconds()
 	out.info = info
 	ok = true

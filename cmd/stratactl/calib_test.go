@@ -109,10 +109,11 @@ func TestPackCalibrated(t *testing.T) {
 	}
 }
 
-// TestCalibratedKLD (STRATACTL_LONG=1, about 3 to 5 minutes on 2 cores):
+// TestCalibratedKLD (STRATACTL_LONG=1, about 8 to 10 minutes on 2 cores):
 // quantize's calibrated Q2_0 of tiny-qwen3moe from BF16 with the supplied
 // calibration set against the BF16 model on the held-out windows: mean KLD
-// far below the plain search's 0.7104 (docs/QUALITY.md: 0.4594).
+// far below the plain search's 0.7104, at issue 14's 0.45 (docs/QUALITY.md:
+// 0.4419).
 func TestCalibratedKLD(t *testing.T) {
 	if os.Getenv("STRATACTL_LONG") == "" {
 		t.Skip("set STRATACTL_LONG=1")
@@ -122,8 +123,8 @@ func TestCalibratedKLD(t *testing.T) {
 	stratactl(t, "quantize", m, "-o", out, "--type", "q2_0", "--ids", testutil.TinyModel(t, "calib_tokens.i32.bin"), "--ctx", "256")
 	r := decode[evalq.Report](t, stratactl(t, "eval", out, "--ref", m, "--ids", testutil.TinyModel(t, "refs", "ppl_tokens.i32.bin"), "--ctx", "256", "--exact", "--json"))
 	t.Logf("mean KLD %.4f, median %.4f, top-1 %.4f, PPL %.3f", r.KLDMean, r.KLDMedian, r.Top1Agreement, r.PPL)
-	if !(r.KLDMean < 0.47) || !(r.Top1Agreement > 0.63) {
-		t.Fatalf("mean KLD %.4f, top-1 %.4f: want below 0.47 and above 0.63", r.KLDMean, r.Top1Agreement)
+	if !(r.KLDMean <= 0.45) || !(r.Top1Agreement > 0.64) {
+		t.Fatalf("mean KLD %.4f, top-1 %.4f: want at most 0.45 and above 0.64", r.KLDMean, r.Top1Agreement)
 	}
 }
 
