@@ -85,6 +85,7 @@ type Session struct {
 	sc     scratch
 	logits []float32
 	one    [1]int32
+	ra     []raLayer // read-ahead's record per layer (readahead.go)
 }
 
 // SessionStats are counters of one session.

@@ -45,6 +45,7 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	}
 	sc.distinct = distinct
 	s.Stats.ExpertUses += len(ids)
+	s.raScore(l, distinct)
 	m.Experts.Need(l, distinct)
 	ys := sc.floats(T * K * D)
 	var act []float32 // [T][K][ExpertFF] SwiGLU products, traced on request

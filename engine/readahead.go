@@ -3,9 +3,10 @@ package engine
 // readAhead runs before layer next's token mixer, with x the residual
 // stream then: when experts stream, it guesses the experts of layers next
 // .. next+ReadAhead()-1 from x (each layer's ffn_norm and Q8_0 router
-// copy applied to it: the residual changes little over a layer, so its
-// router picks nearly the experts it will pick) and asks the store to start
-// reading them, the nearest layer first.
+// copy applied to it: where the residual changes little over a layer, its
+// router picks nearly the experts it will pick) and asks the store to
+// start reading them, the nearest layer first, for each layer whose
+// guesses pay (raLayer.pays).
 func (s *Session) readAhead(next int, x []float32, T int) {
 	m := s.m
 	depth := m.Experts.ReadAhead()
@@ -14,6 +15,9 @@ func (s *Session) readAhead(next int, x []float32, T int) {
 	}
 	c := &m.Config
 	D, E, K := c.Embd, c.Experts, c.ExpertsUsed
+	if len(s.ra) != len(m.Layers) {
+		s.ra = make([]raLayer, len(m.Layers))
+	}
 	for l := next; l < min(next+depth, len(m.Layers)); l++ {
 		L := &m.Layers[l]
 		if L.RouterQ8 == nil {
@@ -23,7 +27,65 @@ func (s *Session) readAhead(next int, x []float32, T int) {
 		rmsNormRows(xn, x, L.FFNNorm, D, c.Eps)
 		scores := s.sc.floats(T * E)
 		m.Pool.MatMul(L.RouterQ8, xn, T, scores)
-		m.Experts.Guess(l, s.sc.topGuesses(scores, E, K))
+		guess := s.sc.topGuesses(scores, E, K)
+		st := &s.ra[l]
+		st.pending = st.pending[:0]
+		for _, e := range guess {
+			if !m.Experts.Resident(l, e) {
+				st.pending = append(st.pending, e)
+			}
+		}
+		if st.pays() {
+			m.Experts.Guess(l, guess)
+		}
+	}
+}
+
+// raLayer scores read-ahead in one layer: of the experts its guesses would
+// read (guessed and not resident when guessed, whether or not the guess
+// was made), how many the layer's routing then picked. The score depends
+// only on the routing and the store's calls, so the decisions are the same
+// at any thread count and a trace of the calls replays exactly.
+type raLayer struct {
+	pending []int // the last guess's would-be reads
+	reads   int64 // would-be reads scored
+	used    int64 // of them, picked by the routing
+}
+
+const (
+	// raWarm is the would-be reads a layer's guesses are made for before
+	// their score counts.
+	raWarm = 32
+	// raWindow bounds the history: past it, both counts halve, so the
+	// score follows the recent tokens.
+	raWindow = 1024
+)
+
+// pays reports whether the layer's guesses are read: while the score
+// warms up, and then while at least half of the would-be reads are picked
+// (a wrong one costs a slot read and evicts an expert; a right one saves a
+// wait on the critical path).
+func (r *raLayer) pays() bool { return r.reads < raWarm || 2*r.used >= r.reads }
+
+// raScore scores layer l's last guess against the experts its routing
+// picked (ids, distinct).
+func (s *Session) raScore(l int, ids []int) {
+	if l >= len(s.ra) {
+		return
+	}
+	r := &s.ra[l]
+	for _, e := range r.pending {
+		for _, id := range ids {
+			if id == e {
+				r.used++
+				break
+			}
+		}
+	}
+	r.reads += int64(len(r.pending))
+	r.pending = r.pending[:0]
+	if r.reads > raWindow {
+		r.reads, r.used = r.reads/2, r.used/2
 	}
 }
 

@@ -73,6 +73,9 @@ func TestStepReusesBuffers(t *testing.T) {
 						}
 						id = Argmax(got)
 					}
+					if raceBuild {
+						return // allocation counts do not hold under the race detector
+					}
 					var ms0, ms1 runtime.MemStats
 					runtime.ReadMemStats(&ms0)
 					const runs = 20

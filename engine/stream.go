@@ -63,6 +63,7 @@ type StreamReport struct {
 	WaitMsPerToken        float64        `json:"wait_ms_per_token"`
 	ArenaSlots            int            `json:"arena_slots"`
 	ArenaMB               float64        `json:"arena_mb"`
+	ArenaCapMB            float64        `json:"arena_cap_mb,omitempty"` // the default arena's bound (DefaultArenaCap), when it held the arena below every expert
 	TotalSlots            int            `json:"total_slots"`
 	SlotBytes             int64          `json:"slot_bytes"`
 	DirectIO              bool           `json:"direct_io"`
@@ -131,6 +132,7 @@ type PackStore struct {
 
 	fillSlots       int
 	fillSeconds     float64
+	capMB           float64 // the default cap, when it applied (0: it did not)
 	readAhead       bool
 	readAheadLayers int
 	rec             *traceRec // the demand trace being recorded (demandtrace.go), or nil
@@ -148,8 +150,10 @@ func newPackStore(p *strata.Pack, c *Config, opt StreamOptions) (*PackStore, err
 
 	total := x.NSlot()
 	nslots := total
+	var capMB float64
 	if lim := DefaultArenaCap(); opt.ArenaMB == 0 && lim > 0 && uint64(total)*x.SlotBytes > lim {
 		nslots = int(lim / x.SlotBytes)
+		capMB = float64(lim) / (1 << 20)
 	}
 	if opt.ArenaMB > 0 {
 		nslots = int(opt.ArenaMB * (1 << 20) / float64(x.SlotBytes))
@@ -160,7 +164,7 @@ func newPackStore(p *strata.Pack, c *Config, opt StreamOptions) (*PackStore, err
 	if nslots < c.ExpertsUsed+1 {
 		return fail(fmt.Errorf("arena of %.1f MB holds %d slots of %d bytes; the model needs at least %d (experts per token + 1)", opt.ArenaMB, nslots, x.SlotBytes, c.ExpertsUsed+1))
 	}
-	s := &PackStore{cfg: c, x: x, path: xpath, slotBytes: int(x.SlotBytes), readAhead: !opt.NoReadAhead, readAheadLayers: opt.ReadAheadLayers}
+	s := &PackStore{cfg: c, x: x, path: xpath, slotBytes: int(x.SlotBytes), readAhead: !opt.NoReadAhead, readAheadLayers: opt.ReadAheadLayers, capMB: capMB}
 	if s.readAheadLayers <= 0 {
 		s.readAheadLayers = DefaultReadAheadLayers
 	}
@@ -645,6 +649,7 @@ func (s *PackStore) Report(from, to StreamCounters, tokens int) *StreamReport {
 		Tokens:      tokens,
 		ArenaSlots:  len(s.slots),
 		ArenaMB:     float64(len(s.slots)*s.slotBytes) / (1 << 20),
+		ArenaCapMB:  s.capMB,
 		TotalSlots:  len(s.where),
 		SlotBytes:   int64(s.slotBytes),
 		FillSlots:   s.fillSlots,

@@ -239,3 +239,36 @@ func TestStreamCloseMidDecode(t *testing.T) {
 		t.Fatalf("goroutines of the store or a session left:\n%s", g)
 	}
 }
+
+// TestReadAheadScore: a layer's guesses are read while its score warms
+// up and while at least half of its would-be reads were picked; the score
+// follows the recent tokens (the counts halve past the window).
+func TestReadAheadScore(t *testing.T) {
+	s := &Session{ra: make([]raLayer, 1)}
+	r := &s.ra[0]
+	guess := func(pending []int, picked []int) {
+		r.pending = append(r.pending[:0], pending...)
+		s.raScore(0, picked)
+	}
+	for r.reads < raWarm {
+		if !r.pays() {
+			t.Fatalf("no guesses after %d would-be reads, warm-up is %d", r.reads, raWarm)
+		}
+		guess([]int{1, 2, 3, 4}, []int{9}) // all wrong
+	}
+	if r.pays() || r.used != 0 {
+		t.Fatalf("reads %d used %d: pays %v after a warm-up of wrong guesses", r.reads, r.used, r.pays())
+	}
+	for !r.pays() {
+		guess([]int{1, 2}, []int{2, 1, 7})
+	}
+	if 2*r.used < r.reads || 2*(r.used-2) >= r.reads-2 {
+		t.Fatalf("reads %d used %d: turned on at the wrong count", r.reads, r.used)
+	}
+	for i := 0; i < 2*raWindow; i++ {
+		guess([]int{5}, []int{5})
+	}
+	if r.reads > raWindow || r.used*10 < r.reads*9 {
+		t.Fatalf("reads %d used %d after %d right guesses: the window does not forget", r.reads, r.used, 2*raWindow)
+	}
+}

@@ -78,7 +78,10 @@ type kernelSet struct {
 	q8dotTile2 func(d *[qmmRows]q8Decoded, nr, whole, half int, x0, x1 *Q8Row, g0 int, l0, l1 [][8]float32, o0, o1 []float32)
 	// q8dotTile2H is q8dotTile2 for the types with a multiplier per
 	// 16-weight half (q8Decoded.mh; whole groups only).
-	q8dotTile2H func(d *[qmmRows]q8Decoded, nr, ng int, x0, x1 *Q8Row, g0 int, l0, l1 [][8]float32, o0, o1 []float32)
+	// q8decodeHalves decodes whole groups of a tileHalves row (codes,
+	// q8Decoded.mh, dw) where k has a vector decoder for the type.
+	q8decodeHalves [quant.NumTypes]func(row []byte, g0, ng int, d *q8Decoded)
+	q8dotTile2H    func(d *[qmmRows]q8Decoded, nr, ng int, x0, x1 *Q8Row, g0 int, l0, l1 [][8]float32, o0, o1 []float32)
 	// bf16dot is DotBF16 on a padded row (qdot_bf16.go's order), false
 	// when the row is left to the portable path.
 	bf16dot func(row []byte, x *BF16Row) (float32, bool)

@@ -41,6 +41,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q2.Pack = q2PackVector
 		k.q8dotTile2 = q8dotTile2Vector
 		k.q8dotTile2H = q8dotTile2HVector
+		k.q8decodeHalves[quant.Q6_K] = q8decodeQ6KHalves
 		k.q8quant = q8quantVector
 		k.bf16dot = bf16dotVector
 		k.xorReadVec = xorReadAVX2

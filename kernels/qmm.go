@@ -31,26 +31,40 @@ const qmmRows = 16
 // whose DotQ8 is qdot.go's term per 32-weight sub-block of weightSub's
 // integers, multiplier and scale, the IQ types with one factor per
 // sub-block (IQ4_XS, IQ3_XXS, IQ2_XXS, IQ1_S, MXFP4: iqWeightSub) among
-// them, and those with a multiplier per 16-weight half (IQ2_XS, IQ2_S,
-// IQ1_M: iqHalvesSub, q8Decoded.mh). The K-quants run one DotQ8 per
-// element.
+// them, and those with a multiplier per 16-weight half (tileHalves). The
+// other K-quants run one DotQ8 per element.
 func tiledQ8(t quant.Type) bool {
 	switch t {
 	case quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q2_0, quant.IQ3_S,
 		quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS, quant.IQ1_S, quant.MXFP4:
 		return true
 	}
-	return isIQHalves(t)
+	return tileHalves(t)
+}
+
+// tileHalves reports whether the tiles take t with a multiplier per
+// 16-weight half (q8Decoded.mh): IQ2_XS, IQ2_S and IQ1_M (iqHalvesSub), and
+// Q6_K, whose term float32(sc_0*sumi_lo + sc_1*sumi_hi) * (d*dx) (kSub's
+// codes and signed scales, no min) is the same form. (Q3_K is that form
+// too, but with its chunks decoded in Go the tiles ran it slower than its
+// single-row dot; Q2_K, Q4_K and Q5_K have a min.)
+func tileHalves(t quant.Type) bool {
+	return isIQHalves(t) || t == quant.Q6_K
 }
 
 // tileMinInputs is how many inputs a call needs for the tiled path on
 // type t with k's kernels: any number where a vector decoder decodes the
-// chunks; 16 where they decode in Go, which costs about as much per weight
-// as 10 to 17 inputs' single-row vector dots (BenchmarkMatMulQ8 at 2 and 64
-// inputs; the bits are the same either way).
+// chunks; 8 for Q6_K's (its single-row AVX-512 dot beat the tiles at 2
+// inputs, 18.6 against 12.6 GMAC/s, and lost at 64, 15.6-21.0 against
+// 21.6-28.4); 16 where they decode in Go, which costs about as much per
+// weight as 10 to 17 inputs' single-row vector dots (BenchmarkMatMulQ8 at
+// 2 and 64 inputs; the bits are the same either way).
 func (k *kernelSet) tileMinInputs(t quant.Type) int {
-	if k.q8decode[t] != nil {
+	switch {
+	case k.q8decode[t] != nil:
 		return 1
+	case k.q8decodeHalves[t] != nil:
+		return 8
 	}
 	return 16
 }
@@ -179,7 +193,7 @@ func (k *kernelSet) matMulQ8Block(m *Matrix, xs []*Q8Row, outs [][]float32, r0, 
 				whole, half = ng-1, 1
 			}
 			last := g0+ng == groups
-			if isIQHalves(m.Type) {
+			if tileHalves(m.Type) {
 				k.halvesChunk(&sc.d, nr, ng, xs, g0, lanes, outs, rt, last)
 				continue
 			}
@@ -236,6 +250,18 @@ func (k *kernelSet) halvesChunk(d *[qmmRows]q8Decoded, nr, ng int, xs []*Q8Row, 
 	}
 }
 
+// halvesSub is sub-block s of a tileHalves row: its integer weights to w,
+// the multipliers of its halves and its factor.
+func halvesSub(t quant.Type, row []byte, s int, w *[32]int8) (m0, m1 int32, dw float32) {
+	if isIQHalves(t) {
+		return iqHalvesSub(t, row, s, w)
+	}
+	var k kSubBlock
+	kSub(t, row, s, &k)
+	*w = k.q
+	return k.sc[0], k.sc[1], k.d
+}
+
 // halvesDot1 adds the terms of d's ng groups (multipliers per half)
 // against x (its groups g0..) to l, as iqHalvesDotTail does.
 func halvesDot1(d *q8Decoded, ng int, x *Q8Row, g0 int, l *[8]float32) {
@@ -257,8 +283,15 @@ func halvesDot1(d *q8Decoded, ng int, x *Q8Row, g0 int, l *[8]float32) {
 // decodeChunk decodes groups g0..g0+ng-1 of a row of nsub sub-blocks into
 // d, the sub-blocks past nsub as zero weights with multiplier and scale 0.
 func (k *kernelSet) decodeChunk(t quant.Type, row []byte, nsub, g0, ng int, d *q8Decoded) {
-	if isIQHalves(t) {
-		for i := 0; i < 8*ng; i++ {
+	if tileHalves(t) {
+		done := 0
+		if dec := k.q8decodeHalves[t]; dec != nil {
+			done = min(ng, nsub/8-g0)
+			if done > 0 {
+				dec(row, g0, done, d)
+			}
+		}
+		for i := 8 * max(done, 0); i < 8*ng; i++ {
 			w := (*[32]int8)(d.w[32*i:])
 			s := 8*g0 + i
 			if s >= nsub {
@@ -266,7 +299,7 @@ func (k *kernelSet) decodeChunk(t quant.Type, row []byte, nsub, g0, ng int, d *q
 				d.mh[2*i], d.mh[2*i+1], d.dw[i] = 0, 0, 0
 				continue
 			}
-			m0, m1, dw := iqHalvesSub(t, row, s, w)
+			m0, m1, dw := halvesSub(t, row, s, w)
 			d.mh[2*i], d.mh[2*i+1], d.dw[i] = int16(m0), int16(m1), dw
 		}
 		clear(d.m[:8*ng])

@@ -104,3 +104,12 @@ func q8decodeQ4_0Vector(row []byte, g0, ng int, d *q8Decoded) {
 func q8decodeIQ4NLVector(row []byte, g0, ng int, d *q8Decoded) {
 	qmmDecodeNibAVX(&row[144*g0], ng, &quant.KvaluesIQ4NL[0], &d.w[0], &d.m[0], &d.dw[0])
 }
+
+//go:noescape
+func qmmDecodeQ6KAVX2(w *byte, groups int, out *int8, mh *int16, dw *float32)
+
+// q8decodeQ6KHalves decodes whole groups of a Q6_K row for the halves tiles
+// (qmm_decode_amd64.s): codes, the 16 scales per block as multipliers, d.
+func q8decodeQ6KHalves(row []byte, g0, ng int, d *q8Decoded) {
+	qmmDecodeQ6KAVX2(&row[210*g0], ng, &d.w[0], &d.mh[0], &d.dw[0])
+}

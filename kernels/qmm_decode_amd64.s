@@ -206,3 +206,93 @@ nibloop:
 nibdone:
 	VZEROUPPER
 	RET
+
+DATA qmmq6lo<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA qmmq6lo<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA qmmq6lo<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA qmmq6lo<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL qmmq6lo<>(SB), RODATA|NOPTR, $32
+
+DATA qmmq6hi<>+0(SB)/8, $0x3030303030303030
+DATA qmmq6hi<>+8(SB)/8, $0x3030303030303030
+DATA qmmq6hi<>+16(SB)/8, $0x3030303030303030
+DATA qmmq6hi<>+24(SB)/8, $0x3030303030303030
+GLOBL qmmq6hi<>(SB), RODATA|NOPTR, $32
+
+DATA qmmq632<>+0(SB)/8, $0x2020202020202020
+DATA qmmq632<>+8(SB)/8, $0x2020202020202020
+DATA qmmq632<>+16(SB)/8, $0x2020202020202020
+DATA qmmq632<>+24(SB)/8, $0x2020202020202020
+GLOBL qmmq632<>(SB), RODATA|NOPTR, $32
+
+// Q6HALF(h): half h of the block (sub-blocks 4h..4h+3): ql0, ql1 the 32
+// bytes at 64h and 64h+32, qh the 32 at 128+32h; sub-block 4h+i's code j is
+// (nibble of ql_(i%2)[j], low for i < 2) | (bits 2i, 2i+1 of qh[j]) << 4,
+// minus 32. Y15 0x0f, Y14 0x30, Y13 32.
+#define Q6HALF(h) \
+	VMOVDQU (64*h)(SI), Y0 \
+	VMOVDQU (64*h+32)(SI), Y1 \
+	VMOVDQU (128+32*h)(SI), Y2 \
+	VPAND   Y15, Y0, Y3 \
+	VPSLLW  $4, Y2, Y4 \
+	VPAND   Y14, Y4, Y4 \
+	VPOR    Y4, Y3, Y3 \
+	VPSUBB  Y13, Y3, Y3 \
+	VMOVDQU Y3, (128*h)(DI) \
+	VPAND   Y15, Y1, Y3 \
+	VPSLLW  $2, Y2, Y4 \
+	VPAND   Y14, Y4, Y4 \
+	VPOR    Y4, Y3, Y3 \
+	VPSUBB  Y13, Y3, Y3 \
+	VMOVDQU Y3, (128*h+32)(DI) \
+	VPSRLW  $4, Y0, Y3 \
+	VPAND   Y15, Y3, Y3 \
+	VPAND   Y14, Y2, Y4 \
+	VPOR    Y4, Y3, Y3 \
+	VPSUBB  Y13, Y3, Y3 \
+	VMOVDQU Y3, (128*h+64)(DI) \
+	VPSRLW  $4, Y1, Y3 \
+	VPAND   Y15, Y3, Y3 \
+	VPSRLW  $2, Y2, Y4 \
+	VPAND   Y14, Y4, Y4 \
+	VPOR    Y4, Y3, Y3 \
+	VPSUBB  Y13, Y3, Y3 \
+	VMOVDQU Y3, (128*h+96)(DI)
+
+// func qmmDecodeQ6KAVX2(w *byte, groups int, out *int8, mh *int16, dw *float32)
+//
+// Q6_K for the halves tiles: per 210-byte block (ql[128], qh[64],
+// scales[16] int8, fp16 d) its 256 codes, its 16 scales as int16 (the
+// multipliers of the 16 halves, in order) and d eight times.
+TEXT ·qmmDecodeQ6KAVX2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ groups+8(FP), CX
+	MOVQ out+16(FP), DI
+	MOVQ mh+24(FP), R9
+	MOVQ dw+32(FP), R11
+	VMOVDQU qmmq6lo<>(SB), Y15
+	VMOVDQU qmmq6hi<>(SB), Y14
+	VMOVDQU qmmq632<>(SB), Y13
+	TESTQ CX, CX
+	JZ    q6done
+
+q6loop:
+	Q6HALF(0)
+	Q6HALF(1)
+	VPMOVSXBW 192(SI), Y5
+	VMOVDQU   Y5, (R9)
+	MOVWLZX   208(SI), AX
+	VMOVD     AX, X6
+	VPBROADCASTW X6, X6
+	VCVTPH2PS X6, Y6
+	VMOVUPS   Y6, (R11)
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $32, R9
+	ADDQ $32, R11
+	DECQ CX
+	JNZ  q6loop
+
+q6done:
+	VZEROUPPER
+	RET

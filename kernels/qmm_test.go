@@ -42,13 +42,13 @@ func TestDecodeChunkMatchesWeightSub(t *testing.T) {
 						var m, m0, m1 int32
 						var dw float32
 						if sub < nsub {
-							if isIQHalves(typ) {
-								m0, m1, dw = iqHalvesSub(typ, row, sub, &w)
+							if tileHalves(typ) {
+								m0, m1, dw = halvesSub(typ, row, sub, &w)
 							} else {
 								m, dw = weightSub(typ, row, sub, &w)
 							}
 						}
-						if isIQHalves(typ) && (int32(d.mh[2*i]) != m0 || int32(d.mh[2*i+1]) != m1) {
+						if tileHalves(typ) && (int32(d.mh[2*i]) != m0 || int32(d.mh[2*i+1]) != m1) {
 							t.Fatalf("%s nsub=%d on %s: sub-block %d: multipliers %d %d, want %d %d", typ, nsub, s.name, sub, d.mh[2*i], d.mh[2*i+1], m0, m1)
 						}
 						if int32(d.m[i]) != m || !sameFloat(d.dw[i], dw) || [32]int8(d.w[32*i:32*i+32]) != w {
@@ -144,7 +144,7 @@ func TestMatMulQ8TilesGuarded(t *testing.T) {
 // included, on every kernel set and thread count.
 func TestMatMulQ8InputBlocks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(59, 60))
-	for _, typ := range []quant.Type{quant.Q8_0, quant.Q2_0, quant.IQ4_NL, quant.IQ4_XS, quant.IQ2_XS} {
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q2_0, quant.IQ4_NL, quant.IQ4_XS, quant.IQ2_XS, quant.Q6_K} {
 		for _, n := range []int{640, 768} {
 			ti, _ := quant.Info(typ)
 			if n%ti.BlockElements != 0 {
@@ -198,7 +198,7 @@ func TestMatMulQ8InputBlocks(t *testing.T) {
 // one thread, in multiply-adds per second.
 func BenchmarkMatMulQ8(b *testing.B) {
 	rng := rand.New(rand.NewPCG(55, 56))
-	for _, typ := range []quant.Type{quant.Q2_0, quant.Q8_0, quant.IQ4_NL, quant.IQ3_S, quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS, quant.IQ1_S, quant.MXFP4, quant.IQ2_XS, quant.IQ2_S, quant.IQ1_M} {
+	for _, typ := range []quant.Type{quant.Q2_0, quant.Q8_0, quant.IQ4_NL, quant.IQ3_S, quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS, quant.IQ1_S, quant.MXFP4, quant.IQ2_XS, quant.IQ2_S, quant.IQ1_M, quant.Q6_K} {
 		for _, sh := range []struct{ rows, cols int }{{640, 2560}, {2560, 640}} {
 			ti, _ := quant.Info(typ)
 			if sh.cols%ti.BlockElements != 0 {

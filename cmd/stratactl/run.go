@@ -74,7 +74,7 @@ of the vocabulary size.`,
 	fl.StringVar(&f.logits, "logits", "", "write every prompt position's and decode step's logits (float32 LE rows) to this file")
 	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS); results do not depend on it")
 	exactFlag(fl, &f.exact, "the model")
-	cli.Float64Var(fl, &f.arenaMB, "arena-mb", 0, 0, maxArenaMB, "pack: memory for resident experts in MiB (0: every expert)")
+	cli.Float64Var(fl, &f.arenaMB, "arena-mb", 0, 0, maxArenaMB, "pack: memory for resident experts in MiB (0: every expert, up to half the machine's RAM)")
 	cli.IntVar(fl, &f.readers, "readers", 4, 1, maxReaders, "pack: goroutines reading expert slots")
 	fl.BoolVar(&f.noReadAhead, "no-readahead", false, "pack: do not guess and read the next layer's experts early")
 	fl.BoolVar(&f.buffered, "buffered", false, "pack: read through the page cache instead of O_DIRECT")
@@ -234,6 +234,9 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 			st.HitRate, *st.BeladyHitRate, st.MissesPerToken, st.ReadMBPerToken, st.ReadAheadHitsPerToken, st.GuessesPerToken, st.WaitMsPerToken)
 		fmt.Fprintf(env.Err, "arena: %d of %d slots (%.1f MiB, %d bytes each), filled %d in %.3f s, reads: %s\n",
 			st.ArenaSlots, st.TotalSlots, st.ArenaMB, st.SlotBytes, st.FillSlots, st.FillSeconds, io)
+		if st.ArenaCapMB > 0 {
+			fmt.Fprintf(env.Err, "arena capped at %.0f MiB (half the machine's RAM; --arena-mb sets it): %d of %d experts resident, the rest streamed\n", st.ArenaCapMB, st.ArenaSlots, st.TotalSlots)
+		}
 	}
 	if rep.LogitsFile != "" {
 		fmt.Fprintf(env.Err, "logits: %d rows of %d to %s\n", rep.LogitsRows, rep.Vocab, rep.LogitsFile)
