@@ -109,7 +109,7 @@ func TestPackCalibrated(t *testing.T) {
 	}
 }
 
-// TestCalibratedKLD (STRATACTL_LONG=1, about 8 to 10 minutes on 2 cores):
+// TestCalibratedKLD (STRATACTL_LONG=1, about 3 minutes on 2 idle cores, 10 under load):
 // quantize's calibrated Q2_0 of tiny-qwen3moe from BF16 with the supplied
 // calibration set against the BF16 model on the held-out windows: mean KLD
 // far below the plain search's 0.7104, at issue 14's 0.45 (docs/QUALITY.md:
