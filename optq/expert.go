@@ -363,7 +363,13 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string
 		}
 	}
 	s, y := make([]float32, n), make([]float32, n)
+	newv, dd := make([]float32, n), make([]float32, n)
+	xnorm := make([]float32, n)
+	for t := range xnorm {
+		xnorm[t] = dot32(in.X[t*D:(t+1)*D], in.X[t*D:(t+1)*D])
+	}
 	what := make([]float32, D)
+	keepLv, keepSc := make([]int8, D), make([]float32, D/group)
 	groups := D / group
 	hq := newWeightedQuad(D, n)
 	for part := 0; part < 2; part++ { // up, then gate
@@ -371,6 +377,28 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string
 		if part == 1 {
 			q, w = qg, ex.Gate
 		}
+		// weight is row i's output weights s (the product's slope
+		// through D̂'s column, times that column's norm) at token t.
+		weight := func(i, t int, sn float32) (s, cur float32) {
+			if part == 0 {
+				return silu(gh[i*n+t]) * sn, uh[i*n+t]
+			}
+			z := gh[i*n+t]
+			sg := sigmoid(z)
+			return sg * (1 + z*(1-sg)) * uh[i*n+t] * sn, z
+		}
+		// The ridge's floor: damp times the rows' mean weighted diagonal,
+		// averaged over this matrix's rows, so that a row the output
+		// hardly sees stays near its source row.
+		var s2 float64
+		for i := 0; i < F; i++ {
+			sn := float32(math.Sqrt(float64(dot32(dcols[i*D:(i+1)*D], dcols[i*D:(i+1)*D]))))
+			for t := 0; t < n; t++ {
+				st, _ := weight(i, t, sn)
+				s2 += float64(st) * float64(st) * float64(xnorm[t])
+			}
+		}
+		floor := float32(opt.RefineDamp * s2 / float64(F) / float64(D))
 		for i := 0; i < F; i++ {
 			dc := dcols[i*D : (i+1)*D]
 			nu := dot32(dc, dc)
@@ -379,34 +407,47 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string
 			}
 			sn := float32(math.Sqrt(float64(nu)))
 			for t := 0; t < n; t++ {
-				var c, cur float32
-				if part == 0 {
-					c, cur = silu(gh[i*n+t]), uh[i*n+t]
-				} else {
-					z := gh[i*n+t]
-					sg := sigmoid(z)
-					c, cur = sg*(1+z*(1-sg))*uh[i*n+t], z
-				}
-				s[t] = c * sn
+				var cur float32
+				s[t], cur = weight(i, t, sn)
 				y[t] = dot32(R[t*D:(t+1)*D], dc)/sn + s[t]*cur
 			}
-			row := &quantized{rows: 1, cols: D, levels: q.levels[i*D : (i+1)*D], scales: q.scales[i*groups : (i+1)*groups]}
-			row.refineWeightedWith(hq, w[i*D:(i+1)*D], in.X, xt, n, s, y, float32(opt.RefineDamp), opt.Refine)
+			lv, sc := q.levels[i*D:(i+1)*D], q.scales[i*groups:(i+1)*groups]
+			copy(keepLv, lv)
+			copy(keepSc, sc)
+			row := &quantized{rows: 1, cols: D, levels: lv, scales: sc}
+			row.refineWeightedWith(hq, w[i*D:(i+1)*D], in.X, xt, n, s, y, float32(opt.RefineDamp), floor, opt.Refine)
 			for j := range what {
 				what[j] = row.scales[j/group] * float32(row.levels[j])
 			}
+			// The row is kept only if the expert's true output residual on
+			// these tokens falls (the descent saw a linearised gate): the
+			// change of Σ‖R_t‖² is Σ d_t² ‖dc‖² − 2 d_t ⟨R_t, dc⟩.
+			var change float64
 			for t := 0; t < n; t++ {
 				v := dot32(what, in.X[t*D:(t+1)*D])
 				old := silu(gh[i*n+t]) * uh[i*n+t]
 				var nw float32
 				if part == 0 {
-					uh[i*n+t] = v
 					nw = silu(gh[i*n+t]) * v
 				} else {
-					gh[i*n+t] = v
 					nw = silu(v) * uh[i*n+t]
 				}
-				if d := nw - old; d != 0 {
+				newv[t], dd[t] = v, nw-old
+				d := float64(dd[t])
+				change += d*d*float64(nu) - 2*d*float64(dot32(R[t*D:(t+1)*D], dc))
+			}
+			if !(change <= 0) {
+				copy(lv, keepLv)
+				copy(sc, keepSc)
+				continue
+			}
+			for t := 0; t < n; t++ {
+				if part == 0 {
+					uh[i*n+t] = newv[t]
+				} else {
+					gh[i*n+t] = newv[t]
+				}
+				if d := dd[t]; d != 0 {
 					kernels.Axpy(R[t*D:(t+1)*D], -d, dc)
 				}
 			}

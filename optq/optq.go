@@ -649,7 +649,7 @@ func (q *quantized) refineWeighted(w, x, xt []float32, n int, sw, yw []float32, 
 	if passes == 0 || n == 0 {
 		return
 	}
-	q.refineWeightedWith(newWeightedQuad(q.cols, n), w, x, xt, n, sw, yw, damp, passes)
+	q.refineWeightedWith(newWeightedQuad(q.cols, n), w, x, xt, n, sw, yw, damp, 0, passes)
 }
 
 func newWeightedQuad(cols, n int) *weightedQuad {
@@ -658,7 +658,12 @@ func newWeightedQuad(cols, n int) *weightedQuad {
 
 // refineWeightedWith is refineWeighted in hq's buffers (n inputs of q's
 // columns).
-func (q *quantized) refineWeightedWith(hq *weightedQuad, w, x, xt []float32, n int, sw, yw []float32, damp float32, passes int) {
+//
+// The ridge is damp times the row's mean weighted diagonal, but at least
+// floor: a row whose weights the output hardly sees (its weights s near 0)
+// would otherwise have no ridge at all, and its descent chase a target
+// divided by those weights far from the source row.
+func (q *quantized) refineWeightedWith(hq *weightedQuad, w, x, xt []float32, n int, sw, yw []float32, damp, floor float32, passes int) {
 	if passes == 0 || n == 0 {
 		return
 	}
@@ -682,7 +687,7 @@ func (q *quantized) refineWeightedWith(hq *weightedQuad, w, x, xt []float32, n i
 		if !(mean > 0) {
 			continue
 		}
-		hq.mu = damp * mean / float32(cols)
+		hq.mu = max(damp*mean/float32(cols), floor)
 		for j := range what {
 			what[j] = sc[j/group] * float32(lv[j])
 			e[j] = wr[j] - what[j]
