@@ -351,6 +351,10 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string
 	gh := project(gq, in.X, n, D, F) // [F][n]
 	uh := project(uq, in.X, n, D, F)
 	dcols := transpose(dq, D, F) // [F][D]: column i of D̂
+	nus := make([]float32, F)    // ‖column i of D̂‖²
+	for i := range nus {
+		nus[i] = dot32(dcols[i*D:(i+1)*D], dcols[i*D:(i+1)*D])
+	}
 	R := make([]float32, n*D)
 	hh := make([]float32, F)
 	for t := 0; t < n; t++ {
@@ -392,7 +396,7 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string
 		// hardly sees stays near its source row.
 		var s2 float64
 		for i := 0; i < F; i++ {
-			sn := float32(math.Sqrt(float64(dot32(dcols[i*D:(i+1)*D], dcols[i*D:(i+1)*D]))))
+			sn := float32(math.Sqrt(float64(nus[i])))
 			for t := 0; t < n; t++ {
 				st, _ := weight(i, t, sn)
 				s2 += float64(st) * float64(st) * float64(xnorm[t])
@@ -401,7 +405,7 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string
 		floor := float32(opt.RefineDamp * s2 / float64(F) / float64(D))
 		for i := 0; i < F; i++ {
 			dc := dcols[i*D : (i+1)*D]
-			nu := dot32(dc, dc)
+			nu := nus[i]
 			if !(nu > 0) {
 				continue
 			}
