@@ -713,3 +713,86 @@ q8nadv:
 q8ndone:
 	VZEROUPPER
 	RET
+
+// Q8_0 on AVX2 and F16C, two rows at once from separate parts of the
+// matrix, whole groups only: rows A (SI) and B (R15, boff bytes after A),
+// each q8dotQ8_0AVX2's steps (qdot_amd64.s) into its own lanes (Y12, Y3)
+// and folded as foldLanes, so each row's bits are DotQ8's on that path;
+// each stream prefetched as q8RowsNQ8_0AVX512's (pf, hint).
+
+// Q8SUBS(base, j, Yout) is qdot_amd64.s's Q8SUB from base.
+#define Q8SUBS(base, j, Yout) \
+	VMOVDQU (2+34*j)(base), Y0 \
+	SUMSIGNED(32*j, Yout)
+
+// Q8GROUPV(base, Yacc): one row's group into Yacc (qdot_amd64.s's loop body).
+#define Q8GROUPV(base, Yacc) \
+	Q8SUBS(base, 0, Y4) \
+	Q8SUBS(base, 1, Y5) \
+	Q8SUBS(base, 2, Y6) \
+	Q8SUBS(base, 3, Y7) \
+	Q8SUBS(base, 4, Y8) \
+	Q8SUBS(base, 5, Y9) \
+	Q8SUBS(base, 6, Y10) \
+	Q8SUBS(base, 7, Y11) \
+	REDUCE8 \
+	SCALES8S(base) \
+	RACCS(Yacc)
+
+// func q8Rows2Q8_0AVX2(w *byte, stride, rows int, xq *int8, xd *float32, groups int, out *float32, boff, ooff, pf, hint int)
+TEXT ·q8Rows2Q8_0AVX2(SB), NOSPLIT, $0-88
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R10
+	MOVQ out+48(FP), R8
+	MOVQ boff+56(FP), R11
+	MOVQ ooff+64(FP), R9
+	MOVQ pf+72(FP), R14
+	VMOVDQU q8ones16<>(SB), Y15
+	TESTQ R10, R10
+	JZ    q8vdone
+
+q8vrow:
+	MOVQ R13, SI
+	LEAQ (R13)(R11*1), R15
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ groups+40(FP), CX
+	VXORPS Y12, Y12, Y12
+	VXORPS Y3, Y3, Y3
+	TESTQ CX, CX
+	JZ    q8vfold
+
+q8vgroup:
+	CMPQ hint+80(FP), $1
+	JLT  q8vA
+	JGT  q8vpf2
+	PF5(PREFETCHT0, SI)
+	PF5(PREFETCHT0, R15)
+	JMP  q8vA
+
+q8vpf2:
+	PF5(PREFETCHT2, SI)
+	PF5(PREFETCHT2, R15)
+
+q8vA:
+	Q8GROUPV(SI, Y12)
+	Q8GROUPV(R15, Y3)
+	ADDQ $272, SI
+	ADDQ $272, R15
+	ADDQ $256, DI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  q8vgroup
+
+q8vfold:
+	RFOLDTO((R8))
+	VMOVAPS Y3, Y12
+	RFOLDTO((R8)(R9*1))
+	ADDQ $4, R8
+	ADDQ stride+8(FP), R13
+	DECQ R10
+	JNZ  q8vrow
+
+q8vdone:
+	VZEROUPPER
+	RET

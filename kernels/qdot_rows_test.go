@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stratactl/stratactl/quant"
@@ -73,8 +74,10 @@ func TestQ8RowsMatchPortable(t *testing.T) {
 						out[i] = math.Float32frombits(guard)
 					}
 					// A row kernel takes every row QuantizeQ8Row makes, and
-					// padded copies of them.
-					if f := s.k.q8rows[typ]; f != nil && xi < 2 && !f(&m, lo, hi, x, out) {
+					// padded copies of them (the AVX2 Q8_0 kernel's walks
+					// only rows of whole groups of 8 blocks).
+					takes := xi < 2 && (!strings.HasPrefix(s.name, "avx2-") || n%256 == 0)
+					if f := s.k.q8rows[typ]; f != nil && takes && !f(&m, lo, hi, x, out) {
 						t.Fatalf("%s n=%d on %s: the row kernel refused a padded row", typ, n, s.name)
 					}
 					s.k.dotQ8Range(&m, lo, hi, x, out)
