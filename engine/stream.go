@@ -94,8 +94,8 @@ type arenaSlot struct {
 }
 
 // PackStore keeps experts of a pack in an arena of fixed slots, evicting
-// the expert with the lowest cachesim.Keep score (recency plus frequency of
-// demands, read-ahead guesses adding neither); misses read whole slots (O_DIRECT where the filesystem allows),
+// the expert cachesim.Victim picks (the lowest cachesim.Keep score, recency
+// plus frequency of demands, read-ahead guesses adding neither); misses read whole slots (O_DIRECT where the filesystem allows),
 // checked against their CRC-32C.
 type PackStore struct {
 	cfg       *Config
@@ -369,10 +369,10 @@ func (s *PackStore) readAt(buf []byte, off int64) error {
 	return err
 }
 
-// claim takes a slot for key: a free one, else the unpinned one whose
-// expert has the lowest cachesim.Keep score (ties to the lower key),
-// sparing first the experts the current call has claimed or hit, then
-// those read-ahead expects (want) while there is another, and waiting for
+// claim takes a slot for key: a free one, else the unpinned one that
+// cachesim.Victim picks (the lowest Keep score, sparing the experts the
+// current call has claimed or hit, then those read-ahead expects, while
+// there is another; the rule's one home, which the replay follows), waiting for
 // the victim's read to finish if it is still being read, so that which
 // expert goes depends only on the sequence of calls and never on read
 // timing (a trace replays exactly, cachesim). It returns -1 when every
@@ -382,7 +382,7 @@ func (s *PackStore) claim(key int) int {
 	best := -1
 	for {
 		best = -1
-		spared, wanted := -1, -1
+		v := cachesim.NewVictim(s.useWeight)
 		for i := range s.slots {
 			sl := &s.slots[i]
 			if sl.key < 0 || sl.state == slotFailed {
@@ -392,26 +392,10 @@ func (s *PackStore) claim(key int) int {
 			if sl.pins > 0 {
 				continue
 			}
-			switch {
-			case sl.call == s.call:
-				if spared < 0 || s.evictsFirst(sl.key, s.slots[spared].key) {
-					spared = i
-				}
-			case sl.want:
-				if wanted < 0 || s.evictsFirst(sl.key, s.slots[wanted].key) {
-					wanted = i
-				}
-			default:
-				if best < 0 || s.evictsFirst(sl.key, s.slots[best].key) {
-					best = i
-				}
-			}
+			v.Offer(i, sl.key, s.keyLast[sl.key], s.keyUses[sl.key], cachesim.ClassOf(sl.call == s.call, sl.want))
 		}
 		if best < 0 {
-			best = wanted
-		}
-		if best < 0 {
-			best = spared
+			best = v.Pick()
 		}
 		if best < 0 {
 			return -1
@@ -433,12 +417,6 @@ func (s *PackStore) claim(key int) int {
 	*sl = arenaSlot{key: key, state: slotLoading, call: s.call}
 	s.where[key] = best
 	return best
-}
-
-// evictsFirst is whether expert a goes before expert b.
-func (s *PackStore) evictsFirst(a, b int) bool {
-	ka, kb := cachesim.Keep(s.keyLast[a], s.keyUses[a], s.useWeight), cachesim.Keep(s.keyLast[b], s.keyUses[b], s.useWeight)
-	return ka < kb || ka == kb && a < b
 }
 
 // Need counts the experts a batch needs in layer and starts reading the

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync"
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/hybridshape"
@@ -151,9 +152,67 @@ func randomWeights(rng *rand.Rand, t quant.Type, cols, rows int, sigma float32) 
 			}
 		}
 	default:
-		return nil, fmt.Errorf("synthetic weights of type %s are not supported (F32, F16, BF16, Q8_0, Q4_0, IQ4_NL, Q2_0)", t)
+		// Any other type quant decodes (the K-quants, the IQ types, MXFP4):
+		// blocks drawn from a pool of random blocks whose decoded values
+		// are finite with an RMS within a factor 2 of sigma.
+		pool, err := sampledBlocks(t, sigma)
+		if err != nil {
+			return nil, err
+		}
+		bb := len(pool[0])
+		for o := 0; o < len(out); o += bb {
+			copy(out[o:o+bb], pool[rng.IntN(len(pool))])
+		}
 	}
 	return out, nil
+}
+
+// sampledPools caches sampledBlocks' pools (each a function of its key
+// alone, so a pack's bytes do not depend on what ran before it).
+var sampledPools sync.Map // sampledKey -> [][]byte
+
+type sampledKey struct {
+	t     quant.Type
+	sigma float32
+}
+
+// sampledBlocks is a pool of 256 distinct blocks of type t made of random
+// bytes (from a seed of t and sigma), each kept only if quant decodes it to
+// finite values whose RMS is within a factor 2 of sigma.
+func sampledBlocks(t quant.Type, sigma float32) ([][]byte, error) {
+	key := sampledKey{t, sigma}
+	if p, ok := sampledPools.Load(key); ok {
+		return p.([][]byte), nil
+	}
+	ti, ok := quant.Info(t)
+	if !ok || !quant.CanDequantize(t) {
+		return nil, fmt.Errorf("synthetic weights of type %s are not supported: quant does not decode it", t)
+	}
+	const blocks, tries = 256, 1 << 22
+	rng := rand.New(rand.NewPCG(uint64(t), uint64(math.Float32bits(sigma))))
+	w := make([]float32, ti.BlockElements)
+	var pool [][]byte
+	for try := 0; len(pool) < blocks; try++ {
+		if try == tries {
+			return nil, fmt.Errorf("synthetic weights of type %s: %d of %d random blocks near a spread of %g in %d tries", t, len(pool), blocks, sigma, tries)
+		}
+		b := make([]byte, ti.BlockBytes)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		if err := quant.Dequantize(t, b, w); err != nil {
+			return nil, err
+		}
+		var ss float64
+		for _, v := range w {
+			ss += float64(v) * float64(v)
+		}
+		if rms := math.Sqrt(ss / float64(len(w))); rms >= float64(sigma)/2 && rms <= 2*float64(sigma) {
+			pool = append(pool, b)
+		}
+	}
+	p, _ := sampledPools.LoadOrStore(key, pool)
+	return p.([][]byte), nil
 }
 
 // WriteSyntheticPack writes the pack of a random model (model.gguf,
