@@ -153,6 +153,20 @@ func (a *acts) gather(idx []int, buf []float32) *acts {
 	return &acts{n: a.n, rows: len(idx), fast: a.fast, from: a, idx: idx, buf: buf}
 }
 
+// prepare makes the rows in the form a product of mat with a reads
+// (quantized, rounded or float32), so that goroutines running such
+// products on a, or on batches gathered from it, only read them.
+func (a *acts) prepare(mat *kernels.Matrix) {
+	switch {
+	case a.useBF16(mat):
+		a.bf16()
+	case a.useQ8(mat):
+		a.q8()
+	default:
+		a.f32()
+	}
+}
+
 // useQ8 reports whether the product of mat with a takes the quantized path.
 func (a *acts) useQ8(mat *kernels.Matrix) bool { return a.fast && mat.CanDotQ8() }
 
