@@ -75,6 +75,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 			k.q8dot[t] = func(row []byte, x *Q8Row) ([8]float32, int) { return q8dotIQGroups(t, row, x) }
 		}
 		k.q8dotDecoded = q8dotDecodedVector
+		k.q8rows[quant.Q8_0] = rowsQ8_0AVX2Walk
 		k.q8decodeHalves[quant.Q3_K] = q8decodeQ3KHalves
 		k.kminDecode[quant.Q2_K] = kminDecodeQ2KVector
 		k.kminDecode[quant.Q4_K] = kminDecodeQ4KVector

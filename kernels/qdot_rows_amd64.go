@@ -56,6 +56,11 @@ const q2PrefetchDist = 3072
 // row lo+i beside row lo+pairs+i, so that each of the two is one
 // sequential stream; the last row of an odd number by the one-row kernel.
 func rowsQ2_0Pairs(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	return rowsQ2_0PairsAt(m, lo, hi, x, out, q2PrefetchDist)
+}
+
+// rowsQ2_0PairsAt is rowsQ2_0Pairs prefetching pf bytes ahead.
+func rowsQ2_0PairsAt(m *Matrix, lo, hi int, x *Q8Row, out []float32, pf int) bool {
 	nb := m.Cols / 64
 	groups, tail := nb/4, nb%4
 	if tail > 0 && (!x.padded(8*groups) || cap(x.q2) < 256*(groups+1)) || len(x.q2) != m.Cols || len(x.d) != 2*nb {
@@ -64,7 +69,7 @@ func rowsQ2_0Pairs(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 	mask := byteMask(18 * tail)
 	if pairs := (hi - lo) / 2; pairs > 0 {
 		q2Rows2AVX512(&m.Data[lo*m.RowBytes], m.RowBytes, pairs, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
-			groups, tail, mask, &out[lo], pairs*m.RowBytes, &out[lo+pairs], q2PrefetchDist)
+			groups, tail, mask, &out[lo], pairs*m.RowBytes, &out[lo+pairs], pf)
 		lo += 2 * pairs
 	}
 	if lo < hi {
@@ -74,9 +79,24 @@ func rowsQ2_0Pairs(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 	return true
 }
 
-// rowsQ8_0AVX512 is rowsQ2_0AVX512 for Q8_0.
+// rowsQ8_0AVX512 is rowsQ2_0AVX512 for Q8_0, in the walk q8Walk512.
 func rowsQ8_0AVX512(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
-	return rowsQ8_0Streams(m, lo, hi, x, out, q8Streams{n: 1})
+	return rowsQ8_0Streams(m, lo, hi, x, out, q8Walk512)
+}
+
+// q8Walk512 and q8WalkAVX2 are the walks the decode's Q8_0 rows take on
+// AVX-512 VNNI and on AVX2: the best of BenchmarkRowsDRAM's on one thread
+// of an Intel Xeon (docs/BENCHMARKS.md: from DRAM the one-row kernel read
+// 58-60% of the plain read's rate, two streams 70-73%, four 74-80%, and
+// with PREFETCHT0 a few KiB ahead of each four 83-91%).
+var (
+	q8Walk512  = q8Streams{n: 4, pf: 2048, hint: 1}
+	q8WalkAVX2 = q8Streams{n: 2, pf: 2048, hint: 1}
+)
+
+// rowsQ8_0AVX2Walk is rowsQ8_0AVX2 in the walk q8WalkAVX2.
+func rowsQ8_0AVX2Walk(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	return rowsQ8_0AVX2(m, lo, hi, x, out, q8WalkAVX2)
 }
 
 // q8Streams is how the Q8_0 row kernels walk a range of rows: n (1..4)
