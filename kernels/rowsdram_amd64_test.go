@@ -9,11 +9,12 @@ import (
 )
 
 // q8StreamWalks are the walks of the Q8_0 row kernels the benchmark and
-// the tests try: 1, 2 and 4 streams, without prefetch and with PREFETCHT0
-// or PREFETCHT2 at distances around the two-row Q2_0 kernel's.
+// the tests try: the one-row kernel, and 2 and 4 streams without prefetch
+// and with PREFETCHT0 or PREFETCHT2 at distances around the two-row Q2_0
+// kernel's.
 func q8StreamWalks() []q8Streams {
-	var ws []q8Streams
-	for _, n := range []int{1, 2, 4} {
+	ws := []q8Streams{{n: 1}}
+	for _, n := range []int{2, 4} {
 		ws = append(ws, q8Streams{n: n})
 		for _, hint := range []int{1, 2} {
 			for _, pf := range []int{1024, 2048, 4096, 8192} {
@@ -75,14 +76,37 @@ func avx2Set() kernelSet {
 	return chooseKernels(c)
 }
 
-// rowsDRAMVariants: the dispatched set ("host"), the AVX2 set's dispatch
-// ("avx2", what a CPU without AVX-512 VNNI runs), and each walk of
-// q8StreamSets.
-func rowsDRAMVariants() []rowsVariant {
-	a := avx2Set()
-	vs := []rowsVariant{setVariant("host", &host), setVariant("avx2", &a)}
-	for _, s := range q8StreamSets() {
-		vs = append(vs, setVariant(s.name, s.k))
+// rowsDRAMVariants: the dispatched set ("host"); for Q8_0 the AVX2 set's
+// dispatch ("avx2", what a CPU without AVX-512 VNNI runs) and each walk of
+// q8StreamSets; for Q2_0 where the host has them the one-row kernel and
+// the two-row kernel at prefetch distances around q2PrefetchDist.
+func rowsDRAMVariants(t quant.Type) []rowsVariant {
+	vs := []rowsVariant{setVariant("host", &host)}
+	switch t {
+	case quant.Q8_0:
+		a := avx2Set()
+		vs = append(vs, setVariant("avx2", &a))
+		for _, s := range q8StreamSets() {
+			vs = append(vs, setVariant(s.name, s.k))
+		}
+	case quant.Q2_0:
+		rowsVar := func(name string, f func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool) rowsVariant {
+			return rowsVariant{name, func(m *Matrix, x *Q8Row, out []float32) {
+				if !f(m, 0, m.Rows, x, out) {
+					panic(name + " refused a QuantizeQ8Row row")
+				}
+			}}
+		}
+		if hostCPU.avx512vnni {
+			vs = append(vs, rowsVar("1row", rowsQ2_0AVX512))
+		}
+		if hostCPU.avx512vnni && hostCPU.avx512gfni {
+			for _, pf := range []int{0, 1024, 2048, 3072, 4096, 6144} {
+				vs = append(vs, rowsVar(fmt.Sprintf("2row-pf%d", pf), func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+					return rowsQ2_0PairsAt(m, lo, hi, x, out, pf)
+				}))
+			}
+		}
 	}
 	return vs
 }
