@@ -63,6 +63,9 @@ type Options struct {
 	// refinement (Refine passes) against its new target and Hessian,
 	// instead of a new OPTQ pass with its scale search.
 	WarmDown bool
+	// ExpertGate makes the expert-output refinement refine gate's rows
+	// after up's (false: up's alone, whose product is linear in them).
+	ExpertGate bool
 }
 
 // DefaultExpert is the rounds of the expert-output refinement
@@ -82,7 +85,7 @@ const DefaultDamp = 0.30
 // Defaults are the measured defaults.
 func Defaults() Options {
 	return Options{Damp: DefaultDamp, Refine: 4, Candidates: 12, RefineDamp: 1, SwiGLU: 0, SwiGLUDamp: 3, Expert: DefaultExpert,
-		ExpertPasses: 4, WarmDown: false}
+		ExpertPasses: 4, WarmDown: false, ExpertGate: true}
 }
 
 // Check reports an option out of range.
