@@ -43,12 +43,16 @@ type StreamCounters struct {
 	Reads         int64 `json:"reads"` // slot reads, any cause
 	BytesRead     int64 `json:"bytes_read"`
 	WaitNanos     int64 `json:"wait_ns"` // time the forward pass waited for reads
+	// MissedNeeds are the Need calls (one per layer and batch) with a
+	// miss: each puts at least one read's latency on the critical path,
+	// however many misses it has (they are read together).
+	MissedNeeds int64 `json:"missed_needs"`
 }
 
 func (c StreamCounters) sub(o StreamCounters) StreamCounters {
 	return StreamCounters{c.Demands - o.Demands, c.Hits - o.Hits, c.Misses - o.Misses,
 		c.ReadAheadHits - o.ReadAheadHits, c.Guesses - o.Guesses, c.Reads - o.Reads,
-		c.BytesRead - o.BytesRead, c.WaitNanos - o.WaitNanos}
+		c.BytesRead - o.BytesRead, c.WaitNanos - o.WaitNanos, c.MissedNeeds - o.MissedNeeds}
 }
 
 // StreamReport is the summary run prints for a pack.
@@ -61,6 +65,7 @@ type StreamReport struct {
 	ReadAheadHitsPerToken float64        `json:"readahead_hits_per_token"`
 	GuessesPerToken       float64        `json:"readahead_reads_per_token"`
 	WaitMsPerToken        float64        `json:"wait_ms_per_token"`
+	MissedNeedsPerToken   float64        `json:"missed_needs_per_token"` // layers per token whose Need missed
 	ArenaSlots            int            `json:"arena_slots"`
 	ArenaMB               float64        `json:"arena_mb"`
 	ArenaCapMB            float64        `json:"arena_cap_mb,omitempty"` // the default arena's bound (DefaultArenaCap), when it held the arena below every expert
@@ -463,6 +468,9 @@ func (s *PackStore) Need(layer int, ids []int) {
 		}
 	}
 	s.missBuf = misses
+	if len(misses) > 0 {
+		s.counters.MissedNeeds++
+	}
 	// Leave a slot free for Get, so a batch needing more experts than
 	// the arena holds never evicts the ones it is still waiting for.
 	for _, key := range misses[:min(len(misses), len(s.slots)-1)] {
@@ -647,6 +655,7 @@ func (s *PackStore) Report(from, to StreamCounters, tokens int) *StreamReport {
 		r.ReadAheadHitsPerToken = float64(d.ReadAheadHits) / n
 		r.GuessesPerToken = float64(d.Guesses) / n
 		r.WaitMsPerToken = float64(d.WaitNanos) / 1e6 / n
+		r.MissedNeedsPerToken = float64(d.MissedNeeds) / n
 	}
 	return r
 }

@@ -158,6 +158,36 @@ func TestSyntheticPackQwen3Layout(t *testing.T) {
 	}
 }
 
+// TestRandomWeightsCentred: the synthetic blocks' values have mean zero and
+// about the spread asked for, in every type made from raw codes (uniform
+// codes are not centred: Q2_0's -1..2 average half a step, which gave each
+// synthetic matrix a rank-one part that grew through the layers). The
+// bound on the mean is 5 standard errors of the mean of n values.
+func TestRandomWeightsCentred(t *testing.T) {
+	const cols, rows, sigma = 2560, 64, 0.02
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q2_0, quant.IQ4_NL, quant.Q4_0} {
+		b, err := randomWeights(rand.New(rand.NewPCG(1, 2)), typ, cols, rows, sigma)
+		if err != nil {
+			t.Fatal(err)
+		}
+		y := make([]float32, cols*rows)
+		if err := quant.Dequantize(typ, b, y); err != nil {
+			t.Fatal(err)
+		}
+		var sum, sq float64
+		for _, v := range y {
+			sum += float64(v)
+			sq += float64(v) * float64(v)
+		}
+		n := float64(len(y))
+		mean := sum / n
+		sd := math.Sqrt(sq/n - mean*mean)
+		if math.Abs(mean) > 5*sd/math.Sqrt(n) || math.Abs(sd-sigma) > 0.1*sigma {
+			t.Errorf("%s: mean %.3g, sd %.3g of %d values; want mean 0 (within %.3g), sd %g within 10%%", typ, mean, sd, len(y), 5*sd/math.Sqrt(n), sigma)
+		}
+	}
+}
+
 // TestSampledBlocks: the synthetic weights of the types without their own
 // generator (the K-quants here) decode, block by block, to finite values
 // whose RMS is within a factor 2 of the spread asked, and the pool is the

@@ -56,6 +56,11 @@ const q2PrefetchDist = 3072
 // row lo+i beside row lo+pairs+i, so that each of the two is one
 // sequential stream; the last row of an odd number by the one-row kernel.
 func rowsQ2_0Pairs(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	return rowsQ2_0PairsAt(m, lo, hi, x, out, q2PrefetchDist)
+}
+
+// rowsQ2_0PairsAt is rowsQ2_0Pairs prefetching pf bytes ahead.
+func rowsQ2_0PairsAt(m *Matrix, lo, hi int, x *Q8Row, out []float32, pf int) bool {
 	nb := m.Cols / 64
 	groups, tail := nb/4, nb%4
 	if tail > 0 && (!x.padded(8*groups) || cap(x.q2) < 256*(groups+1)) || len(x.q2) != m.Cols || len(x.d) != 2*nb {
@@ -64,7 +69,7 @@ func rowsQ2_0Pairs(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 	mask := byteMask(18 * tail)
 	if pairs := (hi - lo) / 2; pairs > 0 {
 		q2Rows2AVX512(&m.Data[lo*m.RowBytes], m.RowBytes, pairs, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
-			groups, tail, mask, &out[lo], pairs*m.RowBytes, &out[lo+pairs], q2PrefetchDist)
+			groups, tail, mask, &out[lo], pairs*m.RowBytes, &out[lo+pairs], pf)
 		lo += 2 * pairs
 	}
 	if lo < hi {

@@ -1,7 +1,9 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"sync"
+	"unsafe"
 
 	"github.com/stratactl/stratactl/quant"
 )
@@ -39,24 +41,38 @@ type kDecoded struct {
 
 // kxGroup is one input's group of 8 activation sub-blocks as the min tiles
 // read it: the blocks' scales and the sums of the codes of each 16, hs[2j]
-// and hs[2j+1] for sub-block j's halves (at most 16*127 in magnitude).
+// and hs[2j+1] for sub-block j's halves (at most 16*127 in magnitude); for
+// the types whose halves share their min (Q4_K, Q5_K) hs[2j] is the sum of
+// all 32 (the row's block sum, at most 32*127) and hs[2j+1] zero, which
+// gives B_s the same integer.
 type kxGroup struct {
 	dx [8]float32
 	hs [16]int16
 }
 
-// kxFill writes x's groups as kxGroup records into dst (len(dst) groups,
-// x at least 256*len(dst) long).
-func kxFill(x *Q8Row, dst []kxGroup) {
+// kxFill writes x's groups as type t's kxGroup records into dst (len(dst)
+// groups, x at least 256*len(dst) long).
+func kxFill(t quant.Type, x *Q8Row, dst []kxGroup) {
 	for g := range dst {
 		kx := &dst[g]
 		copy(kx.dx[:], x.d[8*g:8*g+8])
-		for h := range kx.hs {
-			var s int32
-			for _, c := range x.qs[256*g+16*h : 256*g+16*h+16] {
-				s += int32(c)
+		if t != quant.Q2_K {
+			for j, s := range x.sums[8*g : 8*g+8] {
+				kx.hs[2*j], kx.hs[2*j+1] = int16(s), 0
 			}
-			kx.hs[h] = int16(s)
+			continue
+		}
+		// The sums of 16 codes eight bytes at a time: each byte biased by
+		// 128 to unsigned, adjacent bytes added into 16-bit fields (at most
+		// 4*255 after both words), the fields added by the multiply's top
+		// field.
+		b := unsafe.Slice((*byte)(unsafe.Pointer(&x.qs[256*g])), 256)
+		const bias, even = 0x8080808080808080, 0x00ff00ff00ff00ff
+		for h := range kx.hs {
+			lo := binary.LittleEndian.Uint64(b[16*h:]) ^ bias
+			hi := binary.LittleEndian.Uint64(b[16*h+8:]) ^ bias
+			f := lo&even + lo>>8&even + hi&even + hi>>8&even
+			kx.hs[h] = int16(int32(f*0x0001000100010001>>48) - 16*128)
 		}
 	}
 }
@@ -116,8 +132,9 @@ var kminScratchPool sync.Pool
 
 // matMulKMinBlock is matMulQ8Block for the types of kMinTiled: outs[t][r]
 // = DotQ8(t, row r of m, xs[t]) for r0 <= r < r1, the lanes token-major
-// (lanes[t*qmmRows+i] for row rt+i of the tile), token pairs by k's tile
-// kernel and the rest portably, folded into outs on a row's last chunk.
+// (lanes[t*qmmRows+i] for row rt+i of the tile), every token by k's tile
+// kernel where it has one, else portably, folded into outs on a row's last
+// chunk.
 func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0, r1 int) {
 	sc, _ := kminScratchPool.Get().(*kminScratch)
 	if sc == nil {
@@ -133,7 +150,7 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 	}
 	kx, lanes := sc.kx[:ntok*groups], sc.lanes[:qmmRows*ntok]
 	for t, x := range xs {
-		kxFill(x, kx[t*groups:(t+1)*groups])
+		kxFill(m.Type, x, kx[t*groups:(t+1)*groups])
 	}
 	for rt := r0; rt < r1; rt += qmmRows {
 		nr := min(qmmRows, r1-rt)
@@ -147,13 +164,17 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 			kxAt := func(t int) []kxGroup { return kx[t*groups+g0 : t*groups+g0+ng] }
 			t := 0
 			if k.kminTile2 != nil {
-				for ; t+1 < ntok; t += 2 {
+				// Token pairs; an odd last token paired with itself, its
+				// lanes and outputs given twice (both halves compute the
+				// same bits, so the second stores equal the first).
+				for ; t < ntok; t += 2 {
+					u := min(t+1, ntok-1)
 					var o0, o1 []float32
 					if last {
-						o0, o1 = outs[t][rt:rt+nr], outs[t+1][rt:rt+nr]
+						o0, o1 = outs[t][rt:rt+nr], outs[u][rt:rt+nr]
 					}
-					k.kminTile2(&sc.d, nr, ng, xs[t].qs[256*g0:], kxAt(t), xs[t+1].qs[256*g0:], kxAt(t+1),
-						lanes[t*qmmRows:(t+1)*qmmRows], lanes[(t+1)*qmmRows:(t+2)*qmmRows], o0, o1)
+					k.kminTile2(&sc.d, nr, ng, xs[t].qs[256*g0:], kxAt(t), xs[u].qs[256*g0:], kxAt(u),
+						lanes[t*qmmRows:(t+1)*qmmRows], lanes[u*qmmRows:(u+1)*qmmRows], o0, o1)
 				}
 			}
 			for ; t < ntok; t++ {

@@ -75,14 +75,37 @@ func avx2Set() kernelSet {
 	return chooseKernels(c)
 }
 
-// rowsDRAMVariants: the dispatched set ("host"), the AVX2 set's dispatch
-// ("avx2", what a CPU without AVX-512 VNNI runs), and each walk of
-// q8StreamSets.
-func rowsDRAMVariants() []rowsVariant {
-	a := avx2Set()
-	vs := []rowsVariant{setVariant("host", &host), setVariant("avx2", &a)}
-	for _, s := range q8StreamSets() {
-		vs = append(vs, setVariant(s.name, s.k))
+// rowsDRAMVariants: the dispatched set ("host"); for Q8_0 the AVX2 set's
+// dispatch ("avx2", what a CPU without AVX-512 VNNI runs) and each walk of
+// q8StreamSets; for Q2_0 where the host has them the one-row kernel and
+// the two-row kernel at prefetch distances around q2PrefetchDist.
+func rowsDRAMVariants(t quant.Type) []rowsVariant {
+	vs := []rowsVariant{setVariant("host", &host)}
+	switch t {
+	case quant.Q8_0:
+		a := avx2Set()
+		vs = append(vs, setVariant("avx2", &a))
+		for _, s := range q8StreamSets() {
+			vs = append(vs, setVariant(s.name, s.k))
+		}
+	case quant.Q2_0:
+		rowsVar := func(name string, f func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool) rowsVariant {
+			return rowsVariant{name, func(m *Matrix, x *Q8Row, out []float32) {
+				if !f(m, 0, m.Rows, x, out) {
+					panic(name + " refused a QuantizeQ8Row row")
+				}
+			}}
+		}
+		if hostCPU.avx512vnni {
+			vs = append(vs, rowsVar("1row", rowsQ2_0AVX512))
+		}
+		if hostCPU.avx512vnni && hostCPU.avx512gfni {
+			for _, pf := range []int{0, 1024, 2048, 3072, 4096, 6144} {
+				vs = append(vs, rowsVar(fmt.Sprintf("2row-pf%d", pf), func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+					return rowsQ2_0PairsAt(m, lo, hi, x, out, pf)
+				}))
+			}
+		}
 	}
 	return vs
 }

@@ -2,8 +2,10 @@
 
 package kernels
 
+import "github.com/stratactl/stratactl/quant"
+
 // rowsDRAMVariants: the dispatched set only.
-func rowsDRAMVariants() []rowsVariant { return []rowsVariant{setVariant("host", &host)} }
+func rowsDRAMVariants(quant.Type) []rowsVariant { return []rowsVariant{setVariant("host", &host)} }
 
 // q8StreamSets: none without the assembly kernels.
 func q8StreamSets() []namedSet { return nil }

@@ -29,22 +29,27 @@ func setVariant(name string, k *kernelSet) rowsVariant {
 // 2560, vocabulary 32768), repeated to fill the buffer.
 type dramShape struct {
 	name string
-	cols int
-	rows []int // the matrices of one repeat, in order
+	typ  quant.Type
+	cols []int // the matrices of one repeat, in order
+	rows []int
 }
 
 var dramShapes = []dramShape{
-	{"x2560", 2560, []int{4096, 512, 512}}, // attn_q, attn_k, attn_v
-	{"x4096", 4096, []int{2560}},           // attn_output
-	{"head", 2560, []int{32768}},           // output
+	{"x2560", quant.Q8_0, []int{2560, 2560, 2560}, []int{4096, 512, 512}}, // attn_q, attn_k, attn_v
+	{"x4096", quant.Q8_0, []int{4096}, []int{2560}},                       // attn_output
+	{"head", quant.Q8_0, []int{2560}, []int{32768}},                       // output
+	// An expert's gate, up and down (ff 640), as the arena holds them.
+	{"expert", quant.Q2_0, []int{2560, 2560, 640}, []int{640, 640, 2560}},
 }
 
-// BenchmarkRowsDRAM is the Q8_0 row kernels on one thread from DRAM: for
+// BenchmarkRowsDRAM is the decode's row kernels (the dense Q8_0 matrices,
+// the Q2_0 experts) on one thread from DRAM: for
 // each shape of dramShapes, whole matrices in a buffer far larger than the
 // caches (STRATACTL_DRAM_MB MiB, default 512, rounded up to whole repeats;
 // an anonymous mapping on huge pages, as the expert arena), walked once an
 // iteration, one call per matrix, front to back, by each variant
-// (rowsDRAMVariants: "host" is what the decode dispatches), and by the
+// (rowsDRAMVariants of the shape's type: "host" is what the decode
+// dispatches), and by the
 // plain streaming read (XORRead, bench decode's memory bound) over the
 // same bytes as the sub-benchmark "xor". Bytes/s are weight bytes; each
 // variant also reports %xor, its pass time against a plain read pass
@@ -61,13 +66,14 @@ func BenchmarkRowsDRAM(b *testing.B) {
 		}
 		mb = v
 	}
-	variants := rowsDRAMVariants()
 	for _, sh := range dramShapes {
+		variants := rowsDRAMVariants(sh.typ)
 		b.Run(sh.name, func(b *testing.B) {
-			rb := sh.cols / 32 * 34
+			ti, _ := quant.Info(sh.typ)
+			rowBytes := func(i int) int { return sh.cols[i] / ti.BlockElements * ti.BlockBytes }
 			perRepeat := 0
-			for _, r := range sh.rows {
-				perRepeat += r * rb
+			for i, r := range sh.rows {
+				perRepeat += r * rowBytes(i)
 			}
 			repeats := ((mb << 20) + perRepeat - 1) / perRepeat
 			data, unmap, err := osutil.MapAnon(repeats*perRepeat, 2<<20)
@@ -75,7 +81,7 @@ func BenchmarkRowsDRAM(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer unmap()
-			pattern, err := SampleBlocks(quant.Q8_0, 64, 1)
+			pattern, err := SampleBlocks(sh.typ, 64, 1)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -83,20 +89,26 @@ func BenchmarkRowsDRAM(b *testing.B) {
 				copy(data[o:], pattern)
 			}
 			var ms []Matrix
+			var xs []*Q8Row
 			maxRows := 0
+			rng := rand.New(rand.NewPCG(2, 3))
 			for o, i := 0, 0; o < len(data); i++ {
-				rows := sh.rows[i%len(sh.rows)]
-				m, err := NewMatrix(quant.Q8_0, data[o:o+rows*rb], sh.cols, rows)
+				j := i % len(sh.rows)
+				rows, cols := sh.rows[j], sh.cols[j]
+				m, err := NewMatrix(sh.typ, data[o:o+rows*rowBytes(j)], cols, rows)
 				if err != nil {
 					b.Fatal(err)
 				}
 				ms = append(ms, m)
 				maxRows = max(maxRows, rows)
-				o += rows * rb
-			}
-			var x Q8Row
-			if err := QuantizeQ8Row(gaussians(rand.New(rand.NewPCG(2, 3)), sh.cols, 1), &x); err != nil {
-				b.Fatal(err)
+				o += rows * rowBytes(j)
+				if i < len(sh.rows) {
+					var x Q8Row
+					if err := QuantizeQ8Row(gaussians(rng, cols, 1), &x); err != nil {
+						b.Fatal(err)
+					}
+					xs = append(xs, &x)
+				}
 			}
 			out := make([]float32, maxRows)
 			runtime.LockOSThread()
@@ -116,7 +128,7 @@ func BenchmarkRowsDRAM(b *testing.B) {
 					b.SetBytes(int64(len(data)))
 					for i := 0; i < b.N; i++ {
 						for j := range ms {
-							v.run(&ms[j], &x, out)
+							v.run(&ms[j], xs[j%len(xs)], out)
 						}
 						b.StopTimer()
 						t0 := time.Now()

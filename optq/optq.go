@@ -523,38 +523,19 @@ func descend(lv []int8, sc, e []float32, hq rowQuad, passes int) {
 			if d == 0 {
 				continue
 			}
-			hjj, gj := hq.diag(j), hq.grad(j)
-			l := lv[j]
-			var bestC, bestD float32
-			var bestL int8
-			for nl := int8(-1); nl <= 2; nl++ {
-				if nl == l {
-					continue
-				}
-				dl := d * float32(nl-l)
-				if c := dl * (dl*hjj - 2*gj); c < bestC {
-					bestC, bestD, bestL = c, dl, nl
-				}
-			}
+			bestC, bestD, bestL := levelStep(d, float32(lv[j]), hq.diag(j), hq.grad(j))
 			if bestC < 0 {
 				e[j] -= bestD
 				hq.moved(j, bestD)
-				lv[j] = bestL
+				lv[j] = int8(bestL)
 				changed = true
 			}
 		}
 		for b := 0; b < groups; b++ {
 			d := sc[b]
 			num, den := hq.group(b, lv[b*group:(b+1)*group])
-			if !(den > 0) {
-				continue
-			}
-			nd := roundFP16(d + num/den)
-			if nd == d || nd == 0 {
-				continue
-			}
-			dd := nd - d
-			if c := dd * (dd*den - 2*num); c < 0 {
+			if nd, ok := scaleStep(d, num, den); ok {
+				dd := nd - d
 				for j := b * group; j < (b+1)*group; j++ {
 					e[j] -= dd * float32(lv[j])
 				}
@@ -567,6 +548,39 @@ func descend(lv []int8, sc, e []float32, hq rowQuad, passes int) {
 			break
 		}
 	}
+}
+
+// levelStep is descend's step of one code: of the levels other than lo,
+// at scale d, the one whose move dl = d·(nl − lo) lowers the objective
+// most (its change dl·(dl·hjj − 2·gj), hjj the diagonal and gj the
+// gradient), the levels tried in order -1..2 and a later one taken only
+// when strictly lower. bestC is 0 (and nothing moves) when none lowers it.
+func levelStep(d, lo, hjj, gj float32) (bestC, bestD, bestL float32) {
+	for nl := float32(-1); nl <= 2; nl++ {
+		if nl == lo {
+			continue
+		}
+		dl := d * (nl - lo)
+		if c := dl * (dl*hjj - 2*gj); c < bestC {
+			bestC, bestD, bestL = c, dl, nl
+		}
+	}
+	return bestC, bestD, bestL
+}
+
+// scaleStep is descend's step of one group's scale d: the least-squares
+// scale d + num/den rounded to fp16 (num = Σ l_j g_j, den = lᵀH l), and
+// whether moving there lowers the objective.
+func scaleStep(d, num, den float32) (nd float32, ok bool) {
+	if !(den > 0) {
+		return d, false
+	}
+	nd = roundFP16(d + num/den)
+	if nd == d || nd == 0 {
+		return d, false
+	}
+	dd := nd - d
+	return nd, dd*(dd*den-2*num) < 0
 }
 
 // rowQuad is the refinement's objective of one row, (t-ŵ) H (t-ŵ)ᵀ, as
@@ -668,36 +682,46 @@ const (
 // weightedQuad is one row's objective of refineWeighted,
 // Σ_t (y_t − s_t ŵ·x_t)² + μ‖w − ŵ‖², through its residual r_t = y_t −
 // s_t ŵ·x_t and the columns sx_j = (s_t x_tj)_t: the gradient is
-// μ e_j + sx_jᵀ r and the diagonal μ + ‖sx_j‖².
+// μ e_j + sx_jᵀ r and the diagonal μ + ‖sx_j‖². Its rowQuad methods are
+// the row-by-row definition; refineWeightedWith runs descendLanes
+// (refine_weighted.go), the same steps in lanes of columns.
 type weightedQuad struct {
-	n    int
-	mu   float32
-	e    []float32
-	sx   []float32 // [cols][n]
-	sq   []float32 // ‖sx_j‖²
-	r, u []float32
+	n, np int // np: n rounded up to 8, the stride of sx
+	mu    float32
+	e     []float32
+	sx    []float32 // [cols][np]: sx_j, then zeros
+	sxB   []laneVec // [cols/rowLanes][n]: sx_j for j = rowLanes·k + lane
+	xB    []laneVec // the same layout of the inputs x_j (fill's)
+	xsrc  *float32  // the inputs xB holds
+	sq    []float32 // ‖sx_j‖²
+	r, u  []float32 // [n], [np]
+	// descendLanes' and refineWeightedWith's scratch.
+	lf, what, err []float32 // [cols]
+	off           []int32
+	coef          []float32
 }
 
 func (q *weightedQuad) reset(e []float32)      { q.e = e }
-func (q *weightedQuad) col(j int) []float32    { return q.sx[j*q.n : (j+1)*q.n] }
+func (q *weightedQuad) col(j int) []float32    { return q.sx[j*q.np : j*q.np+q.n] }
 func (q *weightedQuad) grad(j int) float32     { return q.mu*q.e[j] + kernels.DotF32(q.col(j), q.r) }
 func (q *weightedQuad) diag(j int) float32     { return q.mu + q.sq[j] }
 func (q *weightedQuad) moved(j int, d float32) { kernels.Axpy(q.r, -d, q.col(j)) }
-func (q *weightedQuad) groupMoved(dd float32)  { kernels.Axpy(q.r, -dd, q.u) }
+func (q *weightedQuad) groupMoved(dd float32)  { kernels.Axpy(q.r, -dd, q.u[:q.n]) }
 
 func (q *weightedQuad) group(b int, lv []int8) (num, den float32) {
-	clear(q.u)
+	u := q.u[:q.n]
+	clear(u)
 	var l2 float32
 	for i, l := range lv {
 		if l == 0 {
 			continue
 		}
 		j := b*group + i
-		kernels.Axpy(q.u, float32(l), q.col(j))
+		kernels.Axpy(u, float32(l), q.col(j))
 		l2 += float32(l) * float32(l)
 		num += float32(l) * q.mu * q.e[j]
 	}
-	return num + kernels.DotF32(q.u, q.r), kernels.DotF32(q.u, q.u) + q.mu*l2
+	return num + kernels.DotF32(u, q.r), kernels.DotF32(u, u) + q.mu*l2
 }
 
 // refineWeighted lowers, row by row, Σ_t (y_t − s_t ŵ·x_t)² + μ‖w − ŵ‖²
@@ -712,7 +736,10 @@ func (q *quantized) refineWeighted(w, x, xt []float32, n int, sw, yw []float32, 
 }
 
 func newWeightedQuad(cols, n int) *weightedQuad {
-	return &weightedQuad{n: n, sx: make([]float32, cols*n), sq: make([]float32, cols), r: make([]float32, n), u: make([]float32, n)}
+	np := (n + 7) &^ 7
+	return &weightedQuad{n: n, np: np, sx: make([]float32, cols*np), sxB: make([]laneVec, cols/rowLanes*n), xB: make([]laneVec, cols/rowLanes*n), sq: make([]float32, cols),
+		r: make([]float32, n), u: make([]float32, np), lf: make([]float32, cols), what: make([]float32, cols), err: make([]float32, cols),
+		off: make([]int32, group), coef: make([]float32, group)}
 }
 
 // refineWeightedWith is refineWeighted in hq's buffers (n inputs of q's
@@ -727,34 +754,39 @@ func (q *quantized) refineWeightedWith(hq *weightedQuad, w, x, xt []float32, n i
 		return
 	}
 	cols, groups := q.cols, q.cols/group
-	e := make([]float32, cols)
-	what := make([]float32, cols)
 	for row := 0; row < q.rows; row++ {
 		s, y := sw[row*n:(row+1)*n], yw[row*n:(row+1)*n]
 		lv := q.levels[row*cols : (row+1)*cols]
 		sc := q.scales[row*groups : (row+1)*groups]
-		wr := w[row*cols : (row+1)*cols]
-		var mean float32
-		for j := 0; j < cols; j++ {
-			sj, xj := hq.col(j), xt[j*n:(j+1)*n]
-			for t := range sj {
-				sj[t] = s[t] * xj[t]
-			}
-			hq.sq[j] = kernels.DotF32(sj, sj)
-			mean += hq.sq[j]
+		hq.fill(x, xt, s)
+		if hq.start(w[row*cols:(row+1)*cols], x, s, y, lv, sc, damp, floor) {
+			hq.descendLanes(lv, sc, hq.err, passes)
 		}
-		if !(mean > 0) {
-			continue
-		}
-		hq.mu = max(damp*mean/float32(cols), floor)
-		for j := range what {
-			what[j] = sc[j/group] * float32(lv[j])
-			e[j] = wr[j] - what[j]
-		}
-		for t := 0; t < n; t++ {
-			hq.r[t] = y[t] - s[t]*kernels.DotF32(x[t*cols:(t+1)*cols], what)
-		}
-		hq.reset(e)
-		descend(lv, sc, e, hq, passes)
 	}
+}
+
+// start sets up one row's descent from the norms q.sq of its columns: the
+// ridge mu, the error q.err of the codes lv and scales sc against the
+// source row wr, and the residual r_t = y_t − s_t ŵ·x_t. It reports false
+// for a row whose weighted diagonal is 0 (the output does not see it).
+func (q *weightedQuad) start(wr, x, s, y []float32, lv []int8, sc []float32, damp, floor float32) bool {
+	cols := len(wr)
+	var mean float32
+	for _, v := range q.sq {
+		mean += v
+	}
+	if !(mean > 0) {
+		return false
+	}
+	q.mu = max(damp*mean/float32(cols), floor)
+	e, what := q.err, q.what
+	for j := range what {
+		what[j] = sc[j/group] * float32(lv[j])
+		e[j] = wr[j] - what[j]
+	}
+	for t := range q.r {
+		q.r[t] = y[t] - s[t]*kernels.DotF32(x[t*cols:(t+1)*cols], what)
+	}
+	q.reset(e)
+	return true
 }
