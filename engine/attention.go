@@ -51,7 +51,7 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 	}
 	group := c.Heads / c.HeadsKV
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	out := sc.zeros(T * c.Heads * vd)
+	out := sc.floats(T * c.Heads * vd) // each head's part cleared in the pass
 	// One decode token's heads score into rows of one reused buffer; a
 	// batch's ranges each make their own.
 	var perHead []float32
@@ -94,6 +94,7 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 				sc[j] *= inv
 			}
 			o := out[t*c.Heads*vd+h*vd : t*c.Heads*vd+(h+1)*vd]
+			clear(o)
 			kernels.AttnSum(o, sc, vc[kvh*vd:], vdim)
 			if L.QGate {
 				g := q[t*qstride+h*hstride+hd : t*qstride+(h+1)*hstride]

@@ -75,7 +75,7 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	} else if err := s.expertsBatch(l, users, distinct, xa, ys, act); err != nil {
 		return nil, err
 	}
-	out := sc.zeros(T * D)
+	out := sc.floats(T * D)
 	if T == 1 {
 		combineExperts(out, ys, weights, K, D, 0, 1)
 	} else {
@@ -96,11 +96,12 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	return out, nil
 }
 
-// combineExperts sets out[t] (zeroed) to the sum over ranks k of
+// combineExperts sets out[t] to the sum from +0 over ranks k of
 // weights[t*K+k] * ys[t*K+k], in rank order, for tokens lo <= t < hi.
 func combineExperts(out, ys, weights []float32, K, D, lo, hi int) {
 	for t := lo; t < hi; t++ {
 		o := out[t*D : (t+1)*D]
+		clear(o)
 		for k := 0; k < K; k++ {
 			w := weights[t*K+k]
 			yk := ys[(t*K+k)*D : (t*K+k+1)*D]
@@ -330,8 +331,8 @@ func (s *Session) expertsParallel(l int, users [][]int, distinct []int, xa *acts
 		if err != nil {
 			return fmt.Errorf("layer %d expert %d: %w", l, e, err)
 		}
-		xa.prepare(&ex.Gate)
-		xa.prepare(&ex.Up)
+		xa.prepare(m.Pool, &ex.Gate)
+		xa.prepare(m.Pool, &ex.Up)
 		m.Experts.Release(l, e)
 	}
 	order := append(s.sc.order[:0], distinct...)

@@ -95,6 +95,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.attnSum = attnSumAVX512       // AVX-512 F only
 		k.q8rows[quant.Q2_0] = rowsQ2_0AVX512
 		k.q8rows[quant.Q8_0] = rowsQ8_0AVX512
+		k.q8dotTile2 = q8dotTile2Vector512
 		k.paths = "avx2+f16c+avx512vnni"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni && c.avx512gfni {

@@ -486,6 +486,11 @@ q2pdone:
 // stream can be prefetched pf bytes ahead (5 lines a group, so that every
 // line of the 272 is touched), PREFETCHT0 (hint 1) or PREFETCHT2 (hint 2).
 
+// Words 0, 17 of a first table and 0, 17 of a second (32, 49), twice.
+DATA q8rscw<>+0(SB)/8, $0x0031002000110000
+DATA q8rscw<>+8(SB)/8, $0x0031002000110000
+GLOBL q8rscw<>(SB), RODATA|NOPTR, $64
+
 // Q8RBLKS(base, p, Zacc) is Q8RBLK from base; Q8RSUMSS(Yacc) and
 // RACCS(Yacc) are Q8RSUMS and RACC into Yacc; SCALES8S(base) is SCALES8(34)
 // from base.
@@ -532,13 +537,24 @@ q2pdone:
 	VPINSRW $6, 204(base), X13, X13 \
 	VPINSRW $7, 238(base), X13, X13
 
-// Q8RGROUPS(base, Yacc, Zacc...): one row's whole group.
+// SCALES8P(base): X13 = SCALES8S(base) by two word permutes, each from
+// two 64-byte windows of the group holding two scales each (bytes 0 and
+// 34 of the window at 0, 68 and 102 of the one at 68; the same at 136 and
+// 204): Z19 the words (q8rscw), K3 words 4..7 from the second.
+#define SCALES8P(base) \
+	VMOVDQU64 0(base), Z17 \
+	VPERMT2W 68(base), Z19, Z17 \
+	VMOVDQU64 136(base), Z18 \
+	VPERMT2W 204(base), Z19, Z18 \
+	VPBLENDMW Z18, Z17, K3, Z13
+
+// Q8RGROUPS(base, Yacc): one row's whole group.
 #define Q8RGROUPS(base, Yacc) \
 	Q8RBLKS(base, 0, Z4) \
 	Q8RBLKS(base, 1, Z5) \
 	Q8RBLKS(base, 2, Z6) \
 	Q8RBLKS(base, 3, Z7) \
-	SCALES8S(base) \
+	SCALES8P(base) \
 	Q8RSUMSS(Yacc)
 
 // Q8RPARTS(base, p, Zacc) is Q8RPART from base.
@@ -604,6 +620,9 @@ lbl: \
 // each A, outputs ooff, 2ooff, 3ooff bytes after A's; masks as the one-row
 // kernel's; pf and hint: the software prefetch (hint 0: none).
 TEXT ·q8RowsNQ8_0AVX512(SB), NOSPLIT, $0-120
+	VMOVDQU64 q8rscw<>(SB), Z19
+	MOVQ $0xf0, AX
+	KMOVD AX, K3
 	MOVQ w+0(FP), R13
 	MOVQ rows+16(FP), R10
 	MOVQ masks+64(FP), R12
