@@ -372,7 +372,7 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *pr
 	xt := transpose(in.X, n, D)
 	h := pr.a // [n][F]
 	qg, qu := unpack(res.Gate, F, D), unpack(res.Up, F, D)
-	gh, uh := pr.gh, pr.uh // [F][n], kept current below
+	gh, uh := pr.gh, pr.uh       // [F][n], kept current below
 	dcols := transpose(dq, D, F) // [F][D]: column i of D̂
 	nus := make([]float32, F)    // ‖column i of D̂‖²
 	for i := range nus {
