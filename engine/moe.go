@@ -63,11 +63,9 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	for t := 0; t < T; t++ {
 		o := out[t*D : (t+1)*D]
 		for k := 0; k < K; k++ {
-			w := weights[t*K+k]
-			yk := ys[(t*K+k)*D : (t*K+k+1)*D]
-			for d := range o {
-				o[d] += float32(w * yk[d])
-			}
+			// o += w * y_k, a product and a sum per element (Axpy's
+			// bits are the scalar loop's), the experts in rank order.
+			kernels.Axpy(o, weights[t*K+k], ys[(t*K+k)*D:(t*K+k+1)*D])
 		}
 	}
 	if s.Observer != nil {
