@@ -10,12 +10,12 @@ type Policy int
 
 const (
 	// Store is the store's rule: a miss (or a read-ahead guess) evicts the
-	// unpinned expert with the lowest Keep score (ties to the lower key),
-	// sparing those the current call claimed or hit, then those read-ahead
-	// expects before their layer's next Need, while there is another; a
-	// Need marks all its hits before its misses claim; every demand, hit
-	// or miss, makes its expert the most recent and adds a use; guesses
-	// add neither.
+	// unpinned expert Victim picks (the lowest Keep score, ties to the
+	// lower key, sparing those the current call claimed or hit, then those
+	// read-ahead expects before their layer's next Need, while there is
+	// another); a Need marks all its hits before its misses claim; every
+	// demand, hit or miss, makes its expert the most recent and adds a
+	// use; guesses add neither.
 	Store Policy = iota
 	// LRU is plain least-recently-used, the store's rule before Store: a
 	// miss or a guess evicts the least recently used unpinned expert; a
@@ -87,17 +87,13 @@ func replayStore(t *Trace, slots int, init []Slot, readAhead bool) (Counts, erro
 		in[s.Key], guess[s.Key] = true, s.Guess
 		res = append(res, s.Key)
 	}
-	first := func(a, b int32) bool {
-		ka, kb := Keep(last[a], uses[a], t.UseWeight), Keep(last[b], uses[b], t.UseWeight)
-		return ka < kb || ka == kb && a < b
-	}
 	// claim evicts, while there is another choice, neither what the
 	// current call claimed or hit nor what read-ahead expects.
 	claim := func(k int32, pinned []int32) bool {
 		if len(res) < slots {
 			res = append(res, k)
 		} else {
-			best, wanted, spared := -1, -1, -1
+			vic := NewVictim(t.UseWeight)
 		scan:
 			for i, v := range res {
 				for _, p := range pinned {
@@ -105,27 +101,9 @@ func replayStore(t *Trace, slots int, init []Slot, readAhead bool) (Counts, erro
 						continue scan
 					}
 				}
-				switch {
-				case at[v] == call:
-					if spared < 0 || first(v, res[spared]) {
-						spared = i
-					}
-				case want[v]:
-					if wanted < 0 || first(v, res[wanted]) {
-						wanted = i
-					}
-				default:
-					if best < 0 || first(v, res[best]) {
-						best = i
-					}
-				}
+				vic.Offer(i, int(v), last[v], uses[v], ClassOf(at[v] == call, want[v]))
 			}
-			if best < 0 {
-				best = wanted
-			}
-			if best < 0 {
-				best = spared
-			}
+			best := vic.Pick()
 			if best < 0 {
 				return false
 			}

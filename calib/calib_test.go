@@ -55,11 +55,19 @@ func (c *traceCopy) Layer(tr *engine.LayerTrace) {
 }
 
 // TestCollectRoutedInputs: each expert's inputs are the MoE inputs of
-// exactly the tokens routed to it, the held-back window's apart.
+// exactly the tokens routed to it, the held-back window's apart, whether
+// the windows run all together, one per batch, or each in batches shorter
+// than a window.
 func TestCollectRoutedInputs(t *testing.T) {
+	for _, batch := range []int{0, 40, 20} {
+		testCollectRoutedInputs(t, batch)
+	}
+}
+
+func testCollectRoutedInputs(t *testing.T, batch int) {
 	m := openTiny(t, 0)
 	windows := tinyWindows(t, 3, 32)
-	set, err := Collect(context.Background(), m, []int{0, 2}, windows, Options{HoldEvery: 3, Dir: t.TempDir()})
+	set, err := Collect(context.Background(), m, []int{0, 2}, windows, Options{HoldEvery: 3, Dir: t.TempDir(), BatchTokens: batch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,12 +111,12 @@ func TestCollectRoutedInputs(t *testing.T) {
 		}
 		for j, x := range train {
 			if !slices.Equal(in.X[j*D:(j+1)*D], x) {
-				t.Fatalf("expert %d input %d differs from the traced MoE input", e, j)
+				t.Fatalf("batches of %d: expert %d input %d differs from the traced MoE input", batch, e, j)
 			}
 		}
 		for j, x := range held {
 			if !slices.Equal(in.Held[j*D:(j+1)*D], x) {
-				t.Fatalf("expert %d held input %d differs from the traced MoE input", e, j)
+				t.Fatalf("batches of %d: expert %d held input %d differs from the traced MoE input", batch, e, j)
 			}
 		}
 	}

@@ -6,11 +6,14 @@ import (
 	"github.com/stratactl/stratactl/kernels"
 )
 
-// attention runs the attention block on the normed inputs xn of T tokens at
-// positions s.Pos.., appends their keys and values to the cache and returns
+// attention runs the attention block on the normed inputs xn of T tokens,
+// the spans' tokens one after the other, each at its session's positions:
+// it appends their keys and values to their sessions' caches and returns
 // the concatenated head outputs [T][Heads*ValueDim] (times sigmoid of the
-// output gate when the layer has one), before the output projection.
-func (s *Session) attention(l int, L *Layer, xn []float32, T int) []float32 {
+// output gate when the layer has one), before the output projection. The
+// projections take the whole batch; each token attends to its own
+// sequence's cache.
+func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpan) []float32 {
 	m := s.m
 	c := &m.Config
 	hd, vd := c.HeadDim, c.ValueDim
@@ -26,46 +29,51 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int) []float32 {
 	v := sc.floats(T * vdim)
 	matVecsOrMul(m.Pool, []*kernels.Matrix{&L.Q, &L.K, &L.V}, sc.newActs(xn, c.Embd, m.Mode), [][]float32{q, k, v}, &sc.vecs)
 	r := m.ropeTable()
-	cos, sin := sc.floats(len(r.inv)), sc.floats(len(r.inv))
-	for t := 0; t < T; t++ {
-		r.angles(textPos(s.Pos+t), cos, sin)
-		for h := 0; h < c.Heads; h++ {
-			qh := q[t*qstride+h*hstride : t*qstride+h*hstride+hd]
-			rmsNorm(qh, qh, L.QNorm, c.Eps)
-			rotate(qh, cos, sin)
-		}
-		for h := 0; h < c.HeadsKV; h++ {
-			kh := k[t*kdim+h*hd : t*kdim+(h+1)*hd]
-			rmsNorm(kh, kh, L.KNorm, c.Eps)
-			rotate(kh, cos, sin)
-		}
+	if T == 1 {
+		cos, sin := sc.floats(len(r.inv)), sc.floats(len(r.inv))
+		s.normRotate(L, r, q[:qstride], k[:kdim], spans[0].s.Pos, hstride, cos, sin)
+	} else {
+		m.Pool.Parallel(T, (c.Heads+c.HeadsKV)*hd*8, func(lo, hi int) {
+			cos, sin := make([]float32, len(r.inv)), make([]float32, len(r.inv))
+			for t := lo; t < hi; t++ {
+				_, pos := spanOf(spans, t)
+				s.normRotate(L, r, q[t*qstride:(t+1)*qstride], k[t*kdim:(t+1)*kdim], pos, hstride, cos, sin)
+			}
+		})
 	}
-	s.kcache[l] = append(s.kcache[l], k...)
-	s.vcache[l] = append(s.vcache[l], v...)
-	kc, vc := s.kcache[l], s.vcache[l]
+	maxN, lo := 0, 0
+	for _, sp := range spans {
+		ss := sp.s
+		ss.kcache[l] = append(ss.kcache[l], k[lo*kdim:(lo+sp.n)*kdim]...)
+		ss.vcache[l] = append(ss.vcache[l], v[lo*vdim:(lo+sp.n)*vdim]...)
+		maxN = max(maxN, ss.Pos+sp.n)
+		lo += sp.n
+	}
 	group := c.Heads / c.HeadsKV
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	out := sc.zeros(T * c.Heads * vd)
+	out := sc.floats(T * c.Heads * vd) // each head's part cleared in the pass
 	// One decode token's heads score into rows of one reused buffer; a
 	// batch's ranges each make their own.
 	var perHead []float32
 	if T == 1 {
 		// Room for every position the cache has room for, so that the
 		// buffer grows with the cache, not with each step.
-		perHead = grow(&sc.scores, c.Heads*max(s.Pos+1, cap(kc)/kdim))[:c.Heads*(s.Pos+1)]
+		perHead = grow(&sc.scores, c.Heads*max(maxN, cap(spans[0].s.kcache[l])/kdim))[:c.Heads*maxN]
 	}
-	m.Pool.Parallel(T*c.Heads, (s.Pos+T)*(hd+vd), func(lo, hi int) {
+	m.Pool.Parallel(T*c.Heads, maxN*(hd+vd), func(lo, hi int) {
 		var scores []float32
 		if perHead == nil {
-			scores = make([]float32, s.Pos+T)
+			scores = make([]float32, maxN)
 		}
 		for i := lo; i < hi; i++ {
 			if perHead != nil {
-				scores = perHead[i*(s.Pos+1) : (i+1)*(s.Pos+1)]
+				scores = perHead[i*maxN : (i+1)*maxN]
 			}
 			t, h := i/c.Heads, i%c.Heads
+			j, pos := spanOf(spans, t)
+			kc, vc := spans[j].s.kcache[l], spans[j].s.vcache[l]
 			kvh := h / group
-			n := s.Pos + t + 1
+			n := pos + 1
 			qh := q[t*qstride+h*hstride : t*qstride+h*hstride+hd]
 			// score_j = DotF32(key j, q) * scale; o = sum_j p_j * value j
 			// in position order (kernels.AttnScores, AttnSum).
@@ -86,6 +94,7 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int) []float32 {
 				sc[j] *= inv
 			}
 			o := out[t*c.Heads*vd+h*vd : t*c.Heads*vd+(h+1)*vd]
+			clear(o)
 			kernels.AttnSum(o, sc, vc[kvh*vd:], vdim)
 			if L.QGate {
 				g := q[t*qstride+h*hstride+hd : t*qstride+(h+1)*hstride]
@@ -96,6 +105,24 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int) []float32 {
 		}
 	})
 	return out
+}
+
+// normRotate RMS-normalizes and rotates one token's query heads q (head h
+// at h*hstride) and key heads k at position pos, cos and sin its buffers.
+func (s *Session) normRotate(L *Layer, r *rope, q, k []float32, pos, hstride int, cos, sin []float32) {
+	c := &s.m.Config
+	hd := c.HeadDim
+	r.angles(textPos(pos), cos, sin)
+	for h := 0; h < c.Heads; h++ {
+		qh := q[h*hstride : h*hstride+hd]
+		rmsNorm(qh, qh, L.QNorm, c.Eps)
+		rotate(qh, cos, sin)
+	}
+	for h := 0; h < c.HeadsKV; h++ {
+		kh := k[h*hd : (h+1)*hd]
+		rmsNorm(kh, kh, L.KNorm, c.Eps)
+		rotate(kh, cos, sin)
+	}
 }
 
 // rope is the rotary embedding of a model: theta_i = base^(-2i/RopeDims)

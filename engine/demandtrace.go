@@ -59,7 +59,11 @@ func (s *PackStore) StartTrace() {
 	}
 	// The first to be evicted first (plain LRU replays start from this
 	// order).
-	sort.Slice(order, func(a, b int) bool { return s.evictsFirst(s.slots[order[a]].key, s.slots[order[b]].key) })
+	keep := func(k int) int64 { return cachesim.Keep(s.keyLast[k], s.keyUses[k], s.useWeight) }
+	sort.Slice(order, func(a, b int) bool {
+		ka, kb := s.slots[order[a]].key, s.slots[order[b]].key
+		return cachesim.Before(ka, keep(ka), kb, keep(kb))
+	})
 	for _, i := range order {
 		t.Initial = append(t.Initial, cachesim.Slot{Key: int32(s.slots[i].key), Guess: s.slots[i].guess})
 	}

@@ -12,7 +12,10 @@ import (
 // Tokens consecutive positions starting at Pos0. Slices are valid only during
 // the call.
 type LayerTrace struct {
-	Layer  int
+	Layer int
+	// Seq is the sequence's index in a Group's Forward (0 for a
+	// Session's); Pos0 is its first position.
+	Seq    int
 	Pos0   int
 	Tokens int
 	// Probs is the router softmax over all experts, [Tokens][Experts].
@@ -82,6 +85,8 @@ type Session struct {
 	Stats SessionStats
 
 	trace *LayerTrace
+	// self is the one span of a Session's own batch (layers).
+	self [1]seqSpan
 	// sc is the working memory of a batch, reused by the next one; logits
 	// and one are Step's output and input.
 	sc     scratch
@@ -167,16 +172,8 @@ func (s *Session) Step(id int32) ([]float32, error) {
 // room for them (all unset).
 func (s *Session) forward(ids []int32, all bool, dst []float32) ([]float32, error) {
 	c := &s.m.Config
-	if len(ids) == 0 {
-		return nil, fmt.Errorf("no tokens to run")
-	}
-	if s.Pos+len(ids) > c.Context {
-		return nil, fmt.Errorf("sequence of %d tokens exceeds the context length %d", s.Pos+len(ids), c.Context)
-	}
-	for i, id := range ids {
-		if id < 0 || int(id) >= c.Vocab {
-			return nil, fmt.Errorf("token %d (at %d) is outside the vocabulary of %d", id, i, c.Vocab)
-		}
+	if err := c.checkTokens(s.Pos, ids); err != nil {
+		return nil, err
 	}
 	var out []float32
 	if all {
@@ -213,6 +210,23 @@ func (s *Session) forward(ids []int32, all bool, dst []float32) ([]float32, erro
 	return out, nil
 }
 
+// checkTokens checks that ids, run from position pos, are tokens of the
+// vocabulary that fit in the context.
+func (c *Config) checkTokens(pos int, ids []int32) error {
+	if len(ids) == 0 {
+		return fmt.Errorf("no tokens to run")
+	}
+	if pos+len(ids) > c.Context {
+		return fmt.Errorf("sequence of %d tokens exceeds the context length %d", pos+len(ids), c.Context)
+	}
+	for i, id := range ids {
+		if id < 0 || int(id) >= c.Vocab {
+			return fmt.Errorf("token %d (at %d) is outside the vocabulary of %d", id, i, c.Vocab)
+		}
+	}
+	return nil
+}
+
 // batch runs T tokens through every layer; it returns logits for every
 // token (all), for the last (last; in dst when it has room), or none.
 func (s *Session) batch(ids []int32, all, last bool, dst []float32) ([]float32, error) {
@@ -220,55 +234,11 @@ func (s *Session) batch(ids []int32, all, last bool, dst []float32) ([]float32, 
 	c := &m.Config
 	T, D := len(ids), c.Embd
 	sc := &s.sc
-	sc.reset()
-	x := sc.floats(T * D)
-	for t, id := range ids {
-		if err := m.Embd.DecodeRowTo(int(id), x[t*D:(t+1)*D]); err != nil {
-			return nil, fmt.Errorf("token_embd row %d: %w", id, err)
-		}
+	s.self[0] = seqSpan{s: s, n: T}
+	x, xn, batchMark, err := s.layers(ids, s.self[:])
+	if err != nil {
+		return nil, err
 	}
-	xn := sc.floats(T * D)
-	batchMark := sc.mark() // each layer's buffers come after x and xn
-	s.readAhead(0, x, T)
-	for l := range m.Layers {
-		L := &m.Layers[l]
-		sc.rewind(batchMark)
-		rmsNormRows(xn, x, L.AttnNorm, D, c.Eps)
-		var o []float32
-		if L.Delta != nil {
-			o = s.deltaNet(l, L, xn, T)
-		} else {
-			att := s.attention(l, L, xn, T)
-			o = sc.floats(T * D)
-			matMul(m.Pool, &L.O, sc.newActs(att, len(att)/T, m.Mode), o)
-		}
-		for i := range x {
-			x[i] += o[i]
-		}
-		rmsNormRows(xn, x, L.FFNNorm, D, c.Eps)
-		moeOut, err := s.moe(l, L, xn, x, T)
-		if err != nil {
-			return nil, err
-		}
-		for i := range x {
-			x[i] += moeOut[i]
-		}
-		if i := firstNonFinite(x); i >= 0 {
-			return nil, fmt.Errorf("%s: layer %d gave a non-finite hidden value (%v at position %d, element %d): the weights of blk.%d.* or earlier hold NaN or infinity, or overflow",
-				m.File.Path, l, x[i], s.Pos+i/D, i%D, l)
-		}
-		if s.Observer != nil {
-			s.traceHidden(x, o)
-		}
-		s.readAhead(l+1, x, T)
-	}
-	for _, st := range s.delta {
-		if st != nil {
-			st.commit()
-		}
-	}
-	s.Pos += T
-	s.Stats.Tokens += T
 	if !all && !last {
 		return nil, nil
 	}
@@ -292,15 +262,170 @@ func (s *Session) batch(ids []int32, all, last bool, dst []float32) ([]float32, 
 	return logits, nil
 }
 
-// traceHidden completes the layer trace from moe (routing, expert outputs)
-// to the end of the layer (hidden state).
-func (s *Session) traceHidden(x, mixer []float32) {
-	if s.trace != nil {
-		s.trace.Hidden = x
-		s.trace.MixerOut = mixer
-		s.Observer.Layer(s.trace)
-		s.trace = nil
+// seqSpan is one sequence's part of a batch: n consecutive tokens of the
+// batch, session s's at its positions s.Pos...
+type seqSpan struct {
+	s *Session
+	n int
+}
+
+// spanOf is the span of token t of a batch and the token's position.
+func spanOf(spans []seqSpan, t int) (int, int) {
+	for i, sp := range spans {
+		if t < sp.n {
+			return i, sp.s.Pos + t
+		}
+		t -= sp.n
 	}
+	panic("engine: token past the batch's spans")
+}
+
+// layers runs the tokens ids of the sequences spans (each span's tokens
+// after the previous span's) through every layer, in s's scratch, and
+// advances each span's session past its tokens. Each layer's weight
+// products take the whole batch; attention and the recurrent mixers run
+// on each span's own cache and state. It returns the hidden states after
+// the last layer x [T][Embd], xn with room for T rows, and the scratch's
+// mark after both.
+func (s *Session) layers(ids []int32, spans []seqSpan) (x, xn []float32, batchMark scratchMark, err error) {
+	m := s.m
+	c := &m.Config
+	T, D := len(ids), c.Embd
+	sc := &s.sc
+	sc.reset()
+	x = sc.floats(T * D)
+	for t, id := range ids {
+		if err := m.Embd.DecodeRowTo(int(id), x[t*D:(t+1)*D]); err != nil {
+			return nil, nil, batchMark, fmt.Errorf("token_embd row %d: %w", id, err)
+		}
+	}
+	xn = sc.floats(T * D)
+	batchMark = sc.mark() // each layer's buffers come after x and xn
+	s.readAhead(0, x, T)
+	for l := range m.Layers {
+		L := &m.Layers[l]
+		sc.rewind(batchMark)
+		s.normRows(xn, x, L.AttnNorm, T)
+		var o []float32
+		if L.Delta != nil {
+			o = s.deltaNets(l, L, xn, T, spans)
+		} else {
+			att := s.attention(l, L, xn, T, spans)
+			o = sc.floats(T * D)
+			matMul(m.Pool, &L.O, sc.newActs(att, len(att)/T, m.Mode), o)
+		}
+		s.addRows(x, o, T)
+		s.normRows(xn, x, L.FFNNorm, T)
+		moeOut, err := s.moe(l, L, xn, x, T)
+		if err != nil {
+			return nil, nil, batchMark, err
+		}
+		s.addRows(x, moeOut, T)
+		if i := firstNonFinite(x); i >= 0 {
+			_, pos := spanOf(spans, i/D)
+			return nil, nil, batchMark, fmt.Errorf("%s: layer %d gave a non-finite hidden value (%v at position %d, element %d): the weights of blk.%d.* or earlier hold NaN or infinity, or overflow",
+				m.File.Path, l, x[i], pos, i%D, l)
+		}
+		if s.Observer != nil {
+			s.traceHidden(x, o, spans)
+		}
+		s.readAhead(l+1, x, T)
+	}
+	for _, sp := range spans {
+		for _, st := range sp.s.delta {
+			if st != nil {
+				st.commit()
+			}
+		}
+		sp.s.Pos += sp.n
+	}
+	s.Stats.Tokens += T
+	return x, xn, batchMark, nil
+}
+
+// deltaNets runs layer l's gated delta net on each span's tokens of xn,
+// each on its session's state (and in its scratch, s's for its own).
+func (s *Session) deltaNets(l int, L *Layer, xn []float32, T int, spans []seqSpan) []float32 {
+	if len(spans) == 1 && spans[0].s == s {
+		return s.deltaNet(l, L, xn, T)
+	}
+	D := s.m.Config.Embd
+	o := s.sc.floats(T * D)
+	lo := 0
+	for _, sp := range spans {
+		sp.s.sc.reset()
+		copy(o[lo*D:(lo+sp.n)*D], sp.s.deltaNet(l, L, xn[lo*D:(lo+sp.n)*D], sp.n))
+		lo += sp.n
+	}
+	return o
+}
+
+// normRows is rmsNormRows of T rows of Embd with weights w, a batch's rows
+// in parallel.
+func (s *Session) normRows(y, x, w []float32, T int) {
+	c := &s.m.Config
+	D := c.Embd
+	if T == 1 {
+		rmsNormRows(y, x, w, D, c.Eps)
+		return
+	}
+	s.m.Pool.Parallel(T, 4*D, func(lo, hi int) { rmsNormRows(y[lo*D:hi*D], x[lo*D:hi*D], w, D, c.Eps) })
+}
+
+// addRows adds the T rows o to x, a batch's rows in parallel.
+func (s *Session) addRows(x, o []float32, T int) {
+	if T == 1 {
+		addTo(x, o)
+		return
+	}
+	D := s.m.Config.Embd
+	s.m.Pool.Parallel(T, 2*D, func(lo, hi int) { addTo(x[lo*D:hi*D], o[lo*D:hi*D]) })
+}
+
+func addTo(x, o []float32) {
+	for i := range x {
+		x[i] += o[i]
+	}
+}
+
+// traceHidden completes the layer trace from moe (routing, expert outputs)
+// to the end of the layer (hidden state) and hands it to the Observer, a
+// trace per span.
+func (s *Session) traceHidden(x, mixer []float32, spans []seqSpan) {
+	tr := s.trace
+	if tr == nil {
+		return
+	}
+	s.trace = nil
+	tr.Hidden = x
+	tr.MixerOut = mixer
+	if len(spans) == 1 {
+		s.Observer.Layer(tr)
+		return
+	}
+	lo := 0
+	for i, sp := range spans {
+		sub := tr.rows(lo, lo+sp.n)
+		sub.Seq, sub.Pos0 = i, sp.s.Pos
+		s.Observer.Layer(&sub)
+		lo += sp.n
+	}
+}
+
+// rows is the trace of tokens lo <= t < hi of tr's.
+func (tr *LayerTrace) rows(lo, hi int) LayerTrace {
+	T := tr.Tokens
+	cut := func(v []float32) []float32 {
+		if v == nil {
+			return nil
+		}
+		n := len(v) / T
+		return v[lo*n : hi*n]
+	}
+	n := len(tr.IDs) / T
+	return LayerTrace{Layer: tr.Layer, Tokens: hi - lo, Probs: cut(tr.Probs), IDs: tr.IDs[lo*n : hi*n], Weights: cut(tr.Weights),
+		ExpertOut: cut(tr.ExpertOut), MoEInput: cut(tr.MoEInput), ExpertAct: cut(tr.ExpertAct), Hidden: cut(tr.Hidden),
+		MixerOut: cut(tr.MixerOut), SharedGate: cut(tr.SharedGate), SharedOut: cut(tr.SharedOut)}
 }
 
 // rmsNormRows: y = x / sqrt(mean(x^2) + eps) * w, row by row.

@@ -153,6 +153,57 @@ func (a *acts) gather(idx []int, buf []float32) *acts {
 	return &acts{n: a.n, rows: len(idx), fast: a.fast, from: a, idx: idx, buf: buf}
 }
 
+// prepare makes the rows in the form a product of mat with a reads
+// (quantized, rounded or float32), a batch's on pool's goroutines, so
+// that goroutines running such products on a, or on batches gathered
+// from it, only read them.
+func (a *acts) prepare(pool *kernels.Pool, mat *kernels.Matrix) {
+	a.quantizeAll(pool, mat)
+	switch {
+	case a.useBF16(mat):
+		a.bf16()
+	case a.useQ8(mat):
+		a.q8()
+	default:
+		a.f32()
+	}
+}
+
+// quantizeAll quantizes (or rounds) a's own rows for mat's product, when
+// there are several, on pool's goroutines: the rows of a batch, which q8
+// and bf16 would take one after the other. Each row is the same either
+// way.
+func (a *acts) quantizeAll(pool *kernels.Pool, mat *kernels.Matrix) {
+	if a.from != nil || a.T() < 2 {
+		return
+	}
+	n, x := a.n, a.x
+	switch {
+	case a.useBF16(mat):
+		if a.b == nil {
+			b := reuseRows(a.spareB, a.T())
+			pool.Parallel(a.T(), 2*n, func(lo, hi int) {
+				for t := lo; t < hi; t++ {
+					kernels.QuantizeBF16Row(x[t*n:(t+1)*n], b[t])
+				}
+			})
+			a.b = b
+		}
+	case a.useQ8(mat):
+		if a.q == nil {
+			q := reuseRows(a.spareQ, a.T())
+			pool.Parallel(a.T(), 4*n, func(lo, hi int) {
+				for t := lo; t < hi; t++ {
+					if err := kernels.QuantizeQ8Row(x[t*n:(t+1)*n], q[t]); err != nil {
+						panic("engine: " + err.Error()) // as in q8
+					}
+				}
+			})
+			a.q = q
+		}
+	}
+}
+
 // useQ8 reports whether the product of mat with a takes the quantized path.
 func (a *acts) useQ8(mat *kernels.Matrix) bool { return a.fast && mat.CanDotQ8() }
 
@@ -162,6 +213,7 @@ func (a *acts) useBF16(mat *kernels.Matrix) bool { return a.fast && mat.CanDotBF
 // matMul sets out[t*Rows+r] = row r of mat . row t of a, in a's mode.
 func matMul(pool *kernels.Pool, mat *kernels.Matrix, a *acts, out []float32) {
 	T := a.T()
+	a.quantizeAll(pool, mat)
 	switch {
 	case a.useBF16(mat):
 		pool.MatMulBF16(mat, a.bf16(), out)
@@ -179,6 +231,7 @@ func matMul(pool *kernels.Pool, mat *kernels.Matrix, a *acts, out []float32) {
 // through buf (at least T*Rows long), copied.
 func matMulTo(pool *kernels.Pool, mat *kernels.Matrix, a *acts, outs [][]float32, buf []float32) {
 	if a.useQ8(mat) && !a.useBF16(mat) && a.T() > 1 {
+		a.quantizeAll(pool, mat)
 		pool.MatMulQ8To(mat, a.q8(), outs)
 		return
 	}

@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"sync/atomic"
 
 	"github.com/stratactl/stratactl/kernels"
 )
@@ -26,9 +29,22 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	if s.Routing.CacheAware {
 		resident = func(e int) bool { return m.Experts.Resident(l, e) }
 	}
-	for t := 0; t < T; t++ {
-		softmax(probs[t*E:(t+1)*E], logits[t*E:(t+1)*E])
-		s.route(probs[t*E:(t+1)*E], logits[t*E:(t+1)*E], resident, ids[t*K:(t+1)*K], weights[t*K:(t+1)*K])
+	if T == 1 || resident != nil {
+		for t := 0; t < T; t++ {
+			softmax(probs[t*E:(t+1)*E], logits[t*E:(t+1)*E])
+			s.route(probs[t*E:(t+1)*E], logits[t*E:(t+1)*E], resident, ids[t*K:(t+1)*K], weights[t*K:(t+1)*K], &sc.taken)
+		}
+	} else {
+		// A batch's tokens route in parallel, each range with its own
+		// marks (the store's residency, which cache-aware routing reads,
+		// is asked from one goroutine only).
+		m.Pool.Parallel(T, 16*E, func(lo, hi int) {
+			var taken []bool
+			for t := lo; t < hi; t++ {
+				softmax(probs[t*E:(t+1)*E], logits[t*E:(t+1)*E])
+				s.route(probs[t*E:(t+1)*E], logits[t*E:(t+1)*E], nil, ids[t*K:(t+1)*K], weights[t*K:(t+1)*K], &taken)
+			}
+		})
 	}
 	// Which (token, rank) slots each expert serves, experts in ascending
 	// id; the distinct experts in order of first use.
@@ -56,17 +72,14 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 		if err := s.expertsOneToken(l, ids, xa, ys, act); err != nil {
 			return nil, err
 		}
-	} else if err := s.expertsBatch(l, users, xa, ys, act); err != nil {
+	} else if err := s.expertsBatch(l, users, distinct, xa, ys, act); err != nil {
 		return nil, err
 	}
-	out := sc.zeros(T * D)
-	for t := 0; t < T; t++ {
-		o := out[t*D : (t+1)*D]
-		for k := 0; k < K; k++ {
-			// o += w * y_k, a product and a sum per element (Axpy's
-			// bits are the scalar loop's), the experts in rank order.
-			kernels.Axpy(o, weights[t*K+k], ys[(t*K+k)*D:(t*K+k+1)*D])
-		}
+	out := sc.floats(T * D)
+	if T == 1 {
+		combineExperts(out, ys, weights, K, D, 0, 1)
+	} else {
+		m.Pool.Parallel(T, K*D, func(lo, hi int) { combineExperts(out, ys, weights, K, D, lo, hi) })
 	}
 	if s.Observer != nil {
 		s.trace = &LayerTrace{Layer: l, Pos0: s.Pos, Tokens: T, Probs: probs, IDs: ids, Weights: weights, ExpertOut: ys, MoEInput: xn, ExpertAct: act}
@@ -81,6 +94,20 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 		}
 	}
 	return out, nil
+}
+
+// combineExperts sets out[t] to the sum from +0 over ranks k of
+// weights[t*K+k] * ys[t*K+k], in rank order, for tokens lo <= t < hi.
+func combineExperts(out, ys, weights []float32, K, D, lo, hi int) {
+	for t := lo; t < hi; t++ {
+		o := out[t*D : (t+1)*D]
+		clear(o)
+		for k := 0; k < K; k++ {
+			// o += w * y_k, a product and a sum per element (Axpy's
+			// bits are the scalar loop's), the experts in rank order.
+			kernels.Axpy(o, weights[t*K+k], ys[(t*K+k)*D:(t*K+k+1)*D])
+		}
+	}
 }
 
 // sharedExpert runs the shared expert on T tokens: its gates
@@ -178,13 +205,13 @@ func softmax(p, x []float32) {
 // with cache-aware routing, picks after the first Exact ones compare the
 // logits plus Bonus for resident experts. Weights are the true
 // probabilities of the picks, renormalised when the model says so.
-func (s *Session) route(probs, logits []float32, resident func(int) bool, ids []int32, weights []float32) {
+func (s *Session) route(probs, logits []float32, resident func(int) bool, ids []int32, weights []float32, marks *[]bool) {
 	K := len(ids)
 	exact := K
 	if resident != nil {
 		exact = min(max(s.Routing.Exact, 0), K)
 	}
-	taken := bools(&s.sc.taken, len(probs))
+	taken := bools(marks, len(probs))
 	for k := 0; k < K; k++ {
 		best := -1
 		var bestV float32
@@ -219,53 +246,115 @@ func (s *Session) route(probs, logits []float32, resident func(int) bool, ids []
 }
 
 // expertsBatch runs each needed expert once over all the tokens routed to
-// it (users[e] lists its (token, rank) slots), writing outputs to ys and,
-// when act is not nil, the SwiGLU products to act.
-func (s *Session) expertsBatch(l int, users [][]int, xa *acts, ys, act []float32) error {
+// it (users[e] lists its (token, rank) slots; distinct are the experts with
+// any), writing outputs to ys and, when act is not nil, the SwiGLU products
+// to act. With many experts in memory it runs them in parallel, each whole
+// on one goroutine (expertsParallel); else one after the other, each
+// product split over the pool's rows. Every element is the same product
+// either way.
+func (s *Session) expertsBatch(l int, users [][]int, distinct []int, xa *acts, ys, act []float32) error {
+	m := s.m
+	if _, mapped := m.Experts.(*mappedExperts); mapped && m.Pool.Threads > 1 && len(distinct) >= 2*m.Pool.Threads {
+		return s.expertsParallel(l, users, distinct, xa, ys, act)
+	}
+	var b expertBufs
+	for _, e := range distinct {
+		if err := s.expertRun(m.Pool, l, e, users[e], xa, ys, act, &b); err != nil {
+			return err
+		}
+		s.Stats.DistinctLoads++
+	}
+	return nil
+}
+
+// expertBufs are one goroutine's buffers for expertRun, grown to the
+// largest expert it ran.
+type expertBufs struct {
+	tok          []int
+	xs, g, up, y []float32
+	outs         [][]float32
+}
+
+// expertRun runs expert e of layer l on its slots u (token, rank) of xa,
+// its products on pool, into ys (and its SwiGLU products into act when not
+// nil).
+func (s *Session) expertRun(pool *kernels.Pool, l, e int, u []int, xa *acts, ys, act []float32, b *expertBufs) error {
 	m := s.m
 	c := &m.Config
 	K, D, F := c.ExpertsUsed, c.Embd, c.ExpertFF
-	n := 0
-	for _, u := range users {
-		n = max(n, len(u))
+	ex, err := m.Experts.Get(l, e)
+	if err != nil {
+		return fmt.Errorf("layer %d expert %d: %w", l, e, err)
 	}
-	xs := make([]float32, n*D)
-	g := make([]float32, n*F)
-	up := make([]float32, n*F)
-	y := make([]float32, n*D)
-	outs := make([][]float32, n)
-	for e, u := range users {
-		if len(u) == 0 {
-			continue
+	defer m.Experts.Release(l, e)
+	nt := len(u)
+	tok := grow(&b.tok, nt)
+	for j, slot := range u {
+		tok[j] = slot / K
+	}
+	ea := xa.gather(tok, grow(&b.xs, nt*D))
+	g, up := grow(&b.g, nt*F), grow(&b.up, nt*F)
+	matMul(pool, &ex.Gate, ea, g)
+	matMul(pool, &ex.Up, ea, up)
+	for i := range g {
+		g[i] = silu(g[i]) * up[i]
+	}
+	outs := grow(&b.outs, nt)
+	for j, slot := range u {
+		outs[j] = ys[slot*D : (slot+1)*D]
+	}
+	matMulTo(pool, &ex.Down, newActs(g, F, m.Mode), outs, grow(&b.y, nt*D))
+	if act != nil {
+		for j, slot := range u {
+			copy(act[slot*F:(slot+1)*F], g[j*F:(j+1)*F])
 		}
+	}
+	return nil
+}
+
+// serialPool runs a product on the calling goroutine alone: the products
+// of expertsParallel, which are parallel over experts instead.
+var serialPool = kernels.NewPool(1)
+
+// expertsParallel is expertsBatch over the pool's goroutines, each taking
+// the next expert in turn (those with the most tokens first) and running
+// its three products whole: at hundreds of experts of a few tokens each,
+// one parallel pass per product cost more in hand-offs and idle workers
+// than the products themselves. xa's rows are quantized (or rounded)
+// before, so the goroutines only read them.
+func (s *Session) expertsParallel(l int, users [][]int, distinct []int, xa *acts, ys, act []float32) error {
+	m := s.m
+	for _, e := range distinct {
 		ex, err := m.Experts.Get(l, e)
 		if err != nil {
 			return fmt.Errorf("layer %d expert %d: %w", l, e, err)
 		}
-		s.Stats.DistinctLoads++
-		nt := len(u)
-		tok := make([]int, nt)
-		for j, slot := range u {
-			tok[j] = slot / K
-		}
-		ea := xa.gather(tok, xs)
-		matMul(m.Pool, &ex.Gate, ea, g[:nt*F])
-		matMul(m.Pool, &ex.Up, ea, up[:nt*F])
-		for i := 0; i < nt*F; i++ {
-			g[i] = silu(g[i]) * up[i]
-		}
-		outs = outs[:nt]
-		for j, slot := range u {
-			outs[j] = ys[slot*D : (slot+1)*D]
-		}
-		matMulTo(m.Pool, &ex.Down, newActs(g[:nt*F], F, m.Mode), outs, y)
+		xa.prepare(m.Pool, &ex.Gate)
+		xa.prepare(m.Pool, &ex.Up)
 		m.Experts.Release(l, e)
-		if act != nil {
-			for j, slot := range u {
-				copy(act[slot*F:(slot+1)*F], g[j*F:(j+1)*F])
+	}
+	order := append(s.sc.order[:0], distinct...)
+	slices.SortStableFunc(order, func(a, b int) int { return len(users[b]) - len(users[a]) })
+	s.sc.order = order
+	var next atomic.Int64
+	errs := make([]error, m.Pool.Threads)
+	// One index per goroutine: each runs experts until none is left.
+	m.Pool.Parallel(len(errs), 1<<30, func(lo, hi int) {
+		var b expertBufs
+		for w := lo; w < hi; w++ {
+			for errs[w] == nil {
+				i := int(next.Add(1) - 1)
+				if i >= len(order) {
+					break
+				}
+				errs[w] = s.expertRun(serialPool, l, order[i], users[order[i]], xa, ys, act, &b)
 			}
 		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
+	s.Stats.DistinctLoads += len(distinct)
 	return nil
 }
 

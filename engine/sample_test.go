@@ -82,13 +82,13 @@ func TestCacheAwareRoute(t *testing.T) {
 	softmax(probs, logits)
 	ids := make([]int32, 4)
 	w := make([]float32, 4)
-	s.route(probs, logits, nil, ids, w)
+	s.route(probs, logits, nil, ids, w, &s.sc.taken)
 	if ids[0] != 0 || ids[1] != 1 || ids[2] != 2 || ids[3] != 3 {
 		t.Fatalf("plain routing picked %v", ids)
 	}
 	resident := func(e int) bool { return e >= 6 }
 	s.Routing = Routing{CacheAware: true, Bonus: 10, Exact: 2}
-	s.route(probs, logits, resident, ids, w)
+	s.route(probs, logits, resident, ids, w, &s.sc.taken)
 	if ids[0] != 0 || ids[1] != 1 || ids[2] != 6 || ids[3] != 7 {
 		t.Fatalf("cache-aware routing picked %v, want [0 1 6 7]", ids)
 	}
@@ -100,7 +100,7 @@ func TestCacheAwareRoute(t *testing.T) {
 	}
 	// Bonus 0 is the plain order.
 	s.Routing.Bonus = 0
-	s.route(probs, logits, resident, ids, w)
+	s.route(probs, logits, resident, ids, w, &s.sc.taken)
 	if ids[2] != 2 || ids[3] != 3 {
 		t.Fatalf("bonus 0 picked %v", ids)
 	}

@@ -22,6 +22,7 @@ type scratch struct {
 	// The MoE block's bookkeeping, resized per layer.
 	users    [][]int // per expert, its (token, rank) slots
 	distinct []int
+	order    []int // expertsParallel's experts, largest first
 	guess    []int // read-ahead's
 	taken    []bool
 	seen     []bool

@@ -43,12 +43,16 @@ type StreamCounters struct {
 	Reads         int64 `json:"reads"` // slot reads, any cause
 	BytesRead     int64 `json:"bytes_read"`
 	WaitNanos     int64 `json:"wait_ns"` // time the forward pass waited for reads
+	// MissedNeeds are the Need calls (one per layer and batch) with a
+	// miss: each puts at least one read's latency on the critical path,
+	// however many misses it has (they are read together).
+	MissedNeeds int64 `json:"missed_needs"`
 }
 
 func (c StreamCounters) sub(o StreamCounters) StreamCounters {
 	return StreamCounters{c.Demands - o.Demands, c.Hits - o.Hits, c.Misses - o.Misses,
 		c.ReadAheadHits - o.ReadAheadHits, c.Guesses - o.Guesses, c.Reads - o.Reads,
-		c.BytesRead - o.BytesRead, c.WaitNanos - o.WaitNanos}
+		c.BytesRead - o.BytesRead, c.WaitNanos - o.WaitNanos, c.MissedNeeds - o.MissedNeeds}
 }
 
 // StreamReport is the summary run prints for a pack.
@@ -61,6 +65,7 @@ type StreamReport struct {
 	ReadAheadHitsPerToken float64        `json:"readahead_hits_per_token"`
 	GuessesPerToken       float64        `json:"readahead_reads_per_token"`
 	WaitMsPerToken        float64        `json:"wait_ms_per_token"`
+	MissedNeedsPerToken   float64        `json:"missed_needs_per_token"` // layers per token whose Need missed
 	ArenaSlots            int            `json:"arena_slots"`
 	ArenaMB               float64        `json:"arena_mb"`
 	ArenaCapMB            float64        `json:"arena_cap_mb,omitempty"` // the default arena's bound (DefaultArenaCap), when it held the arena below every expert
@@ -94,8 +99,8 @@ type arenaSlot struct {
 }
 
 // PackStore keeps experts of a pack in an arena of fixed slots, evicting
-// the expert with the lowest cachesim.Keep score (recency plus frequency of
-// demands, read-ahead guesses adding neither); misses read whole slots (O_DIRECT where the filesystem allows),
+// the expert cachesim.Victim picks (the lowest cachesim.Keep score, recency
+// plus frequency of demands, read-ahead guesses adding neither); misses read whole slots (O_DIRECT where the filesystem allows),
 // checked against their CRC-32C.
 type PackStore struct {
 	cfg       *Config
@@ -369,10 +374,10 @@ func (s *PackStore) readAt(buf []byte, off int64) error {
 	return err
 }
 
-// claim takes a slot for key: a free one, else the unpinned one whose
-// expert has the lowest cachesim.Keep score (ties to the lower key),
-// sparing first the experts the current call has claimed or hit, then
-// those read-ahead expects (want) while there is another, and waiting for
+// claim takes a slot for key: a free one, else the unpinned one that
+// cachesim.Victim picks (the lowest Keep score, sparing the experts the
+// current call has claimed or hit, then those read-ahead expects, while
+// there is another; the rule's one home, which the replay follows), waiting for
 // the victim's read to finish if it is still being read, so that which
 // expert goes depends only on the sequence of calls and never on read
 // timing (a trace replays exactly, cachesim). It returns -1 when every
@@ -382,7 +387,7 @@ func (s *PackStore) claim(key int) int {
 	best := -1
 	for {
 		best = -1
-		spared, wanted := -1, -1
+		v := cachesim.NewVictim(s.useWeight)
 		for i := range s.slots {
 			sl := &s.slots[i]
 			if sl.key < 0 || sl.state == slotFailed {
@@ -392,26 +397,10 @@ func (s *PackStore) claim(key int) int {
 			if sl.pins > 0 {
 				continue
 			}
-			switch {
-			case sl.call == s.call:
-				if spared < 0 || s.evictsFirst(sl.key, s.slots[spared].key) {
-					spared = i
-				}
-			case sl.want:
-				if wanted < 0 || s.evictsFirst(sl.key, s.slots[wanted].key) {
-					wanted = i
-				}
-			default:
-				if best < 0 || s.evictsFirst(sl.key, s.slots[best].key) {
-					best = i
-				}
-			}
+			v.Offer(i, sl.key, s.keyLast[sl.key], s.keyUses[sl.key], cachesim.ClassOf(sl.call == s.call, sl.want))
 		}
 		if best < 0 {
-			best = wanted
-		}
-		if best < 0 {
-			best = spared
+			best = v.Pick()
 		}
 		if best < 0 {
 			return -1
@@ -433,12 +422,6 @@ func (s *PackStore) claim(key int) int {
 	*sl = arenaSlot{key: key, state: slotLoading, call: s.call}
 	s.where[key] = best
 	return best
-}
-
-// evictsFirst is whether expert a goes before expert b.
-func (s *PackStore) evictsFirst(a, b int) bool {
-	ka, kb := cachesim.Keep(s.keyLast[a], s.keyUses[a], s.useWeight), cachesim.Keep(s.keyLast[b], s.keyUses[b], s.useWeight)
-	return ka < kb || ka == kb && a < b
 }
 
 // Need counts the experts a batch needs in layer and starts reading the
@@ -485,6 +468,9 @@ func (s *PackStore) Need(layer int, ids []int) {
 		}
 	}
 	s.missBuf = misses
+	if len(misses) > 0 {
+		s.counters.MissedNeeds++
+	}
 	// Leave a slot free for Get, so a batch needing more experts than
 	// the arena holds never evicts the ones it is still waiting for.
 	for _, key := range misses[:min(len(misses), len(s.slots)-1)] {
@@ -669,6 +655,7 @@ func (s *PackStore) Report(from, to StreamCounters, tokens int) *StreamReport {
 		r.ReadAheadHitsPerToken = float64(d.ReadAheadHits) / n
 		r.GuessesPerToken = float64(d.Guesses) / n
 		r.WaitMsPerToken = float64(d.WaitNanos) / 1e6 / n
+		r.MissedNeedsPerToken = float64(d.MissedNeeds) / n
 	}
 	return r
 }

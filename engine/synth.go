@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync"
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/hybridshape"
@@ -125,23 +126,38 @@ func randomWeights(rng *rand.Rand, t quant.Type, cols, rows int, sigma float32) 
 		}
 	case quant.Q8_0, quant.Q2_0, quant.IQ4_NL, quant.Q4_0:
 		// These blocks are an fp16 scale then codes: random codes with a
-		// scale that gives the wanted spread.
+		// scale that gives the wanted spread, its sign drawn per block.
+		// Uniform codes are not centred (Q2_0's -1..2 average 0.5, 0.45 of
+		// their spread): with one sign for every block each matrix held a
+		// rank-one part, its mean times all ones, which fed on itself
+		// through the layers (the residual's rms grew from 1 to 35,000 over
+		// 8 layers of the bench decode pack) and fixed the routing of the
+		// deep layers to the same experts at every token; with a random
+		// sign the values are centred as a real matrix's are.
 		ti, _ := quant.Info(t)
 		var scale float32
 		switch t {
 		case quant.Q8_0:
 			scale = sigma / 73 // uniform int8: sd ~ 73.6
 		case quant.Q2_0:
-			scale = sigma / 1.1 // codes -1..2: sd ~ 1.12
+			scale = sigma / 1.225 // codes -1..2, either sign: rms sqrt(1.5)
 		case quant.IQ4_NL:
 			scale = sigma / 70
 		case quant.Q4_0:
 			scale = sigma / 4.6
 		}
-		h := quant.Float32ToFP16(scale)
-		var word uint64
-		for o := 0; o < len(out); o += ti.BlockBytes {
-			binary.LittleEndian.PutUint16(out[o:], h)
+		h, neg := quant.Float32ToFP16(scale), quant.Float32ToFP16(-scale)
+		var word, signs uint64
+		for o, b := 0, 0; o < len(out); o, b = o+ti.BlockBytes, b+1 {
+			if b%64 == 0 {
+				signs = rng.Uint64()
+			}
+			if signs&1 != 0 {
+				binary.LittleEndian.PutUint16(out[o:], neg)
+			} else {
+				binary.LittleEndian.PutUint16(out[o:], h)
+			}
+			signs >>= 1
 			for j := o + 2; j < o+ti.BlockBytes; j++ {
 				if (j-o)%8 == 2 {
 					word = rng.Uint64()
@@ -151,9 +167,67 @@ func randomWeights(rng *rand.Rand, t quant.Type, cols, rows int, sigma float32) 
 			}
 		}
 	default:
-		return nil, fmt.Errorf("synthetic weights of type %s are not supported (F32, F16, BF16, Q8_0, Q4_0, IQ4_NL, Q2_0)", t)
+		// Any other type quant decodes (the K-quants, the IQ types, MXFP4):
+		// blocks drawn from a pool of random blocks whose decoded values
+		// are finite with an RMS within a factor 2 of sigma.
+		pool, err := sampledBlocks(t, sigma)
+		if err != nil {
+			return nil, err
+		}
+		bb := len(pool[0])
+		for o := 0; o < len(out); o += bb {
+			copy(out[o:o+bb], pool[rng.IntN(len(pool))])
+		}
 	}
 	return out, nil
+}
+
+// sampledPools caches sampledBlocks' pools (each a function of its key
+// alone, so a pack's bytes do not depend on what ran before it).
+var sampledPools sync.Map // sampledKey -> [][]byte
+
+type sampledKey struct {
+	t     quant.Type
+	sigma float32
+}
+
+// sampledBlocks is a pool of 256 distinct blocks of type t made of random
+// bytes (from a seed of t and sigma), each kept only if quant decodes it to
+// finite values whose RMS is within a factor 2 of sigma.
+func sampledBlocks(t quant.Type, sigma float32) ([][]byte, error) {
+	key := sampledKey{t, sigma}
+	if p, ok := sampledPools.Load(key); ok {
+		return p.([][]byte), nil
+	}
+	ti, ok := quant.Info(t)
+	if !ok || !quant.CanDequantize(t) {
+		return nil, fmt.Errorf("synthetic weights of type %s are not supported: quant does not decode it", t)
+	}
+	const blocks, tries = 256, 1 << 22
+	rng := rand.New(rand.NewPCG(uint64(t), uint64(math.Float32bits(sigma))))
+	w := make([]float32, ti.BlockElements)
+	var pool [][]byte
+	for try := 0; len(pool) < blocks; try++ {
+		if try == tries {
+			return nil, fmt.Errorf("synthetic weights of type %s: %d of %d random blocks near a spread of %g in %d tries", t, len(pool), blocks, sigma, tries)
+		}
+		b := make([]byte, ti.BlockBytes)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		if err := quant.Dequantize(t, b, w); err != nil {
+			return nil, err
+		}
+		var ss float64
+		for _, v := range w {
+			ss += float64(v) * float64(v)
+		}
+		if rms := math.Sqrt(ss / float64(len(w))); rms >= float64(sigma)/2 && rms <= 2*float64(sigma) {
+			pool = append(pool, b)
+		}
+	}
+	p, _ := sampledPools.LoadOrStore(key, pool)
+	return p.([][]byte), nil
 }
 
 // WriteSyntheticPack writes the pack of a random model (model.gguf,

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -152,6 +154,77 @@ func TestSyntheticPackQwen3Layout(t *testing.T) {
 	for i, v := range logits {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 			t.Fatalf("logit %d is %v", i, v)
+		}
+	}
+}
+
+// TestRandomWeightsCentred: the synthetic blocks' values have mean zero and
+// about the spread asked for, in every type made from raw codes (uniform
+// codes are not centred: Q2_0's -1..2 average half a step, which gave each
+// synthetic matrix a rank-one part that grew through the layers). The
+// bound on the mean is 5 standard errors of the mean of n values.
+func TestRandomWeightsCentred(t *testing.T) {
+	const cols, rows, sigma = 2560, 64, 0.02
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q2_0, quant.IQ4_NL, quant.Q4_0} {
+		b, err := randomWeights(rand.New(rand.NewPCG(1, 2)), typ, cols, rows, sigma)
+		if err != nil {
+			t.Fatal(err)
+		}
+		y := make([]float32, cols*rows)
+		if err := quant.Dequantize(typ, b, y); err != nil {
+			t.Fatal(err)
+		}
+		var sum, sq float64
+		for _, v := range y {
+			sum += float64(v)
+			sq += float64(v) * float64(v)
+		}
+		n := float64(len(y))
+		mean := sum / n
+		sd := math.Sqrt(sq/n - mean*mean)
+		if math.Abs(mean) > 5*sd/math.Sqrt(n) || math.Abs(sd-sigma) > 0.1*sigma {
+			t.Errorf("%s: mean %.3g, sd %.3g of %d values; want mean 0 (within %.3g), sd %g within 10%%", typ, mean, sd, len(y), 5*sd/math.Sqrt(n), sigma)
+		}
+	}
+}
+
+// TestSampledBlocks: the synthetic weights of the types without their own
+// generator (the K-quants here) decode, block by block, to finite values
+// whose RMS is within a factor 2 of the spread asked, and the pool is the
+// same bytes however often it is drawn.
+func TestSampledBlocks(t *testing.T) {
+	for _, typ := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+		const sigma = 0.02
+		sampledPools.Delete(sampledKey{typ, sigma})
+		rng := rand.New(rand.NewPCG(1, 2))
+		b, err := randomWeights(rng, typ, 512, 8, sigma)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := make([]float32, 256)
+		for o := 0; o < len(b); o += len(b) / 16 {
+			if err := quant.Dequantize(typ, b[o:o+len(b)/16], w); err != nil {
+				t.Fatal(err)
+			}
+			var ss float64
+			for _, v := range w {
+				ss += float64(v) * float64(v)
+			}
+			if rms := math.Sqrt(ss / 256); !(rms >= sigma/2 && rms <= 2*sigma) {
+				t.Fatalf("%s block at %d: RMS %g, asked %g", typ, o, rms, sigma)
+			}
+		}
+		p0, err := sampledBlocks(typ, sigma)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sampledPools.Delete(sampledKey{typ, sigma})
+		p1, err := sampledBlocks(typ, sigma)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p0) != 256 || !slices.EqualFunc(p0, p1, bytes.Equal) {
+			t.Fatalf("%s: pools of %d and %d blocks, not the same bytes", typ, len(p0), len(p1))
 		}
 	}
 }

@@ -75,6 +75,12 @@ func chooseKernels(c cpuFeatures) kernelSet {
 			k.q8dot[t] = func(row []byte, x *Q8Row) ([8]float32, int) { return q8dotIQGroups(t, row, x) }
 		}
 		k.q8dotDecoded = q8dotDecodedVector
+		k.q8rows[quant.Q8_0] = rowsQ8_0AVX2Walk
+		k.q8decodeHalves[quant.Q3_K] = q8decodeQ3KHalves
+		k.kminDecode[quant.Q2_K] = kminDecodeQ2KVector
+		k.kminDecode[quant.Q4_K] = kminDecodeQ4KVector
+		k.kminDecode[quant.Q5_K] = kminDecodeQ5KVector
+		k.kminTile2 = kminTile2Vector
 		k.paths = "avx2+f16c"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni {
@@ -89,6 +95,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.attnSum = attnSumAVX512       // AVX-512 F only
 		k.q8rows[quant.Q2_0] = rowsQ2_0AVX512
 		k.q8rows[quant.Q8_0] = rowsQ8_0AVX512
+		k.q8dotTile2 = q8dotTile2Vector512
 		k.paths = "avx2+f16c+avx512vnni"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni && c.avx512gfni {

@@ -13,6 +13,12 @@ func q2Rows2AVX512(w *byte, stride, pairs int, xq *int8, xd *float32, xs *int32,
 //go:noescape
 func q8RowsQ8_0AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[8]uint64, out *float32)
 
+//go:noescape
+func q8RowsNQ8_0AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[8]uint64, out *float32, boff, ooff, n, pf, hint int)
+
+//go:noescape
+func q8Rows2Q8_0AVX2(w *byte, stride, rows int, xq *int8, xd *float32, groups int, out *float32, boff, ooff, pf, hint int)
+
 // byteMask has the low n of 64 bits set (n clamped to 0..64).
 func byteMask(n int) uint64 {
 	switch {
@@ -50,6 +56,11 @@ const q2PrefetchDist = 3072
 // row lo+i beside row lo+pairs+i, so that each of the two is one
 // sequential stream; the last row of an odd number by the one-row kernel.
 func rowsQ2_0Pairs(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	return rowsQ2_0PairsAt(m, lo, hi, x, out, q2PrefetchDist)
+}
+
+// rowsQ2_0PairsAt is rowsQ2_0Pairs prefetching pf bytes ahead.
+func rowsQ2_0PairsAt(m *Matrix, lo, hi int, x *Q8Row, out []float32, pf int) bool {
 	nb := m.Cols / 64
 	groups, tail := nb/4, nb%4
 	if tail > 0 && (!x.padded(8*groups) || cap(x.q2) < 256*(groups+1)) || len(x.q2) != m.Cols || len(x.d) != 2*nb {
@@ -58,7 +69,7 @@ func rowsQ2_0Pairs(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 	mask := byteMask(18 * tail)
 	if pairs := (hi - lo) / 2; pairs > 0 {
 		q2Rows2AVX512(&m.Data[lo*m.RowBytes], m.RowBytes, pairs, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
-			groups, tail, mask, &out[lo], pairs*m.RowBytes, &out[lo+pairs], q2PrefetchDist)
+			groups, tail, mask, &out[lo], pairs*m.RowBytes, &out[lo+pairs], pf)
 		lo += 2 * pairs
 	}
 	if lo < hi {
@@ -68,8 +79,37 @@ func rowsQ2_0Pairs(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 	return true
 }
 
-// rowsQ8_0AVX512 is rowsQ2_0AVX512 for Q8_0.
+// rowsQ8_0AVX512 is rowsQ2_0AVX512 for Q8_0, in the walk q8Walk512.
 func rowsQ8_0AVX512(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	return rowsQ8_0Streams(m, lo, hi, x, out, q8Walk512)
+}
+
+// q8Walk512 and q8WalkAVX2 are the walks the decode's Q8_0 rows take on
+// AVX-512 VNNI and on AVX2: the best of BenchmarkRowsDRAM's on one thread
+// of an Intel Xeon (docs/BENCHMARKS.md: from DRAM the one-row kernel read
+// 58-60% of the plain read's rate, two streams 70-73%, four 74-80%, and
+// with PREFETCHT0 a few KiB ahead of each four 83-91%).
+var (
+	q8Walk512  = q8Streams{n: 4, pf: 2048, hint: 1}
+	q8WalkAVX2 = q8Streams{n: 2, pf: 2048, hint: 1}
+)
+
+// rowsQ8_0AVX2Walk is rowsQ8_0AVX2 in the walk q8WalkAVX2.
+func rowsQ8_0AVX2Walk(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	return rowsQ8_0AVX2(m, lo, hi, x, out, q8WalkAVX2)
+}
+
+// q8Streams is how the Q8_0 row kernels walk a range of rows: n (1..4)
+// sequential streams at once (the range cut into n parts, row i of each
+// part beside row i of the others: the q8RowsNQ8_0AVX512 kernel; the rows
+// left over from a whole number of n by the one-row kernel), each stream
+// prefetched pf bytes ahead by PREFETCHT0 (hint 1) or PREFETCHT2 (hint 2),
+// none with hint 0 (nor with n = 1: the one-row kernel never prefetches).
+// Any choice gives the one-row kernel's bits.
+type q8Streams struct{ n, pf, hint int }
+
+// rowsQ8_0Streams is rowsQ8_0AVX512 in the walk s.
+func rowsQ8_0Streams(m *Matrix, lo, hi int, x *Q8Row, out []float32, s q8Streams) bool {
 	nb := m.Cols / 32
 	groups, tail := nb/8, nb%8
 	if tail > 0 && !x.padded(8*groups) || len(x.d) != nb {
@@ -83,7 +123,37 @@ func rowsQ8_0AVX512(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 			masks[j] = ^byteMask(32)
 		}
 	}
-	q8RowsQ8_0AVX512(&m.Data[lo*m.RowBytes], m.RowBytes, hi-lo, &x.qs[:1][0], &x.d[:1][0], &x.sums[:1][0],
-		groups, tail, &masks, &out[lo])
+	if s.n >= 2 {
+		if part := (hi - lo) / s.n; part > 0 {
+			q8RowsNQ8_0AVX512(&m.Data[lo*m.RowBytes], m.RowBytes, part, &x.qs[:1][0], &x.d[:1][0], &x.sums[:1][0],
+				groups, tail, &masks, &out[lo], part*m.RowBytes, 4*part, s.n, s.pf, s.hint)
+			lo += s.n * part
+		}
+	}
+	if lo < hi {
+		q8RowsQ8_0AVX512(&m.Data[lo*m.RowBytes], m.RowBytes, hi-lo, &x.qs[:1][0], &x.d[:1][0], &x.sums[:1][0],
+			groups, tail, &masks, &out[lo])
+	}
+	return true
+}
+
+// rowsQ8_0AVX2 is rowsQ8_0Streams on AVX2 and F16C (q8Rows2Q8_0AVX2) in
+// the walk s (n 2, pf, hint), or reports false where a row ends in a
+// partial group of 8 blocks (the row by row path takes those). A last row
+// of an odd number runs as both rows of a pair (the same row twice).
+func rowsQ8_0AVX2(m *Matrix, lo, hi int, x *Q8Row, out []float32, s q8Streams) bool {
+	nb := m.Cols / 32
+	if nb%8 != 0 || len(x.d) != nb {
+		return false
+	}
+	if part := (hi - lo) / 2; part > 0 {
+		q8Rows2Q8_0AVX2(&m.Data[lo*m.RowBytes], m.RowBytes, part, &x.qs[:1][0], &x.d[:1][0],
+			nb/8, &out[lo], part*m.RowBytes, 4*part, s.pf, s.hint)
+		lo += 2 * part
+	}
+	if lo < hi {
+		q8Rows2Q8_0AVX2(&m.Data[lo*m.RowBytes], m.RowBytes, 1, &x.qs[:1][0], &x.d[:1][0],
+			nb/8, &out[lo], 0, 0, s.pf, s.hint)
+	}
 	return true
 }

@@ -478,3 +478,340 @@ q2pfold:
 q2pdone:
 	VZEROUPPER
 	RET
+
+// Q8_0, several rows at once from separate parts of the matrix (2 to 4
+// streams): rows A, B, C, D (SI, R15, R11, R9: boff bytes apart), each the
+// one-row kernel's steps into its own lanes (Y12, Y2, Y3, Y16), so each
+// row's bits are the one-row kernel's; the activations are shared. Each
+// stream can be prefetched pf bytes ahead (5 lines a group, so that every
+// line of the 272 is touched), PREFETCHT0 (hint 1) or PREFETCHT2 (hint 2).
+
+// Words 0, 17 of a first table and 0, 17 of a second (32, 49), twice.
+DATA q8rscw<>+0(SB)/8, $0x0031002000110000
+DATA q8rscw<>+8(SB)/8, $0x0031002000110000
+GLOBL q8rscw<>(SB), RODATA|NOPTR, $64
+
+// Q8RBLKS(base, p, Zacc) is Q8RBLK from base; Q8RSUMSS(Yacc) and
+// RACCS(Yacc) are Q8RSUMS and RACC into Yacc; SCALES8S(base) is SCALES8(34)
+// from base.
+#define Q8RBLKS(base, p, Zacc) \
+	VMOVDQU (2+68*p)(base), Y0 \
+	VINSERTI64X4 $1, (36+68*p)(base), Z0, Z0 \
+	VPXORQ Z15, Z0, Z0 \
+	VPXORQ Zacc, Zacc, Zacc \
+	VPDPBUSD (64*p)(DI), Z0, Zacc
+
+#define RACCS(Yacc) \
+	VCVTDQ2PS Y0, Y0 \
+	VCVTPH2PS X13, Y13 \
+	VMULPS (DX), Y13, Y13 \
+	VMULPS Y13, Y0, Y0 \
+	VADDPS Y0, Yacc, Yacc
+
+#define Q8RSUMSS(Yacc) \
+	VSHUFI64X2 $0x88, Z5, Z4, Z8 \
+	VSHUFI64X2 $0xdd, Z5, Z4, Z9 \
+	VPADDD Z9, Z8, Z8 \
+	VSHUFI64X2 $0x88, Z7, Z6, Z10 \
+	VSHUFI64X2 $0xdd, Z7, Z6, Z11 \
+	VPADDD Z11, Z10, Z10 \
+	VPUNPCKLQDQ Z10, Z8, Z4 \
+	VPUNPCKHQDQ Z10, Z8, Z5 \
+	VPADDD Z5, Z4, Z4 \
+	VPSHUFD $0xb1, Z4, Z5 \
+	VPADDD Z5, Z4, Z4 \
+	VPERMD Z4, Z14, Z4 \
+	VMOVDQU (BX), Y1 \
+	VPSLLD $7, Y1, Y1 \
+	VPSUBD Y1, Y4, Y0 \
+	RACCS(Yacc)
+
+#define SCALES8S(base) \
+	MOVWLZX 0(base), AX \
+	VMOVD   AX, X13 \
+	VPINSRW $1, 34(base), X13, X13 \
+	VPINSRW $2, 68(base), X13, X13 \
+	VPINSRW $3, 102(base), X13, X13 \
+	VPINSRW $4, 136(base), X13, X13 \
+	VPINSRW $5, 170(base), X13, X13 \
+	VPINSRW $6, 204(base), X13, X13 \
+	VPINSRW $7, 238(base), X13, X13
+
+// SCALES8P(base): X13 = SCALES8S(base) by two word permutes, each from
+// two 64-byte windows of the group holding two scales each (bytes 0 and
+// 34 of the window at 0, 68 and 102 of the one at 68; the same at 136 and
+// 204): Z19 the words (q8rscw), K3 words 4..7 from the second.
+#define SCALES8P(base) \
+	VMOVDQU64 0(base), Z17 \
+	VPERMT2W 68(base), Z19, Z17 \
+	VMOVDQU64 136(base), Z18 \
+	VPERMT2W 204(base), Z19, Z18 \
+	VPBLENDMW Z18, Z17, K3, Z13
+
+// Q8RGROUPS(base, Yacc): one row's whole group.
+#define Q8RGROUPS(base, Yacc) \
+	Q8RBLKS(base, 0, Z4) \
+	Q8RBLKS(base, 1, Z5) \
+	Q8RBLKS(base, 2, Z6) \
+	Q8RBLKS(base, 3, Z7) \
+	SCALES8P(base) \
+	Q8RSUMSS(Yacc)
+
+// Q8RPARTS(base, p, Zacc) is Q8RPART from base.
+#define Q8RPARTS(base, p, Zacc) \
+	KMOVQ (16*p)(R12), K1 \
+	KMOVQ (16*p+8)(R12), K2 \
+	VMOVDQU8.Z (2+68*p)(base), K1, Z0 \
+	VMOVDQU8 (4+68*p)(base), K2, Z0 \
+	VPXORQ Z15, Z0, Z0 \
+	VPXORQ Zacc, Zacc, Zacc \
+	VPDPBUSD (64*p)(DI), Z0, Zacc
+
+// Q8RTAILS(base, Yacc, done): one row's partial group of CX blocks (the
+// one-row kernel's q8rtail); jumps to done when it is through.
+#define Q8RTAILS(base, Yacc, lbl) \
+	Q8RPARTS(base, 0, Z4) \
+	Q8RPARTS(base, 1, Z5) \
+	Q8RPARTS(base, 2, Z6) \
+	Q8RPARTS(base, 3, Z7) \
+	MOVWLZX 0(base), AX \
+	VMOVD   AX, X13 \
+	CMPQ    CX, $2 \
+	JLT     lbl \
+	VPINSRW $1, 34(base), X13, X13 \
+	CMPQ    CX, $3 \
+	JLT     lbl \
+	VPINSRW $2, 68(base), X13, X13 \
+	CMPQ    CX, $4 \
+	JLT     lbl \
+	VPINSRW $3, 102(base), X13, X13 \
+	CMPQ    CX, $5 \
+	JLT     lbl \
+	VPINSRW $4, 136(base), X13, X13 \
+	CMPQ    CX, $6 \
+	JLT     lbl \
+	VPINSRW $5, 170(base), X13, X13 \
+	CMPQ    CX, $7 \
+	JLT     lbl \
+	VPINSRW $6, 204(base), X13, X13 \
+lbl: \
+	Q8RSUMSS(Yacc)
+
+#define PF5(op, base) \
+	op (base)(R14*1) \
+	op 64(base)(R14*1) \
+	op 128(base)(R14*1) \
+	op 192(base)(R14*1) \
+	op 256(base)(R14*1)
+
+// RFOLDTO(dst) is RFOLD to dst.
+#define RFOLDTO(dst) \
+	VEXTRACTF128 $1, Y12, X1 \
+	VADDPS X1, X12, X0 \
+	VPERMILPS $0x4e, X0, X1 \
+	VADDPS X1, X0, X0 \
+	VMOVSHDUP X0, X1 \
+	VADDSS X1, X0, X0 \
+	VMOVSS X0, dst
+
+// func q8RowsNQ8_0AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[8]uint64, out *float32, boff, ooff, n, pf, hint int)
+// rows: rows A, each stride bytes from the last, outputs at out; with n
+// (2..4) streams, as many rows B, C, D, boff, 2boff, 3boff bytes after
+// each A, outputs ooff, 2ooff, 3ooff bytes after A's; masks as the one-row
+// kernel's; pf and hint: the software prefetch (hint 0: none).
+TEXT ·q8RowsNQ8_0AVX512(SB), NOSPLIT, $0-120
+	VMOVDQU64 q8rscw<>(SB), Z19
+	MOVQ $0xf0, AX
+	KMOVD AX, K3
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R10
+	MOVQ masks+64(FP), R12
+	MOVQ out+72(FP), R8
+	MOVQ pf+104(FP), R14
+	VPBROADCASTQ q8rx80<>(SB), Z15
+	VMOVDQU64 q8rperm<>(SB), Z14
+	TESTQ R10, R10
+	JZ    q8ndone
+
+q8nrow:
+	MOVQ R13, SI
+	MOVQ boff+80(FP), AX
+	LEAQ (R13)(AX*1), R15
+	LEAQ (R13)(AX*2), R11
+	LEAQ (R15)(AX*2), R9
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ xs+40(FP), BX
+	MOVQ groups+48(FP), CX
+	VXORPS Y12, Y12, Y12
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VPXORD Y16, Y16, Y16
+	TESTQ CX, CX
+	JZ    q8ntail
+
+q8ngroup:
+	CMPQ hint+112(FP), $1
+	JLT  q8nA
+	JGT  q8npf2
+	PF5(PREFETCHT0, SI)
+	PF5(PREFETCHT0, R15)
+	CMPQ n+96(FP), $3
+	JLT  q8nA
+	PF5(PREFETCHT0, R11)
+	CMPQ n+96(FP), $4
+	JLT  q8nA
+	PF5(PREFETCHT0, R9)
+	JMP  q8nA
+
+q8npf2:
+	PF5(PREFETCHT2, SI)
+	PF5(PREFETCHT2, R15)
+	CMPQ n+96(FP), $3
+	JLT  q8nA
+	PF5(PREFETCHT2, R11)
+	CMPQ n+96(FP), $4
+	JLT  q8nA
+	PF5(PREFETCHT2, R9)
+
+q8nA:
+	Q8RGROUPS(SI, Y12)
+	Q8RGROUPS(R15, Y2)
+	CMPQ n+96(FP), $3
+	JLT  q8nnext
+	Q8RGROUPS(R11, Y3)
+	CMPQ n+96(FP), $4
+	JLT  q8nnext
+	Q8RGROUPS(R9, Y16)
+
+q8nnext:
+	ADDQ $272, SI
+	ADDQ $272, R15
+	ADDQ $272, R11
+	ADDQ $272, R9
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q8ngroup
+
+q8ntail:
+	MOVQ tail+56(FP), CX
+	TESTQ CX, CX
+	JZ    q8nfold
+	Q8RTAILS(SI, Y12, q8ntA)
+	Q8RTAILS(R15, Y2, q8ntB)
+	CMPQ n+96(FP), $3
+	JLT  q8nfold
+	Q8RTAILS(R11, Y3, q8ntC)
+	CMPQ n+96(FP), $4
+	JLT  q8nfold
+	Q8RTAILS(R9, Y16, q8ntD)
+
+q8nfold:
+	MOVQ ooff+88(FP), AX
+	RFOLDTO((R8))
+	VMOVAPS Y2, Y12
+	RFOLDTO((R8)(AX*1))
+	CMPQ n+96(FP), $3
+	JLT  q8nadv
+	VMOVAPS Y3, Y12
+	RFOLDTO((R8)(AX*2))
+	CMPQ n+96(FP), $4
+	JLT  q8nadv
+	VMOVAPS Y16, Y12
+	LEAQ (R8)(AX*2), R9
+	RFOLDTO((R9)(AX*1))
+
+q8nadv:
+	ADDQ $4, R8
+	ADDQ stride+8(FP), R13
+	DECQ R10
+	JNZ  q8nrow
+
+q8ndone:
+	VZEROUPPER
+	RET
+
+// Q8_0 on AVX2 and F16C, two rows at once from separate parts of the
+// matrix, whole groups only: rows A (SI) and B (R15, boff bytes after A),
+// each q8dotQ8_0AVX2's steps (qdot_amd64.s) into its own lanes (Y12, Y3)
+// and folded as foldLanes, so each row's bits are DotQ8's on that path;
+// each stream prefetched as q8RowsNQ8_0AVX512's (pf, hint).
+
+// Q8SUBS(base, j, Yout) is qdot_amd64.s's Q8SUB from base.
+#define Q8SUBS(base, j, Yout) \
+	VMOVDQU (2+34*j)(base), Y0 \
+	SUMSIGNED(32*j, Yout)
+
+// Q8GROUPV(base, Yacc): one row's group into Yacc (qdot_amd64.s's loop body).
+#define Q8GROUPV(base, Yacc) \
+	Q8SUBS(base, 0, Y4) \
+	Q8SUBS(base, 1, Y5) \
+	Q8SUBS(base, 2, Y6) \
+	Q8SUBS(base, 3, Y7) \
+	Q8SUBS(base, 4, Y8) \
+	Q8SUBS(base, 5, Y9) \
+	Q8SUBS(base, 6, Y10) \
+	Q8SUBS(base, 7, Y11) \
+	REDUCE8 \
+	SCALES8S(base) \
+	RACCS(Yacc)
+
+// func q8Rows2Q8_0AVX2(w *byte, stride, rows int, xq *int8, xd *float32, groups int, out *float32, boff, ooff, pf, hint int)
+TEXT ·q8Rows2Q8_0AVX2(SB), NOSPLIT, $0-88
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R10
+	MOVQ out+48(FP), R8
+	MOVQ boff+56(FP), R11
+	MOVQ ooff+64(FP), R9
+	MOVQ pf+72(FP), R14
+	VMOVDQU q8ones16<>(SB), Y15
+	TESTQ R10, R10
+	JZ    q8vdone
+
+q8vrow:
+	MOVQ R13, SI
+	LEAQ (R13)(R11*1), R15
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ groups+40(FP), CX
+	VXORPS Y12, Y12, Y12
+	VXORPS Y3, Y3, Y3
+	TESTQ CX, CX
+	JZ    q8vfold
+
+q8vgroup:
+	CMPQ hint+80(FP), $1
+	JLT  q8vA
+	JGT  q8vpf2
+	PF5(PREFETCHT0, SI)
+	PF5(PREFETCHT0, R15)
+	JMP  q8vA
+
+q8vpf2:
+	PF5(PREFETCHT2, SI)
+	PF5(PREFETCHT2, R15)
+
+q8vA:
+	Q8GROUPV(SI, Y12)
+	Q8GROUPV(R15, Y3)
+	ADDQ $272, SI
+	ADDQ $272, R15
+	ADDQ $256, DI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  q8vgroup
+
+q8vfold:
+	RFOLDTO((R8))
+	VMOVAPS Y3, Y12
+	RFOLDTO((R8)(R9*1))
+	ADDQ $4, R8
+	ADDQ stride+8(FP), R13
+	DECQ R10
+	JNZ  q8vrow
+
+q8vdone:
+	VZEROUPPER
+	RET

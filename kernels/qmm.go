@@ -39,17 +39,16 @@ func tiledQ8(t quant.Type) bool {
 		quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS, quant.IQ1_S, quant.MXFP4:
 		return true
 	}
-	return tileHalves(t)
+	return tileHalves(t) || kMinTiled(t)
 }
 
 // tileHalves reports whether the tiles take t with a multiplier per
 // 16-weight half (q8Decoded.mh): IQ2_XS, IQ2_S and IQ1_M (iqHalvesSub), and
-// Q6_K, whose term float32(sc_0*sumi_lo + sc_1*sumi_hi) * (d*dx) (kSub's
-// codes and signed scales, no min) is the same form. (Q3_K is that form
-// too, but with its chunks decoded in Go the tiles ran it slower than its
-// single-row dot; Q2_K, Q4_K and Q5_K have a min.)
+// Q6_K and Q3_K, whose term float32(sc_0*sumi_lo + sc_1*sumi_hi) * (d*dx)
+// (kSub's codes and signed scales, no min) is the same form. (Q2_K, Q4_K
+// and Q5_K have a min: qmm_k.go's tiles.)
 func tileHalves(t quant.Type) bool {
-	return isIQHalves(t) || t == quant.Q6_K
+	return isIQHalves(t) || t == quant.Q6_K || t == quant.Q3_K
 }
 
 // tileMinInputs is how many inputs a call needs for the tiled path on
@@ -65,6 +64,8 @@ func (k *kernelSet) tileMinInputs(t quant.Type) int {
 		return 1
 	case k.q8decodeHalves[t] != nil:
 		return 8
+	case k.kminDecode[t] != nil:
+		return kminTileMinInputs
 	}
 	return 16
 }
@@ -171,6 +172,10 @@ const qmmInputBlock = 128
 
 // matMulQ8Block is matMulQ8Tiles on one block of inputs.
 func (k *kernelSet) matMulQ8Block(m *Matrix, xs []*Q8Row, outs [][]float32, r0, r1 int, sc *qmmScratch) {
+	if kMinTiled(m.Type) {
+		k.matMulKMinBlock(m, xs, outs, r0, r1) // qmm_k.go
+		return
+	}
 	ntok := len(xs)
 	nsub := m.Cols / 32
 	groups := (nsub + 7) / 8

@@ -58,6 +58,29 @@ func q8dotTile2Vector(d *[qmmRows]q8Decoded, nr, whole, half int, x0, x1 *Q8Row,
 }
 
 //go:noescape
+func q8dotTile2VNNI(d *q8Decoded, rows, groups int, xq0 *int8, xd0 *float32, xs0 *int32, xq1 *int8, xd1 *float32, xs1 *int32, l0, l1 *[8]float32, o0, o1 *float32)
+
+// q8dotTile2Vector512 is tileDot2 on AVX-512 VNNI (qmm_amd64.s): the bits
+// of q8dotTile2Vector, a half group run whole over its padding.
+func q8dotTile2Vector512(d *[qmmRows]q8Decoded, nr, whole, half int, x0, x1 *Q8Row, g0 int, l0, l1 [][8]float32, o0, o1 []float32) {
+	ng := whole + half
+	if nr < 1 || ng < 1 {
+		return
+	}
+	_, _ = l0[nr-1], l1[nr-1]
+	// The padded groups the kernel reads (tilePadded's).
+	end := 8 * (g0 + ng)
+	_, _, _ = x0.qs[:32*end][32*end-1], x0.d[:end][end-1], x0.sums[:end][end-1]
+	_, _, _ = x1.qs[:32*end][32*end-1], x1.d[:end][end-1], x1.sums[:end][end-1]
+	var p0, p1 *float32
+	if o0 != nil {
+		_, _ = o0[nr-1], o1[nr-1]
+		p0, p1 = &o0[0], &o1[0]
+	}
+	q8dotTile2VNNI(&d[0], nr, ng, &x0.qs[256*g0], &x0.d[8*g0], &x0.sums[8*g0], &x1.qs[256*g0], &x1.d[8*g0], &x1.sums[8*g0], &l0[0], &l1[0], p0, p1)
+}
+
+//go:noescape
 func q8quantAVX2(x *float32, nb int, qs *int8, d *float32, sums *int32) bool
 
 // q8quantVector is QuantizeQ8Row's loop on AVX2 (quant8_amd64.s); false

@@ -2,25 +2,41 @@ package optq
 
 import (
 	"math/rand/v2"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // BenchmarkQuantizeExpertField times one expert at the field width
 // (n_embd 2560, n_ff_exp 640) with 32 calibration tokens, the low-rank path
-// bench pack's experts take.
+// bench pack's experts take. cpu-s/op is the process's CPU time per expert
+// (user + system, every goroutine), which a loaded machine inflates less
+// than the wall time.
 func BenchmarkQuantizeExpertField(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	ex, in := expertFixture(rng, 2560, 640, 32, 4)
 	opt := Defaults()
 	b.ResetTimer()
+	c0 := cpuTime()
 	for b.Loop() {
 		if _, err := QuantizeExpert(ex, in, opt); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
 }
 
-// BenchmarkScoreGroup times one scoring pass of 32 candidates over a group.
+// cpuTime is the process's user + system time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkScoreGroup times one scoring pass of 32 candidates over a group
+// (4 rows of 8).
 func BenchmarkScoreGroup(b *testing.B) {
 	w, id, band, s := scoreCase(rand.New(rand.NewPCG(1, 2)))
 	bt := (*[group * group]float32)((&factors{cols: group, band: band}).bandByColumn())

@@ -108,7 +108,7 @@ func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) 
 		}
 	}
 	if reason == "" {
-		reason = quantizeDown(ex, in, opt, res)
+		reason = quantizeDown(ex, in, opt, res, false)
 	}
 	for range opt.Expert {
 		if reason != "" {
@@ -130,8 +130,9 @@ func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) 
 	return res, res.measure(ex, in)
 }
 
-// quantizeDown fills res.Down from the quantized gate and up in res.
-func quantizeDown(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string {
+// quantizeDown fills res.Down from the quantized gate and up in res; warm:
+// from the codes and scales res.Down holds, by the refinement alone.
+func quantizeDown(ex *Expert, in *Inputs, opt Options, res *ExpertResult, warm bool) string {
 	D, F := ex.D, ex.F
 	gq, uq := make([]float32, F*D), make([]float32, F*D)
 	if quant.Dequantize(quant.Q2_0, res.Gate, gq) != nil || quant.Dequantize(quant.Q2_0, res.Up, uq) != nil {
@@ -140,7 +141,7 @@ func quantizeDown(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string
 	a := swiglu(ex.Gate, ex.Up, in.X, in.N, D, F)
 	ah := swiglu(gq, uq, in.X, in.N, D, F)
 	if useLowRank(in.N, F) {
-		return quantizeDownLowRank(ex.Down, a, ah, in.N, D, F, opt, res.Down)
+		return quantizeDownLowRank(ex.Down, a, ah, in.N, D, F, opt, res.Down, warm)
 	}
 	h := gram(ah, in.N, F)
 	f, reason := factor(h, F, opt.Damp, opt.RefineDamp)
@@ -185,7 +186,7 @@ func quantizeDown(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string
 			return FallbackSingular
 		}
 	}
-	f.run(target, D, opt, res.Down)
+	f.rerun(target, D, opt, res.Down, warm)
 	return ""
 }
 
@@ -419,7 +420,7 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string
 			copy(keepLv, lv)
 			copy(keepSc, sc)
 			row := &quantized{rows: 1, cols: D, levels: lv, scales: sc}
-			row.refineWeightedWith(hq, w[i*D:(i+1)*D], in.X, xt, n, s, y, float32(opt.RefineDamp), floor, opt.Refine)
+			row.refineWeightedWith(hq, w[i*D:(i+1)*D], in.X, xt, n, s, y, float32(opt.RefineDamp), floor, opt.ExpertPasses)
 			for j := range what {
 				what[j] = row.scales[j/group] * float32(row.levels[j])
 			}
@@ -459,5 +460,5 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string
 	}
 	qg.pack(res.Gate)
 	qu.pack(res.Up)
-	return quantizeDown(ex, in, opt, res)
+	return quantizeDown(ex, in, opt, res, opt.WarmDown)
 }

@@ -271,8 +271,9 @@ func (lr *lowRank) downTarget(w, a []float32, D int) []float32 {
 }
 
 // quantizeDownLowRank is quantizeDown's target and quantization for n < F
-// tokens: a and ah are the exact and quantized SwiGLU products.
-func quantizeDownLowRank(w, a, ah []float32, n, D, F int, opt Options, dst []byte) string {
+// tokens: a and ah are the exact and quantized SwiGLU products; warm as
+// quantizeDown's.
+func quantizeDownLowRank(w, a, ah []float32, n, D, F int, opt Options, dst []byte, warm bool) string {
 	f, reason := lowRankFactor(ah, n, F, opt.Damp, opt.RefineDamp)
 	if reason != "" {
 		return reason
@@ -286,6 +287,6 @@ func quantizeDownLowRank(w, a, ah []float32, n, D, F int, opt Options, dst []byt
 			return FallbackSingular
 		}
 	}
-	f.run(target, D, opt, dst)
+	f.rerun(target, D, opt, dst, warm)
 	return ""
 }

@@ -55,6 +55,14 @@ type Options struct {
 	// quantized again for the new products (0: none). Its ridge towards
 	// the source weights is RefineDamp, as the refinement against H's.
 	Expert int
+	// ExpertPasses is the number of coordinate passes over each gate and
+	// up row in a round of the expert-output refinement.
+	ExpertPasses int
+	// WarmDown makes the expert-output refinement's second quantization of
+	// down start from down's codes and scales so far and run only the
+	// refinement (Refine passes) against its new target and Hessian,
+	// instead of a new OPTQ pass with its scale search.
+	WarmDown bool
 }
 
 // DefaultExpert is the rounds of the expert-output refinement
@@ -73,7 +81,8 @@ const DefaultDamp = 0.30
 
 // Defaults are the measured defaults.
 func Defaults() Options {
-	return Options{Damp: DefaultDamp, Refine: 4, Candidates: 12, RefineDamp: 1, SwiGLU: 0, SwiGLUDamp: 3, Expert: DefaultExpert}
+	return Options{Damp: DefaultDamp, Refine: 4, Candidates: 12, RefineDamp: 1, SwiGLU: 0, SwiGLUDamp: 3, Expert: DefaultExpert,
+		ExpertPasses: 4, WarmDown: false}
 }
 
 // Check reports an option out of range.
@@ -87,8 +96,8 @@ func (o *Options) Check() error {
 	if !(o.SwiGLUDamp >= 0) || math.IsInf(o.SwiGLUDamp, 0) {
 		return fmt.Errorf("optq: SwiGLU refinement damping %v must be a finite fraction >= 0", o.SwiGLUDamp)
 	}
-	if o.Refine < 0 || o.Candidates < 0 || o.Q2Candidates < 0 || o.SwiGLU < 0 || o.Expert < 0 {
-		return fmt.Errorf("optq: negative option (refine %d, candidates %d, q2 candidates %d, swiglu %d, expert %d)", o.Refine, o.Candidates, o.Q2Candidates, o.SwiGLU, o.Expert)
+	if o.Refine < 0 || o.Candidates < 0 || o.Q2Candidates < 0 || o.SwiGLU < 0 || o.Expert < 0 || o.ExpertPasses < 0 {
+		return fmt.Errorf("optq: negative option (refine %d, candidates %d, q2 candidates %d, swiglu %d, expert %d, expert passes %d)", o.Refine, o.Candidates, o.Q2Candidates, o.SwiGLU, o.Expert, o.ExpertPasses)
 	}
 	return nil
 }
@@ -125,6 +134,19 @@ func QuantizeMatrix(w []float32, rows, cols int, h []float64, opt Options, dst [
 // run quantizes the rows of target against f's Hessian into dst.
 func (f *factors) run(target []float32, rows int, opt Options, dst []byte) {
 	f.runQ(target, rows, opt).pack(dst)
+}
+
+// rerun is run when warm is false; when it is true it starts from the
+// codes and scales dst already holds (Q2_0 bytes of rows of f.cols) and
+// runs only the refinement against target.
+func (f *factors) rerun(target []float32, rows int, opt Options, dst []byte, warm bool) {
+	if !warm {
+		f.run(target, rows, opt, dst)
+		return
+	}
+	q := unpack(dst, rows, f.cols)
+	q.refine(target, f, opt.Refine)
+	q.pack(dst)
 }
 
 // runQ is run without the packing.
@@ -240,9 +262,24 @@ type searcher struct {
 	block  [quant.Q2BlockBytes]byte
 	plain  *quant.Q2Blocks // the plain search under the weights imp
 	bandT  []float32       // [cols][group]: row k holds U_jk for j < k in k's group
-	cand   []float32       // the candidate scales, in the order choose tries them
+	slot   int             // lanes per row: its most candidates, rounded up to laneBlock
+	batch  int             // rows scored in one pass set
+	cand   [][]float32     // per row of the batch: its candidate scales, in the order choose takes them
 	raw    []float32       // the grid's scales before their rounding to fp16
+	w      blockRows
 	score  []groupScore
+}
+
+func newSearcher(f *factors, opt Options) *searcher {
+	s := &searcher{f: f, ratios: gridRatios(opt.Candidates), bandT: f.bandByColumn()}
+	// Importance imp is changed in place per group; an error (none for
+	// these options) would leave the plain pick 0, as a failed search did.
+	s.plain, _ = kernels.NewQ2Blocks(&quant.QuantizeOptions{Q2Candidates: opt.Q2Candidates, Importance: s.imp[:]})
+	s.slot = (1 + 2*len(s.ratios) + laneBlock - 1) / laneBlock * laneBlock
+	s.batch = max(1, scoreLanes/s.slot)
+	s.cand = make([][]float32, s.batch)
+	s.score = make([]groupScore, (s.batch*s.slot+scoreLanes-1)/scoreLanes)
+	return s
 }
 
 // quantize runs the OPTQ pass over column groups in order.
@@ -250,11 +287,7 @@ func (f *factors) quantize(w []float32, rows int, opt Options) *quantized {
 	cols := f.cols
 	groups := cols / group
 	q := &quantized{rows: rows, cols: cols, levels: make([]int8, rows*cols), scales: make([]float32, rows*groups)}
-	s := &searcher{f: f, ratios: gridRatios(opt.Candidates), bandT: f.bandByColumn()}
-	// Importance imp is changed in place per group; an error (none for
-	// these options) would leave the plain pick 0, as a failed search did.
-	s.plain, _ = kernels.NewQ2Blocks(&quant.QuantizeOptions{Q2Candidates: opt.Q2Candidates, Importance: s.imp[:]})
-	s.score = make([]groupScore, (1+2*len(s.ratios)+scoreLanes-1)/scoreLanes)
+	s := newSearcher(f, opt)
 	W := append([]float32(nil), w...)
 	errs := make([]float32, rows*group)
 	carry := f.carrier(rows)
@@ -263,20 +296,24 @@ func (f *factors) quantize(w []float32, rows int, opt Options) *quantized {
 		for j := g0; j < g1; j++ {
 			s.imp[j-g0] = f.invDiag[j] * f.invDiag[j]
 		}
-		for r := 0; r < rows; r++ {
-			wr := W[r*cols : (r+1)*cols]
-			d, gs, c := s.choose(wr[g0:g1], g0)
-			q.scales[r*groups+g] = d
-			var inv float32
-			if d != 0 {
-				inv = 1 / d
-			}
-			// The chosen lane's pass is the group's: its levels and errors.
-			er := errs[r*group : (r+1)*group]
-			lv := q.levels[r*cols+g0 : r*cols+g1]
-			for k := range group {
-				lv[k] = int8(level(gs.t[k][c], inv))
-				er[k] = -gs.ne[k][c]
+		for r0 := 0; r0 < rows; r0 += s.batch {
+			nr := min(s.batch, rows-r0)
+			s.scoreBatch(W, r0, nr, g0)
+			for i := 0; i < nr; i++ {
+				r := r0 + i
+				d, gs, c := s.pick(i)
+				q.scales[r*groups+g] = d
+				var inv float32
+				if d != 0 {
+					inv = 1 / d
+				}
+				// The chosen lane's pass is the group's: its levels and errors.
+				er := errs[r*group : (r+1)*group]
+				lv := q.levels[r*cols+g0 : r*cols+g1]
+				for k := range group {
+					lv[k] = int8(level(gs.t[k][c], inv))
+					er[k] = -gs.ne[k][c]
+				}
 			}
 		}
 		if g1 == cols {
@@ -348,83 +385,102 @@ func gridRatios(n int) []float32 {
 	return r
 }
 
-// choose picks the scale of the group wg (64 current, compensated weights
-// starting at column g0) that leaves the least OPTQ loss
-// sum_j ((w_j - q_j)/U_jj)^2, quantizing the group column by column with
-// its in-group compensation. Candidates: the plain search's pick under the
-// weights 1/U_jj² (kept unless another is clearly better) and a grid of
-// both signs. All candidates are scored in one pass (scoreGroup, a lane
-// each), then taken in order; it returns the pick, the pass it is in and
-// its lane.
-func (s *searcher) choose(wg []float32, g0 int) (float32, *groupScore, int) {
+// candidates sets s.cand[i] to the candidate scales of the group wg (64
+// current, compensated weights) of the batch's row i: the plain search's
+// pick under the weights 1/U_jj² (kept unless another is clearly better),
+// then a grid of both signs.
+func (s *searcher) candidates(i int, wg []float32) {
 	var amax float32
 	for _, v := range wg {
 		amax = max(amax, float32(math.Abs(float64(v))))
 	}
-	var d0 float32
-	s.cand = s.cand[:0]
-	if amax != 0 {
-		if s.plain != nil {
-			s.plain.Block((*[group]float32)(wg), &s.block)
-			d0 = quant.FP16ToFloat32(binary.LittleEndian.Uint16(s.block[:]))
-		}
-		s.cand = append(s.cand, d0)
-		s.raw = s.raw[:0]
-		for _, r := range s.ratios {
-			for _, sign := range [2]float32{1, -1} {
-				s.raw = append(s.raw, min(max(sign*amax*r, -65504), 65504))
-			}
-		}
-		if amax <= math.MaxFloat32 { // finite: the batch rounding takes it
-			fp16Round(s.raw)
-		} else {
-			for i, d := range s.raw {
-				s.raw[i] = roundFP16(d)
-			}
-		}
-		for _, d := range s.raw {
-			if d != 0 {
-				s.cand = append(s.cand, d)
-			}
-		}
-	} else {
-		s.cand = append(s.cand, 0)
+	cand := s.cand[i][:0]
+	if amax == 0 {
+		s.cand[i] = append(cand, 0)
+		return
 	}
-	w := (*[group]float32)(wg)
+	var d0 float32
+	if s.plain != nil {
+		s.plain.Block((*[group]float32)(wg), &s.block)
+		d0 = quant.FP16ToFloat32(binary.LittleEndian.Uint16(s.block[:]))
+	}
+	cand = append(cand, d0)
+	s.raw = s.raw[:0]
+	for _, r := range s.ratios {
+		for _, sign := range [2]float32{1, -1} {
+			s.raw = append(s.raw, min(max(sign*amax*r, -65504), 65504))
+		}
+	}
+	if amax <= math.MaxFloat32 { // finite: the batch rounding takes it
+		fp16Round(s.raw)
+	} else {
+		for i, d := range s.raw {
+			s.raw[i] = roundFP16(d)
+		}
+	}
+	for _, d := range s.raw {
+		if d != 0 {
+			cand = append(cand, d)
+		}
+	}
+	s.cand[i] = cand
+}
+
+// scoreBatch scores the candidates of the group starting at column g0 for the
+// nr rows from r0 of W: the batch's row i takes the lanes from i·s.slot
+// on (over as many passes as they need), each candidate the in-group OPTQ
+// pass that quantizes the group column by column with its compensation,
+// leaving the loss Σ_j ((w_j − q_j)/U_jj)².
+func (s *searcher) scoreBatch(W []float32, r0, nr, g0 int) {
+	cols := s.f.cols
+	for i := 0; i < nr; i++ {
+		s.candidates(i, W[(r0+i)*cols+g0:(r0+i)*cols+g0+group])
+	}
+	for b := range s.w {
+		i := min(b*laneBlock/s.slot, nr-1)
+		copy(s.w[b][:], W[(r0+i)*cols+g0:(r0+i)*cols+g0+group])
+	}
 	id := (*[group]float32)(s.f.invDiag[g0 : g0+group])
 	bt := (*[group * group]float32)(s.bandT[g0*group : (g0+group)*group])
-	for p := 0; p*scoreLanes < len(s.cand); p++ {
+	for p := 0; p*scoreLanes < nr*s.slot; p++ {
 		gs := &s.score[p]
-		cs := s.cand[p*scoreLanes : min((p+1)*scoreLanes, len(s.cand))]
 		for c := range scoreLanes {
 			var d, inv float32
-			if c < len(cs) {
-				d = cs[c]
+			if pos := p*scoreLanes + c; pos/s.slot < nr {
+				if cand := s.cand[pos/s.slot]; pos%s.slot < len(cand) {
+					d = cand[pos%s.slot]
+				}
 			}
 			if d != 0 {
 				inv = 1 / d
 			}
 			gs.d[c], gs.inv[c] = d, inv
 		}
-		scoreGroup(w, id, bt, gs)
+		scoreGroup(&s.w, id, bt, gs)
 	}
-	// Taken in order, a later candidate replaces the pick only when its
-	// loss is below the bar: the first pick's loss less a margin, then the
-	// best so far.
-	best, bi := d0, 0
-	bestLoss := s.score[0].loss[0]
+}
+
+// pick returns the batch's row i's scale among its scored candidates, the
+// pass its lane is in and that lane. Taken in order, a later candidate
+// replaces the pick only when its loss is below the bar: the first pick's
+// loss less a margin, then the best so far.
+func (s *searcher) pick(i int) (float32, *groupScore, int) {
+	cand, base := s.cand[i], i*s.slot
+	loss := func(k int) float32 { return s.score[(base+k)/scoreLanes].loss[(base+k)%scoreLanes] }
+	best, bi := cand[0], 0
+	bestLoss := loss(0)
 	bar := bestLoss * (1 - 1e-5)
-	for i := 1; i < len(s.cand); i++ {
-		d := s.cand[i]
+	for k := 1; k < len(cand); k++ {
+		d := cand[k]
 		if d == best {
 			continue
 		}
-		if l := s.score[i/scoreLanes].loss[i%scoreLanes]; l < bar {
-			best, bi, bestLoss = d, i, l
+		if l := loss(k); l < bar {
+			best, bi, bestLoss = d, k, l
 			bar = bestLoss
 		}
 	}
-	return best, &s.score[bi/scoreLanes], bi % scoreLanes
+	return best, &s.score[(base+bi)/scoreLanes], (base + bi) % scoreLanes
 }
 
 // refine lowers (t-ŵ) H (t-ŵ)ᵀ row by row by coordinate descent: each code
@@ -464,38 +520,19 @@ func descend(lv []int8, sc, e []float32, hq rowQuad, passes int) {
 			if d == 0 {
 				continue
 			}
-			hjj, gj := hq.diag(j), hq.grad(j)
-			l := lv[j]
-			var bestC, bestD float32
-			var bestL int8
-			for nl := int8(-1); nl <= 2; nl++ {
-				if nl == l {
-					continue
-				}
-				dl := d * float32(nl-l)
-				if c := dl * (dl*hjj - 2*gj); c < bestC {
-					bestC, bestD, bestL = c, dl, nl
-				}
-			}
+			bestC, bestD, bestL := levelStep(d, float32(lv[j]), hq.diag(j), hq.grad(j))
 			if bestC < 0 {
 				e[j] -= bestD
 				hq.moved(j, bestD)
-				lv[j] = bestL
+				lv[j] = int8(bestL)
 				changed = true
 			}
 		}
 		for b := 0; b < groups; b++ {
 			d := sc[b]
 			num, den := hq.group(b, lv[b*group:(b+1)*group])
-			if !(den > 0) {
-				continue
-			}
-			nd := roundFP16(d + num/den)
-			if nd == d || nd == 0 {
-				continue
-			}
-			dd := nd - d
-			if c := dd * (dd*den - 2*num); c < 0 {
+			if nd, ok := scaleStep(d, num, den); ok {
+				dd := nd - d
 				for j := b * group; j < (b+1)*group; j++ {
 					e[j] -= dd * float32(lv[j])
 				}
@@ -508,6 +545,39 @@ func descend(lv []int8, sc, e []float32, hq rowQuad, passes int) {
 			break
 		}
 	}
+}
+
+// levelStep is descend's step of one code: of the levels other than lo,
+// at scale d, the one whose move dl = d·(nl − lo) lowers the objective
+// most (its change dl·(dl·hjj − 2·gj), hjj the diagonal and gj the
+// gradient), the levels tried in order -1..2 and a later one taken only
+// when strictly lower. bestC is 0 (and nothing moves) when none lowers it.
+func levelStep(d, lo, hjj, gj float32) (bestC, bestD, bestL float32) {
+	for nl := float32(-1); nl <= 2; nl++ {
+		if nl == lo {
+			continue
+		}
+		dl := d * (nl - lo)
+		if c := dl * (dl*hjj - 2*gj); c < bestC {
+			bestC, bestD, bestL = c, dl, nl
+		}
+	}
+	return bestC, bestD, bestL
+}
+
+// scaleStep is descend's step of one group's scale d: the least-squares
+// scale d + num/den rounded to fp16 (num = Σ l_j g_j, den = lᵀH l), and
+// whether moving there lowers the objective.
+func scaleStep(d, num, den float32) (nd float32, ok bool) {
+	if !(den > 0) {
+		return d, false
+	}
+	nd = roundFP16(d + num/den)
+	if nd == d || nd == 0 {
+		return d, false
+	}
+	dd := nd - d
+	return nd, dd*(dd*den-2*num) < 0
 }
 
 // rowQuad is the refinement's objective of one row, (t-ŵ) H (t-ŵ)ᵀ, as
@@ -609,36 +679,46 @@ const (
 // weightedQuad is one row's objective of refineWeighted,
 // Σ_t (y_t − s_t ŵ·x_t)² + μ‖w − ŵ‖², through its residual r_t = y_t −
 // s_t ŵ·x_t and the columns sx_j = (s_t x_tj)_t: the gradient is
-// μ e_j + sx_jᵀ r and the diagonal μ + ‖sx_j‖².
+// μ e_j + sx_jᵀ r and the diagonal μ + ‖sx_j‖². Its rowQuad methods are
+// the row-by-row definition; refineWeightedWith runs descendLanes
+// (refine_weighted.go), the same steps in lanes of columns.
 type weightedQuad struct {
-	n    int
-	mu   float32
-	e    []float32
-	sx   []float32 // [cols][n]
-	sq   []float32 // ‖sx_j‖²
-	r, u []float32
+	n, np int // np: n rounded up to 8, the stride of sx
+	mu    float32
+	e     []float32
+	sx    []float32 // [cols][np]: sx_j, then zeros
+	sxB   []laneVec // [cols/rowLanes][n]: sx_j for j = rowLanes·k + lane
+	xB    []laneVec // the same layout of the inputs x_j (fill's)
+	xsrc  *float32  // the inputs xB holds
+	sq    []float32 // ‖sx_j‖²
+	r, u  []float32 // [n], [np]
+	// descendLanes' and refineWeightedWith's scratch.
+	lf, what, err []float32 // [cols]
+	off           []int32
+	coef          []float32
 }
 
 func (q *weightedQuad) reset(e []float32)      { q.e = e }
-func (q *weightedQuad) col(j int) []float32    { return q.sx[j*q.n : (j+1)*q.n] }
+func (q *weightedQuad) col(j int) []float32    { return q.sx[j*q.np : j*q.np+q.n] }
 func (q *weightedQuad) grad(j int) float32     { return q.mu*q.e[j] + kernels.DotF32(q.col(j), q.r) }
 func (q *weightedQuad) diag(j int) float32     { return q.mu + q.sq[j] }
 func (q *weightedQuad) moved(j int, d float32) { kernels.Axpy(q.r, -d, q.col(j)) }
-func (q *weightedQuad) groupMoved(dd float32)  { kernels.Axpy(q.r, -dd, q.u) }
+func (q *weightedQuad) groupMoved(dd float32)  { kernels.Axpy(q.r, -dd, q.u[:q.n]) }
 
 func (q *weightedQuad) group(b int, lv []int8) (num, den float32) {
-	clear(q.u)
+	u := q.u[:q.n]
+	clear(u)
 	var l2 float32
 	for i, l := range lv {
 		if l == 0 {
 			continue
 		}
 		j := b*group + i
-		kernels.Axpy(q.u, float32(l), q.col(j))
+		kernels.Axpy(u, float32(l), q.col(j))
 		l2 += float32(l) * float32(l)
 		num += float32(l) * q.mu * q.e[j]
 	}
-	return num + kernels.DotF32(q.u, q.r), kernels.DotF32(q.u, q.u) + q.mu*l2
+	return num + kernels.DotF32(u, q.r), kernels.DotF32(u, u) + q.mu*l2
 }
 
 // refineWeighted lowers, row by row, Σ_t (y_t − s_t ŵ·x_t)² + μ‖w − ŵ‖²
@@ -653,7 +733,10 @@ func (q *quantized) refineWeighted(w, x, xt []float32, n int, sw, yw []float32, 
 }
 
 func newWeightedQuad(cols, n int) *weightedQuad {
-	return &weightedQuad{n: n, sx: make([]float32, cols*n), sq: make([]float32, cols), r: make([]float32, n), u: make([]float32, n)}
+	np := (n + 7) &^ 7
+	return &weightedQuad{n: n, np: np, sx: make([]float32, cols*np), sxB: make([]laneVec, cols/rowLanes*n), xB: make([]laneVec, cols/rowLanes*n), sq: make([]float32, cols),
+		r: make([]float32, n), u: make([]float32, np), lf: make([]float32, cols), what: make([]float32, cols), err: make([]float32, cols),
+		off: make([]int32, group), coef: make([]float32, group)}
 }
 
 // refineWeightedWith is refineWeighted in hq's buffers (n inputs of q's
@@ -668,34 +751,39 @@ func (q *quantized) refineWeightedWith(hq *weightedQuad, w, x, xt []float32, n i
 		return
 	}
 	cols, groups := q.cols, q.cols/group
-	e := make([]float32, cols)
-	what := make([]float32, cols)
 	for row := 0; row < q.rows; row++ {
 		s, y := sw[row*n:(row+1)*n], yw[row*n:(row+1)*n]
 		lv := q.levels[row*cols : (row+1)*cols]
 		sc := q.scales[row*groups : (row+1)*groups]
-		wr := w[row*cols : (row+1)*cols]
-		var mean float32
-		for j := 0; j < cols; j++ {
-			sj, xj := hq.col(j), xt[j*n:(j+1)*n]
-			for t := range sj {
-				sj[t] = s[t] * xj[t]
-			}
-			hq.sq[j] = kernels.DotF32(sj, sj)
-			mean += hq.sq[j]
+		hq.fill(x, xt, s)
+		if hq.start(w[row*cols:(row+1)*cols], x, s, y, lv, sc, damp, floor) {
+			hq.descendLanes(lv, sc, hq.err, passes)
 		}
-		if !(mean > 0) {
-			continue
-		}
-		hq.mu = max(damp*mean/float32(cols), floor)
-		for j := range what {
-			what[j] = sc[j/group] * float32(lv[j])
-			e[j] = wr[j] - what[j]
-		}
-		for t := 0; t < n; t++ {
-			hq.r[t] = y[t] - s[t]*kernels.DotF32(x[t*cols:(t+1)*cols], what)
-		}
-		hq.reset(e)
-		descend(lv, sc, e, hq, passes)
 	}
+}
+
+// start sets up one row's descent from the norms q.sq of its columns: the
+// ridge mu, the error q.err of the codes lv and scales sc against the
+// source row wr, and the residual r_t = y_t − s_t ŵ·x_t. It reports false
+// for a row whose weighted diagonal is 0 (the output does not see it).
+func (q *weightedQuad) start(wr, x, s, y []float32, lv []int8, sc []float32, damp, floor float32) bool {
+	cols := len(wr)
+	var mean float32
+	for _, v := range q.sq {
+		mean += v
+	}
+	if !(mean > 0) {
+		return false
+	}
+	q.mu = max(damp*mean/float32(cols), floor)
+	e, what := q.err, q.what
+	for j := range what {
+		what[j] = sc[j/group] * float32(lv[j])
+		e[j] = wr[j] - what[j]
+	}
+	for t := range q.r {
+		q.r[t] = y[t] - s[t]*kernels.DotF32(x[t*cols:(t+1)*cols], what)
+	}
+	q.reset(e)
+	return true
 }

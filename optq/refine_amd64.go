@@ -57,8 +57,97 @@ func axpyLanesVector(m []laneVec, a *laneVec, mask *laneMask, x []float32) {
 	axpyLanesAVX2(&m[0], a, mask, &x[0], len(x))
 }
 
+// wcodeStepsAVX2, wgroupSumsAVX2, wgroupUAVX2, dotPairLanesAVX2, scaleLanesAVX2 and
+// scaleColsAVX2 are the weighted refinement's kernels (refine_weighted.go)
+// in YMM registers, the same products and sums in the same order.
+//
+//go:noescape
+func wcodeStepsAVX2(blk *laneVec, n int, r, e, lv, sq *float32, cnt int, d, mu float32) int
+
+func wcodeStepsVector(blk []laneVec, r, e, lv, sq []float32, d, mu float32) bool {
+	n, k := len(r), len(e)/rowLanes
+	if n == 0 || k == 0 || len(e)%rowLanes != 0 {
+		return wcodeStepsGo(blk, r, e, lv, sq, d, mu)
+	}
+	_, _, _ = blk[k*n-1], lv[k*rowLanes-1], sq[k*rowLanes-1]
+	return wcodeStepsAVX2(&blk[0], n, &r[0], &e[0], &lv[0], &sq[0], k, d, mu) != 0
+}
+
+//go:noescape
+func wgroupSumsAVX2(lv, e *float32, cnt int, mu float32, np int, off *int32, coef *float32, num, l2 *float32) int
+
+func wgroupSumsVector(lv, e []float32, mu float32, np int, off []int32, coef []float32, num, l2 *float32) int {
+	k := len(lv)
+	if k == 0 {
+		return 0
+	}
+	_, _, _ = e[k-1], off[k-1], coef[k-1]
+	return wgroupSumsAVX2(&lv[0], &e[0], k, mu, np, &off[0], &coef[0], num, l2)
+}
+
+//go:noescape
+func wgroupUAVX2(sx *float32, off *int32, coef *float32, cnt int, u *float32, np int)
+
+func wgroupUVector(sx []float32, off []int32, coef []float32, u []float32) {
+	np := len(u)
+	if np == 0 || np%8 != 0 || len(off) == 0 {
+		wgroupUGo(sx, off, coef, u)
+		return
+	}
+	_ = coef[len(off)-1]
+	for _, o := range off {
+		if o < 0 || int(o)+np > len(sx) {
+			panic("optq: wgroupU column out of range")
+		}
+	}
+	wgroupUAVX2(&sx[0], &off[0], &coef[0], len(off), &u[0], np)
+}
+
+//go:noescape
+func dotPairLanesAVX2(a, b *laneVec, n int, out *laneVec)
+
+func dotPairLanesVector(a, b []laneVec, out *laneVec) {
+	if len(a) == 0 {
+		*out = laneVec{}
+		return
+	}
+	_ = b[len(a)-1]
+	dotPairLanesAVX2(&a[0], &b[0], len(a), out)
+}
+
+//go:noescape
+func scaleLanesAVX2(m *laneVec, s *float32, n, cnt int, dst *laneVec)
+
+func scaleLanesVector(m []laneVec, s []float32, n int, dst []laneVec) {
+	if n == 0 || len(m) == 0 || len(m)%n != 0 {
+		scaleLanesGo(m, s, n, dst)
+		return
+	}
+	_, _ = s[n-1], dst[len(m)-1]
+	scaleLanesAVX2(&m[0], &s[0], n, len(m)/n, &dst[0])
+}
+
+//go:noescape
+func scaleColsAVX2(xt, s *float32, n, np, cols int, dst *float32)
+
+func scaleColsVector(xt, s []float32, n, np int, dst []float32) {
+	if n == 0 || np < n || len(xt) < n {
+		scaleColsGo(xt, s, n, np, dst)
+		return
+	}
+	cols := len(xt) / n
+	_, _ = s[n-1], dst[cols*np-1]
+	scaleColsAVX2(&xt[0], &s[0], n, np, cols, &dst[0])
+}
+
 func init() {
 	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2) {
+		wcodeSteps = wcodeStepsVector
+		wgroupU = wgroupUVector
+		wgroupSums = wgroupSumsVector
+		dotPairLanes = dotPairLanesVector
+		scaleLanes = scaleLanesVector
+		scaleCols = scaleColsVector
 		dotLanes = dotLanesVector
 		axpyLanes = axpyLanesVector
 		codeSteps = codeStepsVector

@@ -9,7 +9,15 @@
 // sum s_p kept in the frame's 256 bytes, then the fold. The tail follows.
 // It uses SI, DI, CX, R10, R11 and Y0-Y8 (labels are the function's: one
 // expansion per function).
-#define DOTLANES \
+#define DOTLANES DOTLANESBY(BCASTX, 4, 2)
+
+// DOTLANESBY is DOTLANES with x's element i (XB = 1<<XS bytes each) loaded
+// into the lanes by LOAD(address, register): BCASTX broadcasts a float32
+// (dotLanes), VLOADX loads a laneVec (dotPairLanes, lane by lane).
+#define BCASTX(A, R) VBROADCASTSS A, R
+#define VLOADX(A, R) VMOVUPS A, R
+
+#define DOTLANESBY(LOAD, XB, XS) \
 	CMPQ   R9, $1 \
 	JEQ    onechunk \
 	VXORPS Y0, Y0, Y0 \
@@ -21,25 +29,27 @@ ploop: \
 	VXORPS Y1, Y1, Y1 \
 	VXORPS Y2, Y2, Y2 \
 	VXORPS Y3, Y3, Y3 \
-	LEAQ   (AX)(R10*4), SI \
-	MOVQ   R10, DI \
-	SHLQ   $5, DI \
-	ADDQ   DX, DI \
-	MOVQ   R9, CX \
+	MOVQ   R10, SI \
+	SHLQ   $XS, SI \
+	ADDQ   AX, SI \
+	MOVQ R10, DI \
+	SHLQ $5, DI \
+	ADDQ DX, DI \
+	MOVQ R9, CX \
 chunk: \
-	VBROADCASTSS 0(SI), Y4 \
+	LOAD(0(SI), Y4) \
 	VMULPS       0(DI), Y4, Y4 \
 	VADDPS       Y4, Y0, Y0 \
-	VBROADCASTSS 32(SI), Y5 \
+	LOAD((8*XB)(SI), Y5) \
 	VMULPS       256(DI), Y5, Y5 \
 	VADDPS       Y5, Y1, Y1 \
-	VBROADCASTSS 64(SI), Y6 \
+	LOAD((16*XB)(SI), Y6) \
 	VMULPS       512(DI), Y6, Y6 \
 	VADDPS       Y6, Y2, Y2 \
-	VBROADCASTSS 96(SI), Y7 \
+	LOAD((24*XB)(SI), Y7) \
 	VMULPS       768(DI), Y7, Y7 \
 	VADDPS       Y7, Y3, Y3 \
-	ADDQ         $128, SI \
+	ADDQ         $(32*XB), SI \
 	ADDQ         $1024, DI \
 	DECQ         CX \
 	JNZ          chunk \
@@ -66,18 +76,18 @@ chunk: \
 	JMP     chunksdone \
 onechunk: \
 	VXORPS Y0, Y0, Y0 \
-	SPOS(0, Y5) \
-	SPOS(4, Y6) \
+	SPOS(LOAD, XB, 0, Y5) \
+	SPOS(LOAD, XB, 4, Y6) \
 	VADDPS Y6, Y5, Y5 \
-	SPOS(2, Y6) \
-	SPOS(6, Y7) \
+	SPOS(LOAD, XB, 2, Y6) \
+	SPOS(LOAD, XB, 6, Y7) \
 	VADDPS Y7, Y6, Y6 \
 	VADDPS Y6, Y5, Y5 \
-	SPOS(1, Y6) \
-	SPOS(5, Y7) \
+	SPOS(LOAD, XB, 1, Y6) \
+	SPOS(LOAD, XB, 5, Y7) \
 	VADDPS Y7, Y6, Y6 \
-	SPOS(3, Y7) \
-	SPOS(7, Y8) \
+	SPOS(LOAD, XB, 3, Y7) \
+	SPOS(LOAD, XB, 7, Y8) \
 	VADDPS Y8, Y7, Y7 \
 	VADDPS Y7, Y6, Y6 \
 	VADDPS Y6, Y5, Y0 \
@@ -86,15 +96,17 @@ chunksdone: \
 	SHLQ $5, CX \
 	CMPQ CX, BX \
 	JGE  taildone \
-	LEAQ (AX)(CX*4), SI \
+	MOVQ CX, SI \
+	SHLQ $XS, SI \
+	ADDQ AX, SI \
 	MOVQ CX, DI \
 	SHLQ $5, DI \
 	ADDQ DX, DI \
 tail: \
-	VBROADCASTSS (SI), Y4 \
+	LOAD((SI), Y4) \
 	VMULPS       (DI), Y4, Y4 \
 	VADDPS       Y4, Y0, Y0 \
-	ADDQ         $4, SI \
+	ADDQ         $XB, SI \
 	ADDQ         $32, DI \
 	INCQ         CX \
 	CMPQ         CX, BX \
@@ -103,17 +115,17 @@ taildone:
 
 // SPOS sets S to s_p of the first chunk, (a0+a1)+(a2+a3) with a_q = 0 +
 // x[8q+p]·m[8q+p] (Y0 holds 0; Y1-Y4 are scratch).
-#define SPOS(p, S) \
-	VBROADCASTSS (4*p)(AX), Y1 \
+#define SPOS(LOAD, XB, p, S) \
+	LOAD((XB*p)(AX), Y1) \
 	VMULPS       (32*p)(DX), Y1, Y1 \
 	VADDPS       Y1, Y0, Y1 \
-	VBROADCASTSS (4*(8+p))(AX), Y2 \
+	LOAD((XB*(8+p))(AX), Y2) \
 	VMULPS       (32*(8+p))(DX), Y2, Y2 \
 	VADDPS       Y2, Y0, Y2 \
-	VBROADCASTSS (4*(16+p))(AX), Y3 \
+	LOAD((XB*(16+p))(AX), Y3) \
 	VMULPS       (32*(16+p))(DX), Y3, Y3 \
 	VADDPS       Y3, Y0, Y3 \
-	VBROADCASTSS (4*(24+p))(AX), Y4 \
+	LOAD((XB*(24+p))(AX), Y4) \
 	VMULPS       (32*(24+p))(DX), Y4, Y4 \
 	VADDPS       Y4, Y0, Y4 \
 	VADDPS       Y2, Y1, Y1 \
@@ -157,6 +169,28 @@ GLOBL lanesconst<>(SB), RODATA|NOPTR, $20
 	VBLENDVPS    Y11, Y9, Y5, Y5 \
 	VBLENDVPS    Y11, Y7, Y6, Y6
 
+// DECIDE is descend's choice of level in every lane (codeStepsGo's):
+// with Y0 the lanes' dot products x_jᵀr, R12 and R13 their errors and
+// levels, Y2 H_jj, Y14 the scale and Y15 the damping lam, it takes the
+// gradient g_j = lam·e_j + x_jᵀr, tries the levels in order (TRY) and
+// leaves the errors in Y8, the levels in Y3, the best step and level in
+// Y5 and Y6, and the lanes that move (best cost < 0) in Y11.
+#define DECIDE \
+	VMOVUPS (R12), Y8 \
+	VMULPS  Y8, Y15, Y1 \
+	VADDPS  Y0, Y1, Y1 \
+	VADDPS  Y1, Y1, Y1 \
+	VMOVUPS (R13), Y3 \
+	VXORPS  Y4, Y4, Y4 \
+	VXORPS  Y5, Y5, Y5 \
+	VMOVAPS Y3, Y6 \
+	TRY(0) \
+	TRY(4) \
+	TRY(8) \
+	TRY(12) \
+	VXORPS  Y7, Y7, Y7 \
+	VCMPPS  $1, Y7, Y4, Y11
+
 // func codeStepsAVX2(xt *float32, n int, r, e, lv *laneVec, sq *float32, cnt int, d *laneVec, lam float32) int
 TEXT ·codeStepsAVX2(SB), NOSPLIT, $256-80
 	MOVQ         xt+0(FP), AX
@@ -175,22 +209,9 @@ TEXT ·codeStepsAVX2(SB), NOSPLIT, $256-80
 
 col:
 	DOTLANES
-	VMOVUPS      (R12), Y8      // e_j
-	VMULPS       Y8, Y15, Y1
-	VADDPS       Y0, Y1, Y1     // g_j = lam·e_j + x_jᵀr
-	VADDPS       Y1, Y1, Y1     // 2·g_j
 	VBROADCASTSS (R14), Y2
 	VADDPS       Y15, Y2, Y2    // H_jj = lam + ‖x_j‖²
-	VMOVUPS      (R13), Y3      // the level
-	VXORPS       Y4, Y4, Y4
-	VXORPS       Y5, Y5, Y5
-	VMOVAPS      Y3, Y6
-	TRY(0)
-	TRY(4)
-	TRY(8)
-	TRY(12)
-	VXORPS       Y7, Y7, Y7
-	VCMPPS       $1, Y7, Y4, Y11 // moved: best cost < 0
+	DECIDE
 	VSUBPS       Y5, Y8, Y9
 	VBLENDVPS    Y11, Y9, Y8, Y8
 	VMOVUPS      Y8, (R12)
@@ -324,5 +345,296 @@ gnext:
 	VMOVUPS Y13, (R8)
 	MOVQ    l2+72(FP), R8
 	VMOVUPS Y12, (R8)
+	VZEROUPPER
+	RET
+
+// func wcodeStepsAVX2(blk *laneVec, n int, r, e, lv, sq *float32, cnt int, d, mu float32) int
+// wcodeStepsGo over cnt blocks of rowLanes columns: the block's gradients
+// from r (DOTLANES), every lane decided at once (TRY), then the first
+// eligible lane that moves (R8: the eligible lanes) takes its step, r its
+// column (kernels.Axpy's rounding, element by element), and the block's
+// later lanes are computed again from the new r. The frame: DOTLANES' 256
+// bytes, the steps and levels of the lanes (256, 288), moved (320).
+TEXT ·wcodeStepsAVX2(SB), NOSPLIT, $328-72
+	MOVQ         blk+0(FP), DX
+	MOVQ         n+8(FP), BX
+	MOVQ         r+16(FP), AX
+	MOVQ         e+24(FP), R12
+	MOVQ         lv+32(FP), R13
+	MOVQ         sq+40(FP), R14
+	MOVQ         cnt+48(FP), R15
+	VBROADCASTSS d+56(FP), Y14
+	VBROADCASTSS mu+60(FP), Y15
+	MOVQ         $0, 320(SP)
+	MOVQ         BX, R9
+	SHRQ         $5, R9
+
+wblk:
+	MOVQ $0xff, R8
+
+wagain:
+	DOTLANES
+	VMOVUPS   (R14), Y2
+	VADDPS    Y15, Y2, Y2 // H_jj = mu + ‖sx_j‖²
+	DECIDE
+	VMOVMSKPS Y11, CX
+	ANDQ      R8, CX
+	JZ        wnext
+	BSFQ      CX, CX          // the first eligible lane that moves
+	VMOVUPS   Y5, 256(SP)
+	VMOVUPS   Y6, 288(SP)
+	VMOVSS    256(SP)(CX*4), X9
+	VMOVSS    288(SP)(CX*4), X10
+	VMOVSS    (R12)(CX*4), X11
+	VSUBSS    X9, X11, X11
+	VMOVSS    X11, (R12)(CX*4)
+	VMOVSS    X10, (R13)(CX*4)
+	VMOVSS    lanesconst<>+16(SB), X12
+	VXORPS    X12, X9, X9     // −step
+	LEAQ      (DX)(CX*4), SI
+	MOVQ      AX, DI
+	MOVQ      BX, R10
+
+wrloop:
+	VMOVSS (SI), X11
+	VMULSS X9, X11, X11
+	VADDSS (DI), X11, X11
+	VMOVSS X11, (DI)
+	ADDQ   $32, SI
+	ADDQ   $4, DI
+	DECQ   R10
+	JNZ    wrloop
+	MOVQ   $1, 320(SP)
+	INCQ   CX
+	MOVQ   $0xff, R8
+	SHLQ   CX, R8
+	ANDQ   $0xff, R8 // the lanes after it
+	JNZ    wagain
+
+wnext:
+	MOVQ BX, CX
+	SHLQ $5, CX
+	ADDQ CX, DX
+	ADDQ $32, R12
+	ADDQ $32, R13
+	ADDQ $32, R14
+	DECQ R15
+	JNZ  wblk
+
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+64(FP)
+	VZEROUPPER
+	RET
+
+// func wgroupSumsAVX2(lv, e *float32, cnt int, mu float32, np int, off *int32, coef *float32, num, l2 *float32) int
+// wgroupSumsGo without branches: every column's offset and level are
+// written at off[k], coef[k], and k moves on only for a level not 0; num
+// takes (l·mu)·e_j masked to +0 for a level 0 and l2 takes l·l (+0 for a
+// level 0). Adding +0 leaves a sum as it is unless the sum is −0, and
+// neither is: the caller's start at +0, and a sum is −0 only when both of
+// its terms are.
+TEXT ·wgroupSumsAVX2(SB), NOSPLIT, $0-80
+	MOVQ         lv+0(FP), SI
+	MOVQ         e+8(FP), DI
+	MOVQ         cnt+16(FP), CX
+	VMOVSS       mu+24(FP), X5
+	MOVQ         np+32(FP), R8
+	MOVQ         off+40(FP), R9
+	MOVQ         coef+48(FP), R10
+	MOVQ         num+56(FP), R11
+	VMOVSS       (R11), X0
+	MOVQ         l2+64(FP), R12
+	VMOVSS       (R12), X1
+	VXORPS       X6, X6, X6
+	XORQ         AX, AX // k
+	XORQ         DX, DX // the column's offset
+	XORQ         BX, BX
+
+gsloop:
+	VMOVSS   (SI), X2
+	MOVL     DX, (R9)(AX*4)
+	VMOVSS   X2, (R10)(AX*4)
+	VCMPSS   $4, X6, X2, X3 // l != 0
+	VMULSS   X5, X2, X4     // l·mu
+	VMULSS   (DI), X4, X4   // ·e_j
+	VANDPS   X3, X4, X4
+	VADDSS   X4, X0, X0
+	VMULSS   X2, X2, X4
+	VADDSS   X4, X1, X1
+	VMOVD    X3, BX
+	ANDL     $1, BX
+	ADDQ     BX, AX
+	ADDQ     $4, SI
+	ADDQ     $4, DI
+	ADDQ     R8, DX
+	DECQ     CX
+	JNZ      gsloop
+
+	VMOVSS X0, (R11)
+	VMOVSS X1, (R12)
+	MOVQ   AX, ret+72(FP)
+	RET
+
+// func wgroupUAVX2(sx *float32, off *int32, coef *float32, cnt int, u *float32, np int)
+// u[t] = Σ_i coef[i]·sx[off[i]+t] in order i from 0, for t < np (a
+// multiple of 8): 32 positions at a time in four accumulators, then 8.
+TEXT ·wgroupUAVX2(SB), NOSPLIT, $0-48
+	MOVQ sx+0(FP), SI
+	MOVQ off+8(FP), R8
+	MOVQ coef+16(FP), R9
+	MOVQ cnt+24(FP), R10
+	MOVQ u+32(FP), DI
+	MOVQ np+40(FP), R11
+	XORQ DX, DX
+
+gu4:
+	MOVQ   R11, AX
+	SUBQ   DX, AX
+	CMPQ   AX, $32
+	JLT    gu1
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ   CX, CX
+	TESTQ  R10, R10
+	JZ     gu4store
+
+gu4col:
+	MOVLQSX      (R8)(CX*4), AX
+	ADDQ         DX, AX
+	VBROADCASTSS (R9)(CX*4), Y4
+	VMULPS       (SI)(AX*4), Y4, Y5
+	VADDPS       Y5, Y0, Y0
+	VMULPS       32(SI)(AX*4), Y4, Y6
+	VADDPS       Y6, Y1, Y1
+	VMULPS       64(SI)(AX*4), Y4, Y7
+	VADDPS       Y7, Y2, Y2
+	VMULPS       96(SI)(AX*4), Y4, Y8
+	VADDPS       Y8, Y3, Y3
+	INCQ         CX
+	CMPQ         CX, R10
+	JLT          gu4col
+
+gu4store:
+	VMOVUPS Y0, (DI)(DX*4)
+	VMOVUPS Y1, 32(DI)(DX*4)
+	VMOVUPS Y2, 64(DI)(DX*4)
+	VMOVUPS Y3, 96(DI)(DX*4)
+	ADDQ    $32, DX
+	JMP     gu4
+
+gu1:
+	CMPQ   DX, R11
+	JGE    gudone
+	VXORPS Y0, Y0, Y0
+	XORQ   CX, CX
+	TESTQ  R10, R10
+	JZ     gu1store
+
+gu1col:
+	MOVLQSX      (R8)(CX*4), AX
+	ADDQ         DX, AX
+	VBROADCASTSS (R9)(CX*4), Y4
+	VMULPS       (SI)(AX*4), Y4, Y5
+	VADDPS       Y5, Y0, Y0
+	INCQ         CX
+	CMPQ         CX, R10
+	JLT          gu1col
+
+gu1store:
+	VMOVUPS Y0, (DI)(DX*4)
+	ADDQ    $8, DX
+	JMP     gu1
+
+gudone:
+	VZEROUPPER
+	RET
+
+// func dotPairLanesAVX2(a, b *laneVec, n int, out *laneVec)
+// dotPairLanesGo: DOTLANES with a's lanes in place of the broadcast x.
+TEXT ·dotPairLanesAVX2(SB), NOSPLIT, $256-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), DX
+	MOVQ n+16(FP), BX
+	MOVQ BX, R9
+	SHRQ $5, R9
+	DOTLANESBY(VLOADX, 32, 5)
+	MOVQ    out+24(FP), R8
+	VMOVUPS Y0, (R8)
+	VZEROUPPER
+	RET
+
+// func scaleLanesAVX2(m *laneVec, s *float32, n, cnt int, dst *laneVec)
+// dst[k·n+t] = s[t]·m[k·n+t] for t < n, k < cnt.
+TEXT ·scaleLanesAVX2(SB), NOSPLIT, $0-40
+	MOVQ m+0(FP), SI
+	MOVQ s+8(FP), R8
+	MOVQ n+16(FP), BX
+	MOVQ cnt+24(FP), R9
+	MOVQ dst+32(FP), DI
+
+slblk:
+	XORQ DX, DX
+
+slrow:
+	VBROADCASTSS (R8)(DX*4), Y0
+	VMULPS       (SI), Y0, Y1
+	VMOVUPS      Y1, (DI)
+	ADDQ         $32, SI
+	ADDQ         $32, DI
+	INCQ         DX
+	CMPQ         DX, BX
+	JLT          slrow
+	DECQ         R9
+	JNZ          slblk
+	VZEROUPPER
+	RET
+
+// func scaleColsAVX2(xt, s *float32, n, np, cols int, dst *float32)
+// dst[j·np+t] = s[t]·xt[j·n+t] for t < n, 0 for n <= t < np.
+TEXT ·scaleColsAVX2(SB), NOSPLIT, $0-48
+	MOVQ   xt+0(FP), SI
+	MOVQ   s+8(FP), R8
+	MOVQ   n+16(FP), BX
+	MOVQ   np+24(FP), R9
+	MOVQ   cols+32(FP), R10
+	MOVQ   dst+40(FP), DI
+	VXORPS X2, X2, X2
+
+sccol:
+	XORQ DX, DX
+
+sc8:
+	LEAQ    8(DX), AX
+	CMPQ    AX, BX
+	JGT     sc1
+	VMOVUPS (SI)(DX*4), Y1
+	VMULPS  (R8)(DX*4), Y1, Y1
+	VMOVUPS Y1, (DI)(DX*4)
+	MOVQ    AX, DX
+	JMP     sc8
+
+sc1:
+	CMPQ   DX, BX
+	JGE    scpad
+	VMOVSS (SI)(DX*4), X1
+	VMULSS (R8)(DX*4), X1, X1
+	VMOVSS X1, (DI)(DX*4)
+	INCQ   DX
+	JMP    sc1
+
+scpad:
+	CMPQ   DX, R9
+	JGE    scnext
+	VMOVSS X2, (DI)(DX*4)
+	INCQ   DX
+	JMP    scpad
+
+scnext:
+	LEAQ (SI)(BX*4), SI
+	LEAQ (DI)(R9*4), DI
+	DECQ R10
+	JNZ  sccol
 	VZEROUPPER
 	RET

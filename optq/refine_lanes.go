@@ -82,14 +82,13 @@ type laneRows struct {
 	lv   []laneVec // [cols]: the rows' levels -1..2
 	sc   []laneVec // [groups]
 	r, u []laneVec // [n]: X e, and a group's X l
-	ucol []float32 // [n]: one lane of u
 }
 
 // refineLow is refine for a low-rank H, rowLanes rows at a time.
 func (q *quantized) refineLow(t []float32, lr *lowRank, passes int) {
 	cols, groups, n := q.cols, q.cols/group, lr.n
 	b := &laneRows{e: make([]laneVec, cols), lv: make([]laneVec, cols), sc: make([]laneVec, groups),
-		r: make([]laneVec, n), u: make([]laneVec, n), ucol: make([]float32, n)}
+		r: make([]laneVec, n), u: make([]laneVec, n)}
 	e := make([]float32, cols)
 	for r0 := 0; r0 < q.rows; r0 += rowLanes {
 		nr := min(rowLanes, q.rows-r0)
@@ -180,18 +179,7 @@ func codeStepsGo(xt []float32, n int, r, e, lv []laneVec, sq []float32, d *laneV
 			if d[l] == 0 {
 				continue
 			}
-			gj := lam*ej[l] + dot[l]
-			lo := lj[l]
-			var bestC, bestD, bestL float32
-			for nl := float32(-1); nl <= 2; nl++ {
-				if nl == lo {
-					continue
-				}
-				dl := d[l] * (nl - lo)
-				if c := dl * (dl*hjj - 2*gj); c < bestC {
-					bestC, bestD, bestL = c, dl, nl
-				}
-			}
+			bestC, bestD, bestL := levelStep(d[l], lj[l], hjj, lam*ej[l]+dot[l])
 			if bestC < 0 {
 				ej[l] -= bestD
 				lj[l] = bestL
@@ -218,20 +206,12 @@ func (b *laneRows) group(lr *lowRank, g int) bool {
 	j0, j1 := g*group, (g+1)*group
 	groupSums(lr.xt[j0*n:j1*n], n, b.r, b.e[j0:j1], b.lv[j0:j1], b.u, lam, &num, &l2)
 	var uu laneVec
-	dotSelfLanes(b.u, b.ucol, &uu)
+	dotPairLanes(b.u, b.u, &uu)
 	changed := false
 	for l := range rowLanes {
 		d := b.sc[g][l]
-		den := lam*l2[l] + uu[l]
-		if !(den > 0) {
-			continue
-		}
-		nd := roundFP16(d + num[l]/den)
-		if nd == d || nd == 0 {
-			continue
-		}
-		dd := nd - d
-		if c := dd * (dd*den - 2*num[l]); c < 0 {
+		if nd, ok := scaleStep(d, num[l], lam*l2[l]+uu[l]); ok {
+			dd := nd - d
 			for j := j0; j < j1; j++ {
 				b.e[j][l] -= dd * b.lv[j][l]
 			}
@@ -277,17 +257,5 @@ func groupSumsGo(xt []float32, n int, r, e, lv, u []laneVec, lam float32, num, l
 				l2[l] += fl * fl
 			}
 		}
-	}
-}
-
-// dotSelfLanes sets out[l] = kernels.DotF32(u_l, u_l) for each lane's
-// column u_l of m, in DotF32's order.
-// (col is scratch of len(m)).
-func dotSelfLanes(m []laneVec, col []float32, out *laneVec) {
-	for l := range out {
-		for t := range m {
-			col[t] = m[t][l]
-		}
-		out[l] = kernels.DotF32(col, col)
 	}
 }

@@ -1,6 +1,7 @@
 package optq
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -188,16 +189,7 @@ func TestRefineLowIsDescend(t *testing.T) {
 		if !moved {
 			t.Fatalf("%+v: the refinement moved no code", c)
 		}
-		for i := range ref.levels {
-			if ref.levels[i] != q.levels[i] {
-				t.Fatalf("%+v: level %d is %d, descend's %d", c, i, q.levels[i], ref.levels[i])
-			}
-		}
-		for i := range ref.scales {
-			if math.Float32bits(ref.scales[i]) != math.Float32bits(q.scales[i]) {
-				t.Fatalf("%+v: scale %d is %v, descend's %v", c, i, q.scales[i], ref.scales[i])
-			}
-		}
+		sameQ(t, fmt.Sprintf("%+v", c), q, ref)
 	}
 }
 

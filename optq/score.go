@@ -8,8 +8,9 @@ import "github.com/stratactl/stratactl/quant"
 const scoreLanes = 32
 
 // groupScore is one scoring pass: for each lane c (a candidate scale d[c],
-// inv[c] = 1/d[c] or 0 when d[c] is 0), the group's 64 columns quantized in
-// order, each column's compensated weight
+// inv[c] = 1/d[c] or 0 when d[c] is 0, for the group's weights of row
+// c/laneBlock of the pass), the group's 64 columns quantized in order, each
+// column's compensated weight
 //
 //	t_k = w_k + Σ_{j<k} (−e_j)·U_jk   (the products and sums rounded in
 //	                                   float32 in order j = 0, 1, ...)
@@ -25,18 +26,27 @@ type groupScore struct {
 	loss   [scoreLanes]float32
 }
 
-// scoreGroup runs s's candidates over the group w (its 64 current weights)
-// with invDiag the group's 1/U_kk and bandT its in-group factor by column:
-// bandT[k*group+j] = U_jk for j < k.
+// laneBlock is the lanes that share one row of weights in a scoring
+// pass: one vector register's. A pass thus scores up to scoreLanes /
+// laneBlock rows of one group at once.
+const laneBlock = 8
+
+// blockRows is a scoring pass's weights: row b (64 current weights of one
+// group) for lanes laneBlock·b to laneBlock·(b+1) − 1.
+type blockRows = [scoreLanes / laneBlock][group]float32
+
+// scoreGroup runs s's candidates over the group's weights w (lane c starts
+// from row w[c/laneBlock]) with invDiag the group's 1/U_kk and bandT its
+// in-group factor by column: bandT[k*group+j] = U_jk for j < k.
 var scoreGroup = scoreGroupGo
 
 // scoreGroupGo is the portable definition of scoreGroup.
-func scoreGroupGo(w, invDiag *[group]float32, bandT *[group * group]float32, s *groupScore) {
+func scoreGroupGo(w *blockRows, invDiag *[group]float32, bandT *[group * group]float32, s *groupScore) {
 	var sum [scoreLanes]float32
 	for k := 0; k < group; k++ {
 		var t [scoreLanes]float32
 		for c := range t {
-			t[c] = w[k]
+			t[c] = w[c/laneBlock][k]
 		}
 		bk := bandT[k*group : k*group+k]
 		for j, b := range bk {

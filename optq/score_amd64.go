@@ -5,13 +5,14 @@ package optq
 import "github.com/klauspost/cpuid/v2"
 
 // scoreGroupAVX2 is scoreGroupGo in 4 × 8 lanes: VMULPS then VADDPS (never
-// FMA), VROUNDPS to nearest even, the same order of every sum.
+// FMA), VROUNDPS to nearest even, the same order of every sum; w is
+// blockRows (one row per 8 lanes).
 //
 //go:noescape
 func scoreGroupAVX2(w, invDiag, bandT *float32, s *groupScore)
 
-func scoreGroupVector(w, invDiag *[group]float32, bandT *[group * group]float32, s *groupScore) {
-	scoreGroupAVX2(&w[0], &invDiag[0], &bandT[0], s)
+func scoreGroupVector(w *blockRows, invDiag *[group]float32, bandT *[group * group]float32, s *groupScore) {
+	scoreGroupAVX2(&w[0][0], &invDiag[0], &bandT[0], s)
 }
 
 //go:noescape

@@ -9,14 +9,17 @@ import (
 	"github.com/stratactl/stratactl/quant"
 )
 
-// scoreCase is a group's weights, 1/U_kk, in-group factor (by row: band[j]
-// holds U_jk for k > j, as factors.band) and candidate scales, some of
-// them 0, one tiny and one large (levels clamped at both ends).
-func scoreCase(rng *rand.Rand) (w, invDiag *[group]float32, band []float32, s *groupScore) {
-	w, invDiag = new([group]float32), new([group]float32)
+// scoreCase is a group's weights (a different row for each block of
+// lanes), 1/U_kk, in-group factor (by row: band[j] holds U_jk for k > j,
+// as factors.band) and candidate scales, some of them 0, one tiny and one
+// large (levels clamped at both ends).
+func scoreCase(rng *rand.Rand) (w *blockRows, invDiag *[group]float32, band []float32, s *groupScore) {
+	w, invDiag = new(blockRows), new([group]float32)
 	band = make([]float32, group*group)
-	for k := range w {
-		w[k] = float32(rng.NormFloat64())
+	for k := range invDiag {
+		for b := range w {
+			w[b][k] = float32(rng.NormFloat64())
+		}
 		invDiag[k] = float32(0.5 + rng.Float64())
 	}
 	for j := 0; j < group; j++ {
@@ -65,7 +68,8 @@ func columnPass(w, invDiag *[group]float32, band []float32, d float32) (lv [grou
 }
 
 // TestScoreGroupIsColumnPass: every lane of scoreGroup (the path this CPU
-// runs) gives the bits of its candidate's column-by-column pass.
+// runs) gives the bits of its candidate's column-by-column pass over its
+// block's row.
 func TestScoreGroupIsColumnPass(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for trial := 0; trial < 20; trial++ {
@@ -73,7 +77,7 @@ func TestScoreGroupIsColumnPass(t *testing.T) {
 		bt := (&factors{cols: group, band: band}).bandByColumn()
 		scoreGroup(w, id, (*[group * group]float32)(bt), s)
 		for c := range scoreLanes {
-			lv, e, loss := columnPass(w, id, band, s.d[c])
+			lv, e, loss := columnPass(&w[c/laneBlock], id, band, s.d[c])
 			if math.Float32bits(loss) != math.Float32bits(s.loss[c]) {
 				t.Fatalf("trial %d lane %d (d %v): loss %v, column pass %v", trial, c, s.d[c], s.loss[c], loss)
 			}

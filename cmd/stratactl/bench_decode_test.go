@@ -77,9 +77,27 @@ func TestBenchDecodeSmall(t *testing.T) {
 		if rep.MemReadGBsPerCPU < rep.MemReadGBs/float64(rep.Threads)*0.999 || res.MemReadGBsPerCPU > rep.MemReadGBsPerCPU || res.MemReadGBsPerCPU <= 0 {
 			t.Fatalf("per CPU-second %g GB (run %g) against %g GB/s on %d threads", rep.MemReadGBsPerCPU, res.MemReadGBsPerCPU, rep.MemReadGBs, rep.Threads)
 		}
-		if want := res.CPUTokensPerS * res.BytesPerToken * 1e6 / (res.MemReadGBsPerCPU * 1e9); math.Abs(res.CPUMemFraction-want) > 1e-9*want {
+		if want := res.CPUTokensPerS * res.BytesPerToken * 1e6 / (rep.MemReadGBsPerCPU * 1e9); math.Abs(res.CPUMemFraction-want) > 1e-9*want {
 			t.Fatalf("CPU-time fraction %g, want %g", res.CPUMemFraction, want)
 		}
+	}
+	// Both runs' memory bounds divide the report's best bandwidth; the
+	// streaming run's bytes add the slots its reads check, and its limit
+	// is the tighter of memory and disk.
+	for _, r := range []bench.DecodeRun{res, str} {
+		mb := r.BytesPerToken + r.Stream.ReadMBPerToken*(1<<20)/1e6
+		if math.Abs(r.MemBytesPerToken-mb) > 1e-9*mb {
+			t.Fatalf("memory bytes per token %g MB, want %g", r.MemBytesPerToken, mb)
+		}
+		if want := rep.MemReadGBs * 1e3 / mb; math.Abs(r.MemLimit-want) > 1e-9*want || r.MemFraction != r.MedianTokensPerS/r.MemLimit {
+			t.Fatalf("memory bound %g tokens/s (fraction %g), want %g", r.MemLimit, r.MemFraction, want)
+		}
+	}
+	if str.MemBytesPerToken <= str.BytesPerToken || str.DiskLimit <= 0 || str.Limit != min(str.MemLimit, str.DiskLimit) || res.Limit != res.MemLimit {
+		t.Fatalf("streaming bounds %+v, resident %+v", str, res)
+	}
+	if want := str.MedianTokensPerS / res.MedianTokensPerS; rep.StreamingOfResident != want {
+		t.Fatalf("streaming of resident %g, want %g", rep.StreamingOfResident, want)
 	}
 	if rep.Mode != "fast" || rep.MemPasses != 5 {
 		t.Fatalf("mode %q, memory passes %d", rep.Mode, rep.MemPasses)

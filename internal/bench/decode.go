@@ -53,8 +53,18 @@ type DecodeRun struct {
 	BestTokensPerS   float64 `json:"best_step_tokens_per_s"`
 	CPUTokensPerS    float64 `json:"cpu_tokens_per_s,omitempty"`
 	DecodeSteps      int     `json:"decode_steps"`
+	// BytesPerToken is the weight bytes a step reads from memory (MB);
+	// MemBytesPerToken those and, in a run that reads slots, the slot
+	// bytes the read checks (CRC-32C, a pass over each slot read from
+	// disk): the bytes the memory bound divides.
 	BytesPerToken    float64 `json:"weight_mb_per_token"`
-	MemReadGBs       float64 `json:"memory_read_gb_s"` // best streaming-read pass just before and after this run
+	MemBytesPerToken float64 `json:"memory_mb_per_token"`
+	// MemReadGBs is the best streaming-read pass just before and after
+	// this run; the bounds take the best pass of the whole report
+	// (DecodeReport.MemReadGBs), one bandwidth for both runs, so that
+	// their fractions compare (a run whose own passes met other load got
+	// a lower bound, and a fraction that flattered it).
+	MemReadGBs float64 `json:"memory_read_gb_s"`
 	// MemReadGBsPerCPU is the same passes' best in bytes per CPU-second
 	// of the reading threads, and CPUMemFraction the decode's weight
 	// bytes per CPU-second of the process (CPUTokensPerS times the bytes
@@ -124,6 +134,11 @@ type DecodeReport struct {
 	ComputeLimit float64      `json:"compute_limit_tokens_per_s"`
 	Resident     DecodeRun    `json:"resident"`
 	Streaming    DecodeRun    `json:"streaming"`
+	// StreamingOfResident is the streaming run's median step rate over
+	// the resident run's, and StreamingOfResidentCPU the same of their
+	// steps per CPU-second (what streaming's reads cost, waits aside).
+	StreamingOfResident    float64 `json:"streaming_of_resident_median"`
+	StreamingOfResidentCPU float64 `json:"streaming_of_resident_cpu,omitempty"`
 	// ResidentCapMB is the bound on the resident run's arena (--resident-cap-mb,
 	// or half the machine's RAM; 0: none known) and ResidentCapped whether
 	// it applied: the experts did not all fit, so that run streamed the
@@ -252,30 +267,9 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 		}
 		if cpuOK && cpuOK1 && cpu1 > cpu0 && res.DecodeSteps > 0 {
 			r.CPUTokensPerS = float64(res.DecodeSteps) / (cpu1 - cpu0).Seconds()
-			if r.MemReadGBsPerCPU > 0 {
-				r.CPUMemFraction = r.CPUTokensPerS * (dense + experts) / (r.MemReadGBsPerCPU * 1e9)
-			}
 		}
-		r.MemLimit = r.MemReadGBs * 1e9 / (dense + experts)
-		r.Limit = r.MemLimit
 		if measureDisk && st.ReadMBPerToken > 0 {
 			r.DiskLimit = rep.DiskReadMBs / (st.ReadMBPerToken * (1 << 20) / 1e6)
-			// Reads and compute can overlap at best, so the tighter of
-			// the two bounds is the limit.
-			r.Limit = min(r.MemLimit, r.DiskLimit)
-		}
-		// The fractions are of the median step's rate.
-		if r.Limit > 0 {
-			r.Fraction = r.MedianTokensPerS / r.Limit
-		}
-		if r.MemLimit > 0 {
-			r.MemFraction = r.MedianTokensPerS / r.MemLimit
-			// Best against best: the fastest step beside the best
-			// streaming-read pass, the least disturbed moments of both.
-			r.BestMemFraction = r.BestTokensPerS / r.MemLimit
-		}
-		if r.ComputeLimit > 0 {
-			r.ComputeFraction = r.MedianTokensPerS / r.ComputeLimit
 		}
 		return r, nil
 	}
@@ -291,7 +285,52 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 	if rep.Streaming, err = decode(arena, true); err != nil {
 		return nil, err
 	}
+	rep.Resident.bound(&rep)
+	rep.Streaming.bound(&rep)
+	if rep.Resident.MedianTokensPerS > 0 {
+		rep.StreamingOfResident = rep.Streaming.MedianTokensPerS / rep.Resident.MedianTokensPerS
+	}
+	if rep.Resident.CPUTokensPerS > 0 {
+		rep.StreamingOfResidentCPU = rep.Streaming.CPUTokensPerS / rep.Resident.CPUTokensPerS
+	}
 	return &rep, nil
+}
+
+// bound sets the run's limits and fractions from the report's bandwidths,
+// the best passes of the whole report: the memory bound is the bytes a
+// step reads from memory (weights, and the slots its reads check) over
+// the streaming read's best rate; for a run that reads slots, the disk
+// bound is its bytes read per token over the random slot-read rate; reads
+// and compute overlap at best, so the tighter of the two is the limit.
+func (r *DecodeRun) bound(rep *DecodeReport) {
+	r.MemBytesPerToken = r.BytesPerToken
+	if r.Stream != nil {
+		r.MemBytesPerToken += r.Stream.ReadMBPerToken * (1 << 20) / 1e6
+	}
+	mem := r.MemBytesPerToken * 1e6
+	if mem > 0 {
+		r.MemLimit = rep.MemReadGBs * 1e9 / mem
+		if rep.MemReadGBsPerCPU > 0 && r.CPUTokensPerS > 0 {
+			r.CPUMemFraction = r.CPUTokensPerS * mem / (rep.MemReadGBsPerCPU * 1e9)
+		}
+	}
+	r.Limit = r.MemLimit
+	if r.DiskLimit > 0 {
+		r.Limit = min(r.MemLimit, r.DiskLimit)
+	}
+	// The fractions are of the median step's rate.
+	if r.Limit > 0 {
+		r.Fraction = r.MedianTokensPerS / r.Limit
+	}
+	if r.MemLimit > 0 {
+		r.MemFraction = r.MedianTokensPerS / r.MemLimit
+		// Best against best: the fastest step beside the best
+		// streaming-read pass, the least disturbed moments of both.
+		r.BestMemFraction = r.BestTokensPerS / r.MemLimit
+	}
+	if r.ComputeLimit > 0 {
+		r.ComputeFraction = r.MedianTokensPerS / r.ComputeLimit
+	}
 }
 
 // MemRead is a memory read bandwidth: bytes per second of wall time, and

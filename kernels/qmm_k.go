@@ -1,0 +1,198 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"sync"
+	"unsafe"
+
+	"github.com/stratactl/stratactl/quant"
+)
+
+// The tiled prefill (qmm.go) for the K-quants with a min, Q2_K, Q4_K and
+// Q5_K, whose DotQ8 term (qdot.go, qdot_k.go) is
+//   term_s = float32(A_s)*(d*dx_s) - float32(B_s)*(dmin*dx_s)
+// with A_s = sc_0*sumi_lo + sc_1*sumi_hi (the halves' code sums against the
+// activations times their scales) and B_s = m_0*sx_lo + m_1*sx_hi (the
+// halves' mins times the sums of the activation codes over each 16). A
+// tile's rows are decoded a chunk at a time into kDecoded (kSub's codes,
+// scales and mins per half, d and dmin per sub-block); each input's
+// activation half sums and scales are gathered once per call into kxGroup
+// records, so B_s is one multiply-add of 16 pairs per group and input.
+// Every result is DotQ8's bits: the integers are exact and the float steps
+// are kTerm's, lane s%8 and the fold as qdot.go has them. A K-quant row is
+// whole 256-weight blocks, one group of 8 sub-blocks each, so a chunk has no
+// partial group. (Q3_K, which has no min, takes qmm.go's halves tiles with
+// its vector decoder in qmm_k_amd64.s.)
+
+// kMinTiled reports whether t takes the tiles of this file.
+func kMinTiled(t quant.Type) bool { return kHasMin(t) }
+
+// kDecoded is a chunk of decodedGroups groups of a K-quant row with a min:
+// per sub-block i (of the chunk) its 32 codes at w[32i:], the scales and
+// mins of its halves at sc[2i], sc[2i+1] and mn[2i], mn[2i+1] (Q4_K and
+// Q5_K: the same for both), its block's d and dmin at d[i] and dmin[i].
+type kDecoded struct {
+	w    [decodedGroups * 256]int8
+	sc   [decodedGroups * 16]int16
+	mn   [decodedGroups * 16]int16
+	d    [decodedGroups * 8]float32
+	dmin [decodedGroups * 8]float32
+}
+
+// kxGroup is one input's group of 8 activation sub-blocks as the min tiles
+// read it: the blocks' scales and the sums of the codes of each 16, hs[2j]
+// and hs[2j+1] for sub-block j's halves (at most 16*127 in magnitude); for
+// the types whose halves share their min (Q4_K, Q5_K) hs[2j] is the sum of
+// all 32 (the row's block sum, at most 32*127) and hs[2j+1] zero, which
+// gives B_s the same integer.
+type kxGroup struct {
+	dx [8]float32
+	hs [16]int16
+}
+
+// kxFill writes x's groups as type t's kxGroup records into dst (len(dst)
+// groups, x at least 256*len(dst) long).
+func kxFill(t quant.Type, x *Q8Row, dst []kxGroup) {
+	for g := range dst {
+		kx := &dst[g]
+		copy(kx.dx[:], x.d[8*g:8*g+8])
+		if t != quant.Q2_K {
+			for j, s := range x.sums[8*g : 8*g+8] {
+				kx.hs[2*j], kx.hs[2*j+1] = int16(s), 0
+			}
+			continue
+		}
+		// The sums of 16 codes eight bytes at a time: each byte biased by
+		// 128 to unsigned, adjacent bytes added into 16-bit fields (at most
+		// 4*255 after both words), the fields added by the multiply's top
+		// field.
+		b := unsafe.Slice((*byte)(unsafe.Pointer(&x.qs[256*g])), 256)
+		const bias, even = 0x8080808080808080, 0x00ff00ff00ff00ff
+		for h := range kx.hs {
+			lo := binary.LittleEndian.Uint64(b[16*h:]) ^ bias
+			hi := binary.LittleEndian.Uint64(b[16*h+8:]) ^ bias
+			f := lo&even + lo>>8&even + hi&even + hi>>8&even
+			kx.hs[h] = int16(int32(f*0x0001000100010001>>48) - 16*128)
+		}
+	}
+}
+
+// decodeKMinPortable decodes groups g0..g0+ng-1 of a row of type t
+// (kMinTiled) into d by kSub: the definition the vector decoders match.
+func decodeKMinPortable(t quant.Type, row []byte, g0, ng int, d *kDecoded) {
+	var k kSubBlock
+	for i := 0; i < 8*ng; i++ {
+		kSub(t, row, 8*g0+i, &k)
+		*(*[32]int8)(d.w[32*i:]) = k.q
+		for h := 0; h < 2; h++ {
+			d.sc[2*i+h], d.mn[2*i+h] = int16(k.sc[h]), int16(k.mn[h])
+		}
+		d.d[i], d.dmin[i] = k.d, k.dmin
+	}
+}
+
+// decodeKMin is decodeKMinPortable with k's vector decoder where it has one.
+func (k *kernelSet) decodeKMin(t quant.Type, row []byte, g0, ng int, d *kDecoded) {
+	if dec := k.kminDecode[t]; dec != nil {
+		dec(row, g0, ng, d)
+		return
+	}
+	decodeKMinPortable(t, row, g0, ng, d)
+}
+
+// kminDot1 adds the terms of d's ng groups against input x (xq its codes
+// from group g0 on, kx its records from g0 on) to l, kTerm's steps.
+func kminDot1(d *kDecoded, ng int, xq []int8, kx []kxGroup, l *[8]float32) {
+	for i := 0; i < 8*ng; i++ {
+		w, xs := d.w[32*i:32*i+32], xq[32*i:32*i+32]
+		var lo, hi int32
+		for j := 0; j < 16; j++ {
+			lo += int32(w[j]) * int32(xs[j])
+			hi += int32(w[16+j]) * int32(xs[16+j])
+		}
+		g := &kx[i/8]
+		a := int32(d.sc[2*i])*lo + int32(d.sc[2*i+1])*hi
+		b := int32(d.mn[2*i])*int32(g.hs[2*(i%8)]) + int32(d.mn[2*i+1])*int32(g.hs[2*(i%8)+1])
+		dx := g.dx[i%8]
+		ta := float32(float32(a) * float32(d.d[i]*dx))
+		tb := float32(float32(b) * float32(d.dmin[i]*dx))
+		l[i%8] += float32(ta - tb)
+	}
+}
+
+// kminScratch is one worker's min tile: its rows' decoded chunks, the
+// inputs' records and the lanes of every (row, input) of the tile.
+type kminScratch struct {
+	d     [qmmRows]kDecoded
+	kx    []kxGroup
+	lanes [][8]float32
+}
+
+var kminScratchPool sync.Pool
+
+// matMulKMinBlock is matMulQ8Block for the types of kMinTiled: outs[t][r]
+// = DotQ8(t, row r of m, xs[t]) for r0 <= r < r1, the lanes token-major
+// (lanes[t*qmmRows+i] for row rt+i of the tile), every token by k's tile
+// kernel where it has one, else portably, folded into outs on a row's last
+// chunk.
+func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0, r1 int) {
+	sc, _ := kminScratchPool.Get().(*kminScratch)
+	if sc == nil {
+		sc = new(kminScratch)
+	}
+	defer kminScratchPool.Put(sc)
+	ntok, groups := len(xs), m.Cols/256
+	if cap(sc.kx) < ntok*groups {
+		sc.kx = make([]kxGroup, ntok*groups)
+	}
+	if cap(sc.lanes) < qmmRows*ntok {
+		sc.lanes = make([][8]float32, qmmRows*ntok)
+	}
+	kx, lanes := sc.kx[:ntok*groups], sc.lanes[:qmmRows*ntok]
+	for t, x := range xs {
+		kxFill(m.Type, x, kx[t*groups:(t+1)*groups])
+	}
+	for rt := r0; rt < r1; rt += qmmRows {
+		nr := min(qmmRows, r1-rt)
+		clear(lanes)
+		for g0 := 0; g0 < groups; g0 += decodedGroups {
+			ng := min(decodedGroups, groups-g0)
+			for i := 0; i < nr; i++ {
+				k.decodeKMin(m.Type, m.Row(rt+i), g0, ng, &sc.d[i])
+			}
+			last := g0+ng == groups
+			kxAt := func(t int) []kxGroup { return kx[t*groups+g0 : t*groups+g0+ng] }
+			t := 0
+			if k.kminTile2 != nil {
+				// Token pairs; an odd last token paired with itself, its
+				// lanes and outputs given twice (both halves compute the
+				// same bits, so the second stores equal the first).
+				for ; t < ntok; t += 2 {
+					u := min(t+1, ntok-1)
+					var o0, o1 []float32
+					if last {
+						o0, o1 = outs[t][rt:rt+nr], outs[u][rt:rt+nr]
+					}
+					k.kminTile2(&sc.d, nr, ng, xs[t].qs[256*g0:], kxAt(t), xs[u].qs[256*g0:], kxAt(u),
+						lanes[t*qmmRows:(t+1)*qmmRows], lanes[u*qmmRows:(u+1)*qmmRows], o0, o1)
+				}
+			}
+			for ; t < ntok; t++ {
+				l := lanes[t*qmmRows : t*qmmRows+nr]
+				for i := range l {
+					kminDot1(&sc.d[i], ng, xs[t].qs[256*g0:], kxAt(t), &l[i])
+				}
+				if last {
+					o := outs[t][rt : rt+nr]
+					for i := range o {
+						o[i] = foldLanes(&l[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// kminTileMinInputs is how many inputs a call on Q2_K, Q4_K or Q5_K needs
+// for the min tiles with their vector decoders.
+const kminTileMinInputs = 8

@@ -1,0 +1,87 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+import "unsafe"
+
+// kDecoded's and kxGroup's layouts as qmm_k_amd64.s reads them: the codes,
+// then the scales at 2048, the mins at 2304, d at 2560 and dmin at 2816,
+// 3072 bytes in all; a record's scales, then its half sums at 32, 64 bytes
+// (compile-time checks: the array lengths are negative otherwise).
+var (
+	_ [3072 - unsafe.Sizeof(kDecoded{})]struct{}
+	_ [unsafe.Sizeof(kDecoded{}) - 3072]struct{}
+	_ [2048 - unsafe.Offsetof(kDecoded{}.sc)]struct{}
+	_ [unsafe.Offsetof(kDecoded{}.sc) - 2048]struct{}
+	_ [2304 - unsafe.Offsetof(kDecoded{}.mn)]struct{}
+	_ [unsafe.Offsetof(kDecoded{}.mn) - 2304]struct{}
+	_ [2560 - unsafe.Offsetof(kDecoded{}.d)]struct{}
+	_ [unsafe.Offsetof(kDecoded{}.d) - 2560]struct{}
+	_ [2816 - unsafe.Offsetof(kDecoded{}.dmin)]struct{}
+	_ [unsafe.Offsetof(kDecoded{}.dmin) - 2816]struct{}
+	_ [64 - unsafe.Sizeof(kxGroup{})]struct{}
+	_ [unsafe.Sizeof(kxGroup{}) - 64]struct{}
+	_ [32 - unsafe.Offsetof(kxGroup{}.hs)]struct{}
+	_ [unsafe.Offsetof(kxGroup{}.hs) - 32]struct{}
+)
+
+//go:noescape
+func kminDecodeQ2KAVX2(w *byte, groups int, d *kDecoded)
+
+//go:noescape
+func kminDecodeQ4KAVX2(w *byte, groups int, d *kDecoded)
+
+//go:noescape
+func kminDecodeQ5KAVX2(w *byte, groups int, d *kDecoded)
+
+// kminDecoder wraps a min decoder of blockBytes-byte blocks as a
+// kernelSet.kminDecode entry.
+func kminDecoder(f func(w *byte, groups int, d *kDecoded), blockBytes int) func(row []byte, g0, ng int, d *kDecoded) {
+	return func(row []byte, g0, ng int, d *kDecoded) {
+		if ng < 1 {
+			return
+		}
+		_ = row[blockBytes*(g0+ng)-1]
+		f(&row[blockBytes*g0], ng, d)
+	}
+}
+
+var (
+	kminDecodeQ2KVector = kminDecoder(kminDecodeQ2KAVX2, 84)
+	kminDecodeQ4KVector = kminDecoder(kminDecodeQ4KAVX2, 144)
+	kminDecodeQ5KVector = kminDecoder(kminDecodeQ5KAVX2, 176)
+)
+
+//go:noescape
+func kminTile2AVX2(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)
+
+// kminTile2Vector is the min tiles' kernel on AVX2: the first nr chunks of
+// d, ng groups each, against two inputs (codes and records from the chunk's
+// first group on) into their lanes, or folded into o0 and o1.
+func kminTile2Vector(d *[qmmRows]kDecoded, nr, ng int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, l0, l1 [][8]float32, o0, o1 []float32) {
+	if nr < 1 || ng < 1 {
+		return
+	}
+	_, _ = xq0[256*ng-1], xq1[256*ng-1]
+	_, _ = kx0[ng-1], kx1[ng-1]
+	_, _ = l0[nr-1], l1[nr-1]
+	var p0, p1 *float32
+	if o0 != nil {
+		_, _ = o0[nr-1], o1[nr-1]
+		p0, p1 = &o0[0], &o1[0]
+	}
+	kminTile2AVX2(&d[0], nr, ng, &xq0[0], &kx0[0], &xq1[0], &kx1[0], &l0[0], &l1[0], p0, p1)
+}
+
+//go:noescape
+func qmmDecodeQ3KAVX2(w *byte, groups int, out *int8, mh *int16, dw *float32)
+
+// q8decodeQ3KHalves decodes whole groups of a Q3_K row for the halves tiles
+// (qmm_k_amd64.s): codes, the 16 scales per block as multipliers, d.
+func q8decodeQ3KHalves(row []byte, g0, ng int, d *q8Decoded) {
+	if ng < 1 {
+		return
+	}
+	_ = row[110*(g0+ng)-1]
+	qmmDecodeQ3KAVX2(&row[110*g0], ng, &d.w[0], &d.mh[0], &d.dw[0])
+}

@@ -1,0 +1,435 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// The K-quants' tiles (qmm_k.go): decoders of whole 256-weight blocks (one
+// group of 8 sub-blocks each) into kDecoded (Q2_K, Q4_K, Q5_K) or
+// q8Decoded's halves layout (Q3_K), and the min tiles' kernel. AVX2 and
+// F16C (the fp16 scales by VCVTPH2PS).
+//
+// kDecoded: codes at 0 (2048 bytes), the halves' scales at 2048 and mins at
+// 2304 (128 int16 each), d at 2560 and dmin at 2816 (64 float32 each); 3072
+// bytes. Each decoder walks SI over the blocks, DI over the codes (256 a
+// group), R9 over the scales (32 a group; the mins 256 further) and R11
+// over d (32 a group; dmin 256 further).
+
+DATA qmk03<>+0(SB)/8, $0x0303030303030303
+DATA qmk03<>+8(SB)/8, $0x0303030303030303
+DATA qmk03<>+16(SB)/8, $0x0303030303030303
+DATA qmk03<>+24(SB)/8, $0x0303030303030303
+GLOBL qmk03<>(SB), RODATA|NOPTR, $32
+
+DATA qmk04<>+0(SB)/8, $0x0404040404040404
+DATA qmk04<>+8(SB)/8, $0x0404040404040404
+DATA qmk04<>+16(SB)/8, $0x0404040404040404
+DATA qmk04<>+24(SB)/8, $0x0404040404040404
+GLOBL qmk04<>(SB), RODATA|NOPTR, $32
+
+DATA qmk0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA qmk0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA qmk0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA qmk0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL qmk0f<>(SB), RODATA|NOPTR, $32
+
+DATA qmk10<>+0(SB)/8, $0x1010101010101010
+DATA qmk10<>+8(SB)/8, $0x1010101010101010
+DATA qmk10<>+16(SB)/8, $0x1010101010101010
+DATA qmk10<>+24(SB)/8, $0x1010101010101010
+GLOBL qmk10<>(SB), RODATA|NOPTR, $32
+
+DATA qmk20<>+0(SB)/8, $0x2020202020202020
+DATA qmk20<>+8(SB)/8, $0x2020202020202020
+GLOBL qmk20<>(SB), RODATA|NOPTR, $16
+
+// qmkq3shifts: Q3_K's high scale bits of scale k are bits 2*(k/4) of byte k%4.
+DATA qmkq3shifts<>+0(SB)/8, $0x0000000200000000
+DATA qmkq3shifts<>+8(SB)/8, $0x0000000600000004
+GLOBL qmkq3shifts<>(SB), RODATA|NOPTR, $16
+
+#define KDPROLOGUE \
+	MOVQ w+0(FP), SI \
+	MOVQ groups+8(FP), CX \
+	MOVQ d+16(FP), DI \
+	LEAQ 2048(DI), R9 \
+	LEAQ 2560(DI), R11
+
+// KDFACTORS(doff, moff): d (fp16 at doff(SI)) to 8 float32 at (R11), dmin
+// (at moff(SI)) to 256(R11).
+#define KDFACTORS(doff, moff) \
+	VPBROADCASTW doff(SI), X3 \
+	VCVTPH2PS X3, Y3 \
+	VMOVUPS Y3, (R11) \
+	VPBROADCASTW moff(SI), X3 \
+	VCVTPH2PS X3, Y3 \
+	VMOVUPS Y3, 256(R11)
+
+#define KDNEXT(bytes) \
+	ADDQ $bytes, SI \
+	ADDQ $256, DI \
+	ADDQ $32, R9 \
+	ADDQ $32, R11 \
+	DECQ CX
+
+// ---- Q2_K: scales[16] (scale low nibble, min high nibble, per 16; k =
+// 2*sub-block + half, already the halves' order), qs[64] at 16 (sub-block
+// 4h+i: bits 2i of qs[16+32h:]), d at 80, dmin at 82.
+
+// Q2KCODES(h): the 4 sub-blocks of qs half h (Y15 0x03).
+#define Q2KCODES(h) \
+	VMOVDQU (16+32*h)(SI), Y0 \
+	VPAND   Y15, Y0, Y1 \
+	VMOVDQU Y1, (128*h)(DI) \
+	VPSRLW  $2, Y0, Y1 \
+	VPAND   Y15, Y1, Y1 \
+	VMOVDQU Y1, (128*h+32)(DI) \
+	VPSRLW  $4, Y0, Y1 \
+	VPAND   Y15, Y1, Y1 \
+	VMOVDQU Y1, (128*h+64)(DI) \
+	VPSRLW  $6, Y0, Y1 \
+	VPAND   Y15, Y1, Y1 \
+	VMOVDQU Y1, (128*h+96)(DI)
+
+// func kminDecodeQ2KAVX2(w *byte, groups int, d *kDecoded)
+TEXT ·kminDecodeQ2KAVX2(SB), NOSPLIT, $0-24
+	KDPROLOGUE
+	VMOVDQU qmk03<>(SB), Y15
+	VMOVDQU qmk0f<>(SB), X14
+	TESTQ CX, CX
+	JZ    q2kdone
+
+q2kloop:
+	Q2KCODES(0)
+	Q2KCODES(1)
+	VMOVDQU   (SI), X0
+	VPAND     X14, X0, X1
+	VPMOVZXBW X1, Y1
+	VMOVDQU   Y1, (R9)
+	VPSRLW    $4, X0, X2
+	VPAND     X14, X2, X2
+	VPMOVZXBW X2, Y2
+	VMOVDQU   Y2, 256(R9)
+	KDFACTORS(80, 82)
+	KDNEXT(84)
+	JNZ  q2kloop
+
+q2kdone:
+	VZEROUPPER
+	RET
+
+// ---- Q4_K and Q5_K: d at 0, dmin at 2, scales[12] at 4 (8 six-bit scales
+// and mins, ggml's packing), Q5_K's qh[32] at 16, qs[128] at 16 (Q4_K) or
+// 48 (Q5_K): sub-block 2c is the low nibbles of qs[32c:], 2c+1 the high,
+// plus 16 for bit s of qh[j] (Q5_K).
+
+// K4HALVES: the 8 scales and 8 mins (quant.ScaleMinK4: the 12 bytes as
+// words w0, w1, w2; scales 0..3 w0&0x3f.., mins 0..3 w1&0x3f.., scales 4..7
+// the low nibbles of w2 with w0's top 2 bits above, mins 4..7 the high
+// nibbles of w2 with w1's top 2 bits above), each written for both halves
+// of its sub-block: scales at (R9), mins at 256(R9). AX, BX, DX, R8, R12
+// and X2..X5 clobbered.
+#define K4HALVES \
+	MOVL  4(SI), AX \
+	MOVL  8(SI), BX \
+	MOVL  12(SI), DX \
+	MOVL  DX, R8 \
+	SHRL  $4, R8 \
+	ANDL  $0x0f0f0f0f, R8 \
+	MOVL  BX, R12 \
+	SHRL  $6, R12 \
+	ANDL  $0x03030303, R12 \
+	SHLL  $4, R12 \
+	ORL   R12, R8 \
+	ANDL  $0x3f3f3f3f, BX \
+	ANDL  $0x0f0f0f0f, DX \
+	MOVL  AX, R12 \
+	SHRL  $6, R12 \
+	ANDL  $0x03030303, R12 \
+	SHLL  $4, R12 \
+	ORL   R12, DX \
+	ANDL  $0x3f3f3f3f, AX \
+	VMOVD AX, X2 \
+	VPINSRD $1, DX, X2, X2 \
+	VPMOVZXBW X2, X2 \
+	VPUNPCKLWD X2, X2, X3 \
+	VPUNPCKHWD X2, X2, X4 \
+	VMOVDQU X3, (R9) \
+	VMOVDQU X4, 16(R9) \
+	VMOVD BX, X2 \
+	VPINSRD $1, R8, X2, X2 \
+	VPMOVZXBW X2, X2 \
+	VPUNPCKLWD X2, X2, X3 \
+	VPUNPCKHWD X2, X2, X4 \
+	VMOVDQU X3, 256(R9) \
+	VMOVDQU X4, 272(R9)
+
+// Q4KPAIR(c): sub-blocks 2c and 2c+1 (Y14 0x0f).
+#define Q4KPAIR(c) \
+	VMOVDQU (16+32*c)(SI), Y0 \
+	VPAND   Y14, Y0, Y1 \
+	VMOVDQU Y1, (64*c)(DI) \
+	VPSRLW  $4, Y0, Y1 \
+	VPAND   Y14, Y1, Y1 \
+	VMOVDQU Y1, (64*c+32)(DI)
+
+// func kminDecodeQ4KAVX2(w *byte, groups int, d *kDecoded)
+TEXT ·kminDecodeQ4KAVX2(SB), NOSPLIT, $0-24
+	KDPROLOGUE
+	VMOVDQU qmk0f<>(SB), Y14
+	TESTQ CX, CX
+	JZ    q4kdone
+
+q4kloop:
+	Q4KPAIR(0)
+	Q4KPAIR(1)
+	Q4KPAIR(2)
+	Q4KPAIR(3)
+	K4HALVES
+	KDFACTORS(0, 2)
+	KDNEXT(144)
+	JNZ  q4kloop
+
+q4kdone:
+	VZEROUPPER
+	RET
+
+// Q5KSUB(s, SH, n): sub-block s: its nibbles (in Y1) with bit s of qh (Y13)
+// moved to bit 4 by SH n (a 16-bit shift: bit 4 of each byte comes from bit
+// s of the same byte), Y12 0x10.
+#define Q5KSUB(s, SH, n) \
+	SH $n, Y13, Y2 \
+	VPAND   Y12, Y2, Y2 \
+	VPOR    Y2, Y1, Y1 \
+	VMOVDQU Y1, (32*(s))(DI)
+
+// Q5KPAIR(c, SH0, n0, SH1, n1): sub-blocks 2c (low nibbles of qs[32c:]) and
+// 2c+1 (high).
+#define Q5KPAIR(c, SH0, n0, SH1, n1) \
+	VMOVDQU (48+32*c)(SI), Y0 \
+	VPAND   Y14, Y0, Y1 \
+	Q5KSUB(2*c, SH0, n0) \
+	VPSRLW  $4, Y0, Y1 \
+	VPAND   Y14, Y1, Y1 \
+	Q5KSUB(2*c+1, SH1, n1)
+
+// func kminDecodeQ5KAVX2(w *byte, groups int, d *kDecoded)
+TEXT ·kminDecodeQ5KAVX2(SB), NOSPLIT, $0-24
+	KDPROLOGUE
+	VMOVDQU qmk0f<>(SB), Y14
+	VMOVDQU qmk10<>(SB), Y12
+	TESTQ CX, CX
+	JZ    q5kdone
+
+q5kloop:
+	VMOVDQU 16(SI), Y13
+	Q5KPAIR(0, VPSLLW, 4, VPSLLW, 3)
+	Q5KPAIR(1, VPSLLW, 2, VPSLLW, 1)
+	Q5KPAIR(2, VPSRLW, 0, VPSRLW, 1)
+	Q5KPAIR(3, VPSRLW, 2, VPSRLW, 3)
+	K4HALVES
+	KDFACTORS(0, 2)
+	KDNEXT(176)
+	JNZ  q5kloop
+
+q5kdone:
+	VZEROUPPER
+	RET
+
+// ---- Q3_K into q8Decoded's halves layout: hmask[32] (bit s of byte j set:
+// code j of sub-block s as it is, else 4 less), qs[64] at 32 (as Q2_K's),
+// scales[12] at 96 (16 signed 6-bit scales, quant.Q3KScale's packing), d at
+// 108. Per block: 256 codes at DI, the 16 scales as int16 at R9 (the
+// multipliers of the halves, in order), d eight times at R11.
+
+// Q3KSUB(s, SH, n): sub-block s: bits 2*(s%4) of qs[32*(s/4):] (Y15 0x03),
+// with bit s of hmask (Y13) moved to bit 2 by SH n (bit 2 of each byte
+// comes from bit s of the same byte), minus 4 (Y14 0x04).
+#define Q3KSUB(s, SH, n) \
+	VMOVDQU (32+32*(s/4))(SI), Y0 \
+	VPSRLW  $(2*(s%4)), Y0, Y0 \
+	VPAND   Y15, Y0, Y0 \
+	SH $n, Y13, Y1 \
+	VPAND   Y14, Y1, Y1 \
+	VPOR    Y1, Y0, Y0 \
+	VPSUBB  Y14, Y0, Y0 \
+	VMOVDQU Y0, (32*s)(DI)
+
+// func qmmDecodeQ3KAVX2(w *byte, groups int, out *int8, mh *int16, dw *float32)
+TEXT ·qmmDecodeQ3KAVX2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ groups+8(FP), CX
+	MOVQ out+16(FP), DI
+	MOVQ mh+24(FP), R9
+	MOVQ dw+32(FP), R11
+	VMOVDQU qmk03<>(SB), Y15
+	VMOVDQU qmk04<>(SB), Y14
+	TESTQ CX, CX
+	JZ    q3kdone
+
+q3kloop:
+	VMOVDQU (SI), Y13
+	Q3KSUB(0, VPSLLW, 2)
+	Q3KSUB(1, VPSLLW, 1)
+	Q3KSUB(2, VPSRLW, 0)
+	Q3KSUB(3, VPSRLW, 1)
+	Q3KSUB(4, VPSRLW, 2)
+	Q3KSUB(5, VPSRLW, 3)
+	Q3KSUB(6, VPSRLW, 4)
+	Q3KSUB(7, VPSRLW, 5)
+	// The scales: low 4 bits (bytes 0..7, then their high nibbles), high
+	// 2 bits (bits 2*(k/4) of byte 8+k%4), minus 32.
+	VMOVQ   96(SI), X0
+	VPSRLW  $4, X0, X1
+	VPUNPCKLQDQ X1, X0, X0
+	VPAND   qmk0f<>(SB), X0, X0
+	VPBROADCASTD 104(SI), X1
+	VPSRLVD qmkq3shifts<>(SB), X1, X1
+	VPAND   qmk03<>(SB), X1, X1
+	VPSLLW  $4, X1, X1
+	VPOR    X1, X0, X0
+	VPSUBB  qmk20<>(SB), X0, X0
+	VPMOVSXBW X0, Y0
+	VMOVDQU Y0, (R9)
+	VPBROADCASTW 108(SI), X3
+	VCVTPH2PS X3, Y3
+	VMOVUPS Y3, (R11)
+	ADDQ $110, SI
+	ADDQ $256, DI
+	ADDQ $32, R9
+	ADDQ $32, R11
+	DECQ CX
+	JNZ  q3kloop
+
+q3kdone:
+	VZEROUPPER
+	RET
+
+// ---- The min tiles' kernel.
+//
+// KSUB2(j, P0, P1): P0, P1 = 8 int32 partial sums of sub-block j's codes
+// (unsigned, at most 31: VPMADDUBSW's pair sums at most 2*31*127, no
+// saturation) against input 0's and input 1's codes, the low 128 bits'
+// (weights 0..15) times the first half's scale, the high ones' times the
+// second's (exact in int32).
+#define KSUB2(j, P0, P1) \
+	VMOVDQU (32*j)(SI), Y0 \
+	VPBROADCASTW (4*j)(R9), X3 \
+	VPBROADCASTW (4*j+2)(R9), X15 \
+	VINSERTI128 $1, X15, Y3, Y3 \
+	VPMADDUBSW (32*j)(DI), Y0, Y1 \
+	VPMADDWD Y3, Y1, P0 \
+	VPMADDUBSW (32*j)(R12), Y0, Y1 \
+	VPMADDWD Y3, Y1, P1
+
+// KFIN(C, D, KX, ACC): A = C|D reduced (8 int32, sub-block order), B = the
+// group's 16 mins (256(R9)) times the input's 16 half sums (32(KX)) pairwise;
+// ACC += float(A)*(d*dx) - float(B)*(dmin*dx), d at (R10), dmin at
+// 256(R10), dx at (KX): kTerm's steps, each rounded to float32.
+#define KFIN(C, D, KX, ACC) \
+	VPERM2I128 $0x20, D, C, Y0 \
+	VPERM2I128 $0x31, D, C, Y1 \
+	VPADDD Y1, Y0, Y0 \
+	VCVTDQ2PS Y0, Y0 \
+	VMOVUPS (KX), Y6 \
+	VMULPS (R10), Y6, Y2 \
+	VMULPS Y2, Y0, Y0 \
+	VMOVDQU 256(R9), Y1 \
+	VPMADDWD 32(KX), Y1, Y1 \
+	VCVTDQ2PS Y1, Y1 \
+	VMULPS 256(R10), Y6, Y2 \
+	VMULPS Y2, Y1, Y1 \
+	VSUBPS Y1, Y0, Y0 \
+	VADDPS Y0, ACC, ACC
+
+// KFOLD(Y, X, O): the lanes in Y (X its low half) folded as
+// ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) and stored as one float32 at O.
+#define KFOLD(Y, X, O) \
+	VEXTRACTF128 $1, Y, X0 \
+	VADDPS       X0, X, X0 \
+	VMOVHLPS     X0, X0, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVSHDUP    X0, X1 \
+	VADDSS       X1, X0, X0 \
+	VMOVSS       X0, O
+
+// func kminTile2AVX2(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)
+//
+// For each of rows decoded chunks d[i] (3072 bytes apart): groups (>= 1)
+// groups against inputs 0 and 1 (codes xq, records kx: 64 bytes a group),
+// added to l0[i] and l1[i], or, when o0 is not nil, folded and stored to
+// o0[i] and o1[i]. rows >= 1. AX walks the chunks, BX counts the rows
+// left, SI the codes, R9 the scales, R10 d, DI and R12 the inputs' codes,
+// DX and R13 their records, CX the groups left, R11 and R8 the lanes, R14
+// and R15 the outputs; Y12 and Y14 the lanes, Y4..Y11 partial sums.
+TEXT ·kminTile2AVX2(SB), NOSPLIT, $0-88
+	MOVQ d+0(FP), AX
+	MOVQ rows+8(FP), BX
+	MOVQ l0+56(FP), R11
+	MOVQ l1+64(FP), R8
+	MOVQ o0+72(FP), R14
+	MOVQ o1+80(FP), R15
+
+ktilerow:
+	MOVQ AX, SI
+	LEAQ 2048(AX), R9
+	LEAQ 2560(AX), R10
+	MOVQ xq0+24(FP), DI
+	MOVQ kx0+32(FP), DX
+	MOVQ xq1+40(FP), R12
+	MOVQ kx1+48(FP), R13
+	MOVQ groups+16(FP), CX
+	VMOVUPS (R11), Y12
+	VMOVUPS (R8), Y14
+
+ktileloop:
+	KSUB2(0, Y4, Y8)
+	KSUB2(1, Y5, Y9)
+	VPHADDD Y5, Y4, Y4
+	VPHADDD Y9, Y8, Y8
+	KSUB2(2, Y6, Y10)
+	KSUB2(3, Y7, Y11)
+	VPHADDD Y7, Y6, Y6
+	VPHADDD Y11, Y10, Y10
+	VPHADDD Y6, Y4, Y4
+	VPHADDD Y10, Y8, Y8
+	KSUB2(4, Y5, Y9)
+	KSUB2(5, Y6, Y10)
+	VPHADDD Y6, Y5, Y5
+	VPHADDD Y10, Y9, Y9
+	KSUB2(6, Y6, Y10)
+	KSUB2(7, Y7, Y11)
+	VPHADDD Y7, Y6, Y6
+	VPHADDD Y11, Y10, Y10
+	VPHADDD Y6, Y5, Y5
+	VPHADDD Y10, Y9, Y9
+	KFIN(Y4, Y5, DX, Y12)
+	KFIN(Y8, Y9, R13, Y14)
+	ADDQ $256, SI
+	ADDQ $32, R9
+	ADDQ $32, R10
+	ADDQ $256, DI
+	ADDQ $64, DX
+	ADDQ $256, R12
+	ADDQ $64, R13
+	DECQ CX
+	JNZ  ktileloop
+
+	TESTQ R14, R14
+	JNZ   ktilefold
+	VMOVUPS Y12, (R11)
+	VMOVUPS Y14, (R8)
+	JMP   ktilenext
+
+ktilefold:
+	KFOLD(Y12, X12, (R14))
+	KFOLD(Y14, X14, (R15))
+	ADDQ $4, R14
+	ADDQ $4, R15
+
+ktilenext:
+	ADDQ $3072, AX
+	ADDQ $32, R11
+	ADDQ $32, R8
+	DECQ BX
+	JNZ  ktilerow
+	VZEROUPPER
+	RET

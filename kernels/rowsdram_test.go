@@ -1,0 +1,145 @@
+package kernels
+
+import (
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stratactl/stratactl/internal/osutil"
+	"github.com/stratactl/stratactl/quant"
+)
+
+// rowsVariant is one way to run a matrix's rows against one activation row
+// (all of them in one call, as a decode step on one thread does).
+type rowsVariant struct {
+	name string
+	run  func(m *Matrix, x *Q8Row, out []float32)
+}
+
+// setVariant runs rows by a kernel set's dispatch (dotQ8Range).
+func setVariant(name string, k *kernelSet) rowsVariant {
+	return rowsVariant{name, func(m *Matrix, x *Q8Row, out []float32) { k.dotQ8Range(m, 0, m.Rows, x, out) }}
+}
+
+// dramShape is a run of matrices a decode step at the field shape walks
+// (bench decode's synthetic pack: 32 heads of 128, 4 KV heads, n_embd
+// 2560, vocabulary 32768), repeated to fill the buffer.
+type dramShape struct {
+	name string
+	typ  quant.Type
+	cols []int // the matrices of one repeat, in order
+	rows []int
+}
+
+var dramShapes = []dramShape{
+	{"x2560", quant.Q8_0, []int{2560, 2560, 2560}, []int{4096, 512, 512}}, // attn_q, attn_k, attn_v
+	{"x4096", quant.Q8_0, []int{4096}, []int{2560}},                       // attn_output
+	{"head", quant.Q8_0, []int{2560}, []int{32768}},                       // output
+	// An expert's gate, up and down (ff 640), as the arena holds them.
+	{"expert", quant.Q2_0, []int{2560, 2560, 640}, []int{640, 640, 2560}},
+}
+
+// BenchmarkRowsDRAM is the decode's row kernels (the dense Q8_0 matrices,
+// the Q2_0 experts) on one thread from DRAM: for
+// each shape of dramShapes, whole matrices in a buffer far larger than the
+// caches (STRATACTL_DRAM_MB MiB, default 512, rounded up to whole repeats;
+// an anonymous mapping on huge pages, as the expert arena), walked once an
+// iteration, one call per matrix, front to back, by each variant
+// (rowsDRAMVariants of the shape's type: "host" is what the decode
+// dispatches), and by the
+// plain streaming read (XORRead, bench decode's memory bound) over the
+// same bytes as the sub-benchmark "xor". Bytes/s are weight bytes; each
+// variant also reports %xor, its pass time against a plain read pass
+// timed between its own passes (off the benchmark's clock), so that
+// drift in the machine's bandwidth cancels. Run it on one thread:
+//
+//	go test ./kernels -run XXX -bench RowsDRAM -benchtime 3x -cpu 1
+func BenchmarkRowsDRAM(b *testing.B) {
+	mb := 512
+	if s := os.Getenv("STRATACTL_DRAM_MB"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			b.Fatalf("STRATACTL_DRAM_MB=%q: want a positive number of MiB", s)
+		}
+		mb = v
+	}
+	for _, sh := range dramShapes {
+		variants := rowsDRAMVariants(sh.typ)
+		b.Run(sh.name, func(b *testing.B) {
+			ti, _ := quant.Info(sh.typ)
+			rowBytes := func(i int) int { return sh.cols[i] / ti.BlockElements * ti.BlockBytes }
+			perRepeat := 0
+			for i, r := range sh.rows {
+				perRepeat += r * rowBytes(i)
+			}
+			repeats := ((mb << 20) + perRepeat - 1) / perRepeat
+			data, unmap, err := osutil.MapAnon(repeats*perRepeat, 2<<20)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer unmap()
+			pattern, err := SampleBlocks(sh.typ, 64, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for o := 0; o < len(data); o += len(pattern) {
+				copy(data[o:], pattern)
+			}
+			var ms []Matrix
+			var xs []*Q8Row
+			maxRows := 0
+			rng := rand.New(rand.NewPCG(2, 3))
+			for o, i := 0, 0; o < len(data); i++ {
+				j := i % len(sh.rows)
+				rows, cols := sh.rows[j], sh.cols[j]
+				m, err := NewMatrix(sh.typ, data[o:o+rows*rowBytes(j)], cols, rows)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ms = append(ms, m)
+				maxRows = max(maxRows, rows)
+				o += rows * rowBytes(j)
+				if i < len(sh.rows) {
+					var x Q8Row
+					if err := QuantizeQ8Row(gaussians(rng, cols, 1), &x); err != nil {
+						b.Fatal(err)
+					}
+					xs = append(xs, &x)
+				}
+			}
+			out := make([]float32, maxRows)
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			b.Run("xor", func(b *testing.B) {
+				var sink uint64
+				b.SetBytes(int64(len(data)))
+				for i := 0; i < b.N; i++ {
+					sink ^= XORRead(data)
+				}
+				runtime.KeepAlive(sink)
+			})
+			for _, v := range variants {
+				b.Run(v.name, func(b *testing.B) {
+					var sink uint64
+					var xor time.Duration
+					b.SetBytes(int64(len(data)))
+					for i := 0; i < b.N; i++ {
+						for j := range ms {
+							v.run(&ms[j], xs[j%len(xs)], out)
+						}
+						b.StopTimer()
+						t0 := time.Now()
+						sink ^= XORRead(data)
+						xor += time.Since(t0)
+						b.StartTimer()
+					}
+					runtime.KeepAlive(sink)
+					b.ReportMetric(100*xor.Seconds()/b.Elapsed().Seconds(), "%xor")
+				})
+			}
+		})
+	}
+}
