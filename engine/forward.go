@@ -89,10 +89,11 @@ type Session struct {
 	self [1]seqSpan
 	// sc is the working memory of a batch, reused by the next one; logits
 	// and one are Step's output and input.
-	sc     scratch
-	logits []float32
-	one    [1]int32
-	ra     []raLayer // read-ahead's record per layer (readahead.go)
+	sc      scratch
+	logits  []float32
+	one     [1]int32
+	ra      []raLayer // read-ahead's record per layer and distance (readahead.go)
+	raDepth int       // the distances ra holds per layer
 }
 
 // SessionStats are counters of one session.
