@@ -15,8 +15,8 @@ func (s *Session) readAhead(next int, x []float32, T int) {
 	}
 	c := &m.Config
 	D, E, K := c.Embd, c.Experts, c.ExpertsUsed
-	if len(s.ra) != len(m.Layers) {
-		s.ra = make([]raLayer, len(m.Layers))
+	if len(s.ra) != len(m.Layers)*depth {
+		s.ra, s.raDepth = make([]raLayer, len(m.Layers)*depth), depth
 	}
 	for l := next; l < min(next+depth, len(m.Layers)); l++ {
 		L := &m.Layers[l]
@@ -28,7 +28,7 @@ func (s *Session) readAhead(next int, x []float32, T int) {
 		scores := s.sc.floats(T * E)
 		m.Pool.MatMul(L.RouterQ8, xn, T, scores)
 		guess := s.sc.topGuesses(scores, E, K)
-		st := &s.ra[l]
+		st := &s.ra[l*depth+l-next]
 		st.pending = st.pending[:0]
 		for _, e := range guess {
 			if !m.Experts.Resident(l, e) {
@@ -41,9 +41,12 @@ func (s *Session) readAhead(next int, x []float32, T int) {
 	}
 }
 
-// raLayer scores read-ahead in one layer: of the experts its guesses would
-// read (guessed and not resident when guessed, whether or not the guess
-// was made), how many the layer's routing then picked. The score depends
+// raLayer scores read-ahead in one layer at one distance (the guesses
+// made d layers before the layer's own, each distance scored on its own,
+// so a layer guessed from near but not from far is still guessed): of the
+// experts its guesses would read (guessed and not resident when guessed,
+// whether or not the guess was made), how many the layer's routing then
+// picked. The score depends
 // only on the routing and the store's calls, so the decisions are the same
 // at any thread count and a trace of the calls replays exactly.
 type raLayer struct {
@@ -67,13 +70,20 @@ const (
 // wait on the critical path).
 func (r *raLayer) pays() bool { return r.reads < raWarm || 2*r.used >= r.reads }
 
-// raScore scores layer l's last guess against the experts its routing
-// picked (ids, distinct).
+// raScore scores layer l's last guesses, from every distance, against the
+// experts its routing picked (ids, distinct).
 func (s *Session) raScore(l int, ids []int) {
-	if l >= len(s.ra) {
+	depth := s.raDepth
+	if depth == 0 || (l+1)*depth > len(s.ra) {
 		return
 	}
-	r := &s.ra[l]
+	for d := range depth {
+		s.ra[l*depth+d].score(ids)
+	}
+}
+
+// score scores the last guess against the experts the routing picked.
+func (r *raLayer) score(ids []int) {
 	for _, e := range r.pending {
 		for _, id := range ids {
 			if id == e {

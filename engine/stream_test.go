@@ -244,11 +244,10 @@ func TestStreamCloseMidDecode(t *testing.T) {
 // up and while at least half of its would-be reads were picked; the score
 // follows the recent tokens (the counts halve past the window).
 func TestReadAheadScore(t *testing.T) {
-	s := &Session{ra: make([]raLayer, 1)}
-	r := &s.ra[0]
+	r := &raLayer{}
 	guess := func(pending []int, picked []int) {
 		r.pending = append(r.pending[:0], pending...)
-		s.raScore(0, picked)
+		r.score(picked)
 	}
 	for r.reads < raWarm {
 		if !r.pays() {
@@ -270,5 +269,25 @@ func TestReadAheadScore(t *testing.T) {
 	}
 	if r.reads > raWindow || r.used*10 < r.reads*9 {
 		t.Fatalf("reads %d used %d after %d right guesses: the window does not forget", r.reads, r.used, 2*raWindow)
+	}
+}
+
+// TestReadAheadScorePerDistance: a layer's guesses from each distance are
+// scored on their own (a nearer guess made later does not replace a
+// farther one's would-be reads before the layer's routing scores them).
+func TestReadAheadScorePerDistance(t *testing.T) {
+	const layers, depth = 3, 2
+	s := &Session{ra: make([]raLayer, layers*depth), raDepth: depth}
+	far, near := &s.ra[1*depth+1], &s.ra[1*depth+0]
+	far.pending = append(far.pending, 4, 5, 6) // guessed two layers before layer 1
+	near.pending = append(near.pending, 7)     // one layer before: 4..6 resident by then
+	s.raScore(1, []int{5, 6, 7, 9})
+	if far.reads != 3 || far.used != 2 || near.reads != 1 || near.used != 1 {
+		t.Fatalf("far %d of %d, near %d of %d; want 2 of 3 and 1 of 1", far.used, far.reads, near.used, near.reads)
+	}
+	for i := range s.ra {
+		if r := &s.ra[i]; i/depth != 1 && r.reads != 0 {
+			t.Fatalf("layer %d distance %d scored: %+v", i/depth, i%depth, r)
+		}
 	}
 }

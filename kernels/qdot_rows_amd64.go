@@ -104,7 +104,8 @@ func rowsQ8_0AVX2Walk(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 // part beside row i of the others: the q8RowsNQ8_0AVX512 kernel; the rows
 // left over from a whole number of n by the one-row kernel), each stream
 // prefetched pf bytes ahead by PREFETCHT0 (hint 1) or PREFETCHT2 (hint 2),
-// none with hint 0. Any choice gives the one-row kernel's bits.
+// none with hint 0 (nor with n = 1: the one-row kernel never prefetches).
+// Any choice gives the one-row kernel's bits.
 type q8Streams struct{ n, pf, hint int }
 
 // rowsQ8_0Streams is rowsQ8_0AVX512 in the walk s.

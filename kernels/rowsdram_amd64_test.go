@@ -9,11 +9,12 @@ import (
 )
 
 // q8StreamWalks are the walks of the Q8_0 row kernels the benchmark and
-// the tests try: 1, 2 and 4 streams, without prefetch and with PREFETCHT0
-// or PREFETCHT2 at distances around the two-row Q2_0 kernel's.
+// the tests try: the one-row kernel, and 2 and 4 streams without prefetch
+// and with PREFETCHT0 or PREFETCHT2 at distances around the two-row Q2_0
+// kernel's.
 func q8StreamWalks() []q8Streams {
-	var ws []q8Streams
-	for _, n := range []int{1, 2, 4} {
+	ws := []q8Streams{{n: 1}}
+	for _, n := range []int{2, 4} {
 		ws = append(ws, q8Streams{n: n})
 		for _, hint := range []int{1, 2} {
 			for _, pf := range []int{1024, 2048, 4096, 8192} {

@@ -40,6 +40,15 @@ type blockRows = [scoreLanes / laneBlock][group]float32
 // in-group factor by column: bandT[k*group+j] = U_jk for j < k.
 var scoreGroup = scoreGroupGo
 
+// scorePath is one of scoreGroup's vector paths this CPU can run;
+// scoreGroupPaths lists them (the tests run each against scoreGroupGo).
+type scorePath struct {
+	name string
+	f    func(w *blockRows, invDiag *[group]float32, bandT *[group * group]float32, s *groupScore)
+}
+
+var scoreGroupPaths []scorePath
+
 // scoreGroupGo is the portable definition of scoreGroup.
 func scoreGroupGo(w *blockRows, invDiag *[group]float32, bandT *[group * group]float32, s *groupScore) {
 	var sum [scoreLanes]float32

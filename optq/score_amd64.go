@@ -15,6 +15,16 @@ func scoreGroupVector(w *blockRows, invDiag *[group]float32, bandT *[group * gro
 	scoreGroupAVX2(&w[0][0], &invDiag[0], &bandT[0], s)
 }
 
+// scoreGroupAVX512 is scoreGroupGo with the 32 lanes in two ZMM
+// registers and the columns four at a time (eight independent sums).
+//
+//go:noescape
+func scoreGroupAVX512(w, invDiag, bandT *float32, s *groupScore)
+
+func scoreGroupVector512(w *blockRows, invDiag *[group]float32, bandT *[group * group]float32, s *groupScore) {
+	scoreGroupAVX512(&w[0][0], &invDiag[0], &bandT[0], s)
+}
+
 //go:noescape
 func fp16RoundF16C(v *float32, n int)
 
@@ -29,6 +39,11 @@ func fp16RoundVector(v []float32) {
 func init() {
 	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2) {
 		scoreGroup = scoreGroupVector
+		scoreGroupPaths = append(scoreGroupPaths, scorePath{"AVX2", scoreGroupVector})
+	}
+	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.AVX512F) {
+		scoreGroup = scoreGroupVector512
+		scoreGroupPaths = append(scoreGroupPaths, scorePath{"AVX-512", scoreGroupVector512})
 	}
 	if cpuid.CPU.Supports(cpuid.AVX, cpuid.F16C) {
 		fp16Round = fp16RoundVector

@@ -157,3 +157,145 @@ f16loop:
 f16done:
 	VZEROUPPER
 	RET
+
+// 16 lanes each of -1, 2 and the sign bit (scoreGroupAVX512's constants).
+DATA score512<>+0(SB)/4, $0xbf800000
+DATA score512<>+4(SB)/4, $0x40000000
+DATA score512<>+8(SB)/4, $0x80000000
+GLOBL score512<>(SB), RODATA|NOPTR, $12
+
+// LANES512 is LANES for 16 lanes in a ZMM register (Z8 holds 1/U_kk,
+// Z16-Z18 the constants -1, 2 and the sign bit; Z9-Z11 scratch).
+// VRNDSCALEPS $0 rounds to nearest even, as VROUNDPS $0.
+#define LANES512(T, SUM, OFF) \
+	VMULPS      (S_INV+OFF)(R8), T, Z9 \
+	VMAXPS      Z16, Z9, Z9            \
+	VMINPS      Z17, Z9, Z9            \
+	VRNDSCALEPS $0, Z9, Z9             \
+	VMULPS      (S_D+OFF)(R8), Z9, Z9  \
+	VSUBPS      Z9, T, Z10             \
+	VMULPS      Z8, Z10, Z10           \
+	VMULPS      Z10, Z10, Z11          \
+	VADDPS      Z11, SUM, SUM          \
+	VPXORD      Z18, Z10, Z10          \
+	VMOVUPS     Z10, OFF(DI)           \
+	VMOVUPS     T, OFF(R9)
+
+// TERM512 adds ne[j] (16 lanes at R11+OFF, into Z10) times the
+// broadcast factors Z8, Z9, Z14, Z15 (of columns k..k+3) to A, B, C, D.
+#define TERM512(A, B, C, D, OFF) \
+	VMOVUPS OFF(R11), Z10 \
+	VMULPS  Z10, Z8, Z11  \
+	VADDPS  Z11, A, A     \
+	VMULPS  Z10, Z9, Z11  \
+	VADDPS  Z11, B, B     \
+	VMULPS  Z10, Z14, Z11 \
+	VADDPS  Z11, C, C     \
+	VMULPS  Z10, Z15, Z11 \
+	VADDPS  Z11, D, D
+
+// ROWS512 sets Z to rows R and R+1 of w at column offset OFF (bytes): the
+// low 8 lanes row R's weight, the high 8 row R+1's.
+#define ROWS512(Z, Y, R, OFF) \
+	VBROADCASTSS (R*256+OFF)(AX)(R10*4), Y    \
+	VBROADCASTSS ((R+1)*256+OFF)(AX)(R10*4), Y10 \
+	VINSERTF64X4 $1, Y10, Z, Z
+
+// NEXT512 adds the term of the column just quantized (−e at DI) with the
+// factor at OFF(SI) to the 32 lanes A, B of a later column of the quad.
+#define NEXT512(A, B, OFF) \
+	VBROADCASTSS OFF(SI), Z8 \
+	VMULPS       0(DI), Z8, Z9 \
+	VADDPS       Z9, A, A \
+	VMULPS       64(DI), Z8, Z9 \
+	VADDPS       Z9, B, B
+
+// func scoreGroupAVX512(w, invDiag, bandT *float32, s *groupScore)
+// scoreGroupGo with the 32 lanes in two ZMM registers and the columns in
+// fours k..k+3 (eight independent sums): the four compensated weights
+// gather the terms of the columns before k together, then each column of
+// the quad is quantized in order and its term added to the later ones.
+// Every sum keeps scoreGroupGo's order.
+TEXT ·scoreGroupAVX512(SB), NOSPLIT, $0-32
+	MOVQ         w+0(FP), AX
+	MOVQ         invDiag+8(FP), BX
+	MOVQ         bandT+16(FP), DX
+	MOVQ         s+24(FP), R8
+	VBROADCASTSS score512<>+0(SB), Z16
+	VBROADCASTSS score512<>+4(SB), Z17
+	VBROADCASTSS score512<>+8(SB), Z18
+	VPXORD       Z12, Z12, Z12
+	VPXORD       Z13, Z13, Z13
+	LEAQ         S_NE(R8), DI
+	LEAQ         S_T(R8), R9
+	XORQ         R10, R10
+
+quad512:
+	ROWS512(Z0, Y0, 0, 0)
+	ROWS512(Z1, Y1, 2, 0)
+	ROWS512(Z2, Y2, 0, 4)
+	ROWS512(Z3, Y3, 2, 4)
+	ROWS512(Z4, Y4, 0, 8)
+	ROWS512(Z5, Y5, 2, 8)
+	ROWS512(Z6, Y6, 0, 12)
+	ROWS512(Z7, Y7, 2, 12)
+	MOVQ  R10, SI
+	SHLQ  $8, SI
+	ADDQ  DX, SI // bandT row k; rows k+1..k+3 at 256, 512, 768
+	MOVQ  R10, CX
+	TESTQ CX, CX
+	JZ    quant512
+	LEAQ  S_NE(R8), R11
+
+term512:
+	VBROADCASTSS (SI), Z8
+	VBROADCASTSS 256(SI), Z9
+	VBROADCASTSS 512(SI), Z14
+	VBROADCASTSS 768(SI), Z15
+	TERM512(Z0, Z2, Z4, Z6, 0)
+	TERM512(Z1, Z3, Z5, Z7, 64)
+	ADDQ         $4, SI
+	ADDQ         $128, R11
+	DECQ         CX
+	JNZ          term512
+
+quant512:
+	// SI is bandT row k + 4k: column k+m's factor of column k+i at
+	// 256m + 4i.
+	VBROADCASTSS (BX)(R10*4), Z8
+	LANES512(Z0, Z12, 0)
+	LANES512(Z1, Z13, 64)
+	NEXT512(Z2, Z3, 256)
+	NEXT512(Z4, Z5, 512)
+	NEXT512(Z6, Z7, 768)
+	ADDQ         $128, DI
+	ADDQ         $128, R9
+
+	VBROADCASTSS 4(BX)(R10*4), Z8
+	LANES512(Z2, Z12, 0)
+	LANES512(Z3, Z13, 64)
+	NEXT512(Z4, Z5, 516)
+	NEXT512(Z6, Z7, 772)
+	ADDQ         $128, DI
+	ADDQ         $128, R9
+
+	VBROADCASTSS 8(BX)(R10*4), Z8
+	LANES512(Z4, Z12, 0)
+	LANES512(Z5, Z13, 64)
+	NEXT512(Z6, Z7, 776)
+	ADDQ         $128, DI
+	ADDQ         $128, R9
+
+	VBROADCASTSS 12(BX)(R10*4), Z8
+	LANES512(Z6, Z12, 0)
+	LANES512(Z7, Z13, 64)
+	ADDQ $128, DI
+	ADDQ $128, R9
+	ADDQ $4, R10
+	CMPQ R10, $64
+	JLT  quad512
+
+	VMOVUPS Z12, S_LOSS(R8)
+	VMOVUPS Z13, (S_LOSS+64)(R8)
+	VZEROUPPER
+	RET

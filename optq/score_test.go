@@ -90,9 +90,15 @@ func TestScoreGroupIsColumnPass(t *testing.T) {
 	}
 }
 
-// TestScoreGroupPathsIdentical: the vector path (where this CPU has one)
-// gives the portable path's bits, and writes nothing outside the pass.
+// TestScoreGroupPathsIdentical: each vector path this CPU has gives the
+// portable path's bits, and writes nothing outside the pass.
 func TestScoreGroupPathsIdentical(t *testing.T) {
+	for _, p := range scoreGroupPaths {
+		t.Run(p.name, func(t *testing.T) { scorePathIdentical(t, p.f) })
+	}
+}
+
+func scorePathIdentical(t *testing.T, vector func(w *blockRows, invDiag *[group]float32, bandT *[group * group]float32, s *groupScore)) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	type guarded struct {
 		pre  [64]float32
@@ -118,7 +124,7 @@ func TestScoreGroupPathsIdentical(t *testing.T) {
 		}
 		w0, id0, bt0 := *w, *id, append([]float32(nil), bt...)
 		scoreGroupGo(w, id, (*[group * group]float32)(bt), &g[0].s)
-		scoreGroup(w, id, (*[group * group]float32)(bt), &g[1].s)
+		vector(w, id, (*[group * group]float32)(bt), &g[1].s)
 		if *w != w0 || *id != id0 {
 			t.Fatal("scoreGroup wrote to its inputs")
 		}
