@@ -107,14 +107,18 @@ func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) 
 			f.run(ex.Up, F, opt, res.Up)
 		}
 	}
+	var pr *products
 	if reason == "" {
-		reason = quantizeDown(ex, in, opt, res, false)
+		pr, reason = newProducts(ex, in, res)
+	}
+	if reason == "" {
+		reason = quantizeDown(ex, in, opt, res, pr, false)
 	}
 	for range opt.Expert {
 		if reason != "" {
 			break
 		}
-		reason = refineExpert(ex, in, opt, res)
+		reason = refineExpert(ex, in, opt, res, pr)
 	}
 	if reason != "" {
 		res.Fallback = reason
@@ -130,16 +134,41 @@ func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) 
 	return res, res.measure(ex, in)
 }
 
-// quantizeDown fills res.Down from the quantized gate and up in res; warm:
-// from the codes and scales res.Down holds, by the refinement alone.
-func quantizeDown(ex *Expert, in *Inputs, opt Options, res *ExpertResult, warm bool) string {
-	D, F := ex.D, ex.F
+// products are an expert's SwiGLU products on its quantizer tokens: a
+// from the exact gate and up, and the quantized gate's and up's outputs,
+// kept current as the expert-output refinement changes their rows.
+type products struct {
+	a      []float32 // [n][F]: silu(G x_t)·(U x_t)
+	gh, uh []float32 // [F][n]: Ĝ x_t and Û x_t
+}
+
+// newProducts computes the products for res's quantized gate and up.
+func newProducts(ex *Expert, in *Inputs, res *ExpertResult) (*products, string) {
+	D, F, n := ex.D, ex.F, in.N
 	gq, uq := make([]float32, F*D), make([]float32, F*D)
 	if quant.Dequantize(quant.Q2_0, res.Gate, gq) != nil || quant.Dequantize(quant.Q2_0, res.Up, uq) != nil {
-		return FallbackSingular
+		return nil, FallbackSingular
 	}
-	a := swiglu(ex.Gate, ex.Up, in.X, in.N, D, F)
-	ah := swiglu(gq, uq, in.X, in.N, D, F)
+	return &products{a: swiglu(ex.Gate, ex.Up, in.X, n, D, F), gh: project(gq, in.X, n, D, F), uh: project(uq, in.X, n, D, F)}, ""
+}
+
+// quantized is silu(ĝ)·û, [n][F]: swiglu's of the quantized gate and up.
+func (p *products) quantized(n, F int) []float32 {
+	ah := make([]float32, n*F)
+	for i := 0; i < F; i++ {
+		for t := 0; t < n; t++ {
+			ah[t*F+i] = silu(p.gh[i*n+t]) * p.uh[i*n+t]
+		}
+	}
+	return ah
+}
+
+// quantizeDown fills res.Down for the products pr of the quantized gate
+// and up in res; warm: from the codes and scales res.Down holds, by the
+// refinement alone.
+func quantizeDown(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *products, warm bool) string {
+	D, F := ex.D, ex.F
+	a, ah := pr.a, pr.quantized(in.N, F)
 	if useLowRank(in.N, F) {
 		return quantizeDownLowRank(ex.Down, a, ah, in.N, D, F, opt, res.Down, warm)
 	}
@@ -340,23 +369,16 @@ func unpack(b []byte, rows, cols int) *quantized {
 // quantized again (quantizeDown) for the new products. This lowers the
 // error the model feels, the expert's output, where the passes before it
 // each lower their own matrix's.
-func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string {
+func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *products) string {
 	D, F, n := ex.D, ex.F, in.N
-	deq := func(b []byte, k int) ([]float32, bool) {
-		y := make([]float32, k)
-		return y, quant.Dequantize(quant.Q2_0, b, y) == nil
-	}
-	gq, ok1 := deq(res.Gate, F*D)
-	uq, ok2 := deq(res.Up, F*D)
-	dq, ok3 := deq(res.Down, D*F)
-	if !ok1 || !ok2 || !ok3 {
+	dq := make([]float32, D*F)
+	if quant.Dequantize(quant.Q2_0, res.Down, dq) != nil {
 		return FallbackSingular
 	}
 	xt := transpose(in.X, n, D)
-	h := swiglu(ex.Gate, ex.Up, in.X, n, D, F) // [n][F]
+	h := pr.a // [n][F]
 	qg, qu := unpack(res.Gate, F, D), unpack(res.Up, F, D)
-	gh := project(gq, in.X, n, D, F) // [F][n]
-	uh := project(uq, in.X, n, D, F)
+	gh, uh := pr.gh, pr.uh       // [F][n], kept current below
 	dcols := transpose(dq, D, F) // [F][D]: column i of D̂
 	nus := make([]float32, F)    // ‖column i of D̂‖²
 	for i := range nus {
@@ -385,7 +407,11 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string
 	keepLv, keepSc := make([]int8, D), make([]float32, D/group)
 	groups := D / group
 	hq := newWeightedQuad(D, n)
-	for part := 0; part < 2; part++ { // up, then gate
+	parts := 1
+	if opt.ExpertGate {
+		parts = 2
+	}
+	for part := 0; part < parts; part++ { // up, then gate
 		q, w := qu, ex.Up
 		if part == 1 {
 			q, w = qg, ex.Gate
@@ -468,5 +494,5 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string
 	}
 	qg.pack(res.Gate)
 	qu.pack(res.Up)
-	return quantizeDown(ex, in, opt, res, opt.WarmDown)
+	return quantizeDown(ex, in, opt, res, pr, opt.WarmDown)
 }
