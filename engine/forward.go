@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/stratactl/stratactl/kernels"
 )
 
 // LayerTrace is what an Observer sees after each decoder layer for a batch of
@@ -446,7 +448,14 @@ func rmsNorm(y, x, w []float32, eps float32) {
 }
 
 // firstNonFinite is the index of the first NaN or infinity in v, or -1.
+// A finite sum of squares (kernels.DotF32, vector code) proves every
+// element finite; only a non-finite one, or an overflow, needs the scan.
 func firstNonFinite(v []float32) int {
+	if len(v) >= 64 {
+		if s := kernels.DotF32(v, v); s-s == 0 {
+			return -1
+		}
+	}
 	for i, x := range v {
 		if x-x != 0 {
 			return i

@@ -100,7 +100,7 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opt GenerateOpti
 				}
 			}
 		}
-		id := sampler.Sample(logits)
+		id := sampler.sample(logits, s.m.Pool)
 		res.GeneratedIDs = append(res.GeneratedIDs, id)
 		if opt.OnToken != nil {
 			if err := opt.OnToken(id); err != nil {

@@ -346,8 +346,10 @@ func (m *Model) Stream() *PackStore {
 	return ps
 }
 
-// Close releases the mapping and the expert store.
+// Close ends the pool's workers and releases the mapping and the expert
+// store.
 func (m *Model) Close() error {
+	m.Pool.Close()
 	var errs []error
 	if m.Experts != nil {
 		errs = append(errs, m.Experts.Close())

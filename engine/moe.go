@@ -103,11 +103,9 @@ func combineExperts(out, ys, weights []float32, K, D, lo, hi int) {
 		o := out[t*D : (t+1)*D]
 		clear(o)
 		for k := 0; k < K; k++ {
-			w := weights[t*K+k]
-			yk := ys[(t*K+k)*D : (t*K+k+1)*D]
-			for d := range o {
-				o[d] += float32(w * yk[d])
-			}
+			// o += w * y_k, a product and a sum per element (Axpy's
+			// bits are the scalar loop's), the experts in rank order.
+			kernels.Axpy(o, weights[t*K+k], ys[(t*K+k)*D:(t*K+k+1)*D])
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+
+	"github.com/stratactl/stratactl/kernels"
 )
 
 // Sampler picks the next token from logits: greedy at temperature 0,
@@ -41,7 +43,16 @@ func Argmax(logits []float32) int32 {
 // (ties to the lower id), cut to the smallest prefix whose probabilities
 // (over their sum in id order) reach TopP, and one uniform draw over that
 // prefix's total, both sums taken in candidate order.
-func (s *Sampler) Sample(logits []float32) int32 {
+func (s *Sampler) Sample(logits []float32) int32 { return s.sample(logits, nil) }
+
+// sampleWork is one probability's cost (an exponential) in Pool.Parallel's
+// units (weights of a dot product).
+const sampleWork = 256
+
+// sample is Sample with the probabilities and keys computed on pool's
+// threads (nil: on the caller's): each is one element's own, so the
+// draws are Sample's at any thread count.
+func (s *Sampler) sample(logits []float32, pool *kernels.Pool) int32 {
 	if s.Temp <= 0 {
 		return Argmax(logits)
 	}
@@ -51,12 +62,10 @@ func (s *Sampler) Sample(logits []float32) int32 {
 		s.p, s.keys, s.tmp = make([]float64, n), make([]uint64, n), make([]uint64, n)
 	}
 	p, keys := s.p[:n], s.keys[:n]
-	var sum float64
-	for i, v := range logits {
-		e := math.Exp((float64(v) - mx) / s.Temp)
-		p[i] = e
-		sum += e
-		keys[i] = uint64(descendingKey(v))<<32 | uint64(i)
+	if pool != nil {
+		pool.Parallel(n, sampleWork, func(lo, hi int) { s.weigh(logits, mx, lo, hi) })
+	} else {
+		s.weigh(logits, mx, 0, n)
 	}
 	order, ok := s.candidateOrder(p, keys)
 	if !ok {
@@ -64,6 +73,10 @@ func (s *Sampler) Sample(logits []float32) int32 {
 	}
 	keep := n
 	if s.TopP > 0 && s.TopP < 1 {
+		var sum float64
+		for _, e := range p {
+			sum += e
+		}
 		var cum float64
 		for i, k := range order {
 			cum += p[uint32(k)] / sum
@@ -85,6 +98,16 @@ func (s *Sampler) Sample(logits []float32) int32 {
 		}
 	}
 	return int32(uint32(order[keep-1]))
+}
+
+// weigh sets p[i] = exp((logit i - mx) / Temp) and the candidate key of
+// id i for i in [lo, hi).
+func (s *Sampler) weigh(logits []float32, mx float64, lo, hi int) {
+	p, keys := s.p[lo:hi], s.keys[lo:hi]
+	for j, v := range logits[lo:hi] {
+		p[j] = math.Exp((float64(v) - mx) / s.Temp)
+		keys[j] = uint64(descendingKey(v))<<32 | uint64(lo+j)
+	}
 }
 
 // descendingKey maps a float32 to a uint32 that orders the other way

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stratactl/stratactl/internal/testutil"
+	"github.com/stratactl/stratactl/kernels"
 )
 
 func TestSampler(t *testing.T) {
@@ -267,4 +268,26 @@ func BenchmarkSample32k(b *testing.B) {
 			referenceSample(s, logits)
 		}
 	})
+}
+
+// TestSamplePoolSameDraws: the probabilities computed on a pool's threads
+// (as Generate computes them) give Sample's draws, at 1 to 3 threads.
+func TestSamplePoolSameDraws(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	logits := make([]float32, 32768)
+	for _, th := range []int{1, 2, 3} {
+		pool := kernels.NewPool(th)
+		for _, topP := range []float64{1, 0.9, 0.3} {
+			a, b := NewSampler(0.8, topP, 5), NewSampler(0.8, topP, 5)
+			for i := 0; i < 10; i++ {
+				for j := range logits {
+					logits[j] = float32(rng.NormFloat64() * 3)
+				}
+				if x, y := a.sample(logits, pool), b.Sample(logits); x != y {
+					t.Fatalf("threads %d top-p %g draw %d: %d on the pool, %d by Sample", th, topP, i, x, y)
+				}
+			}
+		}
+		pool.Close()
+	}
 }

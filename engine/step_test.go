@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stratactl/stratactl/quant"
 )
@@ -102,5 +103,41 @@ func TestStepReusesBuffers(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestCloseEndsPoolWorkers: Model.Close ends the workers its pool started,
+// while the model is still referenced (so not by the pool's cleanup, which
+// runs only once the pool is garbage).
+func TestCloseEndsPoolWorkers(t *testing.T) {
+	dir := stepPacks(t)["qwen3moe"]
+	before := runtime.NumGoroutine()
+	m, err := Open(dir, Options{Mode: Fast, Threads: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.NewSession().Forward([]int32{3, 1000, 77}, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := runtime.NumGoroutine(); n < before+3 {
+		t.Fatalf("%d goroutines before Open, %d after a forward pass at 4 threads: the pool started no workers", before, n)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitGoroutines(t, before)
+	runtime.KeepAlive(m)
+}
+
+// waitGoroutines waits (at most 10 s, a liveness bound, not a timing
+// assertion) for the goroutine count to fall to n.
+func waitGoroutines(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines, want at most %d", runtime.NumGoroutine(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

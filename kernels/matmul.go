@@ -2,10 +2,6 @@ package kernels
 
 import (
 	"fmt"
-	"runtime"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/stratactl/stratactl/quant"
 )
@@ -45,156 +41,6 @@ func (m *Matrix) Row(r int) []byte { return m.Data[r*m.RowBytes : (r+1)*m.RowByt
 // DecodeRowTo writes row r as float32 into dst (len Cols).
 func (m *Matrix) DecodeRowTo(r int, dst []float32) error {
 	return DecodeRow(m.Type, m.Row(r), dst[:m.Cols])
-}
-
-// Pool runs row ranges on up to Threads goroutines: the caller's and a
-// set of persistent workers started on first use (no goroutine per call).
-// Each output element is computed whole by one goroutine with the kernel's
-// fixed order, so results never depend on the thread count or on which
-// goroutine ran which range.
-type Pool struct {
-	Threads int
-	scratch sync.Pool
-
-	mu   sync.Mutex
-	jobs chan *poolJob // to the workers; buffered, one per worker
-	nw   int           // workers started
-}
-
-// NewPool sizes a pool; threads <= 0 means GOMAXPROCS.
-func NewPool(threads int) *Pool {
-	if threads <= 0 {
-		threads = runtime.GOMAXPROCS(0)
-	}
-	return &Pool{Threads: threads}
-}
-
-func (p *Pool) buf(n int) *[]float32 {
-	if b, ok := p.scratch.Get().(*[]float32); ok && cap(*b) >= n {
-		*b = (*b)[:n]
-		return b
-	}
-	b := make([]float32, n)
-	return &b
-}
-
-// minWork is the weights x tokens a goroutine should get at least: below it,
-// handing work to another goroutine costs more than it saves.
-const minWork = 1 << 15
-
-// poolJob is one Parallel call: parts ranges of [0, n), taken in turn by
-// whichever goroutine (the caller or a worker) is free.
-type poolJob struct {
-	fn       func(lo, hi int)
-	n, parts int
-	next     atomic.Int64
-	done     sync.WaitGroup
-}
-
-// run takes parts until none is left.
-func (j *poolJob) run() {
-	for {
-		i := int(j.next.Add(1) - 1)
-		if i >= j.parts {
-			return
-		}
-		j.fn(i*j.n/j.parts, (i+1)*j.n/j.parts)
-		j.done.Done()
-	}
-}
-
-// poolWorker runs the jobs it is handed until the pool is collected. After
-// a job it polls for the next for workerSpin before it parks.
-func poolWorker(jobs <-chan *poolJob) {
-	for j := range jobs {
-		for j != nil {
-			j.run()
-			j = spinFor(jobs)
-		}
-	}
-}
-
-// workerSpin is how long a worker that finished a job keeps polling for
-// the next. A decode step is a dozen products of 0.1-2 ms with gaps of tens
-// of microseconds between them; waking a parked worker (an idle OS thread,
-// on a shared machine) took about as long as a small product, so without
-// the spin the caller did most of each product itself (docs/BENCHMARKS.md).
-const workerSpin = 200 * time.Microsecond
-
-// spinFor polls jobs for up to workerSpin, yielding to other goroutines
-// between polls; nil when none came or jobs is closed.
-func spinFor(jobs <-chan *poolJob) *poolJob {
-	t0 := time.Now()
-	for time.Since(t0) < workerSpin {
-		select {
-		case j, ok := <-jobs:
-			if !ok {
-				return nil
-			}
-			return j
-		default:
-		}
-		runtime.Gosched()
-	}
-	return nil
-}
-
-// workers returns the job channel with at least n workers behind it. The
-// workers hold only the channel, so a pool nobody uses any more is
-// collected, and its cleanup closes the channel to end them.
-func (p *Pool) workers(n int) chan *poolJob {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.jobs == nil || cap(p.jobs) < n {
-		// (Threads grew: a new set takes over; the old one idles until
-		// its own cleanup closes its channel.)
-		p.jobs = make(chan *poolJob, n)
-		p.nw = 0
-		runtime.AddCleanup(p, func(c chan *poolJob) { close(c) }, p.jobs)
-	}
-	for ; p.nw < n; p.nw++ {
-		go poolWorker(p.jobs)
-	}
-	return p.jobs
-}
-
-// Parallel splits [0, n) into contiguous ranges and runs fn on each, on
-// up to Threads goroutines; work is the cost of one index, for sizing the
-// ranges. The caller takes ranges too, so Parallel never waits on a busy
-// worker for work it could do itself, and nested calls cannot deadlock.
-func (p *Pool) Parallel(n, work int, fn func(lo, hi int)) {
-	threads := p.Threads
-	if threads < 1 {
-		threads = 1
-	}
-	if work < 1 {
-		work = 1
-	}
-	maxBy := n * work / minWork
-	if maxBy < threads {
-		threads = maxBy
-	}
-	if threads <= 1 || n < 2 {
-		fn(0, n)
-		return
-	}
-	if threads > n {
-		threads = n
-	}
-	// Twice as many ranges as goroutines, so that one descheduled worker
-	// (a shared machine) holds up at most a small part.
-	parts := min(n, max(threads, min(2*threads, maxBy)))
-	j := &poolJob{fn: fn, n: n, parts: parts}
-	j.done.Add(parts)
-	jobs := p.workers(threads - 1)
-	for i := 0; i < threads-1; i++ {
-		select {
-		case jobs <- j:
-		default: // every worker has a job waiting: the caller does more
-		}
-	}
-	j.run()
-	j.done.Wait()
 }
 
 // MatVec sets out[r] = row r . x for every row (len(x) = Cols).
@@ -287,7 +133,8 @@ func (m *Matrix) checkQ8(op string, x *Q8Row) {
 func (p *Pool) MatVecQ8(m *Matrix, x *Q8Row, out []float32) {
 	m.checkQ8("MatVecQ8", x)
 	out = out[:m.Rows]
-	p.Parallel(m.Rows, m.Cols, func(lo, hi int) { host.dotQ8Range(m, lo, hi, x, out) })
+	start := [2]int{0, m.Rows}
+	p.parallelRows([]*Matrix{m}, start[:], 1, func(lo, hi int) { host.dotQ8Range(m, lo, hi, x, out) })
 }
 
 // dotQ8Range sets out[r] = DotQ8(m.Type, row r, x) for r in [lo, hi): by
@@ -309,16 +156,14 @@ func (k *kernelSet) dotQ8Range(m *Matrix, lo, hi int, x *Q8Row, out []float32) {
 // with MatVecQ8's bits.
 func (p *Pool) MatVecsQ8(ms []*Matrix, xs []*Q8Row, outs [][]float32) {
 	start := make([]int, len(ms)+1)
-	work := 0
 	for i, m := range ms {
 		m.checkQ8("MatVecsQ8", xs[i])
 		if len(outs[i]) < m.Rows {
 			panic(fmt.Sprintf("kernels: MatVecsQ8: matrix %d has %d rows, len(out)=%d", i, m.Rows, len(outs[i])))
 		}
 		start[i+1] = start[i] + m.Rows
-		work = max(work, m.Cols)
 	}
-	p.Parallel(start[len(ms)], work, func(lo, hi int) {
+	p.parallelRows(ms, start, 1, func(lo, hi int) {
 		// The part of each matrix's rows in [lo, hi), one range each.
 		for i, m := range ms {
 			a, b := max(lo, start[i]), min(hi, start[i+1])
@@ -338,7 +183,6 @@ func (p *Pool) MatVecsQ8(ms []*Matrix, xs []*Q8Row, outs [][]float32) {
 // MatVecQ8's; glu sees every row of every pair once, in no fixed order.
 func (p *Pool) MatVecsQ8GLU(gates, ups []*Matrix, xs []*Q8Row, gs, us [][]float32, glu func(i, lo, hi int)) {
 	start := make([]int, len(gates)+1)
-	work := 0
 	for i, m := range gates {
 		m.checkQ8("MatVecsQ8GLU", xs[i])
 		ups[i].checkQ8("MatVecsQ8GLU", xs[i])
@@ -346,9 +190,8 @@ func (p *Pool) MatVecsQ8GLU(gates, ups []*Matrix, xs []*Q8Row, gs, us [][]float3
 			panic(fmt.Sprintf("kernels: MatVecsQ8GLU: pair %d has %d and %d rows, len(g)=%d len(u)=%d", i, m.Rows, ups[i].Rows, len(gs[i]), len(us[i])))
 		}
 		start[i+1] = start[i] + m.Rows
-		work = max(work, m.Cols+ups[i].Cols)
 	}
-	p.Parallel(start[len(gates)], work, func(lo, hi int) {
+	p.parallelRows(gates, start, 2, func(lo, hi int) {
 		for i, m := range gates {
 			a, b := max(lo, start[i])-start[i], min(hi, start[i+1])-start[i]
 			if a < b {

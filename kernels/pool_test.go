@@ -1,10 +1,14 @@
 package kernels
 
 import (
+	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/stratactl/stratactl/quant"
 )
 
 // TestPoolParallel: every index is run exactly once, in contiguous ranges,
@@ -51,5 +55,134 @@ func TestPoolParallel(t *testing.T) {
 			t.Fatalf("%d goroutines before, %d after the pools were dropped", before, runtime.NumGoroutine())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPoolClose: Close ends the workers of a pool still referenced, and
+// calls after it run every index once on the caller.
+func TestPoolClose(t *testing.T) {
+	before := runtime.NumGoroutine()
+	p := NewPool(4)
+	var ran atomic.Int64
+	p.Parallel(1000, minWork, func(lo, hi int) { ran.Add(int64(hi - lo)) })
+	if n := runtime.NumGoroutine(); n < before+3 {
+		t.Fatalf("%d goroutines before, %d after a call at 4 threads", before, n)
+	}
+	p.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines before, %d after Close", before, runtime.NumGoroutine())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.Parallel(1000, minWork, func(lo, hi int) { ran.Add(int64(hi - lo)) })
+	if ran.Load() != 2000 {
+		t.Fatalf("ran %d of 2000 indices", ran.Load())
+	}
+	p.Close() // twice is fine
+	runtime.KeepAlive(p)
+}
+
+// TestRowShares: parallelRows gives each goroutine one contiguous share of
+// the rows, about the same bytes each, each boundary the first row that
+// starts at or after a page boundary; it runs every row once, in chunks
+// within the shares; and MatVecsQ8 over such matrices (rows of 2720 and
+// 180 bytes, straddling pages) gives DotQ8's bits at 1 to 5 threads.
+func TestRowShares(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	shapes := []struct {
+		typ        quant.Type
+		cols, rows int
+	}{{quant.Q8_0, 2560, 700}, {quant.Q2_0, 640, 1500}, {quant.Q8_0, 2560, 37}, {quant.Q2_0, 2560, 901}}
+	var ms []*Matrix
+	var xs []*Q8Row
+	start := []int{0}
+	total := 0
+	for _, sh := range shapes {
+		var data []byte
+		for r := 0; r < sh.rows; r++ {
+			data = append(data, randomRow(rng, sh.typ, sh.cols)...)
+		}
+		m, err := NewMatrix(sh.typ, data, sh.cols, sh.rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := &Q8Row{}
+		if err := QuantizeQ8Row(gaussians(rng, sh.cols, 1), x); err != nil {
+			t.Fatal(err)
+		}
+		ms, xs = append(ms, &m), append(xs, x)
+		start = append(start, start[len(start)-1]+m.Rows)
+		total += m.Rows * m.RowBytes
+	}
+	n := start[len(ms)]
+	// addr is where global row g starts, bytes the bytes of rows [lo, hi).
+	at := func(g int) (i, r int) {
+		for g >= start[i+1] && i+1 < len(ms) {
+			i++
+		}
+		return i, g - start[i]
+	}
+	bytes := func(lo, hi int) int {
+		b := 0
+		for g := lo; g < hi; g++ {
+			i, _ := at(g)
+			b += ms[i].RowBytes
+		}
+		return b
+	}
+	for shares := 2; shares <= 5; shares++ {
+		b := make([]int, shares+1)
+		rowBounds(ms, start, total, b)
+		if b[0] != 0 || b[shares] != n {
+			t.Fatalf("%d shares: bounds %v over %d rows", shares, b, n)
+		}
+		for s := 1; s < shares; s++ {
+			i, r := at(b[s])
+			m := ms[i]
+			addr := int(uintptr(unsafe.Pointer(&m.Data[0]))) + r*m.RowBytes
+			if b[s] < b[s-1] || r > 0 && r < m.Rows && addr%pageBytes >= m.RowBytes {
+				t.Errorf("%d shares: boundary %d at row %d of matrix %d, %d bytes into a page (rows of %d)", shares, s, r, i, addr%pageBytes, m.RowBytes)
+			}
+		}
+		for s := 0; s < shares; s++ {
+			if d := bytes(b[s], b[s+1]) - total/shares; d > 2*(pageBytes+2720) || d < -2*(pageBytes+2720) {
+				t.Errorf("%d shares: share %d has %d bytes, the even share %d", shares, s, bytes(b[s], b[s+1]), total/shares)
+			}
+		}
+		// Through the pool: every row once, each range inside one share.
+		seen := make([]atomic.Int32, n)
+		NewPool(shares).parallelRows(ms, start, 1, func(lo, hi int) {
+			s := 0
+			for s+1 < shares && lo >= b[s+1] {
+				s++
+			}
+			if lo >= hi || hi > b[s+1] {
+				t.Errorf("%d shares: range [%d, %d) crosses share %d's end %d", shares, lo, hi, s, b[s+1])
+			}
+			for g := lo; g < hi; g++ {
+				seen[g].Add(1)
+			}
+		})
+		for g := range seen {
+			if c := seen[g].Load(); c != 1 {
+				t.Fatalf("%d shares: row %d run %d times", shares, g, c)
+			}
+		}
+	}
+	for th := 1; th <= 5; th++ {
+		outs := make([][]float32, len(ms))
+		for i, m := range ms {
+			outs[i] = make([]float32, m.Rows)
+		}
+		NewPool(th).MatVecsQ8(ms, xs, outs)
+		for i, m := range ms {
+			for r := 0; r < m.Rows; r++ {
+				if want := DotQ8(m.Type, m.Row(r), xs[i]); !sameFloat(outs[i][r], want) {
+					t.Fatalf("threads %d matrix %d row %d: MatVecsQ8 %g, DotQ8 %g", th, i, r, outs[i][r], want)
+				}
+			}
+		}
 	}
 }

@@ -1,0 +1,403 @@
+package kernels
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// Pool runs index ranges on up to Threads goroutines: the caller's and a
+// set of persistent workers started on first use (no goroutine per call)
+// and ended by Close, or, for a pool nobody holds any more, by its
+// cleanup.
+//
+// A call splits its indices into one contiguous share per goroutine (for
+// a matrix's rows: about the same bytes each, every boundary at a page
+// boundary as near as rows allow, see parallelRows). Each goroutine claims
+// the chunks of its own share from the front, in order, so that it
+// streams one run of memory; one that runs out takes chunks from the back
+// of another's share, so a goroutine that starts late (a parked worker
+// waking) or is descheduled (a shared machine) delays the call by about a
+// chunk, and the caller never waits for work it could do itself. Each
+// output element is computed whole by one goroutine with the kernel's
+// fixed order, so results never depend on the thread count or on which
+// goroutine ran which chunk.
+type Pool struct {
+	Threads int
+	scratch sync.Pool
+	free    sync.Pool // *poolJob, recycled
+
+	mu     sync.Mutex
+	ws     *workerSet
+	closed bool
+}
+
+// NewPool sizes a pool; threads <= 0 means GOMAXPROCS.
+func NewPool(threads int) *Pool {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	return &Pool{Threads: threads}
+}
+
+// Close ends the pool's workers. Calls after it run on the caller alone;
+// Close must not race with a call in progress.
+func (p *Pool) Close() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.ws != nil {
+		p.ws.stop()
+		p.ws = nil
+	}
+}
+
+func (p *Pool) buf(n int) *[]float32 {
+	if b, ok := p.scratch.Get().(*[]float32); ok && cap(*b) >= n {
+		*b = (*b)[:n]
+		return b
+	}
+	b := make([]float32, n)
+	return &b
+}
+
+// minWork is the weights x tokens a goroutine should get at least: below it,
+// handing work to another goroutine costs more than it saves.
+const minWork = 1 << 15
+
+// chunkWork is the work of one claim in Parallel (weights x tokens), and
+// chunkBytes the weight bytes of one claim in parallelRows: small enough
+// that a late goroutine's share is taken over in steps of a few
+// microseconds, large enough that a claim (one compare-and-swap, one
+// kernel call) costs well under 1 % of it.
+const (
+	chunkWork  = 1 << 16
+	chunkBytes = 64 << 10
+)
+
+// pageBytes is the page size the row shares align to.
+const pageBytes = 4096
+
+// workerSet is a set of workers behind one channel. The workers hold only
+// the channel, so the pool's cleanup can stop them.
+type workerSet struct {
+	jobs chan *poolJob // buffered, one per worker
+	once sync.Once
+}
+
+func (w *workerSet) stop() { w.once.Do(func() { close(w.jobs) }) }
+
+// poolJob is one call: shares contiguous shares of [0, n), bounds[s] ..
+// bounds[s+1], each in chunks of chunk indices (the last one shorter).
+type poolJob struct {
+	fn     func(lo, hi int)
+	chunk  int
+	bounds []int
+	claims []shareClaim
+	// joined counts the goroutines that joined after the caller (share 0);
+	// pending the chunks not finished. done gets one value when pending
+	// reaches 0; refs counts the caller and the copies sent to workers,
+	// and the last to let go recycles the job into home.
+	joined  atomic.Int32
+	pending atomic.Int64
+	refs    atomic.Int32
+	done    chan struct{}
+	home    *sync.Pool
+}
+
+// shareClaim is a share's unclaimed chunks [front, back) in one word
+// (front in the low half), on a cache line of its own.
+type shareClaim struct {
+	v atomic.Uint64
+	_ [56]byte
+}
+
+// front claims the share's first unclaimed chunk (the owner's, in order).
+func (c *shareClaim) front() (int, bool) {
+	for {
+		v := c.v.Load()
+		if uint32(v) >= uint32(v>>32) {
+			return 0, false
+		}
+		if c.v.CompareAndSwap(v, v+1) {
+			return int(uint32(v)), true
+		}
+	}
+}
+
+// back claims the share's last unclaimed chunk (another goroutine's).
+func (c *shareClaim) back() (int, bool) {
+	for {
+		v := c.v.Load()
+		f, b := uint32(v), uint32(v>>32)
+		if f >= b {
+			return 0, false
+		}
+		if c.v.CompareAndSwap(v, v-1<<32) {
+			return int(b - 1), true
+		}
+	}
+}
+
+// run does the chunks of share self (when there is one) from the front,
+// then takes the others' from their backs, until none is unclaimed.
+func (j *poolJob) run(self int) {
+	shares := len(j.claims)
+	if self < shares {
+		for {
+			c, ok := j.claims[self].front()
+			if !ok {
+				break
+			}
+			j.do(self, c)
+		}
+	}
+	for k := 1; k <= shares; k++ {
+		s := (self + k) % shares
+		if s == self {
+			continue
+		}
+		for {
+			c, ok := j.claims[s].back()
+			if !ok {
+				break
+			}
+			j.do(s, c)
+		}
+	}
+}
+
+// do runs chunk c of share s.
+func (j *poolJob) do(s, c int) {
+	lo := j.bounds[s] + c*j.chunk
+	j.fn(lo, min(lo+j.chunk, j.bounds[s+1]))
+	if j.pending.Add(-1) == 0 {
+		j.done <- struct{}{}
+	}
+}
+
+// waitSpin is how long the caller, its own claims done, spins on the
+// chunks still running elsewhere before it parks: parking and being woken
+// cost tens of microseconds, a chunk a few.
+const waitSpin = 50 * time.Microsecond
+
+// wait returns when every chunk has finished.
+func (j *poolJob) wait() {
+	if j.pending.Load() != 0 {
+		t0 := time.Now()
+		for i := 1; j.pending.Load() != 0; i++ {
+			spinPause(8)
+			if i%32 == 0 && time.Since(t0) > waitSpin {
+				break
+			}
+		}
+	}
+	<-j.done
+}
+
+// release drops one reference; the last recycles the job.
+func (j *poolJob) release() {
+	if j.refs.Add(-1) == 0 {
+		j.fn = nil
+		j.home.Put(j)
+	}
+}
+
+// poolWorker runs the jobs it is handed until its channel is closed. After
+// a job it polls for the next for workerSpin before it parks.
+func poolWorker(jobs <-chan *poolJob) {
+	for j := range jobs {
+		for j != nil {
+			j.run(int(j.joined.Add(1)))
+			j.release()
+			j = spinFor(jobs)
+		}
+	}
+}
+
+// workerSpin is how long a worker that finished a job keeps polling for
+// the next. A decode step is a few dozen products of 0.01-2 ms with gaps
+// of microseconds to tens of microseconds between them; waking a parked
+// worker (an idle OS thread, on a shared machine) took about as long as a
+// small product (docs/BENCHMARKS.md).
+const workerSpin = 200 * time.Microsecond
+
+// spinFor polls jobs for up to workerSpin (reading its length, with spin
+// hints between, and yielding now and then to other goroutines); nil when
+// none came or jobs is closed.
+func spinFor(jobs <-chan *poolJob) *poolJob {
+	t0 := time.Now()
+	for i := 1; ; i++ {
+		if len(jobs) > 0 || i%16 == 0 {
+			select {
+			case j, ok := <-jobs:
+				if !ok {
+					return nil
+				}
+				return j
+			default:
+			}
+			if i%16 == 0 {
+				if time.Since(t0) > workerSpin {
+					return nil
+				}
+				runtime.Gosched()
+			}
+		}
+		spinPause(8)
+	}
+}
+
+// job is a recycled job with room for shares shares.
+func (p *Pool) job(shares int) *poolJob {
+	j, _ := p.free.Get().(*poolJob)
+	if j == nil {
+		j = &poolJob{done: make(chan struct{}, 1), home: &p.free}
+	}
+	if cap(j.claims) < shares {
+		j.claims = make([]shareClaim, shares)
+		j.bounds = make([]int, shares+1)
+	}
+	j.claims, j.bounds = j.claims[:shares], j.bounds[:shares+1]
+	return j
+}
+
+// start hands j to up to n workers (starting them on first use) and
+// returns how many took it; none once the pool is closed.
+func (p *Pool) start(j *poolJob, n int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0
+	}
+	if p.ws == nil || cap(p.ws.jobs) < n {
+		// (Threads grew: a new set takes over; the old one's workers end
+		// once they have drained its channel.)
+		if p.ws != nil {
+			p.ws.stop()
+		}
+		w := &workerSet{jobs: make(chan *poolJob, n)}
+		for i := 0; i < n; i++ {
+			go poolWorker(w.jobs)
+		}
+		runtime.AddCleanup(p, func(w *workerSet) { w.stop() }, w)
+		p.ws = w
+	}
+	sent := 0
+	for ; sent < n; sent++ {
+		select {
+		case p.ws.jobs <- j:
+		default: // every worker has a job waiting: the caller does more
+			return sent
+		}
+	}
+	return sent
+}
+
+// threads is how many goroutines n indices of work each get.
+func (p *Pool) threads(n, work int) int {
+	threads := max(p.Threads, 1)
+	work = max(work, 1)
+	return max(min(threads, n*work/minWork, n), 1)
+}
+
+// Parallel splits [0, n) into contiguous ranges and runs fn on each, on
+// up to Threads goroutines; work is the cost of one index, for sizing the
+// shares and chunks. The caller takes ranges too, so Parallel never waits
+// on a busy worker for work it could do itself, and nested calls cannot
+// deadlock.
+func (p *Pool) Parallel(n, work int, fn func(lo, hi int)) {
+	threads := p.threads(n, work)
+	if threads <= 1 || n < 2 {
+		fn(0, n)
+		return
+	}
+	j := p.job(threads)
+	for s := range j.bounds {
+		j.bounds[s] = s * n / threads
+	}
+	p.runJob(j, max(1, chunkWork/max(work, 1)), fn)
+}
+
+// parallelRows is Parallel over the rows of ms taken in order: index g is
+// row g-start[i] of ms[i] for start[i] <= g < start[i+1], and fn reads
+// mult rows of that shape per index (a gate's and an up's: 2). The shares
+// get about the same weight bytes each, each boundary the first row that
+// starts at or after the page boundary nearest the even split, so that no
+// two goroutines stream the same page (but for the one a row straddles);
+// chunks are about chunkBytes.
+func (p *Pool) parallelRows(ms []*Matrix, start []int, mult int, fn func(lo, hi int)) {
+	n := start[len(ms)]
+	maxRow, total := 0, 0
+	for _, m := range ms {
+		maxRow = max(maxRow, m.RowBytes)
+		total += m.Rows * m.RowBytes
+	}
+	// A row's work in weights, as Parallel counts it.
+	threads := p.threads(n, max(1, mult*total/max(n, 1)))
+	if threads <= 1 || n < 2 {
+		fn(0, n)
+		return
+	}
+	j := p.job(threads)
+	rowBounds(ms, start, total, j.bounds)
+	p.runJob(j, max(1, chunkBytes/(mult*maxRow)), fn)
+}
+
+// rowBounds sets the len(b)-1 shares' bounds b over the rows of ms (as
+// parallelRows numbers them; total is their bytes): boundary s the first
+// row starting at or after the page boundary nearest s/shares of the bytes.
+func rowBounds(ms []*Matrix, start []int, total int, b []int) {
+	shares := len(b) - 1
+	b[0], b[shares] = 0, start[len(ms)]
+	i, before := 0, 0 // the matrix the next boundary falls in, the bytes before it
+	for s := 1; s < shares; s++ {
+		at := s * total / shares
+		for at >= before+ms[i].Rows*ms[i].RowBytes && i+1 < len(ms) {
+			before += ms[i].Rows * ms[i].RowBytes
+			i++
+		}
+		b[s] = max(b[s-1], start[i]+pageRow(ms[i], at-before))
+	}
+}
+
+// pageRow is the first row of m that starts at or after the page boundary
+// nearest byte off of its data (m.Rows when none does).
+func pageRow(m *Matrix, off int) int {
+	base := int(uintptr(unsafe.Pointer(unsafe.SliceData(m.Data))))
+	page := (base+off+pageBytes/2)/pageBytes*pageBytes - base
+	if page <= 0 {
+		return 0
+	}
+	return min((page+m.RowBytes-1)/m.RowBytes, m.Rows)
+}
+
+// runJob runs j (its bounds set) in chunks of chunk indices: the caller
+// takes share 0, workers the others as they join.
+func (p *Pool) runJob(j *poolJob, chunk int, fn func(lo, hi int)) {
+	shares := len(j.claims)
+	total := 0
+	for s := 0; s < shares; s++ {
+		c := (j.bounds[s+1] - j.bounds[s] + chunk - 1) / chunk
+		j.claims[s].v.Store(uint64(c) << 32)
+		total += c
+	}
+	j.fn, j.chunk = fn, chunk
+	j.joined.Store(0)
+	j.pending.Store(int64(total))
+	j.refs.Store(int32(shares))
+	if total == 0 {
+		j.done <- struct{}{}
+	}
+	if sent := p.start(j, shares-1); sent < shares-1 {
+		j.refs.Add(int32(sent - (shares - 1)))
+	}
+	j.run(0)
+	j.wait()
+	j.release()
+}
