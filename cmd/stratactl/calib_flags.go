@@ -40,6 +40,9 @@ type calibFlags struct {
 	candidates int
 	refPasses  int // --refine-self
 	candSelf   int // --calib-candidates-self
+	exPasses   int
+	exGate     bool
+	warmDown   bool
 }
 
 func (c *calibFlags) add(f *pflag.FlagSet) {
@@ -57,6 +60,9 @@ func (c *calibFlags) add(f *pflag.FlagSet) {
 	cli.IntVar(f, &c.swPassSelf, "refine-swiglu-self", optq.DefaultSelfSwiGLU, 0, 1000, "SwiGLU refinement passes when --calib-self windows are used and --refine-swiglu is not given")
 	cli.Float64Var(f, &c.swSelf, "refine-swiglu-damp-self", optq.DefaultSelfSwiGLUDamp, 0, 1e6, "SwiGLU refinement damping when --calib-self windows are used and --refine-swiglu-damp is not given")
 	cli.IntVar(f, &c.expert, "refine-expert", optq.DefaultExpert, 0, 1000, "rounds refining gate and up against the error of the expert's whole output (with its quantized down), each followed by down quantized again")
+	cli.IntVar(f, &c.exPasses, "refine-expert-passes", optq.Defaults().ExpertPasses, 0, 1000, "coordinate passes over each gate and up row in a round of the expert-output refinement")
+	f.BoolVar(&c.exGate, "refine-expert-gate", optq.Defaults().ExpertGate, "refine gate's rows too (after up's) in the expert-output refinement")
+	f.BoolVar(&c.warmDown, "refine-expert-warm-down", optq.Defaults().WarmDown, "after the expert-output refinement, quantize down again from its codes so far by the refinement alone (false: a new OPTQ pass with its scale search)")
 	cli.IntVar(f, &c.expertSelf, "refine-expert-self", optq.DefaultSelfExpert, 0, 1000, "expert-output refinement rounds when --calib-self windows are used and --refine-expert is not given")
 	cli.IntVar(f, &c.holdEvery, "calib-hold", calib.DefaultHoldEvery, 0, 1<<20, "hold back every Nth calibration window to measure the output error (0: none)")
 	cli.IntVar(f, &c.candidates, "calib-candidates", optq.Defaults().Candidates, 0, 1000, "grid scales per sign scored by the Hessian-weighted error")
@@ -105,6 +111,7 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 	opt.Damp, opt.Refine, opt.Candidates, opt.RefineDamp = c.damp, c.refine, c.candidates, c.refineDamp
 	opt.SwiGLU, opt.SwiGLUDamp = c.swiglu, c.swigluDamp
 	opt.Expert = c.expert
+	opt.ExpertPasses, opt.ExpertGate, opt.WarmDown = c.exPasses, c.exGate, c.warmDown
 	if c.self > 0 && !fs.Changed("damp") {
 		opt.Damp = c.selfDamp
 	}

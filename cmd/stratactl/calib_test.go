@@ -113,7 +113,7 @@ func TestPackCalibrated(t *testing.T) {
 // quantize's calibrated Q2_0 of tiny-qwen3moe from BF16 with the supplied
 // calibration set against the BF16 model on the held-out windows: mean KLD
 // far below the plain search's 0.7104, at issue 14's 0.45 (docs/QUALITY.md:
-// 0.4386).
+// 0.4408).
 func TestCalibratedKLD(t *testing.T) {
 	if os.Getenv("STRATACTL_LONG") == "" {
 		t.Skip("set STRATACTL_LONG=1")
