@@ -222,12 +222,12 @@ func quantizeDown(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *pr
 // swiglu returns silu(X Gᵀ) * (X Uᵀ), n rows of F.
 func swiglu(gate, up, x []float32, n, D, F int) []float32 {
 	out := make([]float32, n*F)
-	for t := 0; t < n; t++ {
-		xt := x[t*D : (t+1)*D]
-		for i := 0; i < F; i++ {
-			g := dot32(gate[i*D:(i+1)*D], xt)
-			u := dot32(up[i*D:(i+1)*D], xt)
-			out[t*F+i] = silu(g) * u
+	// Row by row, so that a row's weights stay in cache for every token.
+	for i := 0; i < F; i++ {
+		gi, ui := gate[i*D:(i+1)*D], up[i*D:(i+1)*D]
+		for t := 0; t < n; t++ {
+			xt := x[t*D : (t+1)*D]
+			out[t*F+i] = silu(dot32(gi, xt)) * dot32(ui, xt)
 		}
 	}
 	return out
@@ -267,14 +267,20 @@ func matErrors(w, wq []float32, rows, cols int, x []float32, n int) Errors {
 		e.Weight += float64(d) * float64(d)
 		e.WeightEnergy += float64(v) * float64(v)
 	}
-	for t := 0; t < n; t++ {
-		xt := x[t*cols : (t+1)*cols]
-		for r := 0; r < rows; r++ {
-			y := float64(dot32(w[r*cols:(r+1)*cols], xt))
-			d := float64(dot32(diff[r*cols:(r+1)*cols], xt))
-			e.Output += d * d
-			e.OutputEnergy += y * y
+	// The products row by row (a row's weights stay in cache for every
+	// token), then summed token by token.
+	ys, ds := make([]float32, n*rows), make([]float32, n*rows)
+	for r := 0; r < rows; r++ {
+		wr, dr := w[r*cols:(r+1)*cols], diff[r*cols:(r+1)*cols]
+		for t := 0; t < n; t++ {
+			xt := x[t*cols : (t+1)*cols]
+			ys[t*rows+r], ds[t*rows+r] = dot32(wr, xt), dot32(dr, xt)
 		}
+	}
+	for i, y := range ys {
+		d := float64(ds[i])
+		e.Output += d * d
+		e.OutputEnergy += float64(y) * float64(y)
 	}
 	e.HeldTokens = int64(n)
 	return e
@@ -379,18 +385,21 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *pr
 		nus[i] = dot32(dcols[i*D:(i+1)*D], dcols[i*D:(i+1)*D])
 	}
 	R := make([]float32, n*D)
-	hh := make([]float32, F)
+	hh := make([]float32, n*F) // [n][F]: ĥ
 	for t := 0; t < n; t++ {
 		for i := 0; i < F; i++ {
-			hh[i] = silu(gh[i*n+t]) * uh[i*n+t]
+			hh[t*F+i] = silu(gh[i*n+t]) * uh[i*n+t]
 		}
-		ht, rt := h[t*F:(t+1)*F], R[t*D:(t+1)*D]
-		for r := 0; r < D; r++ {
-			rt[r] = dot32(ex.Down[r*F:(r+1)*F], ht) - dot32(dq[r*F:(r+1)*F], hh)
+	}
+	for r := 0; r < D; r++ { // row by row: a row of D and D̂ stays in cache
+		wr, qr := ex.Down[r*F:(r+1)*F], dq[r*F:(r+1)*F]
+		for t := 0; t < n; t++ {
+			R[t*D+r] = dot32(wr, h[t*F:(t+1)*F]) - dot32(qr, hh[t*F:(t+1)*F])
 		}
 	}
 	s, y := make([]float32, n), make([]float32, n)
 	newv, dd := make([]float32, n), make([]float32, n)
+	rd := make([]float32, n) // ⟨R_t, dc⟩ of the row being refined
 	xnorm := make([]float32, n)
 	for t := range xnorm {
 		xnorm[t] = dot32(in.X[t*D:(t+1)*D], in.X[t*D:(t+1)*D])
@@ -440,7 +449,8 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *pr
 			for t := 0; t < n; t++ {
 				var cur float32
 				s[t], cur = weight(i, t, sn)
-				y[t] = dot32(R[t*D:(t+1)*D], dc)/sn + s[t]*cur
+				rd[t] = dot32(R[t*D:(t+1)*D], dc)
+				y[t] = rd[t]/sn + s[t]*cur
 			}
 			lv, sc := q.levels[i*D:(i+1)*D], q.scales[i*groups:(i+1)*groups]
 			copy(keepLv, lv)
@@ -465,7 +475,7 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *pr
 				}
 				newv[t], dd[t] = v, nw-old
 				d := float64(dd[t])
-				change += d*d*float64(nu) - 2*d*float64(dot32(R[t*D:(t+1)*D], dc))
+				change += d*d*float64(nu) - 2*d*float64(rd[t]) // R is as it was for y
 			}
 			if !(change <= 0) {
 				copy(lv, keepLv)

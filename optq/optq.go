@@ -683,6 +683,15 @@ const (
 	DefaultSelfSwiGLUDamp = 1.0
 )
 
+// DefaultSelfRefine and DefaultSelfCandidates are the refinement passes
+// and grid scales per sign with --calib-self windows: the configuration
+// that measured 0.3973 there (docs/QUALITY.md), kept when the defaults
+// without generated windows took fewer (not measured with them).
+const (
+	DefaultSelfRefine     = 4
+	DefaultSelfCandidates = 12
+)
+
 // weightedQuad is one row's objective of refineWeighted,
 // Σ_t (y_t − s_t ŵ·x_t)² + μ‖w − ŵ‖², through its residual r_t = y_t −
 // s_t ŵ·x_t and the columns sx_j = (s_t x_tj)_t: the gradient is
