@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +22,9 @@ import (
 // bench pack's field shape (n_embd 2560, 512 experts of 640, 8 used, IQ3_S
 // experts, Q8_0 dense; the model bench pack synthesizes) over 8 windows of
 // 256 random token ids, in the fast mode on every core, and reports the
-// process CPU seconds per run beside the wall time. STRATACTL_CALIB_EXPERTS
+// process CPU seconds per run beside the wall time, and the largest
+// anonymous resident memory sampled every 10 ms (Linux; the mapped model's
+// pages are not in it). STRATACTL_CALIB_EXPERTS
 // and STRATACTL_CALIB_WINDOWS shrink it at the same tokens per expert
 // (e.g. 128 experts and 2 windows); STRATACTL_CALIB_MODEL keeps the
 // synthesized model at that path for the next run.
@@ -56,6 +59,19 @@ func BenchmarkCollectField(b *testing.B) {
 		}
 	}
 	dir := b.TempDir()
+	stop, peak := make(chan struct{}), make(chan int64)
+	go func() {
+		var mx int64
+		for {
+			mx = max(mx, rssAnon())
+			select {
+			case <-stop:
+				peak <- mx
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
 	var cpu time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -68,6 +84,8 @@ func BenchmarkCollectField(b *testing.B) {
 		cpu += c1 - c0
 		set.Close()
 	}
+	close(stop)
+	b.ReportMetric(float64(<-peak)/1e6, "peak-anon-MB")
 	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 	b.ReportMetric(float64(windows*256)/b.Elapsed().Seconds()*float64(b.N), "tokens/s")
 }
@@ -82,4 +100,20 @@ func envInt(b *testing.B, name string, def int) int {
 		b.Fatal(fmt.Errorf("%s=%q: want a positive count", name, v))
 	}
 	return n
+}
+
+// rssAnon is the process's anonymous resident memory from /proc/self/status
+// (0 where there is none to read).
+func rssAnon() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }

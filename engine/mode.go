@@ -218,13 +218,24 @@ func matMul(pool *kernels.Pool, mat *kernels.Matrix, a *acts, out []float32) {
 	case a.useBF16(mat):
 		pool.MatMulBF16(mat, a.bf16(), out)
 	case !a.useQ8(mat):
-		pool.MatMul(mat, a.f32(), T, out)
+		// In blocks of exactBlock rows, so that the rows each weight row
+		// meets stay in cache (a batch of thousands streamed them all
+		// from memory once per weight row); each element is the same.
+		x := a.f32()
+		for t0 := 0; t0 < T; t0 += exactBlock {
+			t1 := min(t0+exactBlock, T)
+			pool.MatMul(mat, x[t0*a.n:t1*a.n], t1-t0, out[t0*mat.Rows:t1*mat.Rows])
+		}
 	case T == 1:
 		pool.MatVecQ8(mat, a.q8()[0], out)
 	default:
 		pool.MatMulQ8(mat, a.q8(), out)
 	}
 }
+
+// exactBlock is how many activation rows one exact product takes at a
+// time: 64 rows of 2560 float32s are 640 KiB.
+const exactBlock = 64
 
 // matMulTo is matMul with row t of the output in outs[t] (each at least
 // mat.Rows long): the quantized path writes them in place, the others

@@ -39,6 +39,13 @@ func (a *lanes) reduce() float32 {
 func dotF32Generic(w, x []float32) float32 {
 	n := len(x)
 	w = w[:n]
+	if n < 32 { // no whole chunk: the fold of zero lanes is +0, then the tail
+		var r float32
+		for i, v := range x {
+			r += float32(w[i] * v)
+		}
+		return r
+	}
 	var a lanes
 	i := 0
 	for ; i+32 <= n; i += 32 {

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -95,4 +96,28 @@ func BenchmarkRowsFromDRAM(b *testing.B) {
 			b.ReportMetric(100*bestX.Seconds()/bestK.Seconds(), "kernel-%xor")
 		})
 	}
+}
+
+// mapDRAMFile is n bytes of pattern, repeated, in a file of os.TempDir()
+// (removed at once: the mapping keeps it) mapped read-only and shared, as
+// gguf.OpenMapped maps a model; unmapped at the end of b.
+func mapDRAMFile(b *testing.B, n int, pattern []byte) []byte {
+	f, err := os.CreateTemp("", "stratactl-rowsdram-*")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	os.Remove(f.Name())
+	chunk := bytes.Repeat(pattern, max(1, (1<<20)/len(pattern)))
+	for o := 0; o < n; o += len(chunk) {
+		if _, err := f.Write(chunk[:min(len(chunk), n-o)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	data, err := syscall.Mmap(int(f.Fd()), 0, n, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { syscall.Munmap(data) })
+	return data
 }

@@ -61,14 +61,17 @@ DATA q8sgnbit<>+16(SB)/8, $0x8040201008040201
 DATA q8sgnbit<>+24(SB)/8, $0x8040201008040201
 GLOBL q8sgnbit<>(SB), RODATA|NOPTR, $32
 
-// SCALES8(st): X13 = the fp16 scales of 8 consecutive blocks st bytes apart.
-#define SCALES8(st) \
-	MOVWLZX 0(SI), AX \
+// SCALES8B(base, st): X13 = the fp16 scales of 8 consecutive blocks st
+// bytes apart from base; SCALES8(st) from SI.
+#define SCALES8B(base, st) \
+	MOVWLZX 0(base), AX \
 	VMOVD   AX, X13 \
-	VPINSRW $1, (st)(SI), X13, X13 \
-	VPINSRW $2, (2*st)(SI), X13, X13 \
-	VPINSRW $3, (3*st)(SI), X13, X13 \
-	VPINSRW $4, (4*st)(SI), X13, X13 \
-	VPINSRW $5, (5*st)(SI), X13, X13 \
-	VPINSRW $6, (6*st)(SI), X13, X13 \
-	VPINSRW $7, (7*st)(SI), X13, X13
+	VPINSRW $1, (st)(base), X13, X13 \
+	VPINSRW $2, (2*st)(base), X13, X13 \
+	VPINSRW $3, (3*st)(base), X13, X13 \
+	VPINSRW $4, (4*st)(base), X13, X13 \
+	VPINSRW $5, (5*st)(base), X13, X13 \
+	VPINSRW $6, (6*st)(base), X13, X13 \
+	VPINSRW $7, (7*st)(base), X13, X13
+
+#define SCALES8(st) SCALES8B(SI, st)

@@ -47,23 +47,29 @@ DATA q8rperm<>+48(SB)/8, $0
 DATA q8rperm<>+56(SB)/8, $0
 GLOBL q8rperm<>(SB), RODATA|NOPTR, $64
 
-// RACC: Y12 += float(Y0) * (fp16 scales X13 * activation scales at DX).
-#define RACC \
+// RACCS(Yacc): Yacc += float(Y0) * (fp16 scales X13 * activation scales
+// at DX); RACC into Y12.
+#define RACCS(Yacc) \
 	VCVTDQ2PS Y0, Y0 \
 	VCVTPH2PS X13, Y13 \
 	VMULPS (DX), Y13, Y13 \
 	VMULPS Y13, Y0, Y0 \
-	VADDPS Y0, Y12, Y12
+	VADDPS Y0, Yacc, Yacc
 
-// RFOLD: out[row] = ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) of Y12.
-#define RFOLD \
+#define RACC RACCS(Y12)
+
+// RFOLDTO(dst): dst = ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) of Y12; RFOLD
+// to (R8).
+#define RFOLDTO(dst) \
 	VEXTRACTF128 $1, Y12, X1 \
 	VADDPS X1, X12, X0 \
 	VPERMILPS $0x4e, X0, X1 \
 	VADDPS X1, X0, X0 \
 	VMOVSHDUP X0, X1 \
 	VADDSS X1, X0, X0 \
-	VMOVSS X0, (R8)
+	VMOVSS X0, dst
+
+#define RFOLD RFOLDTO((R8))
 
 // ROWARGS: the arguments both kernels share. ROWSTART(tail): a row's
 // pointers and lanes, on to tail when it has no whole group. ROWNEXT(row):
@@ -184,15 +190,20 @@ q2rdone:
 // activation sum times 128 is subtracted. The 4 accumulators (sub-block
 // 2p in the low half of Zp, 2p+1 in the high) are reduced by lane shuffles
 // to 8 totals in sub-block order.
-#define Q8RBLK(p, Zacc) \
-	VMOVDQU (2+68*p)(SI), Y0 \
-	VINSERTI64X4 $1, (36+68*p)(SI), Z0, Z0 \
+// Q8RBLKS(base, p, Zacc): blocks 2p and 2p+1 of the group at base into
+// Zacc; Q8RBLK from SI.
+#define Q8RBLKS(base, p, Zacc) \
+	VMOVDQU (2+68*p)(base), Y0 \
+	VINSERTI64X4 $1, (36+68*p)(base), Z0, Z0 \
 	VPXORQ Z15, Z0, Z0 \
 	VPXORQ Zacc, Zacc, Zacc \
 	VPDPBUSD (64*p)(DI), Z0, Zacc
 
-// Q8RSUMS: the group's terms into Y12 from Z4..Z7 and the scales in X13.
-#define Q8RSUMS \
+#define Q8RBLK(p, Zacc) Q8RBLKS(SI, p, Zacc)
+
+// Q8RSUMSS(Yacc): the group's terms into Yacc from Z4..Z7 and the scales
+// in X13; Q8RSUMS into Y12.
+#define Q8RSUMSS(Yacc) \
 	VSHUFI64X2 $0x88, Z5, Z4, Z8 \
 	VSHUFI64X2 $0xdd, Z5, Z4, Z9 \
 	VPADDD Z9, Z8, Z8 \
@@ -208,32 +219,85 @@ q2rdone:
 	VMOVDQU (BX), Y1 \
 	VPSLLD $7, Y1, Y1 \
 	VPSUBD Y1, Y4, Y0 \
-	RACC
+	RACCS(Yacc)
 
-#define Q8RGROUP \
-	Q8RBLK(0, Z4) \
-	Q8RBLK(1, Z5) \
-	Q8RBLK(2, Z6) \
-	Q8RBLK(3, Z7) \
-	SCALES8(34) \
-	Q8RSUMS
+#define Q8RSUMS Q8RSUMSS(Y12)
 
-// Q8RPART(p, Zacc): blocks 2p and 2p+1 of the partial group by masked loads
-// (masks at R12: block 2p's 32 bytes at 16p, 2p+1's at 16p+8, each empty
-// past the row).
-#define Q8RPART(p, Zacc) \
+// Words 0, 17 of a first table and 0, 17 of a second (32, 49), twice.
+DATA q8rscw<>+0(SB)/8, $0x0031002000110000
+DATA q8rscw<>+8(SB)/8, $0x0031002000110000
+GLOBL q8rscw<>(SB), RODATA|NOPTR, $64
+
+// SCALES8P(base): X13 = SCALES8B(base, 34) by two word permutes, each from
+// two 64-byte windows of the group holding two scales each (bytes 0 and
+// 34 of the window at 0, 68 and 102 of the one at 68; the same at 136 and
+// 204): Z19 the words (q8rscw), K3 words 4..7 from the second.
+#define SCALES8P(base) \
+	VMOVDQU64 0(base), Z17 \
+	VPERMT2W 68(base), Z19, Z17 \
+	VMOVDQU64 136(base), Z18 \
+	VPERMT2W 204(base), Z19, Z18 \
+	VPBLENDMW Z18, Z17, K3, Z13
+
+// Q8RGROUPS(base, Yacc): one row's whole group.
+#define Q8RGROUPS(base, Yacc) \
+	Q8RBLKS(base, 0, Z4) \
+	Q8RBLKS(base, 1, Z5) \
+	Q8RBLKS(base, 2, Z6) \
+	Q8RBLKS(base, 3, Z7) \
+	SCALES8P(base) \
+	Q8RSUMSS(Yacc)
+
+// Q8RPARTS(base, p, Zacc): blocks 2p and 2p+1 of the partial group at
+// base by masked loads (masks at R12: block 2p's 32 bytes at 16p, 2p+1's
+// at 16p+8, each empty past the row).
+#define Q8RPARTS(base, p, Zacc) \
 	KMOVQ (16*p)(R12), K1 \
 	KMOVQ (16*p+8)(R12), K2 \
-	VMOVDQU8.Z (2+68*p)(SI), K1, Z0 \
-	VMOVDQU8 (4+68*p)(SI), K2, Z0 \
+	VMOVDQU8.Z (2+68*p)(base), K1, Z0 \
+	VMOVDQU8 (4+68*p)(base), K2, Z0 \
 	VPXORQ Z15, Z0, Z0 \
 	VPXORQ Zacc, Zacc, Zacc \
 	VPDPBUSD (64*p)(DI), Z0, Zacc
+
+// Q8RTAILS(base, Yacc, lbl): the partial group of CX blocks at base into
+// Yacc: its blocks by masked loads, its scales one by one (zero past the
+// row); lbl is a label of the caller's, unique to the use.
+#define Q8RTAILS(base, Yacc, lbl) \
+	Q8RPARTS(base, 0, Z4) \
+	Q8RPARTS(base, 1, Z5) \
+	Q8RPARTS(base, 2, Z6) \
+	Q8RPARTS(base, 3, Z7) \
+	MOVWLZX 0(base), AX \
+	VMOVD   AX, X13 \
+	CMPQ    CX, $2 \
+	JLT     lbl \
+	VPINSRW $1, 34(base), X13, X13 \
+	CMPQ    CX, $3 \
+	JLT     lbl \
+	VPINSRW $2, 68(base), X13, X13 \
+	CMPQ    CX, $4 \
+	JLT     lbl \
+	VPINSRW $3, 102(base), X13, X13 \
+	CMPQ    CX, $5 \
+	JLT     lbl \
+	VPINSRW $4, 136(base), X13, X13 \
+	CMPQ    CX, $6 \
+	JLT     lbl \
+	VPINSRW $5, 170(base), X13, X13 \
+	CMPQ    CX, $7 \
+	JLT     lbl \
+	VPINSRW $6, 204(base), X13, X13 \
+lbl: \
+	Q8RSUMSS(Yacc)
 
 // func q8RowsQ8_0AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[8]uint64, out *float32)
 // masks: per block pair p of the partial group, the load masks of block
 // 2p (low 32 bytes) and 2p+1 (high 32), zero for a block past the row.
 TEXT ·q8RowsQ8_0AVX512(SB), NOSPLIT, $0-80
+	VMOVDQU64 q8rscw<>(SB), Z19
+	MOVQ $0xf0, AX
+	KMOVD AX, K3
 	ROWARGS
 	MOVQ  masks+64(FP), R12
 	MOVQ  out+72(FP), R8
@@ -246,7 +310,7 @@ q8rrow:
 	ROWSTART(q8rtail)
 
 q8rgroup:
-	Q8RGROUP
+	Q8RGROUPS(SI, Y12)
 	ADDQ $272, SI
 	ADDQ $256, DI
 	ADDQ $32, DX
@@ -255,37 +319,11 @@ q8rgroup:
 	JNZ  q8rgroup
 
 q8rtail:
-	// The partial group: its blocks by masked loads, its scales one by
-	// one (zero past the row).
+	// The partial group (CX is free: no groups left).
 	TESTQ R9, R9
 	JZ    q8rfold
-	Q8RPART(0, Z4)
-	Q8RPART(1, Z5)
-	Q8RPART(2, Z6)
-	Q8RPART(3, Z7)
-	MOVWLZX 0(SI), AX
-	VMOVD   AX, X13
-	CMPQ    R9, $2
-	JLT     q8rscales
-	VPINSRW $1, 34(SI), X13, X13
-	CMPQ    R9, $3
-	JLT     q8rscales
-	VPINSRW $2, 68(SI), X13, X13
-	CMPQ    R9, $4
-	JLT     q8rscales
-	VPINSRW $3, 102(SI), X13, X13
-	CMPQ    R9, $5
-	JLT     q8rscales
-	VPINSRW $4, 136(SI), X13, X13
-	CMPQ    R9, $6
-	JLT     q8rscales
-	VPINSRW $5, 170(SI), X13, X13
-	CMPQ    R9, $7
-	JLT     q8rscales
-	VPINSRW $6, 204(SI), X13, X13
-
-q8rscales:
-	Q8RSUMS
+	MOVQ  R9, CX
+	Q8RTAILS(SI, Y12, q8rscales)
 
 q8rfold:
 	ROWNEXT(q8rrow)
@@ -486,133 +524,14 @@ q2pdone:
 // stream can be prefetched pf bytes ahead (5 lines a group, so that every
 // line of the 272 is touched), PREFETCHT0 (hint 1) or PREFETCHT2 (hint 2).
 
-// Words 0, 17 of a first table and 0, 17 of a second (32, 49), twice.
-DATA q8rscw<>+0(SB)/8, $0x0031002000110000
-DATA q8rscw<>+8(SB)/8, $0x0031002000110000
-GLOBL q8rscw<>(SB), RODATA|NOPTR, $64
-
-// Q8RBLKS(base, p, Zacc) is Q8RBLK from base; Q8RSUMSS(Yacc) and
-// RACCS(Yacc) are Q8RSUMS and RACC into Yacc; SCALES8S(base) is SCALES8(34)
-// from base.
-#define Q8RBLKS(base, p, Zacc) \
-	VMOVDQU (2+68*p)(base), Y0 \
-	VINSERTI64X4 $1, (36+68*p)(base), Z0, Z0 \
-	VPXORQ Z15, Z0, Z0 \
-	VPXORQ Zacc, Zacc, Zacc \
-	VPDPBUSD (64*p)(DI), Z0, Zacc
-
-#define RACCS(Yacc) \
-	VCVTDQ2PS Y0, Y0 \
-	VCVTPH2PS X13, Y13 \
-	VMULPS (DX), Y13, Y13 \
-	VMULPS Y13, Y0, Y0 \
-	VADDPS Y0, Yacc, Yacc
-
-#define Q8RSUMSS(Yacc) \
-	VSHUFI64X2 $0x88, Z5, Z4, Z8 \
-	VSHUFI64X2 $0xdd, Z5, Z4, Z9 \
-	VPADDD Z9, Z8, Z8 \
-	VSHUFI64X2 $0x88, Z7, Z6, Z10 \
-	VSHUFI64X2 $0xdd, Z7, Z6, Z11 \
-	VPADDD Z11, Z10, Z10 \
-	VPUNPCKLQDQ Z10, Z8, Z4 \
-	VPUNPCKHQDQ Z10, Z8, Z5 \
-	VPADDD Z5, Z4, Z4 \
-	VPSHUFD $0xb1, Z4, Z5 \
-	VPADDD Z5, Z4, Z4 \
-	VPERMD Z4, Z14, Z4 \
-	VMOVDQU (BX), Y1 \
-	VPSLLD $7, Y1, Y1 \
-	VPSUBD Y1, Y4, Y0 \
-	RACCS(Yacc)
-
-#define SCALES8S(base) \
-	MOVWLZX 0(base), AX \
-	VMOVD   AX, X13 \
-	VPINSRW $1, 34(base), X13, X13 \
-	VPINSRW $2, 68(base), X13, X13 \
-	VPINSRW $3, 102(base), X13, X13 \
-	VPINSRW $4, 136(base), X13, X13 \
-	VPINSRW $5, 170(base), X13, X13 \
-	VPINSRW $6, 204(base), X13, X13 \
-	VPINSRW $7, 238(base), X13, X13
-
-// SCALES8P(base): X13 = SCALES8S(base) by two word permutes, each from
-// two 64-byte windows of the group holding two scales each (bytes 0 and
-// 34 of the window at 0, 68 and 102 of the one at 68; the same at 136 and
-// 204): Z19 the words (q8rscw), K3 words 4..7 from the second.
-#define SCALES8P(base) \
-	VMOVDQU64 0(base), Z17 \
-	VPERMT2W 68(base), Z19, Z17 \
-	VMOVDQU64 136(base), Z18 \
-	VPERMT2W 204(base), Z19, Z18 \
-	VPBLENDMW Z18, Z17, K3, Z13
-
-// Q8RGROUPS(base, Yacc): one row's whole group.
-#define Q8RGROUPS(base, Yacc) \
-	Q8RBLKS(base, 0, Z4) \
-	Q8RBLKS(base, 1, Z5) \
-	Q8RBLKS(base, 2, Z6) \
-	Q8RBLKS(base, 3, Z7) \
-	SCALES8P(base) \
-	Q8RSUMSS(Yacc)
-
-// Q8RPARTS(base, p, Zacc) is Q8RPART from base.
-#define Q8RPARTS(base, p, Zacc) \
-	KMOVQ (16*p)(R12), K1 \
-	KMOVQ (16*p+8)(R12), K2 \
-	VMOVDQU8.Z (2+68*p)(base), K1, Z0 \
-	VMOVDQU8 (4+68*p)(base), K2, Z0 \
-	VPXORQ Z15, Z0, Z0 \
-	VPXORQ Zacc, Zacc, Zacc \
-	VPDPBUSD (64*p)(DI), Z0, Zacc
-
-// Q8RTAILS(base, Yacc, done): one row's partial group of CX blocks (the
-// one-row kernel's q8rtail); jumps to done when it is through.
-#define Q8RTAILS(base, Yacc, lbl) \
-	Q8RPARTS(base, 0, Z4) \
-	Q8RPARTS(base, 1, Z5) \
-	Q8RPARTS(base, 2, Z6) \
-	Q8RPARTS(base, 3, Z7) \
-	MOVWLZX 0(base), AX \
-	VMOVD   AX, X13 \
-	CMPQ    CX, $2 \
-	JLT     lbl \
-	VPINSRW $1, 34(base), X13, X13 \
-	CMPQ    CX, $3 \
-	JLT     lbl \
-	VPINSRW $2, 68(base), X13, X13 \
-	CMPQ    CX, $4 \
-	JLT     lbl \
-	VPINSRW $3, 102(base), X13, X13 \
-	CMPQ    CX, $5 \
-	JLT     lbl \
-	VPINSRW $4, 136(base), X13, X13 \
-	CMPQ    CX, $6 \
-	JLT     lbl \
-	VPINSRW $5, 170(base), X13, X13 \
-	CMPQ    CX, $7 \
-	JLT     lbl \
-	VPINSRW $6, 204(base), X13, X13 \
-lbl: \
-	Q8RSUMSS(Yacc)
-
+// PF5(op, base): prefetch op of the 5 lines from R14 bytes after base
+// that a group's 272 bytes there can touch.
 #define PF5(op, base) \
 	op (base)(R14*1) \
 	op 64(base)(R14*1) \
 	op 128(base)(R14*1) \
 	op 192(base)(R14*1) \
 	op 256(base)(R14*1)
-
-// RFOLDTO(dst) is RFOLD to dst.
-#define RFOLDTO(dst) \
-	VEXTRACTF128 $1, Y12, X1 \
-	VADDPS X1, X12, X0 \
-	VPERMILPS $0x4e, X0, X1 \
-	VADDPS X1, X0, X0 \
-	VMOVSHDUP X0, X1 \
-	VADDSS X1, X0, X0 \
-	VMOVSS X0, dst
 
 // func q8RowsNQ8_0AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[8]uint64, out *float32, boff, ooff, n, pf, hint int)
 // rows: rows A, each stride bytes from the last, outputs at out; with n
@@ -755,7 +674,7 @@ q8ndone:
 	Q8SUBS(base, 6, Y10) \
 	Q8SUBS(base, 7, Y11) \
 	REDUCE8 \
-	SCALES8S(base) \
+	SCALES8B(base, 34) \
 	RACCS(Yacc)
 
 // func q8Rows2Q8_0AVX2(w *byte, stride, rows int, xq *int8, xd *float32, groups int, out *float32, boff, ooff, pf, hint int)

@@ -27,16 +27,23 @@ import (
 // kMinTiled reports whether t takes the tiles of this file.
 func kMinTiled(t quant.Type) bool { return kHasMin(t) }
 
-// kDecoded is a chunk of decodedGroups groups of a K-quant row with a min:
+// kminGroups is how many groups of 8 sub-blocks a chunk of the min tiles
+// holds (qmm_k_amd64.s's KG): 4, 1024 weights, so a tile's 16 decoded rows
+// are 24 KB (half the 8 groups' 48 KB). bench prefill --expert-type q4_k at
+// the Qwen3-30B-A3B shape, one thread, ran 232-249 tokens per CPU-second
+// with 8, 276-310 with 4, 186-218 with 2 (docs/BENCHMARKS.md).
+const kminGroups = 4
+
+// kDecoded is a chunk of kminGroups groups of a K-quant row with a min:
 // per sub-block i (of the chunk) its 32 codes at w[32i:], the scales and
 // mins of its halves at sc[2i], sc[2i+1] and mn[2i], mn[2i+1] (Q4_K and
 // Q5_K: the same for both), its block's d and dmin at d[i] and dmin[i].
 type kDecoded struct {
-	w    [decodedGroups * 256]int8
-	sc   [decodedGroups * 16]int16
-	mn   [decodedGroups * 16]int16
-	d    [decodedGroups * 8]float32
-	dmin [decodedGroups * 8]float32
+	w    [kminGroups * 256]int8
+	sc   [kminGroups * 16]int16
+	mn   [kminGroups * 16]int16
+	d    [kminGroups * 8]float32
+	dmin [kminGroups * 8]float32
 }
 
 // kxGroup is one input's group of 8 activation sub-blocks as the min tiles
@@ -155,8 +162,8 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 	for rt := r0; rt < r1; rt += qmmRows {
 		nr := min(qmmRows, r1-rt)
 		clear(lanes)
-		for g0 := 0; g0 < groups; g0 += decodedGroups {
-			ng := min(decodedGroups, groups-g0)
+		for g0 := 0; g0 < groups; g0 += kminGroups {
+			ng := min(kminGroups, groups-g0)
 			for i := 0; i < nr; i++ {
 				k.decodeKMin(m.Type, m.Row(rt+i), g0, ng, &sc.d[i])
 			}

@@ -4,21 +4,22 @@ package kernels
 
 import "unsafe"
 
-// kDecoded's and kxGroup's layouts as qmm_k_amd64.s reads them: the codes,
-// then the scales at 2048, the mins at 2304, d at 2560 and dmin at 2816,
-// 3072 bytes in all; a record's scales, then its half sums at 32, 64 bytes
-// (compile-time checks: the array lengths are negative otherwise).
+// kDecoded's and kxGroup's layouts as qmm_k_amd64.s reads them (its KG is
+// kminGroups): the codes, then the scales at 256*KG, the mins at 288*KG, d
+// at 320*KG and dmin at 352*KG, 384*KG bytes in all; a record's scales,
+// then its half sums at 32, 64 bytes (compile-time checks: the array
+// lengths are negative otherwise).
 var (
-	_ [3072 - unsafe.Sizeof(kDecoded{})]struct{}
-	_ [unsafe.Sizeof(kDecoded{}) - 3072]struct{}
-	_ [2048 - unsafe.Offsetof(kDecoded{}.sc)]struct{}
-	_ [unsafe.Offsetof(kDecoded{}.sc) - 2048]struct{}
-	_ [2304 - unsafe.Offsetof(kDecoded{}.mn)]struct{}
-	_ [unsafe.Offsetof(kDecoded{}.mn) - 2304]struct{}
-	_ [2560 - unsafe.Offsetof(kDecoded{}.d)]struct{}
-	_ [unsafe.Offsetof(kDecoded{}.d) - 2560]struct{}
-	_ [2816 - unsafe.Offsetof(kDecoded{}.dmin)]struct{}
-	_ [unsafe.Offsetof(kDecoded{}.dmin) - 2816]struct{}
+	_ [384*kminGroups - unsafe.Sizeof(kDecoded{})]struct{}
+	_ [unsafe.Sizeof(kDecoded{}) - 384*kminGroups]struct{}
+	_ [256*kminGroups - unsafe.Offsetof(kDecoded{}.sc)]struct{}
+	_ [unsafe.Offsetof(kDecoded{}.sc) - 256*kminGroups]struct{}
+	_ [288*kminGroups - unsafe.Offsetof(kDecoded{}.mn)]struct{}
+	_ [unsafe.Offsetof(kDecoded{}.mn) - 288*kminGroups]struct{}
+	_ [320*kminGroups - unsafe.Offsetof(kDecoded{}.d)]struct{}
+	_ [unsafe.Offsetof(kDecoded{}.d) - 320*kminGroups]struct{}
+	_ [352*kminGroups - unsafe.Offsetof(kDecoded{}.dmin)]struct{}
+	_ [unsafe.Offsetof(kDecoded{}.dmin) - 352*kminGroups]struct{}
 	_ [64 - unsafe.Sizeof(kxGroup{})]struct{}
 	_ [unsafe.Sizeof(kxGroup{}) - 64]struct{}
 	_ [32 - unsafe.Offsetof(kxGroup{}.hs)]struct{}

@@ -7,11 +7,18 @@
 // q8Decoded's halves layout (Q3_K), and the min tiles' kernel. AVX2 and
 // F16C (the fp16 scales by VCVTPH2PS).
 //
-// kDecoded: codes at 0 (2048 bytes), the halves' scales at 2048 and mins at
-// 2304 (128 int16 each), d at 2560 and dmin at 2816 (64 float32 each); 3072
-// bytes. Each decoder walks SI over the blocks, DI over the codes (256 a
-// group), R9 over the scales (32 a group; the mins 256 further) and R11
-// over d (32 a group; dmin 256 further).
+// kDecoded (KG = kminGroups groups): codes at 0 (256*KG bytes), the
+// halves' scales at KDSC and mins KDMN further (16*KG int16 each), d at KDD
+// and dmin KDMN further (8*KG float32 each); KDSIZE bytes (qmm_k_amd64.go
+// checks the layout). Each decoder walks SI over the blocks, DI over the codes (256 a
+// group), R9 over the scales (32 a group; the mins KDMN further) and R11
+// over d (32 a group; dmin KDMN further).
+
+#define KG 4
+#define KDSC (256*KG)
+#define KDMN (32*KG)
+#define KDD (320*KG)
+#define KDSIZE (384*KG)
 
 DATA qmk03<>+0(SB)/8, $0x0303030303030303
 DATA qmk03<>+8(SB)/8, $0x0303030303030303
@@ -50,18 +57,18 @@ GLOBL qmkq3shifts<>(SB), RODATA|NOPTR, $16
 	MOVQ w+0(FP), SI \
 	MOVQ groups+8(FP), CX \
 	MOVQ d+16(FP), DI \
-	LEAQ 2048(DI), R9 \
-	LEAQ 2560(DI), R11
+	LEAQ KDSC(DI), R9 \
+	LEAQ KDD(DI), R11
 
 // KDFACTORS(doff, moff): d (fp16 at doff(SI)) to 8 float32 at (R11), dmin
-// (at moff(SI)) to 256(R11).
+// (at moff(SI)) to KDMN(R11).
 #define KDFACTORS(doff, moff) \
 	VPBROADCASTW doff(SI), X3 \
 	VCVTPH2PS X3, Y3 \
 	VMOVUPS Y3, (R11) \
 	VPBROADCASTW moff(SI), X3 \
 	VCVTPH2PS X3, Y3 \
-	VMOVUPS Y3, 256(R11)
+	VMOVUPS Y3, KDMN(R11)
 
 #define KDNEXT(bytes) \
 	ADDQ $bytes, SI \
@@ -107,7 +114,7 @@ q2kloop:
 	VPSRLW    $4, X0, X2
 	VPAND     X14, X2, X2
 	VPMOVZXBW X2, Y2
-	VMOVDQU   Y2, 256(R9)
+	VMOVDQU   Y2, KDMN(R9)
 	KDFACTORS(80, 82)
 	KDNEXT(84)
 	JNZ  q2kloop
@@ -125,7 +132,7 @@ q2kdone:
 // words w0, w1, w2; scales 0..3 w0&0x3f.., mins 0..3 w1&0x3f.., scales 4..7
 // the low nibbles of w2 with w0's top 2 bits above, mins 4..7 the high
 // nibbles of w2 with w1's top 2 bits above), each written for both halves
-// of its sub-block: scales at (R9), mins at 256(R9). AX, BX, DX, R8, R12
+// of its sub-block: scales at (R9), mins at KDMN(R9). AX, BX, DX, R8, R12
 // and X2..X5 clobbered.
 #define K4HALVES \
 	MOVL  4(SI), AX \
@@ -159,8 +166,8 @@ q2kdone:
 	VPMOVZXBW X2, X2 \
 	VPUNPCKLWD X2, X2, X3 \
 	VPUNPCKHWD X2, X2, X4 \
-	VMOVDQU X3, 256(R9) \
-	VMOVDQU X4, 272(R9)
+	VMOVDQU X3, KDMN(R9) \
+	VMOVDQU X4, (KDMN+16)(R9)
 
 // Q4KPAIR(c): sub-blocks 2c and 2c+1 (Y14 0x0f).
 #define Q4KPAIR(c) \
@@ -321,9 +328,9 @@ q3kdone:
 	VPMADDWD Y3, Y1, P1
 
 // KFIN(C, D, KX, ACC): A = C|D reduced (8 int32, sub-block order), B = the
-// group's 16 mins (256(R9)) times the input's 16 half sums (32(KX)) pairwise;
+// group's 16 mins (KDMN(R9)) times the input's 16 half sums (32(KX)) pairwise;
 // ACC += float(A)*(d*dx) - float(B)*(dmin*dx), d at (R10), dmin at
-// 256(R10), dx at (KX): kTerm's steps, each rounded to float32.
+// KDMN(R10), dx at (KX): kTerm's steps, each rounded to float32.
 #define KFIN(C, D, KX, ACC) \
 	VPERM2I128 $0x20, D, C, Y0 \
 	VPERM2I128 $0x31, D, C, Y1 \
@@ -332,10 +339,10 @@ q3kdone:
 	VMOVUPS (KX), Y6 \
 	VMULPS (R10), Y6, Y2 \
 	VMULPS Y2, Y0, Y0 \
-	VMOVDQU 256(R9), Y1 \
+	VMOVDQU KDMN(R9), Y1 \
 	VPMADDWD 32(KX), Y1, Y1 \
 	VCVTDQ2PS Y1, Y1 \
-	VMULPS 256(R10), Y6, Y2 \
+	VMULPS KDMN(R10), Y6, Y2 \
 	VMULPS Y2, Y1, Y1 \
 	VSUBPS Y1, Y0, Y0 \
 	VADDPS Y0, ACC, ACC
@@ -353,7 +360,7 @@ q3kdone:
 
 // func kminTile2AVX2(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)
 //
-// For each of rows decoded chunks d[i] (3072 bytes apart): groups (>= 1)
+// For each of rows decoded chunks d[i] (KDSIZE bytes apart): groups (>= 1)
 // groups against inputs 0 and 1 (codes xq, records kx: 64 bytes a group),
 // added to l0[i] and l1[i], or, when o0 is not nil, folded and stored to
 // o0[i] and o1[i]. rows >= 1. AX walks the chunks, BX counts the rows
@@ -370,8 +377,8 @@ TEXT ·kminTile2AVX2(SB), NOSPLIT, $0-88
 
 ktilerow:
 	MOVQ AX, SI
-	LEAQ 2048(AX), R9
-	LEAQ 2560(AX), R10
+	LEAQ KDSC(AX), R9
+	LEAQ KDD(AX), R10
 	MOVQ xq0+24(FP), DI
 	MOVQ kx0+32(FP), DX
 	MOVQ xq1+40(FP), R12
@@ -426,7 +433,7 @@ ktilefold:
 	ADDQ $4, R15
 
 ktilenext:
-	ADDQ $3072, AX
+	ADDQ $KDSIZE, AX
 	ADDQ $32, R11
 	ADDQ $32, R8
 	DECQ BX

@@ -21,7 +21,11 @@ func TestKMinDecodersMatchPortable(t *testing.T) {
 		row := guardedBytes(randomBlocks(rng, typ, groups), rng.IntN(8))
 		for _, s := range testSets() {
 			for g0 := 0; g0 < groups; g0 += 3 {
-				for ng := 1; ng <= min(decodedGroups, groups-g0); ng++ {
+				chunk := kminGroups
+				if typ == quant.Q3_K {
+					chunk = decodedGroups
+				}
+				for ng := 1; ng <= min(chunk, groups-g0); ng++ {
 					if typ == quant.Q3_K {
 						if s.k.q8decodeHalves[typ] == nil {
 							continue
@@ -75,7 +79,7 @@ func TestKMinDecodersMatchPortable(t *testing.T) {
 // min or halves tiles, MatMulQ8 on 1 and 3 threads, DotQ8Rows) gives the
 // per-token DotQ8's bits (the portable path) for every row and input, over
 // every whole-block length 0..4096, row counts that leave partial tiles,
-// odd and even input counts (the odd one by the portable tile), unaligned
+// odd and even input counts (an odd last one paired with itself), unaligned
 // rows and activations between guard bands, writing nothing outside its
 // output.
 func TestKTilesGuarded(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -32,14 +33,20 @@ type dramShape struct {
 	typ  quant.Type
 	cols []int // the matrices of one repeat, in order
 	rows []int
+	// file: the buffer is a file of os.TempDir() mapped read-only, as the
+	// engine maps the model (gguf.OpenMapped), not anonymous huge pages;
+	// only the variants "host" and "1row" run on it.
+	file bool
 }
 
 var dramShapes = []dramShape{
-	{"x2560", quant.Q8_0, []int{2560, 2560, 2560}, []int{4096, 512, 512}}, // attn_q, attn_k, attn_v
-	{"x4096", quant.Q8_0, []int{4096}, []int{2560}},                       // attn_output
-	{"head", quant.Q8_0, []int{2560}, []int{32768}},                       // output
+	{"x2560", quant.Q8_0, []int{2560, 2560, 2560}, []int{4096, 512, 512}, false}, // attn_q, attn_k, attn_v
+	{"x4096", quant.Q8_0, []int{4096}, []int{2560}, false},                       // attn_output
+	{"head", quant.Q8_0, []int{2560}, []int{32768}, false},                       // output
 	// An expert's gate, up and down (ff 640), as the arena holds them.
-	{"expert", quant.Q2_0, []int{2560, 2560, 640}, []int{640, 640, 2560}},
+	{"expert", quant.Q2_0, []int{2560, 2560, 640}, []int{640, 640, 2560}, false},
+	{"file-x2560", quant.Q8_0, []int{2560, 2560, 2560}, []int{4096, 512, 512}, true},
+	{"file-head", quant.Q8_0, []int{2560}, []int{32768}, true},
 }
 
 // BenchmarkRowsDRAM is the decode's row kernels (the dense Q8_0 matrices,
@@ -54,7 +61,9 @@ var dramShapes = []dramShape{
 // same bytes as the sub-benchmark "xor". Bytes/s are weight bytes; each
 // variant also reports %xor, its pass time against a plain read pass
 // timed between its own passes (off the benchmark's clock), so that
-// drift in the machine's bandwidth cancels. Run it on one thread:
+// drift in the machine's bandwidth cancels. The "file-" shapes are the
+// same from a mapped file (the engine's dense weights' mapping). Run it on
+// one thread:
 //
 //	go test ./kernels -run XXX -bench RowsDRAM -benchtime 3x -cpu 1
 func BenchmarkRowsDRAM(b *testing.B) {
@@ -68,6 +77,9 @@ func BenchmarkRowsDRAM(b *testing.B) {
 	}
 	for _, sh := range dramShapes {
 		variants := rowsDRAMVariants(sh.typ)
+		if sh.file {
+			variants = slices.DeleteFunc(variants, func(v rowsVariant) bool { return v.name != "host" && v.name != "1row" })
+		}
 		b.Run(sh.name, func(b *testing.B) {
 			ti, _ := quant.Info(sh.typ)
 			rowBytes := func(i int) int { return sh.cols[i] / ti.BlockElements * ti.BlockBytes }
@@ -76,17 +88,23 @@ func BenchmarkRowsDRAM(b *testing.B) {
 				perRepeat += r * rowBytes(i)
 			}
 			repeats := ((mb << 20) + perRepeat - 1) / perRepeat
-			data, unmap, err := osutil.MapAnon(repeats*perRepeat, 2<<20)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer unmap()
 			pattern, err := SampleBlocks(sh.typ, 64, 1)
 			if err != nil {
 				b.Fatal(err)
 			}
-			for o := 0; o < len(data); o += len(pattern) {
-				copy(data[o:], pattern)
+			var data []byte
+			if sh.file {
+				data = mapDRAMFile(b, repeats*perRepeat, pattern)
+			} else {
+				var unmap func() error
+				data, unmap, err = osutil.MapAnon(repeats*perRepeat, 2<<20)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer unmap()
+				for o := 0; o < len(data); o += len(pattern) {
+					copy(data[o:], pattern)
+				}
 			}
 			var ms []Matrix
 			var xs []*Q8Row

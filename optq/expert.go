@@ -107,14 +107,18 @@ func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) 
 			f.run(ex.Up, F, opt, res.Up)
 		}
 	}
+	var pr *products
 	if reason == "" {
-		reason = quantizeDown(ex, in, opt, res, false)
+		pr, reason = newProducts(ex, in, res)
+	}
+	if reason == "" {
+		reason = quantizeDown(ex, in, opt, res, pr, false)
 	}
 	for range opt.Expert {
 		if reason != "" {
 			break
 		}
-		reason = refineExpert(ex, in, opt, res)
+		reason = refineExpert(ex, in, opt, res, pr)
 	}
 	if reason != "" {
 		res.Fallback = reason
@@ -130,16 +134,41 @@ func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) 
 	return res, res.measure(ex, in)
 }
 
-// quantizeDown fills res.Down from the quantized gate and up in res; warm:
-// from the codes and scales res.Down holds, by the refinement alone.
-func quantizeDown(ex *Expert, in *Inputs, opt Options, res *ExpertResult, warm bool) string {
-	D, F := ex.D, ex.F
+// products are an expert's SwiGLU products on its quantizer tokens: a
+// from the exact gate and up, and the quantized gate's and up's outputs,
+// kept current as the expert-output refinement changes their rows.
+type products struct {
+	a      []float32 // [n][F]: silu(G x_t)·(U x_t)
+	gh, uh []float32 // [F][n]: Ĝ x_t and Û x_t
+}
+
+// newProducts computes the products for res's quantized gate and up.
+func newProducts(ex *Expert, in *Inputs, res *ExpertResult) (*products, string) {
+	D, F, n := ex.D, ex.F, in.N
 	gq, uq := make([]float32, F*D), make([]float32, F*D)
 	if quant.Dequantize(quant.Q2_0, res.Gate, gq) != nil || quant.Dequantize(quant.Q2_0, res.Up, uq) != nil {
-		return FallbackSingular
+		return nil, FallbackSingular
 	}
-	a := swiglu(ex.Gate, ex.Up, in.X, in.N, D, F)
-	ah := swiglu(gq, uq, in.X, in.N, D, F)
+	return &products{a: swiglu(ex.Gate, ex.Up, in.X, n, D, F), gh: project(gq, in.X, n, D, F), uh: project(uq, in.X, n, D, F)}, ""
+}
+
+// quantized is silu(ĝ)·û, [n][F]: swiglu's of the quantized gate and up.
+func (p *products) quantized(n, F int) []float32 {
+	ah := make([]float32, n*F)
+	for i := 0; i < F; i++ {
+		for t := 0; t < n; t++ {
+			ah[t*F+i] = silu(p.gh[i*n+t]) * p.uh[i*n+t]
+		}
+	}
+	return ah
+}
+
+// quantizeDown fills res.Down for the products pr of the quantized gate
+// and up in res; warm: from the codes and scales res.Down holds, by the
+// refinement alone.
+func quantizeDown(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *products, warm bool) string {
+	D, F := ex.D, ex.F
+	a, ah := pr.a, pr.quantized(in.N, F)
 	if useLowRank(in.N, F) {
 		return quantizeDownLowRank(ex.Down, a, ah, in.N, D, F, opt, res.Down, warm)
 	}
@@ -193,12 +222,12 @@ func quantizeDown(ex *Expert, in *Inputs, opt Options, res *ExpertResult, warm b
 // swiglu returns silu(X Gᵀ) * (X Uᵀ), n rows of F.
 func swiglu(gate, up, x []float32, n, D, F int) []float32 {
 	out := make([]float32, n*F)
-	for t := 0; t < n; t++ {
-		xt := x[t*D : (t+1)*D]
-		for i := 0; i < F; i++ {
-			g := dot32(gate[i*D:(i+1)*D], xt)
-			u := dot32(up[i*D:(i+1)*D], xt)
-			out[t*F+i] = silu(g) * u
+	// Row by row, so that a row's weights stay in cache for every token.
+	for i := 0; i < F; i++ {
+		gi, ui := gate[i*D:(i+1)*D], up[i*D:(i+1)*D]
+		for t := 0; t < n; t++ {
+			xt := x[t*D : (t+1)*D]
+			out[t*F+i] = silu(dot32(gi, xt)) * dot32(ui, xt)
 		}
 	}
 	return out
@@ -238,14 +267,20 @@ func matErrors(w, wq []float32, rows, cols int, x []float32, n int) Errors {
 		e.Weight += float64(d) * float64(d)
 		e.WeightEnergy += float64(v) * float64(v)
 	}
-	for t := 0; t < n; t++ {
-		xt := x[t*cols : (t+1)*cols]
-		for r := 0; r < rows; r++ {
-			y := float64(dot32(w[r*cols:(r+1)*cols], xt))
-			d := float64(dot32(diff[r*cols:(r+1)*cols], xt))
-			e.Output += d * d
-			e.OutputEnergy += y * y
+	// The products row by row (a row's weights stay in cache for every
+	// token), then summed token by token.
+	ys, ds := make([]float32, n*rows), make([]float32, n*rows)
+	for r := 0; r < rows; r++ {
+		wr, dr := w[r*cols:(r+1)*cols], diff[r*cols:(r+1)*cols]
+		for t := 0; t < n; t++ {
+			xt := x[t*cols : (t+1)*cols]
+			ys[t*rows+r], ds[t*rows+r] = dot32(wr, xt), dot32(dr, xt)
 		}
+	}
+	for i, y := range ys {
+		d := float64(ds[i])
+		e.Output += d * d
+		e.OutputEnergy += float64(y) * float64(y)
 	}
 	e.HeldTokens = int64(n)
 	return e
@@ -334,41 +369,37 @@ func unpack(b []byte, rows, cols int) *quantized {
 // quantized again (quantizeDown) for the new products. This lowers the
 // error the model feels, the expert's output, where the passes before it
 // each lower their own matrix's.
-func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string {
+func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *products) string {
 	D, F, n := ex.D, ex.F, in.N
-	deq := func(b []byte, k int) ([]float32, bool) {
-		y := make([]float32, k)
-		return y, quant.Dequantize(quant.Q2_0, b, y) == nil
-	}
-	gq, ok1 := deq(res.Gate, F*D)
-	uq, ok2 := deq(res.Up, F*D)
-	dq, ok3 := deq(res.Down, D*F)
-	if !ok1 || !ok2 || !ok3 {
+	dq := make([]float32, D*F)
+	if quant.Dequantize(quant.Q2_0, res.Down, dq) != nil {
 		return FallbackSingular
 	}
 	xt := transpose(in.X, n, D)
-	h := swiglu(ex.Gate, ex.Up, in.X, n, D, F) // [n][F]
+	h := pr.a // [n][F]
 	qg, qu := unpack(res.Gate, F, D), unpack(res.Up, F, D)
-	gh := project(gq, in.X, n, D, F) // [F][n]
-	uh := project(uq, in.X, n, D, F)
+	gh, uh := pr.gh, pr.uh       // [F][n], kept current below
 	dcols := transpose(dq, D, F) // [F][D]: column i of D̂
 	nus := make([]float32, F)    // ‖column i of D̂‖²
 	for i := range nus {
 		nus[i] = dot32(dcols[i*D:(i+1)*D], dcols[i*D:(i+1)*D])
 	}
 	R := make([]float32, n*D)
-	hh := make([]float32, F)
+	hh := make([]float32, n*F) // [n][F]: ĥ
 	for t := 0; t < n; t++ {
 		for i := 0; i < F; i++ {
-			hh[i] = silu(gh[i*n+t]) * uh[i*n+t]
+			hh[t*F+i] = silu(gh[i*n+t]) * uh[i*n+t]
 		}
-		ht, rt := h[t*F:(t+1)*F], R[t*D:(t+1)*D]
-		for r := 0; r < D; r++ {
-			rt[r] = dot32(ex.Down[r*F:(r+1)*F], ht) - dot32(dq[r*F:(r+1)*F], hh)
+	}
+	for r := 0; r < D; r++ { // row by row: a row of D and D̂ stays in cache
+		wr, qr := ex.Down[r*F:(r+1)*F], dq[r*F:(r+1)*F]
+		for t := 0; t < n; t++ {
+			R[t*D+r] = dot32(wr, h[t*F:(t+1)*F]) - dot32(qr, hh[t*F:(t+1)*F])
 		}
 	}
 	s, y := make([]float32, n), make([]float32, n)
 	newv, dd := make([]float32, n), make([]float32, n)
+	rd := make([]float32, n) // ⟨R_t, dc⟩ of the row being refined
 	xnorm := make([]float32, n)
 	for t := range xnorm {
 		xnorm[t] = dot32(in.X[t*D:(t+1)*D], in.X[t*D:(t+1)*D])
@@ -377,7 +408,11 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string
 	keepLv, keepSc := make([]int8, D), make([]float32, D/group)
 	groups := D / group
 	hq := newWeightedQuad(D, n)
-	for part := 0; part < 2; part++ { // up, then gate
+	parts := 1
+	if opt.ExpertGate {
+		parts = 2
+	}
+	for part := 0; part < parts; part++ { // up, then gate
 		q, w := qu, ex.Up
 		if part == 1 {
 			q, w = qg, ex.Gate
@@ -414,7 +449,8 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string
 			for t := 0; t < n; t++ {
 				var cur float32
 				s[t], cur = weight(i, t, sn)
-				y[t] = dot32(R[t*D:(t+1)*D], dc)/sn + s[t]*cur
+				rd[t] = dot32(R[t*D:(t+1)*D], dc)
+				y[t] = rd[t]/sn + s[t]*cur
 			}
 			lv, sc := q.levels[i*D:(i+1)*D], q.scales[i*groups:(i+1)*groups]
 			copy(keepLv, lv)
@@ -439,7 +475,7 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string
 				}
 				newv[t], dd[t] = v, nw-old
 				d := float64(dd[t])
-				change += d*d*float64(nu) - 2*d*float64(dot32(R[t*D:(t+1)*D], dc))
+				change += d*d*float64(nu) - 2*d*float64(rd[t]) // R is as it was for y
 			}
 			if !(change <= 0) {
 				copy(lv, keepLv)
@@ -460,5 +496,5 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult) string
 	}
 	qg.pack(res.Gate)
 	qu.pack(res.Up)
-	return quantizeDown(ex, in, opt, res, opt.WarmDown)
+	return quantizeDown(ex, in, opt, res, pr, opt.WarmDown)
 }

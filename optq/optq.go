@@ -63,6 +63,9 @@ type Options struct {
 	// refinement (Refine passes) against its new target and Hessian,
 	// instead of a new OPTQ pass with its scale search.
 	WarmDown bool
+	// ExpertGate makes the expert-output refinement refine gate's rows
+	// after up's (false: up's alone, whose product is linear in them).
+	ExpertGate bool
 }
 
 // DefaultExpert is the rounds of the expert-output refinement
@@ -82,7 +85,7 @@ const DefaultDamp = 0.30
 // Defaults are the measured defaults.
 func Defaults() Options {
 	return Options{Damp: DefaultDamp, Refine: 4, Candidates: 12, RefineDamp: 1, SwiGLU: 0, SwiGLUDamp: 3, Expert: DefaultExpert,
-		ExpertPasses: 4, WarmDown: false}
+		ExpertPasses: 4, WarmDown: false, ExpertGate: true}
 }
 
 // Check reports an option out of range.
@@ -276,11 +279,15 @@ func newSearcher(f *factors, opt Options) *searcher {
 	// these options) would leave the plain pick 0, as a failed search did.
 	s.plain, _ = kernels.NewQ2Blocks(&quant.QuantizeOptions{Q2Candidates: opt.Q2Candidates, Importance: s.imp[:]})
 	s.slot = (1 + 2*len(s.ratios) + laneBlock - 1) / laneBlock * laneBlock
-	s.batch = max(1, scoreLanes/s.slot)
+	s.batch = max(1, min(scoreBatchMax, scoreLanes/s.slot))
 	s.cand = make([][]float32, s.batch)
 	s.score = make([]groupScore, (s.batch*s.slot+scoreLanes-1)/scoreLanes)
 	return s
 }
+
+// scoreBatchMax caps the rows one scoring pass takes (a variable so that
+// tests can compare batched scoring with row by row).
+var scoreBatchMax = scoreLanes / laneBlock
 
 // quantize runs the OPTQ pass over column groups in order.
 func (f *factors) quantize(w []float32, rows int, opt Options) *quantized {
@@ -674,6 +681,15 @@ const (
 	DefaultSelfRefineDamp = 0.1
 	DefaultSelfSwiGLU     = 4
 	DefaultSelfSwiGLUDamp = 1.0
+)
+
+// DefaultSelfRefine and DefaultSelfCandidates are the refinement passes
+// and grid scales per sign with --calib-self windows: the configuration
+// that measured 0.3973 there (docs/QUALITY.md), kept when the defaults
+// without generated windows took fewer (not measured with them).
+const (
+	DefaultSelfRefine     = 4
+	DefaultSelfCandidates = 12
 )
 
 // weightedQuad is one row's objective of refineWeighted,

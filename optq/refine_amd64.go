@@ -140,8 +140,20 @@ func scaleColsVector(xt, s []float32, n, np int, dst []float32) {
 	scaleColsAVX2(&xt[0], &s[0], n, np, cols, &dst[0])
 }
 
+//go:noescape
+func mulAddLanesAVX2(m *laneVec, a *laneVec, mask *laneMask, x *laneVec, n int)
+
+func mulAddLanesVector(m []laneVec, a *laneVec, mask *laneMask, x []laneVec) {
+	if len(x) == 0 {
+		return
+	}
+	_ = m[len(x)-1]
+	mulAddLanesAVX2(&m[0], a, mask, &x[0], len(x))
+}
+
 func init() {
 	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2) {
+		mulAddLanes = mulAddLanesVector
 		wcodeSteps = wcodeStepsVector
 		wgroupU = wgroupUVector
 		wgroupSums = wgroupSumsVector

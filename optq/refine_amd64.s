@@ -281,6 +281,31 @@ axdone:
 	VZEROUPPER
 	RET
 
+// func mulAddLanesAVX2(m *laneVec, a *laneVec, mask *laneMask, x *laneVec, n int)
+// m[t][l] += a[l]*x[t][l] (product rounded, then the add) where mask[l] is
+// set.
+TEXT ·mulAddLanesAVX2(SB), NOSPLIT, $0-40
+	MOVQ    m+0(FP), DI
+	MOVQ    a+8(FP), AX
+	MOVQ    mask+16(FP), BX
+	MOVQ    x+24(FP), SI
+	MOVQ    n+32(FP), CX
+	VMOVUPS (AX), Y1
+	VMOVUPS (BX), Y2
+
+maloop:
+	VMULPS    (SI), Y1, Y3
+	VMOVUPS   (DI), Y4
+	VADDPS    Y4, Y3, Y3
+	VBLENDVPS Y2, Y3, Y4, Y4
+	VMOVUPS   Y4, (DI)
+	ADDQ      $32, SI
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       maloop
+	VZEROUPPER
+	RET
+
 // func groupSumsAVX2(xt *float32, n int, r, e, lv, u *laneVec, cnt int, lam float32, num, l2 *laneVec)
 // groupSumsGo: for the columns whose level is not 0 in a lane, u += l·x_j,
 // num += l·(lam·e_j + x_jᵀr), l2 += l·l, each in column order. u takes

@@ -207,22 +207,39 @@ func (b *laneRows) group(lr *lowRank, g int) bool {
 	groupSums(lr.xt[j0*n:j1*n], n, b.r, b.e[j0:j1], b.lv[j0:j1], b.u, lam, &num, &l2)
 	var uu laneVec
 	dotPairLanes(b.u, b.u, &uu)
+	// The lanes whose scale moves by dd: e_j −= dd·l_j, r += (−dd)·u.
+	var neg laneVec
+	var mask laneMask
 	changed := false
 	for l := range rowLanes {
 		d := b.sc[g][l]
 		if nd, ok := scaleStep(d, num[l], lam*l2[l]+uu[l]); ok {
-			dd := nd - d
-			for j := j0; j < j1; j++ {
-				b.e[j][l] -= dd * b.lv[j][l]
-			}
-			for k := 0; k < n; k++ {
-				b.r[k][l] += float32(-dd * b.u[k][l])
-			}
+			neg[l], mask[l] = -(nd - d), ^uint32(0)
 			b.sc[g][l] = nd
 			changed = true
 		}
 	}
+	if changed { // e + (−dd)·l is e − dd·l, bit for bit
+		mulAddLanes(b.e[j0:j1], &neg, &mask, b.lv[j0:j1])
+		mulAddLanes(b.r, &neg, &mask, b.u)
+	}
 	return changed
+}
+
+// mulAddLanes adds a[l]·x[t][l] to m[t][l] (the product rounded, then the
+// add) in the lanes where mask is set, for t < len(x).
+var mulAddLanes = mulAddLanesGo
+
+func mulAddLanesGo(m []laneVec, a *laneVec, mask *laneMask, x []laneVec) {
+	m = m[:len(x)]
+	for t := range x {
+		mt, xt := &m[t], &x[t]
+		for l := range mt {
+			if mask[l] != 0 {
+				mt[l] += float32(a[l] * xt[l])
+			}
+		}
+	}
 }
 
 // groupSums is lowQuad.group's sums for one group in every lane: for each

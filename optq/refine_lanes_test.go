@@ -102,6 +102,12 @@ func TestLaneKernelsPathsIdentical(t *testing.T) {
 		if !sameBits(all1, all2) || !guardsIntact(all1) {
 			t.Fatalf("axpyLanes n %d: paths differ or guard overwritten", n)
 		}
+		xl := randLanes(rng, n)
+		mulAddLanes(m1, &a, &mk, xl)
+		mulAddLanesGo(m2, &a, &mk, xl)
+		if !sameBits(all1, all2) || !guardsIntact(all1) {
+			t.Fatalf("mulAddLanes n %d: paths differ or guard overwritten", n)
+		}
 
 		// One group of columns: levels -1..2, a scale per lane (one 0).
 		const k = group

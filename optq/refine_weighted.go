@@ -66,9 +66,7 @@ func (q *weightedQuad) descendLanes(lv []int8, sc, e []float32, passes int) {
 			den := kernels.DotF32(u[:n], u[:n]) + q.mu*l2
 			if nd, ok := scaleStep(d, num, den); ok {
 				dd := nd - d
-				for j := j0; j < j1; j++ {
-					e[j] -= dd * lf[j]
-				}
+				kernels.Axpy(e[j0:j1], -dd, lf[j0:j1]) // e + (−dd)·l is e − dd·l
 				kernels.Axpy(q.r, -dd, u[:n])
 				sc[b] = nd
 				changed = true

@@ -49,24 +49,30 @@ type PartError struct {
 // Calibration records the calibration input of a calibrated quantization
 // (quantize --json, a pack's manifest parameters).
 type Calibration struct {
-	Source      string   `json:"source"`           // the token file, or "self" for generated windows only
-	SHA256      string   `json:"sha256,omitempty"` // of the token file's bytes
-	Ctx         int      `json:"ctx"`
-	Windows     int      `json:"windows"`
-	Tokens      int64    `json:"tokens"`
-	HeldTokens  int64    `json:"held_tokens"` // held back from the Hessians to measure the output error
-	SelfWindows int      `json:"self_windows,omitempty"`
-	SelfSeed    uint64   `json:"self_seed,omitempty"`
-	SelfSHA256  string   `json:"self_sha256,omitempty"` // of the generated ids (int32 LE)
-	Damp        float64  `json:"damp"`
-	RefineDamp  float64  `json:"refine_damp"`
-	Refine      int      `json:"refine"`
-	Candidates  int      `json:"candidates"`
-	SwiGLU      int      `json:"swiglu_refine"` // passes of gate/up against their SwiGLU product's error
-	SwiGLUDamp  float64  `json:"swiglu_damp"`
-	Expert      int      `json:"expert_refine"` // rounds of gate/up against the expert's whole output error
-	Fallbacks   []string `json:"fallbacks,omitempty"`
-	Seconds     float64  `json:"collect_seconds"`
+	Source      string  `json:"source"`           // the token file, or "self" for generated windows only
+	SHA256      string  `json:"sha256,omitempty"` // of the token file's bytes
+	Ctx         int     `json:"ctx"`
+	Windows     int     `json:"windows"`
+	Tokens      int64   `json:"tokens"`
+	HeldTokens  int64   `json:"held_tokens"` // held back from the Hessians to measure the output error
+	SelfWindows int     `json:"self_windows,omitempty"`
+	SelfSeed    uint64  `json:"self_seed,omitempty"`
+	SelfSHA256  string  `json:"self_sha256,omitempty"` // of the generated ids (int32 LE)
+	Damp        float64 `json:"damp"`
+	RefineDamp  float64 `json:"refine_damp"`
+	Refine      int     `json:"refine"`
+	Candidates  int     `json:"candidates"`
+	SwiGLU      int     `json:"swiglu_refine"` // passes of gate/up against their SwiGLU product's error
+	SwiGLUDamp  float64 `json:"swiglu_damp"`
+	Expert      int     `json:"expert_refine"` // rounds of gate/up against the expert's whole output error
+	// ExpertPasses is those rounds' coordinate passes per row, ExpertGate
+	// whether gate's rows are refined too (up's always are), WarmDown whether
+	// down's second quantization starts from its first one's codes.
+	ExpertPasses int      `json:"expert_passes"`
+	ExpertGate   bool     `json:"expert_gate"`
+	WarmDown     bool     `json:"warm_down"`
+	Fallbacks    []string `json:"fallbacks,omitempty"`
+	Seconds      float64  `json:"collect_seconds"`
 }
 
 // LayerError is one MoE layer's conversion error.

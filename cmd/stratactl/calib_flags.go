@@ -38,6 +38,8 @@ type calibFlags struct {
 	expertSelf int
 	holdEvery  int
 	candidates int
+	refPasses  int // --refine-self
+	candSelf   int // --calib-candidates-self
 }
 
 func (c *calibFlags) add(f *pflag.FlagSet) {
@@ -58,6 +60,8 @@ func (c *calibFlags) add(f *pflag.FlagSet) {
 	cli.IntVar(f, &c.expertSelf, "refine-expert-self", optq.DefaultSelfExpert, 0, 1000, "expert-output refinement rounds when --calib-self windows are used and --refine-expert is not given")
 	cli.IntVar(f, &c.holdEvery, "calib-hold", calib.DefaultHoldEvery, 0, 1<<20, "hold back every Nth calibration window to measure the output error (0: none)")
 	cli.IntVar(f, &c.candidates, "calib-candidates", optq.Defaults().Candidates, 0, 1000, "grid scales per sign scored by the Hessian-weighted error")
+	cli.IntVar(f, &c.refPasses, "refine-self", optq.DefaultSelfRefine, 0, 1000, "refinement passes when --calib-self windows are used and --refine is not given")
+	cli.IntVar(f, &c.candSelf, "calib-candidates-self", optq.DefaultSelfCandidates, 0, 1000, "grid scales per sign when --calib-self windows are used and --calib-candidates is not given")
 }
 
 func (c *calibFlags) active() bool { return c.tokens.text != "" || c.tokens.ids != "" || c.self > 0 }
@@ -103,6 +107,12 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 	opt.Expert = c.expert
 	if c.self > 0 && !fs.Changed("damp") {
 		opt.Damp = c.selfDamp
+	}
+	if c.self > 0 && !fs.Changed("refine") {
+		opt.Refine = c.refPasses
+	}
+	if c.self > 0 && !fs.Changed("calib-candidates") {
+		opt.Candidates = c.candSelf
 	}
 	if c.self > 0 && !fs.Changed("refine-damp") {
 		opt.RefineDamp = c.refSelf
@@ -164,9 +174,8 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 		return nil, err
 	}
 	out.set, out.q = set, q
-	info.Windows, info.Tokens, info.HeldTokens, info.Damp = set.Windows, set.Tokens, set.HeldTokens, opt.Damp
-	info.RefineDamp, info.Refine, info.Candidates = opt.RefineDamp, opt.Refine, opt.Candidates
-	info.SwiGLU, info.SwiGLUDamp, info.Expert = opt.SwiGLU, opt.SwiGLUDamp, opt.Expert
+	info.Windows, info.Tokens, info.HeldTokens = set.Windows, set.Tokens, set.HeldTokens
+	calib.RecordOptions(info, opt)
 	info.Seconds = time.Since(start).Seconds()
 	out.info = info
 	ok = true

@@ -64,8 +64,8 @@ func (p PackCalibration) Calibrate(ctx context.Context, path string) (convert.Ex
 		return nil, nil, nil, err
 	}
 	info := &convert.CalibInfo{Source: p.Source(), Ctx: p.Ctx, Windows: set.Windows, Tokens: set.Tokens, HeldTokens: set.HeldTokens,
-		Damp: opt.Damp, RefineDamp: opt.RefineDamp, Refine: opt.Refine, Candidates: opt.Candidates,
-		SwiGLU: opt.SwiGLU, SwiGLUDamp: opt.SwiGLUDamp, Expert: opt.Expert, Seconds: time.Since(t0).Seconds()}
+		Seconds: time.Since(t0).Seconds()}
+	calib.RecordOptions(info, opt)
 	done := func() {
 		info.Fallbacks, _ = q.Fallbacks()
 		q.Close()

@@ -1,0 +1,14 @@
+package calib
+
+import (
+	"github.com/stratactl/stratactl/optq"
+	"github.com/stratactl/stratactl/strata"
+)
+
+// RecordOptions writes the quantizer's options into the manifest's
+// calibration record (docs/FORMATS.md, "manifest.json").
+func RecordOptions(c *strata.Calibration, opt optq.Options) {
+	c.Damp, c.RefineDamp, c.Refine, c.Candidates = opt.Damp, opt.RefineDamp, opt.Refine, opt.Candidates
+	c.SwiGLU, c.SwiGLUDamp, c.Expert = opt.SwiGLU, opt.SwiGLUDamp, opt.Expert
+	c.ExpertPasses, c.ExpertGate, c.WarmDown = opt.ExpertPasses, opt.ExpertGate, opt.WarmDown
+}

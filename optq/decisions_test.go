@@ -1,0 +1,75 @@
+package optq
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestBatchedScoringIsRowByRow: scoring up to 4 rows of a group in one
+// pass (8 lanes each, as few candidates per row allow) gives the bytes
+// of scoring them one row per pass, on the dense path and the low-rank one,
+// for candidate counts that fill 1, 2 and 4 rows per pass.
+func TestBatchedScoringIsRowByRow(t *testing.T) {
+	for _, c := range []struct{ D, F, n int }{{192, 64, 400}, {192, 64, 40}} {
+		ex, in := expertFixture(rand.New(rand.NewPCG(21, uint64(c.n))), c.D, c.F, c.n, 0)
+		for _, cand := range []int{3, 7, 12} {
+			opt := Defaults()
+			opt.Candidates = cand
+			batched, err := QuantizeExpert(ex, in, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			saved := scoreBatchMax
+			scoreBatchMax = 1
+			single, err := QuantizeExpert(ex, in, opt)
+			scoreBatchMax = saved
+			if err != nil {
+				t.Fatal(err)
+			}
+			if batched.Fallback != "" || !bytes.Equal(batched.Gate, single.Gate) || !bytes.Equal(batched.Up, single.Up) || !bytes.Equal(batched.Down, single.Down) {
+				t.Fatalf("n %d, %d candidates: batched scoring differs from row by row (fallback %q)", c.n, cand, batched.Fallback)
+			}
+		}
+	}
+}
+
+// TestExpertRefinementParts: without ExpertGate the refinement leaves
+// gate's bytes as the quantizer gave them and changes up's; with WarmDown
+// and no refinement passes, down's second quantization starts from and so
+// keeps its first bytes; and 0 passes over gate and up change neither.
+func TestExpertRefinementParts(t *testing.T) {
+	for _, n := range []int{400, 40} {
+		ex, in := expertFixture(rand.New(rand.NewPCG(23, uint64(n))), 192, 64, n, 0)
+		off := Defaults()
+		off.Expert = 0
+		base, err := QuantizeExpert(ex, in, off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		upOnly := Defaults()
+		upOnly.Expert, upOnly.ExpertGate = 1, false
+		res, err := QuantizeExpert(ex, in, upOnly)
+		if err != nil || res.Fallback != "" {
+			t.Fatalf("fallback %q, err %v", res.Fallback, err)
+		}
+		if !bytes.Equal(res.Gate, base.Gate) || bytes.Equal(res.Up, base.Up) {
+			t.Fatalf("n %d: without ExpertGate gate changed (%v) or up did not (%v)", n, !bytes.Equal(res.Gate, base.Gate), bytes.Equal(res.Up, base.Up))
+		}
+		noRef, noRefOff := Defaults(), Defaults()
+		noRef.Refine, noRefOff.Refine = 0, 0
+		noRef.Expert, noRef.WarmDown, noRef.ExpertPasses = 1, true, 0
+		noRefOff.Expert = 0
+		a, err := QuantizeExpert(ex, in, noRef)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := QuantizeExpert(ex, in, noRefOff)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a.Gate, b.Gate) || !bytes.Equal(a.Up, b.Up) || !bytes.Equal(a.Down, b.Down) {
+			t.Fatalf("n %d: 0 expert passes and a warm down without refinement changed the bytes", n)
+		}
+	}
+}
