@@ -295,10 +295,8 @@ func (s *Session) layers(ids []int32, spans []seqSpan) (x, xn []float32, batchMa
 	sc := &s.sc
 	sc.reset()
 	x = sc.floats(T * D)
-	for t, id := range ids {
-		if err := m.Embd.DecodeRowTo(int(id), x[t*D:(t+1)*D]); err != nil {
-			return nil, nil, batchMark, fmt.Errorf("token_embd row %d: %w", id, err)
-		}
+	if err := s.embed(ids, x); err != nil {
+		return nil, nil, batchMark, err
 	}
 	xn = sc.floats(T * D)
 	batchMark = sc.mark() // each layer's buffers come after x and xn
@@ -322,7 +320,7 @@ func (s *Session) layers(ids []int32, spans []seqSpan) (x, xn []float32, batchMa
 			return nil, nil, batchMark, err
 		}
 		s.addRows(x, moeOut, T)
-		if i := firstNonFinite(x); i >= 0 {
+		if i := s.firstNonFiniteRows(x, T); i >= 0 {
 			_, pos := spanOf(spans, i/D)
 			return nil, nil, batchMark, fmt.Errorf("%s: layer %d gave a non-finite hidden value (%v at position %d, element %d): the weights of blk.%d.* or earlier hold NaN or infinity, or overflow",
 				m.File.Path, l, x[i], pos, i%D, l)
@@ -342,6 +340,55 @@ func (s *Session) layers(ids []int32, spans []seqSpan) (x, xn []float32, batchMa
 	}
 	s.Stats.Tokens += T
 	return x, xn, batchMark, nil
+}
+
+// embed writes the embeddings of ids to x, a batch's rows in parallel.
+func (s *Session) embed(ids []int32, x []float32) error {
+	m := s.m
+	D := m.Config.Embd
+	one := func(t int) error {
+		if err := m.Embd.DecodeRowTo(int(ids[t]), x[t*D:(t+1)*D]); err != nil {
+			return fmt.Errorf("token_embd row %d: %w", ids[t], err)
+		}
+		return nil
+	}
+	if len(ids) == 1 {
+		return one(0)
+	}
+	// The first failing token's error (the order a loop would give).
+	errs := make([]error, len(ids))
+	m.Pool.Parallel(len(ids), 2*D, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			errs[t] = one(t)
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// firstNonFiniteRows is firstNonFinite of the T rows x, a batch's in
+// parallel.
+func (s *Session) firstNonFiniteRows(x []float32, T int) int {
+	if T == 1 {
+		return firstNonFinite(x)
+	}
+	D := s.m.Config.Embd
+	first := make([]int, T)
+	s.m.Pool.Parallel(T, D, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			first[t] = firstNonFinite(x[t*D : (t+1)*D])
+		}
+	})
+	for t, i := range first {
+		if i >= 0 {
+			return t*D + i
+		}
+	}
+	return -1
 }
 
 // deltaNets runs layer l's gated delta net on each span's tokens of xn,

@@ -262,6 +262,13 @@ func BenchmarkSample32k(b *testing.B) {
 			s.Sample(logits)
 		}
 	})
+	b.Run("radix-pool", func(b *testing.B) { // as Generate draws: the probabilities on the pool
+		s, pool := NewSampler(1, 1, 1), kernels.NewPool(0)
+		defer pool.Close()
+		for i := 0; i < b.N; i++ {
+			s.sample(logits, pool)
+		}
+	})
 	b.Run("reference", func(b *testing.B) {
 		s := NewSampler(1, 1, 1)
 		for i := 0; i < b.N; i++ {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,8 +90,10 @@ type arenaSlot struct {
 	key   int // layer*E + expert, or -1
 	state int
 	pins  int
-	call  int64 // the Need or Guess call that last claimed or hit it
-	guess bool  // brought in by read-ahead and not used since
+	// queued: its read waits in demands or guesses, taken by no one yet.
+	queued bool
+	call   int64 // the Need or Guess call that last claimed or hit it
+	guess  bool  // brought in by read-ahead and not used since
 	// want: read-ahead expects a demand of it in its layer's next Need (it
 	// goes only after the experts nobody expects); that Need clears it.
 	want bool
@@ -127,10 +130,16 @@ type PackStore struct {
 	// keyLast and keyUses are each expert's history, resident or not: the
 	// tick of its last demand and its demands.
 	keyLast, keyUses []int64
-	useWeight        int64    // cachesim.UseWeight of the model
-	jobs             chan int // reads the forward pass waits for
-	guesses          chan int // read-ahead, served only when no demand read waits
-	missBuf          []int    // Need's misses, reused
+	useWeight        int64 // cachesim.UseWeight of the model
+	// demands are the queued reads the forward pass waits for, guesses
+	// read-ahead's, served only when no demand read waits (slot indices,
+	// each slot queued, arenaSlot.queued, until a reader or a Get that
+	// would wait for it takes it); work wakes the readers.
+	demands, guesses []int
+	work             *sync.Cond
+	inflight         int           // loads reading into the arena now (Close waits for them)
+	readHook         func(key int) // tests: called as each read starts
+	missBuf          []int         // Need's misses, reused
 	wg               sync.WaitGroup
 	closed           bool
 	counters         StreamCounters
@@ -195,8 +204,7 @@ func newPackStore(p *strata.Pack, c *Config, opt StreamOptions) (*PackStore, err
 	if readers <= 0 {
 		readers = 4
 	}
-	s.jobs = make(chan int, nslots)
-	s.guesses = make(chan int, nslots)
+	s.work = sync.NewCond(&s.mu)
 	for i := 0; i < readers; i++ {
 		s.wg.Add(1)
 		go s.reader()
@@ -265,7 +273,7 @@ func (s *PackStore) fill(rank [][]uint32) error {
 		sl := &s.slots[i]
 		sl.key, sl.state = k, slotLoading
 		s.where[k] = i
-		s.jobs <- i
+		s.enqueue(i, false)
 	}
 	for _, k := range order {
 		sl := &s.slots[s.where[k]]
@@ -284,41 +292,82 @@ func (s *PackStore) fill(rank [][]uint32) error {
 	return nil
 }
 
+// reader reads the queued slots, demands first, until the store closes
+// and nothing is queued.
 func (s *PackStore) reader() {
 	defer s.wg.Done()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for {
-		var i int
-		var ok bool
-		select {
-		case i, ok = <-s.jobs:
-		default:
-			select {
-			case i, ok = <-s.jobs:
-			case i, ok = <-s.guesses:
+		q := &s.demands
+		if len(*q) == 0 {
+			q = &s.guesses
+		}
+		if len(*q) == 0 {
+			if s.closed {
+				return
 			}
+			s.work.Wait()
+			continue
 		}
-		if !ok {
-			return
-		}
-		s.mu.Lock()
-		key := s.slots[i].key
-		s.mu.Unlock()
-		ex, err := s.read(i, key)
-		s.mu.Lock()
-		sl := &s.slots[i]
-		sl.ex, sl.err = ex, err
-		if err != nil {
-			sl.state = slotFailed
-		} else {
-			sl.state = slotReady
-		}
-		s.cond.Broadcast()
-		s.mu.Unlock()
+		i := (*q)[0]
+		*q = (*q)[1:]
+		s.slots[i].queued = false
+		s.load(i)
 	}
+}
+
+// enqueue queues the read of slot i (claimed, loading) for the readers.
+// Called with s.mu held.
+func (s *PackStore) enqueue(i int, guess bool) {
+	s.slots[i].queued = true
+	if guess {
+		s.guesses = append(s.guesses, i)
+	} else {
+		s.demands = append(s.demands, i)
+	}
+	s.work.Signal()
+}
+
+// take takes slot i's queued read off its queue, so that the caller
+// reads it (load) instead of waiting for a reader to start it: a Get or
+// WaitAny whose expert's read has not started yet (the readers busy with
+// other reads, or not yet run) does the read itself. Called with s.mu
+// held, slot i queued.
+func (s *PackStore) take(i int) {
+	for _, q := range []*[]int{&s.demands, &s.guesses} {
+		if j := slices.Index(*q, i); j >= 0 {
+			*q = slices.Delete(*q, j, j+1)
+			break
+		}
+	}
+	s.slots[i].queued = false
+}
+
+// load reads slot i (loading, taken off its queue) and publishes the
+// result. Called with s.mu held, which it gives up during the read.
+func (s *PackStore) load(i int) {
+	key := s.slots[i].key
+	s.inflight++
+	s.mu.Unlock()
+	ex, err := s.read(i, key)
+	s.mu.Lock()
+	s.inflight--
+	sl := &s.slots[i]
+	sl.ex, sl.err = ex, err
+	if err != nil {
+		sl.state = slotFailed
+	} else {
+		sl.state = slotReady
+	}
+	s.cond.Broadcast()
 }
 
 // read loads slot key (layer*E+expert) into arena slot i and checks it.
 func (s *PackStore) read(i, key int) (Expert, error) {
+	if s.readHook != nil {
+		s.readHook(key)
+	}
 	E := s.cfg.Experts
 	layer, e := key/E, key%E
 	buf := s.arena[i*s.slotBytes : (i+1)*s.slotBytes]
@@ -475,7 +524,7 @@ func (s *PackStore) Need(layer int, ids []int) {
 	// the arena holds never evicts the ones it is still waiting for.
 	for _, key := range misses[:min(len(misses), len(s.slots)-1)] {
 		if i := s.claim(key); i >= 0 {
-			s.jobs <- i
+			s.enqueue(i, false)
 		}
 	}
 }
@@ -511,7 +560,7 @@ func (s *PackStore) Guess(layer int, ids []int) {
 			s.slots[i].guess = true
 			s.slots[i].want = true
 			s.counters.Guesses++
-			s.guesses <- i
+			s.enqueue(i, true)
 		}
 	}
 }
@@ -541,9 +590,13 @@ func (s *PackStore) Get(layer, e int) (*Expert, error) {
 			if s.rec != nil {
 				s.rec.claimed(s, key)
 			}
-			s.jobs <- i
+			s.enqueue(i, false)
 		}
 		sl := &s.slots[i]
+		if sl.key == key && sl.state == slotLoading && sl.queued {
+			s.take(i)
+			s.load(i)
+		}
 		for sl.key == key && sl.state == slotLoading {
 			s.cond.Wait()
 		}
@@ -587,6 +640,14 @@ func (s *PackStore) WaitAny(layer int, ids []int) {
 	for !s.closed {
 		for _, e := range ids {
 			if i := s.where[layer*s.cfg.Experts+e]; i < 0 || s.slots[i].state != slotLoading {
+				return
+			}
+		}
+		// Rather than wait for a read no reader has started, do it here.
+		for _, e := range ids {
+			if i := s.where[layer*s.cfg.Experts+e]; s.slots[i].queued {
+				s.take(i)
+				s.load(i)
 				return
 			}
 		}
@@ -661,8 +722,8 @@ func (s *PackStore) Report(from, to StreamCounters, tokens int) *StreamReport {
 }
 
 // Close stops the readers, gives the arena back once no expert is pinned
-// (a forward pass still running ends its Gets with an error and releases
-// what it holds) and closes the files.
+// and no read into it is under way (a forward pass still running ends its
+// Gets with an error and releases what it holds) and closes the files.
 func (s *PackStore) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -671,13 +732,13 @@ func (s *PackStore) Close() error {
 	}
 	s.closed = true
 	s.cond.Broadcast()
+	s.work.Broadcast()
 	s.mu.Unlock()
-	close(s.jobs)
-	close(s.guesses)
-	s.wg.Wait()
+	s.wg.Wait() // the readers finish what is queued, then stop
 	var errs []error
 	s.mu.Lock()
-	for s.pinned() {
+	// A Get or WaitAny may still be reading into the arena (its own load).
+	for s.pinned() || s.inflight > 0 {
 		s.cond.Wait()
 	}
 	for i := range s.slots {

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -289,5 +291,85 @@ func TestReadAheadScorePerDistance(t *testing.T) {
 		if r := &s.ra[i]; i/depth != 1 && r.reads != 0 {
 			t.Fatalf("layer %d distance %d scored: %+v", i/depth, i%depth, r)
 		}
+	}
+}
+
+// TestWaiterReadsWhatNoReaderStarted: with the one reader held in a
+// read-ahead read, a Need's two misses are read by the forward pass's own
+// WaitAny and Get rather than waiting behind it (a read no reader has
+// started is taken by whoever would wait for it), and Close still waits
+// for every read into the arena.
+func TestWaiterReadsWhatNoReaderStarted(t *testing.T) {
+	dir := t.TempDir()
+	enginetest.BuildPack(t, testutil.TinyModel(t, "model-iq3s.gguf"), dir)
+	m0, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := float64(m0.Stream().SlotBytes()) / (1 << 20)
+	slots := m0.Config.ExpertsUsed + 4
+	m0.Close()
+	m, err := Open(dir, Options{Stream: StreamOptions{ArenaMB: sb * float64(slots), Readers: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ps := m.Stream()
+	// The held read is layer 1's (layer 0's Need spends only layer 0's
+	// expectations, so it is spared); in layer 0 an expert's key is its id.
+	a := absent(t, m, 1)
+	b := absent(t, m, 0)
+	c := absent(t, m, 0, b)
+	aKey := m.Config.Experts + a
+	started, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var readBy []int // the keys read, in order, by anyone but the held reader
+	ps.readHook = func(key int) {
+		if key == aKey {
+			close(started)
+			<-release
+			return
+		}
+		mu.Lock()
+		readBy = append(readBy, key)
+		mu.Unlock()
+	}
+	m.Experts.Guess(1, []int{a})
+	<-started // the reader is in a's read until release
+	m.Experts.Need(0, []int{b, c})
+	done := make(chan error, 1)
+	go func() {
+		m.Experts.WaitAny(0, []int{b, c})
+		if !m.Experts.Ready(0, b) {
+			done <- fmt.Errorf("WaitAny returned with expert %d not read", b)
+			return
+		}
+		ex, err := m.Experts.Get(0, c)
+		if err == nil && ex.Gate.Rows == 0 {
+			err = fmt.Errorf("expert %d has no gate rows", c)
+		}
+		if err == nil {
+			m.Experts.Release(0, c)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		close(release)
+		t.Fatal("the forward pass waited for the held reader")
+	}
+	mu.Lock()
+	got := slices.Clone(readBy)
+	mu.Unlock()
+	if !slices.Equal(got, []int{b, c}) || m.Experts.Ready(1, a) {
+		t.Fatalf("read %v while the reader held layer 1 expert %d (ready %v); want %d then %d", got, a, m.Experts.Ready(1, a), b, c)
+	}
+	close(release)
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

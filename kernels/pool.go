@@ -16,14 +16,16 @@ import (
 // A call splits its indices into one contiguous share per goroutine (for
 // a matrix's rows: about the same bytes each, every boundary at a page
 // boundary as near as rows allow, see parallelRows). Each goroutine claims
-// the chunks of its own share from the front, in order, so that it
-// streams one run of memory; one that runs out takes chunks from the back
-// of another's share, so a goroutine that starts late (a parked worker
-// waking) or is descheduled (a shared machine) delays the call by about a
-// chunk, and the caller never waits for work it could do itself. Each
+// its own share from the front, in order, so that it streams one run of
+// memory; one that runs out takes work from the back of another's share,
+// so a goroutine that starts late (a parked worker waking) or runs slower
+// (a shared machine) is helped, and the caller never waits for work it
+// could do itself. Each claim takes a quarter of what is left of the
+// share (at least a unit), so the streams are long and the last claims,
+// which decide how evenly the goroutines finish, small. Each
 // output element is computed whole by one goroutine with the kernel's
 // fixed order, so results never depend on the thread count or on which
-// goroutine ran which chunk.
+// goroutine ran which claim.
 type Pool struct {
 	Threads int
 	scratch sync.Pool
@@ -70,14 +72,16 @@ func (p *Pool) buf(n int) *[]float32 {
 // handing work to another goroutine costs more than it saves.
 const minWork = 1 << 15
 
-// chunkWork is the work of one claim in Parallel (weights x tokens), and
-// chunkBytes the weight bytes of one claim in parallelRows: small enough
-// that a late goroutine's share is taken over in steps of a few
-// microseconds, large enough that a claim (one compare-and-swap, one
-// kernel call) costs well under 1 % of it.
+// unitWork is the work of the smallest claim in Parallel (weights x
+// tokens), and unitBytes the weight bytes of the smallest claim in
+// parallelRows: a couple of microseconds, so that the goroutines of a call
+// finish within about that of each other; each claim takes 1/claimGuide
+// of what is left of a share, so a share takes a few dozen claims (one
+// compare-and-swap and one kernel call each) whatever its size.
 const (
-	chunkWork  = 1 << 16
-	chunkBytes = 64 << 10
+	unitWork   = 1 << 14
+	unitBytes  = 16 << 10
+	claimGuide = 4
 )
 
 // pageBytes is the page size the row shares align to.
@@ -93,14 +97,14 @@ type workerSet struct {
 func (w *workerSet) stop() { w.once.Do(func() { close(w.jobs) }) }
 
 // poolJob is one call: shares contiguous shares of [0, n), bounds[s] ..
-// bounds[s+1], each in chunks of chunk indices (the last one shorter).
+// bounds[s+1], each in units of unit indices (the last one shorter).
 type poolJob struct {
 	fn     func(lo, hi int)
-	chunk  int
+	unit   int
 	bounds []int
 	claims []shareClaim
 	// joined counts the goroutines that joined after the caller (share 0);
-	// pending the chunks not finished. done gets one value when pending
+	// pending the units not finished. done gets one value when pending
 	// reaches 0; refs counts the caller and the copies sent to workers,
 	// and the last to let go recycles the job into home.
 	joined  atomic.Int32
@@ -110,51 +114,58 @@ type poolJob struct {
 	home    *sync.Pool
 }
 
-// shareClaim is a share's unclaimed chunks [front, back) in one word
+// shareClaim is a share's unclaimed units [front, back) in one word
 // (front in the low half), on a cache line of its own.
 type shareClaim struct {
 	v atomic.Uint64
 	_ [56]byte
 }
 
-// front claims the share's first unclaimed chunk (the owner's, in order).
-func (c *shareClaim) front() (int, bool) {
-	for {
-		v := c.v.Load()
-		if uint32(v) >= uint32(v>>32) {
-			return 0, false
-		}
-		if c.v.CompareAndSwap(v, v+1) {
-			return int(uint32(v)), true
-		}
-	}
-}
+// claimSize is the units a claim takes of left unclaimed.
+func claimSize(left uint32) uint32 { return max(1, left/claimGuide) }
 
-// back claims the share's last unclaimed chunk (another goroutine's).
-func (c *shareClaim) back() (int, bool) {
+// front claims units from the front of the share (the owner's, in order):
+// the first and how many, 0 when none is left.
+func (c *shareClaim) front() (int, int) {
 	for {
 		v := c.v.Load()
 		f, b := uint32(v), uint32(v>>32)
 		if f >= b {
-			return 0, false
+			return 0, 0
 		}
-		if c.v.CompareAndSwap(v, v-1<<32) {
-			return int(b - 1), true
+		k := claimSize(b - f)
+		if c.v.CompareAndSwap(v, v+uint64(k)) {
+			return int(f), int(k)
 		}
 	}
 }
 
-// run does the chunks of share self (when there is one) from the front,
+// back claims units from the back of the share (another goroutine's).
+func (c *shareClaim) back() (int, int) {
+	for {
+		v := c.v.Load()
+		f, b := uint32(v), uint32(v>>32)
+		if f >= b {
+			return 0, 0
+		}
+		k := claimSize(b - f)
+		if c.v.CompareAndSwap(v, v-uint64(k)<<32) {
+			return int(b - k), int(k)
+		}
+	}
+}
+
+// run claims the units of share self (when there is one) from the front,
 // then takes the others' from their backs, until none is unclaimed.
 func (j *poolJob) run(self int) {
 	shares := len(j.claims)
 	if self < shares {
 		for {
-			c, ok := j.claims[self].front()
-			if !ok {
+			u, k := j.claims[self].front()
+			if k == 0 {
 				break
 			}
-			j.do(self, c)
+			j.do(self, u, k)
 		}
 	}
 	for k := 1; k <= shares; k++ {
@@ -163,30 +174,30 @@ func (j *poolJob) run(self int) {
 			continue
 		}
 		for {
-			c, ok := j.claims[s].back()
-			if !ok {
+			u, k := j.claims[s].back()
+			if k == 0 {
 				break
 			}
-			j.do(s, c)
+			j.do(s, u, k)
 		}
 	}
 }
 
-// do runs chunk c of share s.
-func (j *poolJob) do(s, c int) {
-	lo := j.bounds[s] + c*j.chunk
-	j.fn(lo, min(lo+j.chunk, j.bounds[s+1]))
-	if j.pending.Add(-1) == 0 {
+// do runs units [u, u+k) of share s.
+func (j *poolJob) do(s, u, k int) {
+	lo := j.bounds[s] + u*j.unit
+	j.fn(lo, min(lo+k*j.unit, j.bounds[s+1]))
+	if j.pending.Add(int64(-k)) == 0 {
 		j.done <- struct{}{}
 	}
 }
 
 // waitSpin is how long the caller, its own claims done, spins on the
-// chunks still running elsewhere before it parks: parking and being woken
-// cost tens of microseconds, a chunk a few.
+// claims still running elsewhere before it parks: parking and being woken
+// cost tens of microseconds, the last claims a few.
 const waitSpin = 50 * time.Microsecond
 
-// wait returns when every chunk has finished.
+// wait returns when every unit has finished.
 func (j *poolJob) wait() {
 	if j.pending.Load() != 0 {
 		t0 := time.Now()
@@ -308,7 +319,7 @@ func (p *Pool) threads(n, work int) int {
 
 // Parallel splits [0, n) into contiguous ranges and runs fn on each, on
 // up to Threads goroutines; work is the cost of one index, for sizing the
-// shares and chunks. The caller takes ranges too, so Parallel never waits
+// shares and claims. The caller takes ranges too, so Parallel never waits
 // on a busy worker for work it could do itself, and nested calls cannot
 // deadlock.
 func (p *Pool) Parallel(n, work int, fn func(lo, hi int)) {
@@ -321,7 +332,7 @@ func (p *Pool) Parallel(n, work int, fn func(lo, hi int)) {
 	for s := range j.bounds {
 		j.bounds[s] = s * n / threads
 	}
-	p.runJob(j, max(1, chunkWork/max(work, 1)), fn)
+	p.runJob(j, max(1, unitWork/max(work, 1)), fn)
 }
 
 // parallelRows is Parallel over the rows of ms taken in order: index g is
@@ -330,7 +341,7 @@ func (p *Pool) Parallel(n, work int, fn func(lo, hi int)) {
 // get about the same weight bytes each, each boundary the first row that
 // starts at or after the page boundary nearest the even split, so that no
 // two goroutines stream the same page (but for the one a row straddles);
-// chunks are about chunkBytes.
+// units are about unitBytes.
 func (p *Pool) parallelRows(ms []*Matrix, start []int, mult int, fn func(lo, hi int)) {
 	n := start[len(ms)]
 	maxRow, total := 0, 0
@@ -346,7 +357,7 @@ func (p *Pool) parallelRows(ms []*Matrix, start []int, mult int, fn func(lo, hi 
 	}
 	j := p.job(threads)
 	rowBounds(ms, start, total, j.bounds)
-	p.runJob(j, max(1, chunkBytes/(mult*maxRow)), fn)
+	p.runJob(j, max(1, unitBytes/(mult*maxRow)), fn)
 }
 
 // rowBounds sets the len(b)-1 shares' bounds b over the rows of ms (as
@@ -377,17 +388,17 @@ func pageRow(m *Matrix, off int) int {
 	return min((page+m.RowBytes-1)/m.RowBytes, m.Rows)
 }
 
-// runJob runs j (its bounds set) in chunks of chunk indices: the caller
+// runJob runs j (its bounds set) in units of unit indices: the caller
 // takes share 0, workers the others as they join.
-func (p *Pool) runJob(j *poolJob, chunk int, fn func(lo, hi int)) {
+func (p *Pool) runJob(j *poolJob, unit int, fn func(lo, hi int)) {
 	shares := len(j.claims)
 	total := 0
 	for s := 0; s < shares; s++ {
-		c := (j.bounds[s+1] - j.bounds[s] + chunk - 1) / chunk
-		j.claims[s].v.Store(uint64(c) << 32)
-		total += c
+		u := (j.bounds[s+1] - j.bounds[s] + unit - 1) / unit
+		j.claims[s].v.Store(uint64(u) << 32)
+		total += u
 	}
-	j.fn, j.chunk = fn, chunk
+	j.fn, j.unit = fn, unit
 	j.joined.Store(0)
 	j.pending.Store(int64(total))
 	j.refs.Store(int32(shares))

@@ -86,7 +86,7 @@ func TestPoolClose(t *testing.T) {
 
 // TestRowShares: parallelRows gives each goroutine one contiguous share of
 // the rows, about the same bytes each, each boundary the first row that
-// starts at or after a page boundary; it runs every row once, in chunks
+// starts at or after a page boundary; it runs every row once, in claims
 // within the shares; and MatVecsQ8 over such matrices (rows of 2720 and
 // 180 bytes, straddling pages) gives DotQ8's bits at 1 to 5 threads.
 func TestRowShares(t *testing.T) {
@@ -182,6 +182,58 @@ func TestRowShares(t *testing.T) {
 				if want := DotQ8(m.Type, m.Row(r), xs[i]); !sameFloat(outs[i][r], want) {
 					t.Fatalf("threads %d matrix %d row %d: MatVecsQ8 %g, DotQ8 %g", th, i, r, outs[i][r], want)
 				}
+			}
+		}
+	}
+}
+
+// TestShareClaims: a share's claims from the front and from the back,
+// interleaved, cover its units once, the front's in order; each takes a
+// quarter of what was left (at least one), so a share of n units takes
+// O(log n) claims.
+func TestShareClaims(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 7, 100, 4096} {
+		for _, pattern := range []uint{0, 1, 0b0110, 0b1011} { // bit i: claim i from the back
+			var c shareClaim
+			c.v.Store(uint64(n) << 32)
+			seen := make([]int, n)
+			next, claims := 0, 0
+			for i := 0; ; i++ {
+				left := int(uint32(c.v.Load()>>32) - uint32(c.v.Load()))
+				var u, k int
+				if pattern>>(i%4)&1 == 1 {
+					u, k = c.back()
+					if k > 0 && u != int(uint32(c.v.Load()>>32)) { // the new back
+						t.Fatalf("n %d: back claim [%d, %d) not at the back", n, u, u+k)
+					}
+				} else {
+					u, k = c.front()
+					if k > 0 && u != next {
+						t.Fatalf("n %d: front claim at %d, want %d", n, u, next)
+					}
+					next = u + k
+				}
+				if k == 0 {
+					if left != 0 {
+						t.Fatalf("n %d: no claim with %d units left", n, left)
+					}
+					break
+				}
+				if want := max(1, left/claimGuide); k != want {
+					t.Fatalf("n %d: claimed %d of %d left, want %d", n, k, left, want)
+				}
+				for x := u; x < u+k; x++ {
+					seen[x]++
+				}
+				claims++
+			}
+			for x, s := range seen {
+				if s != 1 {
+					t.Fatalf("n %d pattern %b: unit %d claimed %d times", n, pattern, x, s)
+				}
+			}
+			if n == 4096 && claims > 40 {
+				t.Fatalf("%d claims for 4096 units", claims)
 			}
 		}
 	}

@@ -87,8 +87,10 @@ func rowsQ8_0AVX512(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 // q8Walk512 and q8WalkAVX2 are the walks the decode's Q8_0 rows take on
 // AVX-512 VNNI and on AVX2: the best of BenchmarkRowsDRAM's on one thread
 // of an Intel Xeon (docs/BENCHMARKS.md: from DRAM the one-row kernel read
-// 58-60% of the plain read's rate, two streams 70-73%, four 74-80%, and
-// with PREFETCHT0 a few KiB ahead of each four 83-91%).
+// 58-60% of the plain read's rate, two streams 70-73%, four 75-80%, and
+// four with PREFETCHT0 1-4 KiB ahead of each 83-92%, distances and hints
+// within the noise; on AVX2 row by row 49-51%, two streams with the
+// prefetch 86-87%).
 var (
 	q8Walk512  = q8Streams{n: 4, pf: 2048, hint: 1}
 	q8WalkAVX2 = q8Streams{n: 2, pf: 2048, hint: 1}

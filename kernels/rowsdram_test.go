@@ -160,4 +160,144 @@ func BenchmarkRowsDRAM(b *testing.B) {
 			}
 		})
 	}
+	b.Run("step", benchRowsStep)
+}
+
+// benchRowsStep is BenchmarkRowsDRAM's "step": the row products of whole
+// decode steps at the field shape (bench decode's synthetic pack: 8
+// layers, each attn_q, attn_k, attn_v, attn_output in Q8_0, then 8 of its
+// 64 Q2_0 experts' gate, up and down, drawn at random per layer and token
+// from an arena on huge pages; after the layers the output head), 4 tokens
+// an iteration, each matrix one call, in that order: the kernels' walk
+// with the switches between matrices and types that a step makes.
+// Variants: "host" (the dispatch), "q8-1row" (Q8_0 rows by the one-row
+// kernel, as before the multi-row walks); %xor against the plain read of
+// the same matrices in the same order.
+func benchRowsStep(b *testing.B) {
+	const layers, experts, used, tokens = 8, 64, 8, 4
+	type shape struct {
+		typ        quant.Type
+		cols, rows int
+	}
+	q, k, o := shape{quant.Q8_0, 2560, 4096}, shape{quant.Q8_0, 2560, 512}, shape{quant.Q8_0, 4096, 2560}
+	head := shape{quant.Q8_0, 2560, 32768}
+	gate, down := shape{quant.Q2_0, 2560, 640}, shape{quant.Q2_0, 640, 2560}
+	size := func(s shape) int {
+		ti, _ := quant.Info(s.typ)
+		return s.rows * s.cols / ti.BlockElements * ti.BlockBytes
+	}
+	region := func(shapes []shape) []Matrix {
+		n := 0
+		for _, s := range shapes {
+			n += size(s)
+		}
+		data, unmap, err := osutil.MapAnon(n, 2<<20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { unmap() })
+		ms := make([]Matrix, len(shapes))
+		o := 0
+		for i, s := range shapes {
+			pattern, err := SampleBlocks(s.typ, 64, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			d := data[o : o+size(s)]
+			for j := 0; j < len(d); j += len(pattern) {
+				copy(d[j:], pattern)
+			}
+			if ms[i], err = NewMatrix(s.typ, d, s.cols, s.rows); err != nil {
+				b.Fatal(err)
+			}
+			o += size(s)
+		}
+		return ms
+	}
+	var denseShapes, expertShapes []shape
+	for l := 0; l < layers; l++ {
+		denseShapes = append(denseShapes, q, k, k, o)
+		for e := 0; e < experts; e++ {
+			expertShapes = append(expertShapes, gate, gate, down)
+		}
+	}
+	dense := region(append(denseShapes, head))
+	arena := region(expertShapes)
+	xs := map[shape]*Q8Row{}
+	rng := rand.New(rand.NewPCG(4, 5))
+	x := func(m *Matrix) *Q8Row {
+		key := shape{m.Type, m.Cols, 0}
+		if xs[key] == nil {
+			xs[key] = new(Q8Row)
+			if err := QuantizeQ8Row(gaussians(rng, m.Cols, 1), xs[key]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return xs[key]
+	}
+	// The calls of the tokens, in order.
+	var calls []*Matrix
+	bytes := 0
+	for t := 0; t < tokens; t++ {
+		for l := 0; l < layers; l++ {
+			for i := 0; i < 4; i++ {
+				calls = append(calls, &dense[4*l+i])
+			}
+			for _, e := range rng.Perm(experts)[:used] {
+				for i := 0; i < 3; i++ {
+					calls = append(calls, &arena[3*(experts*l+e)+i])
+				}
+			}
+		}
+		calls = append(calls, &dense[len(dense)-1])
+	}
+	maxRows := 0
+	callXs := make([]*Q8Row, len(calls))
+	for i, m := range calls {
+		callXs[i] = x(m)
+		maxRows = max(maxRows, m.Rows)
+		bytes += len(m.Data)
+	}
+	out := make([]float32, maxRows)
+	variants := []rowsVariant{setVariant("host", &host)}
+	for _, s := range q8StreamSets() {
+		if s.name == "1row" {
+			variants = append(variants, setVariant("q8-1row", s.k))
+		}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	xorPass := func() (sink uint64) {
+		for _, m := range calls {
+			sink ^= XORRead(m.Data)
+		}
+		return sink
+	}
+	b.Run("xor", func(b *testing.B) {
+		var sink uint64
+		b.SetBytes(int64(bytes))
+		for i := 0; i < b.N; i++ {
+			sink ^= xorPass()
+		}
+		runtime.KeepAlive(sink)
+	})
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) {
+			var sink uint64
+			var xor time.Duration
+			b.SetBytes(int64(bytes))
+			for i := 0; i < b.N; i++ {
+				for j, m := range calls {
+					v.run(m, callXs[j], out)
+				}
+				b.StopTimer()
+				t0 := time.Now()
+				sink ^= xorPass()
+				xor += time.Since(t0)
+				b.StartTimer()
+			}
+			runtime.KeepAlive(sink)
+			b.ReportMetric(100*xor.Seconds()/b.Elapsed().Seconds(), "%xor")
+		})
+	}
 }

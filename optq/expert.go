@@ -399,6 +399,7 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *pr
 	}
 	s, y := make([]float32, n), make([]float32, n)
 	newv, dd := make([]float32, n), make([]float32, n)
+	rd := make([]float32, n) // ⟨R_t, dc⟩ of the row being refined
 	xnorm := make([]float32, n)
 	for t := range xnorm {
 		xnorm[t] = dot32(in.X[t*D:(t+1)*D], in.X[t*D:(t+1)*D])
@@ -448,7 +449,8 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *pr
 			for t := 0; t < n; t++ {
 				var cur float32
 				s[t], cur = weight(i, t, sn)
-				y[t] = dot32(R[t*D:(t+1)*D], dc)/sn + s[t]*cur
+				rd[t] = dot32(R[t*D:(t+1)*D], dc)
+				y[t] = rd[t]/sn + s[t]*cur
 			}
 			lv, sc := q.levels[i*D:(i+1)*D], q.scales[i*groups:(i+1)*groups]
 			copy(keepLv, lv)
@@ -473,7 +475,7 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *pr
 				}
 				newv[t], dd[t] = v, nw-old
 				d := float64(dd[t])
-				change += d*d*float64(nu) - 2*d*float64(dot32(R[t*D:(t+1)*D], dc))
+				change += d*d*float64(nu) - 2*d*float64(rd[t]) // R is as it was for y
 			}
 			if !(change <= 0) {
 				copy(lv, keepLv)
