@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "qmm_amd64.h"
 
 // q8dotTile2AVX2 is q8dotDecodedAVX2 (qdot_amd64.s) for two activation
 // rows at once, over the rows of a tile: each decoded weight sub-block is loaded, its absolute value
@@ -105,26 +106,7 @@ tilerow:
 	JZ    tilehalf
 
 tileloop:
-	SUB2(0, Y4, Y8)
-	SUB2(1, Y5, Y9)
-	VPHADDD Y5, Y4, Y4
-	VPHADDD Y9, Y8, Y8
-	SUB2(2, Y6, Y10)
-	SUB2(3, Y7, Y11)
-	VPHADDD Y7, Y6, Y6
-	VPHADDD Y11, Y10, Y10
-	VPHADDD Y6, Y4, Y4
-	VPHADDD Y10, Y8, Y8
-	SUB2(4, Y5, Y9)
-	SUB2(5, Y6, Y10)
-	VPHADDD Y6, Y5, Y5
-	VPHADDD Y10, Y9, Y9
-	SUB2(6, Y6, Y10)
-	SUB2(7, Y7, Y11)
-	VPHADDD Y7, Y6, Y6
-	VPHADDD Y11, Y10, Y10
-	VPHADDD Y6, Y5, Y5
-	VPHADDD Y10, Y9, Y9
+	TILESUMS(SUB2)
 	VMOVUPS (R10), Y13
 	FINISH(Y4, Y5, DX, Y12)
 	FINISH(Y8, Y9, R13, Y14)
@@ -209,26 +191,7 @@ htilerow:
 	VMOVUPS (R8), Y14
 
 htileloop:
-	SUB2H(0, Y4, Y8)
-	SUB2H(1, Y5, Y9)
-	VPHADDD Y5, Y4, Y4
-	VPHADDD Y9, Y8, Y8
-	SUB2H(2, Y6, Y10)
-	SUB2H(3, Y7, Y11)
-	VPHADDD Y7, Y6, Y6
-	VPHADDD Y11, Y10, Y10
-	VPHADDD Y6, Y4, Y4
-	VPHADDD Y10, Y8, Y8
-	SUB2H(4, Y5, Y9)
-	SUB2H(5, Y6, Y10)
-	VPHADDD Y6, Y5, Y5
-	VPHADDD Y10, Y9, Y9
-	SUB2H(6, Y6, Y10)
-	SUB2H(7, Y7, Y11)
-	VPHADDD Y7, Y6, Y6
-	VPHADDD Y11, Y10, Y10
-	VPHADDD Y6, Y5, Y5
-	VPHADDD Y10, Y9, Y9
+	TILESUMS(SUB2H)
 	VMOVUPS (R10), Y13
 	FINISH(Y4, Y5, DX, Y12)
 	FINISH(Y8, Y9, R13, Y14)

@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "qmm_amd64.h"
 
 // The K-quants' tiles (qmm_k.go): decoders of whole 256-weight blocks (one
 // group of 8 sub-blocks each) into kDecoded (Q2_K, Q4_K, Q5_K) or
@@ -388,26 +389,7 @@ ktilerow:
 	VMOVUPS (R8), Y14
 
 ktileloop:
-	KSUB2(0, Y4, Y8)
-	KSUB2(1, Y5, Y9)
-	VPHADDD Y5, Y4, Y4
-	VPHADDD Y9, Y8, Y8
-	KSUB2(2, Y6, Y10)
-	KSUB2(3, Y7, Y11)
-	VPHADDD Y7, Y6, Y6
-	VPHADDD Y11, Y10, Y10
-	VPHADDD Y6, Y4, Y4
-	VPHADDD Y10, Y8, Y8
-	KSUB2(4, Y5, Y9)
-	KSUB2(5, Y6, Y10)
-	VPHADDD Y6, Y5, Y5
-	VPHADDD Y10, Y9, Y9
-	KSUB2(6, Y6, Y10)
-	KSUB2(7, Y7, Y11)
-	VPHADDD Y7, Y6, Y6
-	VPHADDD Y11, Y10, Y10
-	VPHADDD Y6, Y5, Y5
-	VPHADDD Y10, Y9, Y9
+	TILESUMS(KSUB2)
 	KFIN(Y4, Y5, DX, Y12)
 	KFIN(Y8, Y9, R13, Y14)
 	ADDQ $256, SI
