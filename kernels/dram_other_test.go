@@ -2,10 +2,17 @@
 
 package kernels
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // mapDRAMFile: the mapped-file shapes run on Linux only.
 func mapDRAMFile(b *testing.B, n int, pattern []byte) []byte {
 	b.Skip("the mapped-file shapes run on Linux only")
 	return nil
 }
+
+// threadCPU: no thread CPU clock here, so 0 (BenchmarkRowsDRAM then
+// reports no cpu-%xor).
+func threadCPU(b *testing.B) time.Duration { return 0 }

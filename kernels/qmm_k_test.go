@@ -253,7 +253,7 @@ func BenchmarkMatMulQ8K(b *testing.B) {
 						for b.Loop() {
 							f()
 						}
-						b.ReportMetric(float64(b.N)*macs/(processCPU()-cpu).Seconds()/1e9, "cpu-GMAC/s")
+						reportCPURate(b, float64(b.N)*macs, processCPU()-cpu, "cpu-GMAC/s")
 					})
 				}
 				run("tiles", func() { host.matMulQ8Tiles(&m, xs, outs, 0, sh.rows, new(qmmScratch)) })

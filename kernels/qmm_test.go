@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stratactl/stratactl/quant"
 )
@@ -228,7 +226,7 @@ func BenchmarkMatMulQ8(b *testing.B) {
 				for b.Loop() {
 					p.MatMulQ8(&m, xs, out)
 				}
-				b.ReportMetric(float64(b.N)*macs/(processCPU()-cpu).Seconds()/1e9, "cpu-GMAC/s")
+				reportCPURate(b, float64(b.N)*macs, processCPU()-cpu, "cpu-GMAC/s")
 			})
 			b.Run(fmt.Sprintf("%s/%dx%d/each", typ, sh.rows, sh.cols), func(b *testing.B) {
 				cpu := processCPU()
@@ -239,19 +237,10 @@ func BenchmarkMatMulQ8(b *testing.B) {
 						}
 					}
 				}
-				b.ReportMetric(float64(b.N)*macs/(processCPU()-cpu).Seconds()/1e9, "cpu-GMAC/s")
+				reportCPURate(b, float64(b.N)*macs, processCPU()-cpu, "cpu-GMAC/s")
 			})
 		}
 	}
-}
-
-// processCPU is the process's user and system CPU time.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // TestQuantizeQ8RowSetsMatchPortable: every kernel set's activation

@@ -61,7 +61,9 @@ var dramShapes = []dramShape{
 // same bytes as the sub-benchmark "xor". Bytes/s are weight bytes; each
 // variant also reports %xor, its pass time against a plain read pass
 // timed between its own passes (off the benchmark's clock), so that
-// drift in the machine's bandwidth cancels. The "file-" shapes are the
+// drift in the machine's bandwidth cancels, and cpu-%xor, the same in the
+// thread's CPU time (getrusage; Linux only), which waiting for a core on a
+// shared machine does not count. The "file-" shapes are the
 // same from a mapped file (the engine's dense weights' mapping). Run it on
 // one thread:
 //
@@ -129,9 +131,9 @@ func BenchmarkRowsDRAM(b *testing.B) {
 				}
 			}
 			out := make([]float32, maxRows)
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
 			b.Run("xor", func(b *testing.B) {
+				runtime.LockOSThread() // each sub-benchmark runs on a goroutine of its own
+				defer runtime.UnlockOSThread()
 				var sink uint64
 				b.SetBytes(int64(len(data)))
 				for i := 0; i < b.N; i++ {
@@ -141,21 +143,29 @@ func BenchmarkRowsDRAM(b *testing.B) {
 			})
 			for _, v := range variants {
 				b.Run(v.name, func(b *testing.B) {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
 					var sink uint64
-					var xor time.Duration
+					var xor, cpuRun, cpuXor time.Duration
 					b.SetBytes(int64(len(data)))
 					for i := 0; i < b.N; i++ {
+						c0 := threadCPU(b)
 						for j := range ms {
 							v.run(&ms[j], xs[j%len(xs)], out)
 						}
 						b.StopTimer()
+						c1 := threadCPU(b)
 						t0 := time.Now()
 						sink ^= XORRead(data)
 						xor += time.Since(t0)
+						cpuRun, cpuXor = cpuRun+c1-c0, cpuXor+threadCPU(b)-c1
 						b.StartTimer()
 					}
 					runtime.KeepAlive(sink)
 					b.ReportMetric(100*xor.Seconds()/b.Elapsed().Seconds(), "%xor")
+					if cpuRun > 0 {
+						b.ReportMetric(100*cpuXor.Seconds()/cpuRun.Seconds(), "cpu-%xor")
+					}
 				})
 			}
 		})
@@ -265,8 +275,6 @@ func benchRowsStep(b *testing.B) {
 			variants = append(variants, setVariant("q8-1row", s.k))
 		}
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	xorPass := func() (sink uint64) {
 		for _, m := range calls {
 			sink ^= XORRead(m.Data)
@@ -274,6 +282,8 @@ func benchRowsStep(b *testing.B) {
 		return sink
 	}
 	b.Run("xor", func(b *testing.B) {
+		runtime.LockOSThread() // each sub-benchmark runs on a goroutine of its own
+		defer runtime.UnlockOSThread()
 		var sink uint64
 		b.SetBytes(int64(bytes))
 		for i := 0; i < b.N; i++ {
@@ -283,6 +293,8 @@ func benchRowsStep(b *testing.B) {
 	})
 	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
 			var sink uint64
 			var xor time.Duration
 			b.SetBytes(int64(bytes))
