@@ -53,7 +53,7 @@ func guardedQ8RowQ2(r *Q8Row, shift int, pad bool) *Q8Row {
 func TestQ8RowsMatchPortable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(73, 74))
 	sets := append(testSets(), q8StreamSets()...) // the Q8_0 walks' only on Q8_0's rows
-	sets = append(sets, q2RowSets()...)          // and the Q2_0 row kernels' on Q2_0's
+	sets = append(sets, q2RowSets()...)           // and the Q2_0 row kernels' on Q2_0's
 	var r Q8Row
 	for _, typ := range q8Types {
 		ti, _ := quant.Info(typ)
