@@ -193,7 +193,7 @@ func TestAbsMax(t *testing.T) {
 			if rng.IntN(8) == 0 {
 				v[i] = special[rng.IntN(len(special))]
 			} else {
-				v[i] = math.Float32frombits(rng.Uint32() &^ 0x7f800000 | 0x3f000000*uint32(rng.IntN(2)))
+				v[i] = math.Float32frombits(rng.Uint32()&^0x7f800000 | 0x3f000000*uint32(rng.IntN(2)))
 			}
 		}
 		var want float32
