@@ -27,7 +27,11 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 	q := sc.floats(T * qstride)
 	k := sc.floats(T * kdim)
 	v := sc.floats(T * vdim)
-	matVecsOrMul(m.Pool, []*kernels.Matrix{&L.Q, &L.K, &L.V}, sc.newActs(xn, c.Embd, m.Mode), [][]float32{q, k, v}, &sc.vecs)
+	xa := sc.newActs(xn, c.Embd, m.Mode)
+	xa.prepare(m.Pool, &L.Q)
+	s.lap(PhaseQuant)
+	matVecsOrMul(m.Pool, []*kernels.Matrix{&L.Q, &L.K, &L.V}, xa, [][]float32{q, k, v}, &sc.vecs)
+	s.lapProducts(PhaseQKV, &L.Q, &L.K, &L.V)
 	r := m.ropeTable()
 	if T == 1 {
 		cos, sin := sc.floats(len(r.inv)), sc.floats(len(r.inv))
@@ -41,6 +45,7 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 			}
 		})
 	}
+	s.lap(PhaseRoPE)
 	maxN, lo := 0, 0
 	for _, sp := range spans {
 		ss := sp.s
@@ -104,6 +109,7 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 			}
 		}
 	})
+	s.lap(PhaseAttn)
 	return out
 }
 

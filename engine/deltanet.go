@@ -60,6 +60,7 @@ func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
 		in := buf.floats(T * NK * w)
 		ba := buf.floats(T * 2 * NV)
 		matVecsOrMul(m.Pool, []*kernels.Matrix{d.In, d.BA}, xa, [][]float32{in, ba}, &buf.vecs)
+		s.lapProducts(PhaseQKV, d.In, d.BA)
 		for t := 0; t < T; t++ {
 			q := qkv[t*C:]
 			for g := 0; g < NK; g++ {
@@ -74,9 +75,11 @@ func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
 	} else if d.BA != nil {
 		ba := buf.floats(T * 2 * NV)
 		matVecsOrMul(m.Pool, []*kernels.Matrix{&d.QKV, &d.Z, d.BA}, xa, [][]float32{qkv, z, ba}, &buf.vecs)
+		s.lapProducts(PhaseQKV, &d.QKV, &d.Z, d.BA)
 		unpackBA(ba, beta, alpha, T, NK, r)
 	} else {
 		matVecsOrMul(m.Pool, []*kernels.Matrix{&d.QKV, &d.Z, &d.Beta, &d.Alpha}, xa, [][]float32{qkv, z, beta, alpha}, &buf.vecs)
+		s.lapProducts(PhaseQKV, &d.QKV, &d.Z, &d.Beta, &d.Alpha)
 	}
 
 	// Causal depthwise conv over time, then SiLU: out[t, c] = sum_j
@@ -165,7 +168,11 @@ func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
 		}
 	})
 	out := buf.floats(T * c.Embd)
-	matMul(m.Pool, &d.Out, buf.newActs(o, len(o)/T, m.Mode), out)
+	oa := buf.newActs(o, len(o)/T, m.Mode)
+	oa.prepare(m.Pool, &d.Out)
+	s.lap(PhaseAttn)
+	matMul(m.Pool, &d.Out, oa, out)
+	s.lapProducts(PhaseO, &d.Out)
 	return out
 }
 

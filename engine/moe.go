@@ -21,7 +21,10 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	sc := &s.sc
 	xa := sc.newActs(xn, D, m.Mode)
 	logits := sc.floats(T * E)
+	xa.prepare(m.Pool, &L.Router)
+	s.lap(PhaseQuant)
 	matMul(m.Pool, &L.Router, xa, logits)
+	s.lapProducts(PhaseRouter, &L.Router)
 	probs := sc.floats(T * E)
 	ids := sc.int32s(T * K)
 	weights := sc.floats(T * K)
@@ -68,6 +71,7 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	if s.Observer != nil && s.TraceExpertAct {
 		act = make([]float32, T*K*c.ExpertFF)
 	}
+	s.lap(PhaseRoute)
 	if T == 1 {
 		if err := s.expertsOneToken(l, ids, xa, ys, act); err != nil {
 			return nil, err
@@ -84,6 +88,7 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	if s.Observer != nil {
 		s.trace = &LayerTrace{Layer: l, Pos0: s.Pos, Tokens: T, Probs: probs, IDs: ids, Weights: weights, ExpertOut: ys, MoEInput: xn, ExpertAct: act}
 	}
+	s.lap(PhaseCombine)
 	if L.Shared != nil {
 		gate, sh := s.sharedExpert(L.Shared, xa)
 		for t := 0; t < T; t++ {
@@ -92,6 +97,7 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 		if s.trace != nil {
 			s.trace.SharedGate, s.trace.SharedOut = gate, sh
 		}
+		s.lap(PhaseCombine)
 	}
 	return out, nil
 }
@@ -132,8 +138,13 @@ func (s *Session) sharedExpert(sh *SharedExpert, xa *acts) (gate, y []float32) {
 			g[i] = silu(g[i]) * u[i]
 		}
 	}
+	s.lapProducts(PhaseExpertUp, &sh.Gate, &sh.Up)
 	y = sc.floats(T * D)
-	matMul(m.Pool, &sh.Down, sc.newActs(g, F, m.Mode), y)
+	ga := sc.newActs(g, F, m.Mode)
+	ga.prepare(m.Pool, &sh.Down)
+	s.lap(PhaseQuant)
+	matMul(m.Pool, &sh.Down, ga, y)
+	s.lapProducts(PhaseExpertDown, &sh.Down)
 	return gate, y
 }
 
@@ -167,6 +178,8 @@ func (s *Session) swiGLU(gates, ups []*kernels.Matrix, xa *acts, h []float32) {
 		}
 		return
 	}
+	xa.q8()
+	s.lap(PhaseQuant)
 	xq, gs, us := sc.xq[:0], sc.outs[:0], sc.outs2[:0]
 	for j := range gates {
 		xq = append(xq, xa.q8()[0])
@@ -390,7 +403,9 @@ func (s *Session) expertsOneToken(l int, ids []int32, xa *acts, ys, act []float3
 				for _, k := range rest {
 					es = append(es, int(ids[k]))
 				}
+				s.lap(PhaseRoute)
 				m.Experts.WaitAny(l, es)
+				s.lap(PhaseWait)
 				waited = true
 				continue
 			}
@@ -418,6 +433,7 @@ func (s *Session) expertGroup(l int, ids []int32, ranks []int, xa *acts, ys, act
 	exs := grow(&sc.exs, n)
 	clear(exs)
 	defer s.release(l, ids, ranks, exs)
+	s.lap(PhaseRoute)
 	for j, k := range ranks {
 		ex, err := m.Experts.Get(l, int(ids[k]))
 		if err != nil {
@@ -432,7 +448,14 @@ func (s *Session) expertGroup(l int, ids []int32, ranks []int, xa *acts, ys, act
 	}
 	sc.gates, sc.ups = gates, ups
 	h := sc.floats(n * F)
+	s.lap(PhaseWait)
 	s.swiGLU(gates, ups, xa, h)
+	if st := s.Timing; st != nil && st.on {
+		st.lap(PhaseExpertUp)
+		for _, ex := range exs {
+			st.Bytes[PhaseExpertUp] += int64(len(ex.Gate.Data) + len(ex.Up.Data))
+		}
+	}
 	ms, xs, outs := sc.ms[:0], sc.as[:0], sc.outs[:0]
 	if act != nil {
 		for j, k := range ranks {
@@ -442,11 +465,20 @@ func (s *Session) expertGroup(l int, ids []int32, ranks []int, xa *acts, ys, act
 	for j, ex := range exs {
 		k := ranks[j]
 		ms = append(ms, &ex.Down)
-		xs = append(xs, sc.newActs(h[j*F:(j+1)*F], F, m.Mode))
+		a := sc.newActs(h[j*F:(j+1)*F], F, m.Mode)
+		a.prepare(m.Pool, &ex.Down)
+		xs = append(xs, a)
 		outs = append(outs, ys[k*D:(k+1)*D])
 	}
+	s.lap(PhaseQuant)
 	matVecs(m.Pool, ms, xs, outs, &sc.vecs)
 	sc.ms, sc.as, sc.outs = ms, xs, outs
+	if st := s.Timing; st != nil && st.on {
+		st.lap(PhaseExpertDown)
+		for _, ex := range exs {
+			st.Bytes[PhaseExpertDown] += int64(len(ex.Down.Data))
+		}
+	}
 	return nil
 }
 

@@ -99,8 +99,8 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.paths = "avx2+f16c+avx512vnni"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni && c.avx512gfni {
-		// The two-row Q2_0 kernel adds VBMI and GFNI.
-		k.q8rows[quant.Q2_0] = rowsQ2_0Pairs
+		// The two- and four-row Q2_0 kernels add VBMI and GFNI.
+		k.q8rows[quant.Q2_0] = rowsQ2_0Quads
 		k.paths += "+gfni"
 	}
 	if c.avx2 && c.f16c && c.avx512bf16 {

@@ -11,6 +11,9 @@ func q2RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, g
 func q2Rows2AVX512(w *byte, stride, pairs int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32, boff int, outB *float32, pf int)
 
 //go:noescape
+func q2Rows4AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32, boff, ooff int, xt *int8, pf int)
+
+//go:noescape
 func q8RowsQ8_0AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[8]uint64, out *float32)
 
 //go:noescape
@@ -44,22 +47,18 @@ func rowsQ2_0AVX512(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 	return true
 }
 
-// q2PrefetchDist is how far ahead of each of its two row streams the
-// two-row Q2_0 kernel prefetches (PREFETCHT0, one line per group): two
+// q2PrefetchDist is how far ahead of each of its row streams the two-
+// and four-row Q2_0 kernels prefetch (PREFETCHT0, one line per group): two
 // streams from DRAM leave the hardware prefetcher short; 3072 bytes was
 // the best of 0..8192 over a 256 MiB matrix and over expert-sized matrices
 // (docs/BENCHMARKS.md). (The one-row Q8_0 kernel's single stream gains
 // nothing from it: software prefetch there only slowed it.)
 const q2PrefetchDist = 3072
 
-// rowsQ2_0Pairs is rowsQ2_0AVX512 by the two-row kernel (q2Rows2AVX512):
-// row lo+i beside row lo+pairs+i, so that each of the two is one
-// sequential stream; the last row of an odd number by the one-row kernel.
-func rowsQ2_0Pairs(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
-	return rowsQ2_0PairsAt(m, lo, hi, x, out, q2PrefetchDist)
-}
-
-// rowsQ2_0PairsAt is rowsQ2_0Pairs prefetching pf bytes ahead.
+// rowsQ2_0PairsAt is rowsQ2_0AVX512 by the two-row kernel
+// (q2Rows2AVX512), prefetching pf bytes ahead: row lo+i beside row
+// lo+pairs+i, so that each of the two is one sequential stream; the last
+// row of an odd number by the one-row kernel.
 func rowsQ2_0PairsAt(m *Matrix, lo, hi int, x *Q8Row, out []float32, pf int) bool {
 	nb := m.Cols / 64
 	groups, tail := nb/4, nb%4
@@ -75,6 +74,40 @@ func rowsQ2_0PairsAt(m *Matrix, lo, hi int, x *Q8Row, out []float32, pf int) boo
 	if lo < hi {
 		q2RowsAVX512(&m.Data[lo*m.RowBytes], m.RowBytes, 1, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
 			groups, tail, mask, &out[lo])
+	}
+	return true
+}
+
+// rowsQ2_0Quads is rowsQ2_0AVX512 by the four-row kernel (q2Rows4AVX512):
+// the range cut into four parts, row i of each beside row i of the
+// others (four sequential streams); the rows left over from a whole
+// number of four, and rows ending in a partial group of three blocks, by
+// rowsQ2_0PairsAt.
+func rowsQ2_0Quads(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	return rowsQ2_0QuadsAt(m, lo, hi, x, out, q2PrefetchDist)
+}
+
+// rowsQ2_0QuadsAt is rowsQ2_0Quads prefetching pf bytes ahead.
+func rowsQ2_0QuadsAt(m *Matrix, lo, hi int, x *Q8Row, out []float32, pf int) bool {
+	nb := m.Cols / 64
+	groups, tail := nb/4, nb%4
+	if nb == 0 || tail > 0 && (!x.padded(8*groups) || cap(x.q2) < 256*(groups+1)) || len(x.q2) != m.Cols || len(x.d) != 2*nb {
+		return false
+	}
+	var xt *int8
+	if tail > 0 {
+		if tail == 3 || len(x.q2t) != 256 {
+			return rowsQ2_0PairsAt(m, lo, hi, x, out, pf)
+		}
+		xt = &x.q2t[0]
+	}
+	if part := (hi - lo) / 4; part > 0 {
+		q2Rows4AVX512(&m.Data[lo*m.RowBytes], m.RowBytes, part, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
+			groups, tail, byteMask(18*tail), &out[lo], part*m.RowBytes, 4*part, xt, pf)
+		lo += 4 * part
+	}
+	if lo < hi {
+		return rowsQ2_0PairsAt(m, lo, hi, x, out, pf)
 	}
 	return true
 }

@@ -734,3 +734,199 @@ q8vfold:
 q8vdone:
 	VZEROUPPER
 	RET
+
+// Q2_0, four rows at once from separate parts of the matrix (VBMI and
+// GFNI, as the two-row kernel): rows A, B, C, D (SI, R15, R11, R9: boff
+// bytes apart) share each group's activation loads, pairs (A, B) and (C, D)
+// each run the two-row kernel's steps into one register of both rows' lanes
+// (Z12, Z11), each stream prefetched pf bytes ahead (a line per group).
+// Where the row ends in a partial group of one or two blocks (tail 1 or 2;
+// the caller takes tail 3 elsewhere), both rows of a pair run theirs in
+// one register: A's blocks in lanes 0 and 1, B's in 2 and 3, against the
+// partial group's activations twice over (xt, Q8Row.q2t), their sub-block
+// sums moved to the lanes of A's and B's first four sub-blocks, zero
+// elsewhere (+0 terms, which leave a lane as it is). The four rows' lanes
+// are folded together, each row in foldLanes's order.
+
+// Byte 16l+i: byte 2+i (l = 0) or 20+i (l = 1) of the first table, of the
+// second for l = 2, 3 (64 + the same bytes): two rows' first two blocks of
+// codes.
+DATA q2tcodes<>+0(SB)/8, $0x0908070605040302
+DATA q2tcodes<>+8(SB)/8, $0x11100f0e0d0c0b0a
+DATA q2tcodes<>+16(SB)/8, $0x1b1a191817161514
+DATA q2tcodes<>+24(SB)/8, $0x232221201f1e1d1c
+DATA q2tcodes<>+32(SB)/8, $0x4948474645444342
+DATA q2tcodes<>+40(SB)/8, $0x51504f4e4d4c4b4a
+DATA q2tcodes<>+48(SB)/8, $0x5b5a595857565554
+DATA q2tcodes<>+56(SB)/8, $0x636261605f5e5d5c
+GLOBL q2tcodes<>(SB), RODATA|NOPTR, $64
+
+// Dword l of l < 4: the tail's dword 2l (+1 for q2todd), A's sub-blocks;
+// 8 <= l < 12: dword 2(l-4), B's; the rest dword 16, of the zero table.
+DATA q2teven<>+0(SB)/8, $0x0000000200000000
+DATA q2teven<>+8(SB)/8, $0x0000000600000004
+DATA q2teven<>+16(SB)/8, $0x0000001000000010
+DATA q2teven<>+24(SB)/8, $0x0000001000000010
+DATA q2teven<>+32(SB)/8, $0x0000000a00000008
+DATA q2teven<>+40(SB)/8, $0x0000000e0000000c
+DATA q2teven<>+48(SB)/8, $0x0000001000000010
+DATA q2teven<>+56(SB)/8, $0x0000001000000010
+GLOBL q2teven<>(SB), RODATA|NOPTR, $64
+
+DATA q2todd<>+0(SB)/8, $0x0000000300000001
+DATA q2todd<>+8(SB)/8, $0x0000000700000005
+DATA q2todd<>+16(SB)/8, $0x0000001000000010
+DATA q2todd<>+24(SB)/8, $0x0000001000000010
+DATA q2todd<>+32(SB)/8, $0x0000000b00000009
+DATA q2todd<>+40(SB)/8, $0x0000000f0000000d
+DATA q2todd<>+48(SB)/8, $0x0000001000000010
+DATA q2todd<>+56(SB)/8, $0x0000001000000010
+GLOBL q2todd<>(SB), RODATA|NOPTR, $64
+
+// Q4TERMS(Zs, Zacc): the sub-block sums Zs (both rows' 8, sums at Z14 not
+// yet subtracted) to terms (fp16 scales in words of Y2, activation scales
+// Z10) added to Zacc.
+#define Q4TERMS(Zs, Zacc) \
+	VPSUBD Z14, Zs, Zs \
+	VCVTDQ2PS Zs, Zs \
+	VCVTPH2PS Y2, Z2 \
+	VMULPS Z10, Z2, Z2 \
+	VMULPS Z2, Zs, Zs \
+	VADDPS Zs, Zacc, Zacc
+
+// Q4PAIR(a, b, Zacc): rows a and b's group into Zacc.
+#define Q4PAIR(a, b, Zacc) \
+	VMOVDQU64 (a), Z0 \
+	VMOVDQU64 (b), Z1 \
+	VMOVDQA64 Z0, Z2 \
+	VPERMT2W Z1, Z30, Z2 \
+	VPERMT2B 8(a), Z31, Z0 \
+	VPERMT2B 8(b), Z31, Z1 \
+	Q2PPLANES(Z0, Z20, Z21) \
+	Q2PPLANES(Z1, Z22, Z23) \
+	VMOVDQA64 Z20, Z3 \
+	VPERMT2D Z22, Z29, Z3 \
+	VPERMT2D Z22, Z28, Z20 \
+	VPADDD Z20, Z3, Z3 \
+	Q4TERMS(Z3, Zacc)
+
+// Q4TPAIR(a, b, Zacc): rows a and b's partial groups (K1: their bytes)
+// into Zacc, in one register (Z9, Z8, Z13: q2tcodes, q2teven, q2todd).
+#define Q4TPAIR(a, b, Zacc) \
+	VMOVDQU8.Z (a), K1, Z0 \
+	VMOVDQU8.Z (b), K1, Z1 \
+	VMOVDQA64 Z0, Z2 \
+	VPERMT2W Z1, Z30, Z2 \
+	VPERMT2B Z1, Z9, Z0 \
+	Q2PPLANES(Z0, Z20, Z21) \
+	VMOVDQA64 Z20, Z3 \
+	VPERMT2D Z15, Z8, Z3 \
+	VPERMT2D Z15, Z13, Z20 \
+	VPADDD Z20, Z3, Z3 \
+	Q4TERMS(Z3, Zacc)
+
+// func q2Rows4AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32, boff, ooff int, xt *int8, pf int)
+// rows: rows A, each stride bytes from the last, outputs at out, and as
+// many rows B, C, D, boff, 2boff, 3boff bytes after each A, outputs ooff,
+// 2ooff, 3ooff bytes after A's; tail 0, 1 or 2 blocks, mask their bytes
+// (18*tail), xt the partial group's activations (Q8Row.q2t; unused for
+// tail 0).
+TEXT ·q2Rows4AVX512(SB), NOSPLIT, $0-112
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R10
+	MOVQ out+72(FP), R8
+	MOVQ pf+104(FP), R12
+	KMOVQ mask+64(FP), K1
+	VMOVDQU64 q2pcodes<>(SB), Z31
+	VMOVDQU64 q2pscale<>(SB), Z30
+	VMOVDQU64 q2peven<>(SB), Z29
+	VMOVDQU64 q2podd<>(SB), Z28
+	VPBROADCASTQ q2pmat<>+0(SB), Z24
+	VPBROADCASTQ q2pmat<>+8(SB), Z25
+	VPBROADCASTQ q2pmat<>+16(SB), Z26
+	VPBROADCASTQ q2pmat<>+24(SB), Z27
+	VPXORQ Z15, Z15, Z15
+	TESTQ R10, R10
+	JZ    q2qdone
+
+q2qrow:
+	MOVQ boff+80(FP), AX
+	MOVQ R13, SI
+	LEAQ (R13)(AX*1), R15
+	LEAQ (R13)(AX*2), R11
+	LEAQ (R15)(AX*2), R9
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ xs+40(FP), BX
+	MOVQ groups+48(FP), CX
+	VPXORQ Z12, Z12, Z12
+	VPXORQ Z11, Z11, Z11
+	TESTQ CX, CX
+	JZ    q2qtail
+
+q2qgroup:
+	PREFETCHT0 (SI)(R12*1)
+	PREFETCHT0 (R15)(R12*1)
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 (R9)(R12*1)
+	VMOVDQU64 0(DI), Z16
+	VMOVDQU64 64(DI), Z17
+	VMOVDQU64 128(DI), Z18
+	VMOVDQU64 192(DI), Z19
+	VBROADCASTI64X4 (BX), Z14
+	VBROADCASTF64X4 (DX), Z10
+	Q4PAIR(SI, R15, Z12)
+	Q4PAIR(R11, R9, Z11)
+	ADDQ $72, SI
+	ADDQ $72, R15
+	ADDQ $72, R11
+	ADDQ $72, R9
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q2qgroup
+
+q2qtail:
+	CMPQ tail+56(FP), $0
+	JEQ  q2qfold
+	MOVQ xt+96(FP), AX
+	VMOVDQU64 0(AX), Z16
+	VMOVDQU64 64(AX), Z17
+	VMOVDQU64 128(AX), Z18
+	VMOVDQU64 192(AX), Z19
+	VBROADCASTI64X4 (BX), Z14
+	VBROADCASTF64X4 (DX), Z10
+	VMOVDQU64 q2tcodes<>(SB), Z9
+	VMOVDQU64 q2teven<>(SB), Z8
+	VMOVDQU64 q2todd<>(SB), Z13
+	Q4TPAIR(SI, R15, Z12)
+	Q4TPAIR(R11, R9, Z11)
+
+q2qfold:
+	// Lanes 0-3 and 4-7 of A, B, C, D side by side, then foldLanes's
+	// adds on all four at once: row r's result in dword 4r.
+	VSHUFF32X4 $0x88, Z11, Z12, Z0
+	VSHUFF32X4 $0xdd, Z11, Z12, Z1
+	VADDPS Z1, Z0, Z0
+	VPERMILPS $0x4e, Z0, Z1
+	VADDPS Z1, Z0, Z0
+	VMOVSHDUP Z0, Z1
+	VADDPS Z1, Z0, Z0
+	MOVQ ooff+88(FP), AX
+	LEAQ (AX)(AX*2), CX
+	VMOVSS X0, (R8)
+	VEXTRACTF32X4 $1, Z0, X1
+	VMOVSS X1, (R8)(AX*1)
+	VEXTRACTF32X4 $2, Z0, X1
+	VMOVSS X1, (R8)(AX*2)
+	VEXTRACTF32X4 $3, Z0, X1
+	VMOVSS X1, (R8)(CX*1)
+	ADDQ $4, R8
+	ADDQ stride+8(FP), R13
+	DECQ R10
+	JNZ  q2qrow
+
+q2qdone:
+	VZEROUPPER
+	RET
