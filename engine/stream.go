@@ -95,8 +95,8 @@ type arenaSlot struct {
 	queued     bool
 	next, done int
 	rerr       error // the first piece's read error
-	call   int64 // the Need or Guess call that last claimed or hit it
-	guess  bool  // brought in by read-ahead and not used since
+	call       int64 // the Need or Guess call that last claimed or hit it
+	guess      bool  // brought in by read-ahead and not used since
 	// want: read-ahead expects a demand of it in its layer's next Need (it
 	// goes only after the experts nobody expects); that Need clears it.
 	want bool
