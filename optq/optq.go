@@ -327,15 +327,11 @@ func (f *factors) quantize(w []float32, rows int, opt Options) *quantized {
 				r := r0 + i
 				d, gs, c := s.pick(i)
 				q.scales[r*groups+g] = d
-				var inv float32
-				if d != 0 {
-					inv = 1 / d
-				}
 				// The chosen lane's pass is the group's: its levels and errors.
 				er := errs[r*group : (r+1)*group]
 				lv := q.levels[r*cols+g0 : r*cols+g1]
 				for k := range group {
-					lv[k] = int8(level(gs.t[k][c], inv))
+					lv[k] = int8(gs.l[k][c])
 					er[k] = -gs.ne[k][c]
 				}
 			}
@@ -414,10 +410,7 @@ func gridRatios(n int) []float32 {
 // pick under the weights 1/U_jj² (kept unless another is clearly better),
 // then a grid of both signs.
 func (s *searcher) candidates(i int, wg []float32) {
-	var amax float32
-	for _, v := range wg {
-		amax = max(amax, float32(math.Abs(float64(v))))
-	}
+	amax := absMax(wg)
 	cand := s.cand[i][:0]
 	if amax == 0 {
 		s.cand[i] = append(cand, 0)

@@ -100,10 +100,15 @@ func (q *quantized) refineLow(t []float32, lr *lowRank, passes int) {
 			lv := q.levels[r*cols : (r+1)*cols]
 			sc := q.scales[r*groups : (r+1)*groups]
 			tr := t[r*cols : (r+1)*cols]
-			for j := range e {
-				e[j] = tr[j] - sc[j/group]*float32(lv[j])
-				b.e[j][l] = e[j]
-				b.lv[j][l] = float32(lv[j])
+			for g, d := range sc {
+				j0 := g * group
+				eg, tg, lg := (*[group]float32)(e[j0:]), (*[group]float32)(tr[j0:]), (*[group]int8)(lv[j0:])
+				be, bl := b.e[j0:j0+group], b.lv[j0:j0+group]
+				for i := range eg {
+					eg[i] = tg[i] - d*float32(lg[i])
+					be[i][l] = eg[i]
+					bl[i][l] = float32(lg[i])
+				}
 			}
 			for g, d := range sc {
 				b.sc[g][l] = d
@@ -122,11 +127,15 @@ func (q *quantized) refineLow(t []float32, lr *lowRank, passes int) {
 				break
 			}
 		}
+		out := q.levels[r0*cols : (r0+nr)*cols]
+		for j := range b.lv {
+			lj := &b.lv[j]
+			for l := 0; l < nr; l++ {
+				out[l*cols+j] = int8(lj[l])
+			}
+		}
 		for l := 0; l < nr; l++ {
 			r := r0 + l
-			for j := 0; j < cols; j++ {
-				q.levels[r*cols+j] = int8(b.lv[j][l])
-			}
 			for g := 0; g < groups; g++ {
 				q.scales[r*groups+g] = b.sc[g][l]
 			}
