@@ -186,12 +186,30 @@ func (s *Session) swiGLU(gates, ups []*kernels.Matrix, xa *acts, h []float32) {
 		gs, us = append(gs, h[j*F:(j+1)*F]), append(us, u[j*F:(j+1)*F])
 	}
 	sc.xq, sc.outs, sc.outs2 = xq, gs, us
-	m.Pool.MatVecsQ8GLU(gates, ups, xq, gs, us, func(j, lo, hi int) {
-		hj, uj := h[j*F:(j+1)*F], u[j*F:(j+1)*F]
-		for r := lo; r < hi; r++ {
-			hj[r] = silu(hj[r]) * uj[r]
-		}
-	})
+	g := &sc.glu
+	if g.fn == nil {
+		g.fn = g.run
+	}
+	g.h, g.u, g.F = h, u, F
+	m.Pool.MatVecsQ8GLU(gates, ups, xq, gs, us, g.fn)
+	g.h, g.u = nil, nil
+}
+
+// gluPass is swiGLU's activation in the products' pass: rows [lo, hi) of
+// pair j, h = silu(h) * u, its function bound once (a closure handed to
+// the pool would be a new heap object per call).
+type gluPass struct {
+	h, u []float32
+	F    int
+	fn   func(j, lo, hi int)
+}
+
+func (g *gluPass) run(j, lo, hi int) {
+	F := g.F
+	hj, uj := g.h[j*F:(j+1)*F], g.u[j*F:(j+1)*F]
+	for r := lo; r < hi; r++ {
+		hj[r] = silu(hj[r]) * uj[r]
+	}
 }
 
 func silu(v float32) float32 { return v / (1 + float32(math.Exp(float64(-v)))) }
