@@ -17,6 +17,9 @@ func q2Rows4AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, 
 func q2Rows4MAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32, boff, ooff int, xt *int8, pf int)
 
 //go:noescape
+func q2Rows2AVX2(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, out *float32, boff, ooff, pf int)
+
+//go:noescape
 func q8RowsQ8_0AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[8]uint64, out *float32)
 
 //go:noescape
@@ -130,6 +133,28 @@ func rowsQ2_0QuadsAt(m *Matrix, lo, hi int, x *Q8Row, out []float32, k q2Quad, p
 	}
 	if lo < hi {
 		return rowsQ2_0PairsAt(m, lo, hi, x, out, pf)
+	}
+	return true
+}
+
+// rowsQ2_0AVX2 is rowsQ2_0AVX512 on AVX2 and F16C (q2Rows2AVX2): row lo+i
+// beside row lo+pairs+i (two sequential streams, each prefetched
+// q2PrefetchDist bytes ahead); the last row of an odd number as both rows
+// of a pair.
+func rowsQ2_0AVX2(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	nb := m.Cols / 64
+	groups, tail := nb/4, nb%4
+	if nb == 0 || tail > 0 && (!x.padded(8*groups) || cap(x.q2) < 256*(groups+1)) || len(x.q2) != m.Cols || len(x.d) != 2*nb {
+		return false
+	}
+	if pairs := (hi - lo) / 2; pairs > 0 {
+		q2Rows2AVX2(&m.Data[lo*m.RowBytes], m.RowBytes, pairs, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
+			groups, tail, &out[lo], pairs*m.RowBytes, 4*pairs, q2PrefetchDist)
+		lo += 2 * pairs
+	}
+	if lo < hi {
+		q2Rows2AVX2(&m.Data[lo*m.RowBytes], m.RowBytes, 1, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
+			groups, tail, &out[lo], 0, 0, q2PrefetchDist)
 	}
 	return true
 }

@@ -1001,3 +1001,160 @@ TEXT ·q2Rows4MAVX512(SB), NOSPLIT, $0-112
 	VPBROADCASTQ q2mshift<>+8(SB), Z27
 	VPBROADCASTD q2mquarter<>(SB), Z7
 	Q4BODY(Q2MPLANES, Q4MSCALE, q2mrow, q2mgroup, q2mtail, q2mfold, q2mdone)
+
+// Q2_0 on AVX2 and F16C, two rows at once from separate parts of the
+// matrix: rows A (SI) and B (R15, boff bytes after A) share each group's
+// activation loads (Q8Row.q2's plane order), each stream prefetched pf
+// bytes ahead (a line per group). Per row and group, Y0 takes blocks 0 and
+// 1's codes (a 128-bit lane each), Y1 blocks 2 and 3's; plane k, (c >> 2k)
+// & 3, against the activations at 64k (Y0's) and 64k+32 (Y1's) by
+// VPMADDUBSW (at most 2*3*127 a word), the four planes' words added (at
+// most 3048), then VPMADDWD with ones to dwords, 4 per block: the first
+// two its first sub-block's, the other two its second's. VPHADDD of the
+// two leaves the 8 sub-block sums in the order 0, 1, 4, 5, 2, 3, 6, 7
+// (Q2VORDER), which the lanes keep throughout: the activation sums and
+// scales are permuted to it (VPERMQ $0xd8), each block's fp16 scale picked
+// twice, and the fold adds the lanes in foldLanes's order of the lanes
+// they hold. A last partial group of 1 to 3 blocks loads only its blocks
+// (16 code bytes and a scale each, inside the row), the rest zero.
+
+// Q2VPLANE(shift, xoff): plane shift/2 of Y0 and Y1 against the
+// activations at xoff(DI), the words added to Y4 (Y0's) and Y5 (Y1's).
+#define Q2VPLANE(shift, xoff) \
+	VPSRLW $shift, Y0, Y2 \
+	VPAND Y15, Y2, Y2 \
+	VPMADDUBSW xoff(DI), Y2, Y2 \
+	VPADDW Y2, Y4, Y4 \
+	VPSRLW $shift, Y1, Y3 \
+	VPAND Y15, Y3, Y3 \
+	VPMADDUBSW (xoff+32)(DI), Y3, Y3 \
+	VPADDW Y3, Y5, Y5
+
+// Q2VSUMS(Yacc): the group's terms of codes Y0, Y1 and fp16 scales in the
+// words of X6 (blocks 0, 2, 1, 3) into Yacc (Y7 the activation sums, Y8
+// their scales, both in Q2VORDER).
+#define Q2VSUMS(Yacc) \
+	VPAND Y15, Y0, Y2 \
+	VPMADDUBSW 0(DI), Y2, Y4 \
+	VPAND Y15, Y1, Y3 \
+	VPMADDUBSW 32(DI), Y3, Y5 \
+	Q2VPLANE(2, 64) \
+	Q2VPLANE(4, 128) \
+	Q2VPLANE(6, 192) \
+	VPMADDWD Y14, Y4, Y4 \
+	VPMADDWD Y14, Y5, Y5 \
+	VPHADDD Y5, Y4, Y4 \
+	VPSUBD Y7, Y4, Y4 \
+	VCVTDQ2PS Y4, Y4 \
+	VPUNPCKLWD X6, X6, X6 \
+	VCVTPH2PS X6, Y6 \
+	VMULPS Y8, Y6, Y6 \
+	VMULPS Y6, Y4, Y4 \
+	VADDPS Y4, Yacc, Yacc
+
+// Q2VGROUP(base, Yacc): one row's whole group.
+#define Q2VGROUP(base, Yacc) \
+	VMOVDQU 2(base), X0 \
+	VINSERTI128 $1, 20(base), Y0, Y0 \
+	VMOVDQU 38(base), X1 \
+	VINSERTI128 $1, 56(base), Y1, Y1 \
+	MOVWLZX 0(base), AX \
+	VMOVD AX, X6 \
+	VPINSRW $1, 36(base), X6, X6 \
+	VPINSRW $2, 18(base), X6, X6 \
+	VPINSRW $3, 54(base), X6, X6 \
+	Q2VSUMS(Yacc)
+
+// Q2VTAIL(base, Yacc, lbl): one row's partial group of CX (1..3) blocks.
+#define Q2VTAIL(base, Yacc, lbl) \
+	VPXOR Y1, Y1, Y1 \
+	VMOVDQU 2(base), X0 \
+	MOVWLZX 0(base), AX \
+	VMOVD AX, X6 \
+	CMPQ CX, $2 \
+	JLT  lbl \
+	VINSERTI128 $1, 20(base), Y0, Y0 \
+	VPINSRW $2, 18(base), X6, X6 \
+	CMPQ CX, $3 \
+	JLT  lbl \
+	VMOVDQU 38(base), X1 \
+	VPINSRW $1, 36(base), X6, X6 \
+lbl: \
+	Q2VSUMS(Yacc)
+
+// Q2VFOLD(dst): Y12's lanes (in Q2VORDER: position p holds lane 0, 1, 4,
+// 5, 2, 3, 6, 7) folded as foldLanes to dst.
+#define Q2VFOLD(dst) \
+	VPERMILPS $0x4e, Y12, Y0 \
+	VADDPS Y0, Y12, Y0 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS X1, X0, X0 \
+	VMOVSHDUP X0, X1 \
+	VADDSS X1, X0, X0 \
+	VMOVSS X0, dst
+
+// func q2Rows2AVX2(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, out *float32, boff, ooff, pf int)
+// rows: rows A, each stride bytes from the last, outputs at out, and as
+// many rows B, boff bytes after each A, outputs ooff bytes after A's
+// (boff and ooff 0: each row twice, to the same output); tail: the
+// partial group's blocks (0..3).
+TEXT ·q2Rows2AVX2(SB), NOSPLIT, $0-96
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R10
+	MOVQ out+64(FP), R8
+	MOVQ boff+72(FP), R11
+	MOVQ ooff+80(FP), R9
+	MOVQ pf+88(FP), R14
+	VMOVDQU q8ones16<>(SB), Y14
+	VPBROADCASTQ q2rthree<>(SB), Y15
+	TESTQ R10, R10
+	JZ    q2vdone
+
+q2vrow:
+	MOVQ R13, SI
+	LEAQ (R13)(R11*1), R15
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ xs+40(FP), BX
+	MOVQ groups+48(FP), CX
+	VXORPS Y12, Y12, Y12
+	VXORPS Y11, Y11, Y11
+	TESTQ CX, CX
+	JZ    q2vtail
+
+q2vgroup:
+	PREFETCHT0 (SI)(R14*1)
+	PREFETCHT0 (R15)(R14*1)
+	VPERMQ $0xd8, (BX), Y7
+	VPERMQ $0xd8, (DX), Y8
+	Q2VGROUP(SI, Y12)
+	Q2VGROUP(R15, Y11)
+	ADDQ $72, SI
+	ADDQ $72, R15
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q2vgroup
+
+q2vtail:
+	MOVQ tail+56(FP), CX
+	TESTQ CX, CX
+	JZ    q2vfold
+	VPERMQ $0xd8, (BX), Y7
+	VPERMQ $0xd8, (DX), Y8
+	Q2VTAIL(SI, Y12, q2vtA)
+	Q2VTAIL(R15, Y11, q2vtB)
+
+q2vfold:
+	Q2VFOLD((R8))
+	VMOVAPS Y11, Y12
+	Q2VFOLD((R8)(R9*1))
+	ADDQ $4, R8
+	ADDQ stride+8(FP), R13
+	DECQ R10
+	JNZ  q2vrow
+
+q2vdone:
+	VZEROUPPER
+	RET
