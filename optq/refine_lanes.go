@@ -1,9 +1,5 @@
 package optq
 
-import (
-	"github.com/stratactl/stratactl/kernels"
-)
-
 // The low-rank refinement runs rowLanes rows at once, one row per lane:
 // every lane does exactly what descend does on its row with lowQuad (the
 // same products, sums and their order, kernels.DotF32's for every dot
@@ -142,7 +138,7 @@ func refineLowBy[V lanes, M masks](q *quantized, t []float32, lr *lowRank, passe
 	cols, groups, n := q.cols, q.cols/group, lr.n
 	b := &laneRows[V, M]{e: make([]V, cols), lv: make([]V, cols), sc: make([]V, groups),
 		r: make([]V, n), u: make([]V, n), k: k}
-	e := make([]float32, cols)
+	e, re := make([]float32, cols), make([]float32, n)
 	width := len(b.e[0])
 	for r0 := 0; r0 < q.rows; r0 += width {
 		nr := min(width, q.rows-r0)
@@ -167,8 +163,9 @@ func refineLowBy[V lanes, M masks](q *quantized, t []float32, lr *lowRank, passe
 			for g, d := range sc {
 				b.sc[g][l] = d
 			}
-			for k := 0; k < n; k++ {
-				b.r[k][l] = kernels.DotF32(lr.x[k*cols:(k+1)*cols], e)
+			dotMany(re, e, lr.x, cols) // X e
+			for k, v := range re {
+				b.r[k][l] = v
 			}
 		}
 		for l := nr; l < width; l++ { // idle lanes: scale 0, no moves
