@@ -235,10 +235,11 @@ func (q *lowQuad) groupMoved(dd float32) { kernels.Axpy(q.r, -dd, q.u) }
 func (lr *lowRank) downTarget(w, a []float32, D int) []float32 {
 	n, F, ah := lr.n, lr.cols, lr.x
 	k := make([]float64, n*n)
+	dots := make([]float32, n)
 	for t := 0; t < n; t++ {
-		at := ah[t*F : (t+1)*F]
-		for s := 0; s <= t; s++ {
-			v := float64(kernels.DotF32(at, ah[s*F:(s+1)*F]))
+		dotMany(dots[:t+1], ah[t*F:(t+1)*F], ah, F)
+		for s, d := range dots[:t+1] {
+			v := float64(d)
 			k[t*n+s], k[s*n+t] = v, v
 		}
 		k[t*n+t] += lr.lambda
@@ -252,9 +253,9 @@ func (lr *lowRank) downTarget(w, a []float32, D int) []float32 {
 	}
 	p := make([]float64, D*n) // rows W Δᵀ, then solved: (W Δᵀ) K⁻¹
 	for r := 0; r < D; r++ {
-		wr := w[r*F : (r+1)*F]
-		for t := 0; t < n; t++ {
-			p[r*n+t] = float64(kernels.DotF32(wr, delta[t*F:(t+1)*F]))
+		dotMany(dots, w[r*F:(r+1)*F], delta, F)
+		for t, d := range dots {
+			p[r*n+t] = float64(d)
 		}
 	}
 	solveCholesky(k, n, p, D)

@@ -807,8 +807,9 @@ func (q *weightedQuad) start(wr, x, s, y []float32, lv []int8, sc []float32, dam
 		what[j] = sc[j/group] * float32(lv[j])
 		e[j] = wr[j] - what[j]
 	}
-	for t := range q.r {
-		q.r[t] = y[t] - s[t]*kernels.DotF32(x[t*cols:(t+1)*cols], what)
+	dotMany(q.r, what, x, cols)
+	for t, v := range q.r {
+		q.r[t] = y[t] - s[t]*v
 	}
 	q.reset(e)
 	return true
