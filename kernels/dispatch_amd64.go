@@ -45,6 +45,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8quant = q8quantVector
 		k.bf16dot = bf16dotVector
 		k.xorReadVec = xorReadAVX2
+		k.swiglu = swigluAVX2
 		k.paths = "avx2"
 	}
 	if c.avx2 && c.f16c {
