@@ -43,6 +43,7 @@ type calibFlags struct {
 	exPasses   int
 	exGate     bool
 	warmDown   bool
+	exTokens   float64 // --refine-expert-tokens
 }
 
 func (c *calibFlags) add(f *pflag.FlagSet) {
@@ -62,6 +63,7 @@ func (c *calibFlags) add(f *pflag.FlagSet) {
 	cli.IntVar(f, &c.expert, "refine-expert", optq.DefaultExpert, 0, 1000, "rounds refining gate and up against the error of the expert's whole output (with its quantized down), each followed by down quantized again")
 	cli.IntVar(f, &c.exPasses, "refine-expert-passes", optq.Defaults().ExpertPasses, 0, 1000, "coordinate passes over each gate and up row in a round of the expert-output refinement")
 	f.BoolVar(&c.exGate, "refine-expert-gate", optq.Defaults().ExpertGate, "refine gate's rows too (after up's) in the expert-output refinement")
+	cli.Float64Var(f, &c.exTokens, "refine-expert-tokens", optq.DefaultExpertTokens, 0, 1e6, "quantizer tokens per n_embd column an expert needs for the expert-output refinement (fewer: it is skipped; 0: every expert)")
 	f.BoolVar(&c.warmDown, "refine-expert-warm-down", optq.Defaults().WarmDown, "after the expert-output refinement, quantize down again from its codes so far by the refinement alone (false: a new OPTQ pass with its scale search)")
 	cli.IntVar(f, &c.expertSelf, "refine-expert-self", optq.DefaultSelfExpert, 0, 1000, "expert-output refinement rounds when --calib-self windows are used and --refine-expert is not given")
 	cli.IntVar(f, &c.holdEvery, "calib-hold", calib.DefaultHoldEvery, 0, 1<<20, "hold back every Nth calibration window to measure the output error (0: none)")
@@ -112,6 +114,7 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 	opt.SwiGLU, opt.SwiGLUDamp = c.swiglu, c.swigluDamp
 	opt.Expert = c.expert
 	opt.ExpertPasses, opt.ExpertGate, opt.WarmDown = c.exPasses, c.exGate, c.warmDown
+	opt.ExpertTokens = c.exTokens
 	if c.self > 0 && !fs.Changed("damp") {
 		opt.Damp = c.selfDamp
 	}
@@ -195,4 +198,5 @@ func (c *calibrated) finish() {
 		return
 	}
 	c.info.Fallbacks, _ = c.q.Fallbacks()
+	c.info.ExpertSkipped = c.q.ExpertRefineSkipped()
 }
