@@ -2,6 +2,7 @@ package optq
 
 import (
 	"bytes"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -15,7 +16,7 @@ func TestBatchedScoringIsRowByRow(t *testing.T) {
 		ex, in := expertFixture(rand.New(rand.NewPCG(21, uint64(c.n))), c.D, c.F, c.n, 0)
 		for _, cand := range []int{3, 7, 12} {
 			opt := Defaults()
-			opt.Candidates = cand
+			opt.Candidates, opt.GridTokens = cand, 0 // the grid at n < D too
 			batched, err := QuantizeExpert(ex, in, opt)
 			if err != nil {
 				t.Fatal(err)
@@ -112,5 +113,44 @@ func TestExpertTokens(t *testing.T) {
 	bad.ExpertTokens = -1
 	if bad.Check() == nil {
 		t.Fatal("negative ExpertTokens accepted")
+	}
+}
+
+// TestGridTokens: a matrix with fewer quantizer tokens than GridTokens per
+// column gets the bytes of Candidates 0 (the plain search's pick alone),
+// which differ from the grid's; with enough tokens the default scores the
+// grid (the bytes of GridTokens 0).
+func TestGridTokens(t *testing.T) {
+	const D, F = 128, 64
+	for _, n := range []int{48, 200} {
+		ex, in := expertFixture(rand.New(rand.NewPCG(43, uint64(n))), D, F, n, 0)
+		run := func(cand int, grid float64) *ExpertResult {
+			opt := Defaults()
+			opt.Expert, opt.Candidates, opt.GridTokens = 0, cand, grid
+			res, err := QuantizeExpert(ex, in, opt)
+			if err != nil || res.Fallback != "" {
+				t.Fatalf("n %d: fallback %q, err %v", n, res.Fallback, err)
+			}
+			return res
+		}
+		same := func(a, b *ExpertResult) bool {
+			return bytes.Equal(a.Gate, b.Gate) && bytes.Equal(a.Up, b.Up) && bytes.Equal(a.Down, b.Down)
+		}
+		def, always, pick := run(DefaultCandidates, DefaultGridTokens), run(DefaultCandidates, 0), run(0, 0)
+		if same(always, pick) {
+			t.Fatalf("n %d: the grid changed no byte", n)
+		}
+		if n < F { // low-rank in every matrix: the pick alone
+			if !same(def, pick) {
+				t.Fatalf("n %d: the default scored the grid below %g tokens per column", n, DefaultGridTokens)
+			}
+		} else if n >= D && !same(def, always) {
+			t.Fatalf("n %d: the default skipped the grid with enough tokens", n)
+		}
+	}
+	bad := Defaults()
+	bad.GridTokens = math.Inf(1)
+	if bad.Check() == nil {
+		t.Fatal("infinite GridTokens accepted")
 	}
 }

@@ -105,11 +105,12 @@ func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) 
 	}
 	f, reason := hessianOf(in.X, in.N, D, opt.Damp, opt.RefineDamp)
 	if reason == "" {
+		gu := opt.forTokens(in.N, D)
 		if opt.SwiGLU > 0 {
-			reason = swigluQuantize(f, ex, in, opt, res)
+			reason = swigluQuantize(f, ex, in, gu, res)
 		} else {
-			f.run(ex.Gate, F, opt, res.Gate)
-			f.run(ex.Up, F, opt, res.Up)
+			f.run(ex.Gate, F, gu, res.Gate)
+			f.run(ex.Up, F, gu, res.Up)
 		}
 	}
 	var pr *products
@@ -176,6 +177,7 @@ func (p *products) quantized(n, F int) []float32 {
 // refinement alone.
 func quantizeDown(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *products, warm bool) string {
 	D, F := ex.D, ex.F
+	opt = opt.forTokens(in.N, F)
 	a, ah := pr.a, pr.quantized(in.N, F)
 	if useLowRank(in.N, F) {
 		return quantizeDownLowRank(ex.Down, a, ah, in.N, D, F, opt, res.Down, warm)
