@@ -42,11 +42,8 @@ type Options struct {
 	BatchTokens int
 }
 
-// DefaultBatchTokens runs 8 windows of 256 together: each of 512 experts
-// of the field shape then sees about 32 tokens per pass, and the batch's
-// buffers (the routed experts' outputs are the largest, 168 MB at n_embd
-// 2560) stay far below the quantizer's memory.
-const DefaultBatchTokens = 2048
+// DefaultBatchTokens is the engine's batch of windows.
+const DefaultBatchTokens = engine.DefaultWindowTokens
 
 // Set is the collected calibration inputs of every MoE layer.
 type Set struct {
@@ -139,55 +136,33 @@ func Collect(ctx context.Context, m *engine.Model, blocks []int, windows [][]int
 	if hold == 0 {
 		hold = DefaultHoldEvery
 	}
-	budget := opt.BatchTokens
-	if budget <= 0 {
-		budget = DefaultBatchTokens
-	}
 	col := &collector{s: s}
-	g := m.NewGroup()
-	g.Observer = col
-	sess := m.NewSession()
-	sess.Observer, sess.MaxBatch = col, budget
-	// Windows run in batches of consecutive ones up to budget tokens (a
-	// longer window alone, in session batches of budget), so each layer's
-	// spill gets them in window order.
-	for lo := 0; lo < len(windows); {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		hi, n := lo, 0
-		for hi < len(windows) && (hi == lo || n+len(windows[hi]) <= budget) {
-			n += len(windows[hi])
-			hi++
-		}
-		col.held = col.held[:0]
-		for i := lo; i < hi; i++ {
-			col.held = append(col.held, hold > 1 && len(windows) >= 2 && i%hold == hold-1)
-		}
-		var err error
-		if n > budget {
-			sess.Reset()
-			_, err = sess.Forward(windows[lo], false)
-		} else {
-			err = g.Forward(windows[lo:hi])
-		}
-		if err != nil {
-			return nil, fmt.Errorf("calibration windows %d-%d: %w", lo, hi-1, err)
-		}
-		if col.err != nil {
-			return nil, fmt.Errorf("calibration windows %d-%d: %w", lo, hi-1, col.err)
-		}
-		for i := lo; i < hi; i++ {
-			s.Tokens += int64(len(windows[i]))
-			if col.held[i-lo] {
-				s.HeldTokens += int64(len(windows[i]))
-				s.HeldWindows++
+	err = m.RunWindows(ctx, windows, engine.WindowsOptions{BatchTokens: opt.BatchTokens, Observer: col,
+		Before: func(lo, hi int) error {
+			col.held = col.held[:0]
+			for i := lo; i < hi; i++ {
+				col.held = append(col.held, hold > 1 && len(windows) >= 2 && i%hold == hold-1)
 			}
-			if opt.Progress != nil {
-				opt.Progress(len(windows[i]))
+			return nil
+		},
+		After: func(lo, hi int) error {
+			if col.err != nil {
+				return col.err
 			}
-		}
-		lo = hi
+			for i := lo; i < hi; i++ {
+				s.Tokens += int64(len(windows[i]))
+				if col.held[i-lo] {
+					s.HeldTokens += int64(len(windows[i]))
+					s.HeldWindows++
+				}
+				if opt.Progress != nil {
+					opt.Progress(len(windows[i]))
+				}
+			}
+			return nil
+		}})
+	if err != nil {
+		return nil, fmt.Errorf("calibration run: %w", err)
 	}
 	for _, l := range s.layers {
 		if err := l.w.Flush(); err != nil {

@@ -27,7 +27,11 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 	q := sc.floats(T * qstride)
 	k := sc.floats(T * kdim)
 	v := sc.floats(T * vdim)
-	matVecsOrMul(m.Pool, []*kernels.Matrix{&L.Q, &L.K, &L.V}, sc.newActs(xn, c.Embd, m.Mode), [][]float32{q, k, v}, &sc.vecs)
+	xa := sc.newActs(xn, c.Embd, m.Mode)
+	xa.prepare(m.Pool, &L.Q)
+	s.lap(PhaseQuant)
+	matVecsOrMul(m.Pool, []*kernels.Matrix{&L.Q, &L.K, &L.V}, xa, [][]float32{q, k, v}, &sc.vecs)
+	s.lapProducts(PhaseQKV, &L.Q, &L.K, &L.V)
 	r := m.ropeTable()
 	if T == 1 {
 		cos, sin := sc.floats(len(r.inv)), sc.floats(len(r.inv))
@@ -41,6 +45,7 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 			}
 		})
 	}
+	s.lap(PhaseRoPE)
 	maxN, lo := 0, 0
 	for _, sp := range spans {
 		ss := sp.s
@@ -49,62 +54,90 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 		maxN = max(maxN, ss.Pos+sp.n)
 		lo += sp.n
 	}
-	group := c.Heads / c.HeadsKV
-	scale := float32(1 / math.Sqrt(float64(hd)))
 	out := sc.floats(T * c.Heads * vd) // each head's part cleared in the pass
+	a := &sc.attn
+	if a.fn == nil {
+		a.fn = a.run
+	}
+	*a = attnPass{c: c, L: L, l: l, spans: spans, q: q, out: out, maxN: maxN, qstride: qstride, hstride: hstride,
+		scale: float32(1 / math.Sqrt(float64(hd))), fn: a.fn}
 	// One decode token's heads score into rows of one reused buffer; a
 	// batch's ranges each make their own.
-	var perHead []float32
 	if T == 1 {
 		// Room for every position the cache has room for, so that the
 		// buffer grows with the cache, not with each step.
-		perHead = grow(&sc.scores, c.Heads*max(maxN, cap(spans[0].s.kcache[l])/kdim))[:c.Heads*maxN]
+		a.perHead = grow(&sc.scores, c.Heads*max(maxN, cap(spans[0].s.kcache[l])/kdim))[:c.Heads*maxN]
 	}
-	m.Pool.Parallel(T*c.Heads, maxN*(hd+vd), func(lo, hi int) {
-		var scores []float32
-		if perHead == nil {
-			scores = make([]float32, maxN)
-		}
-		for i := lo; i < hi; i++ {
-			if perHead != nil {
-				scores = perHead[i*maxN : (i+1)*maxN]
-			}
-			t, h := i/c.Heads, i%c.Heads
-			j, pos := spanOf(spans, t)
-			kc, vc := spans[j].s.kcache[l], spans[j].s.vcache[l]
-			kvh := h / group
-			n := pos + 1
-			qh := q[t*qstride+h*hstride : t*qstride+h*hstride+hd]
-			// score_j = DotF32(key j, q) * scale; o = sum_j p_j * value j
-			// in position order (kernels.AttnScores, AttnSum).
-			sc := scores[:n]
-			kernels.AttnScores(sc, qh, kc[kvh*hd:], kdim, scale)
-			mx := float32(math.Inf(-1))
-			for _, v := range sc {
-				mx = max(mx, v)
-			}
-			var sum float64
-			for j, v := range sc {
-				e := math.Exp(float64(v - mx))
-				sc[j] = float32(e)
-				sum += e
-			}
-			inv := float32(1 / sum)
-			for j := range sc {
-				sc[j] *= inv
-			}
-			o := out[t*c.Heads*vd+h*vd : t*c.Heads*vd+(h+1)*vd]
-			clear(o)
-			kernels.AttnSum(o, sc, vc[kvh*vd:], vdim)
-			if L.QGate {
-				g := q[t*qstride+h*hstride+hd : t*qstride+(h+1)*hstride]
-				for i := range o {
-					o[i] *= sigmoid(g[i])
-				}
-			}
-		}
-	})
+	m.Pool.Parallel(T*c.Heads, maxN*(hd+vd), a.fn)
+	*a = attnPass{fn: a.fn}
+	s.lap(PhaseAttn)
 	return out
+}
+
+// attnPass is attention's pass over (token, head) pairs, its function
+// bound once (a closure handed to the pool would be a new heap object per
+// call): pair i is token i/Heads, head i%Heads, its output the softmax of
+// its scores over its sequence's cache times the values.
+type attnPass struct {
+	c                      *Config
+	L                      *Layer
+	l                      int
+	spans                  []seqSpan
+	q, out                 []float32
+	perHead                []float32 // a decode token's scores, per head; nil: each range makes its own
+	maxN, qstride, hstride int
+	scale                  float32
+	fn                     func(lo, hi int)
+}
+
+func (a *attnPass) run(lo, hi int) {
+	c, L, q, out := a.c, a.L, a.q, a.out
+	hd, vd := c.HeadDim, c.ValueDim
+	kdim, vdim := c.HeadsKV*hd, c.HeadsKV*vd
+	group := c.Heads / c.HeadsKV
+	qstride, hstride, maxN := a.qstride, a.hstride, a.maxN
+	var scores []float32
+	if a.perHead == nil {
+		scores = make([]float32, maxN)
+	}
+	for i := lo; i < hi; i++ {
+		if a.perHead != nil {
+			scores = a.perHead[i*maxN : (i+1)*maxN]
+		}
+		t, h := i/c.Heads, i%c.Heads
+		j, pos := spanOf(a.spans, t)
+		kc, vc := a.spans[j].s.kcache[a.l], a.spans[j].s.vcache[a.l]
+		kvh := h / group
+		n := pos + 1
+		qh := q[t*qstride+h*hstride : t*qstride+h*hstride+hd]
+		// score_j = DotF32(key j, q) * scale; o = sum_j p_j * value j
+		// in position order (kernels.AttnScores, AttnSum).
+		sc := scores[:n]
+		kernels.AttnScores(sc, qh, kc[kvh*hd:], kdim, a.scale)
+		mx := float32(math.Inf(-1))
+		for _, v := range sc {
+			mx = max(mx, v)
+		}
+		var sum float64
+		for j, v := range sc {
+			e := math.Exp(float64(v - mx))
+			sc[j] = float32(e)
+			sum += e
+		}
+		inv := float32(1 / sum)
+		for j := range sc {
+			sc[j] *= inv
+		}
+		o := out[t*c.Heads*vd+h*vd : t*c.Heads*vd+(h+1)*vd]
+		clear(o)
+		kernels.AttnSum(o, sc, vc[kvh*vd:], vdim)
+		if L.QGate {
+			g := q[t*qstride+h*hstride+hd : t*qstride+(h+1)*hstride]
+			for i := range o {
+				o[i] *= sigmoid(g[i])
+			}
+		}
+	}
 }
 
 // normRotate RMS-normalizes and rotates one token's query heads q (head h

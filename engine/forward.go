@@ -83,6 +83,9 @@ type Session struct {
 	// Stats counts the work of this session; a pack's hits and misses are
 	// the store's (Model.Stream).
 	Stats SessionStats
+	// Timing, when set, accumulates each Step's time by phase (and the
+	// sampler's in Generate).
+	Timing *StepTimes
 
 	trace *LayerTrace
 	// self is the one span of a Session's own batch (layers).
@@ -162,6 +165,10 @@ func (s *Session) Forward(ids []int32, all bool) ([]float32, error) {
 // step, whose buffers are all the session's own, reused from step to step.
 func (s *Session) Step(id int32) ([]float32, error) {
 	s.one[0] = id
+	if s.Timing != nil {
+		s.Timing.begin(s.m.Pool)
+		defer s.Timing.end()
+	}
 	logits, err := s.forward(s.one[:], false, s.logits)
 	if err == nil {
 		s.logits = logits
@@ -256,10 +263,16 @@ func (s *Session) batch(ids []int32, all, last bool, dst []float32) ([]float32, 
 	} else {
 		logits = make([]float32, n*c.Vocab)
 	}
-	matMul(m.Pool, &m.Output, sc.newActs(xn[:n*D], D, m.Mode), logits)
+	s.lap(PhaseNorm)
+	xa := sc.newActs(xn[:n*D], D, m.Mode)
+	xa.prepare(m.Pool, &m.Output)
+	s.lap(PhaseQuant)
+	matMul(m.Pool, &m.Output, xa, logits)
+	s.lapProducts(PhaseHead, &m.Output)
 	if i := firstNonFinite(logits); i >= 0 {
 		return nil, fmt.Errorf("%s: non-finite logit %v (token %d): output.weight or output_norm.weight holds NaN or infinity", m.File.Path, logits[i], i%c.Vocab)
 	}
+	s.lap(PhaseNorm)
 	return logits, nil
 }
 
@@ -300,21 +313,29 @@ func (s *Session) layers(ids []int32, spans []seqSpan) (x, xn []float32, batchMa
 	}
 	xn = sc.floats(T * D)
 	batchMark = sc.mark() // each layer's buffers come after x and xn
+	s.lap(PhaseEmbed)
 	s.readAhead(0, x, T)
+	s.lapReadAhead(0)
 	for l := range m.Layers {
 		L := &m.Layers[l]
 		sc.rewind(batchMark)
 		s.normRows(xn, x, L.AttnNorm, T)
+		s.lap(PhaseNorm)
 		var o []float32
 		if L.Delta != nil {
 			o = s.deltaNets(l, L, xn, T, spans)
 		} else {
 			att := s.attention(l, L, xn, T, spans)
 			o = sc.floats(T * D)
-			matMul(m.Pool, &L.O, sc.newActs(att, len(att)/T, m.Mode), o)
+			a := sc.newActs(att, len(att)/T, m.Mode)
+			a.prepare(m.Pool, &L.O)
+			s.lap(PhaseQuant)
+			matMul(m.Pool, &L.O, a, o)
+			s.lapProducts(PhaseO, &L.O)
 		}
 		s.addRows(x, o, T)
 		s.normRows(xn, x, L.FFNNorm, T)
+		s.lap(PhaseNorm)
 		moeOut, err := s.moe(l, L, xn, x, T)
 		if err != nil {
 			return nil, nil, batchMark, err
@@ -328,7 +349,9 @@ func (s *Session) layers(ids []int32, spans []seqSpan) (x, xn []float32, batchMa
 		if s.Observer != nil {
 			s.traceHidden(x, o, spans)
 		}
+		s.lap(PhaseNorm)
 		s.readAhead(l+1, x, T)
+		s.lapReadAhead(l + 1)
 	}
 	for _, sp := range spans {
 		for _, st := range sp.s.delta {
@@ -346,26 +369,29 @@ func (s *Session) layers(ids []int32, spans []seqSpan) (x, xn []float32, batchMa
 func (s *Session) embed(ids []int32, x []float32) error {
 	m := s.m
 	D := m.Config.Embd
-	one := func(t int) error {
-		if err := m.Embd.DecodeRowTo(int(ids[t]), x[t*D:(t+1)*D]); err != nil {
-			return fmt.Errorf("token_embd row %d: %w", ids[t], err)
-		}
-		return nil
-	}
 	if len(ids) == 1 {
-		return one(0)
+		return m.embedRow(ids, x, 0)
 	}
 	// The first failing token's error (the order a loop would give).
 	errs := make([]error, len(ids))
 	m.Pool.Parallel(len(ids), 2*D, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
-			errs[t] = one(t)
+			errs[t] = m.embedRow(ids, x, t)
 		}
 	})
 	for _, err := range errs {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// embedRow writes the embedding of ids[t] to row t of x.
+func (m *Model) embedRow(ids []int32, x []float32, t int) error {
+	D := m.Config.Embd
+	if err := m.Embd.DecodeRowTo(int(ids[t]), x[t*D:(t+1)*D]); err != nil {
+		return fmt.Errorf("token_embd row %d: %w", ids[t], err)
 	}
 	return nil
 }

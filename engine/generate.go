@@ -100,7 +100,11 @@ func (s *Session) Generate(ctx context.Context, prompt []int32, opt GenerateOpti
 				}
 			}
 		}
+		ts := time.Now()
 		id := sampler.sample(logits, s.m.Pool)
+		if s.Timing != nil && len(res.GeneratedIDs) > 0 {
+			s.Timing.add(PhaseSample, time.Since(ts))
+		}
 		res.GeneratedIDs = append(res.GeneratedIDs, id)
 		if opt.OnToken != nil {
 			if err := opt.OnToken(id); err != nil {

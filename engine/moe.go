@@ -21,7 +21,10 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	sc := &s.sc
 	xa := sc.newActs(xn, D, m.Mode)
 	logits := sc.floats(T * E)
+	xa.prepare(m.Pool, &L.Router)
+	s.lap(PhaseQuant)
 	matMul(m.Pool, &L.Router, xa, logits)
+	s.lapProducts(PhaseRouter, &L.Router)
 	probs := sc.floats(T * E)
 	ids := sc.int32s(T * K)
 	weights := sc.floats(T * K)
@@ -68,6 +71,7 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	if s.Observer != nil && s.TraceExpertAct {
 		act = make([]float32, T*K*c.ExpertFF)
 	}
+	s.lap(PhaseRoute)
 	if T == 1 {
 		if err := s.expertsOneToken(l, ids, xa, ys, act); err != nil {
 			return nil, err
@@ -84,6 +88,7 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 	if s.Observer != nil {
 		s.trace = &LayerTrace{Layer: l, Pos0: s.Pos, Tokens: T, Probs: probs, IDs: ids, Weights: weights, ExpertOut: ys, MoEInput: xn, ExpertAct: act}
 	}
+	s.lap(PhaseCombine)
 	if L.Shared != nil {
 		gate, sh := s.sharedExpert(L.Shared, xa)
 		for t := 0; t < T; t++ {
@@ -92,6 +97,7 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 		if s.trace != nil {
 			s.trace.SharedGate, s.trace.SharedOut = gate, sh
 		}
+		s.lap(PhaseCombine)
 	}
 	return out, nil
 }
@@ -128,12 +134,15 @@ func (s *Session) sharedExpert(sh *SharedExpert, xa *acts) (gate, y []float32) {
 	} else {
 		u := sc.floats(T * F)
 		matVecsOrMul(m.Pool, []*kernels.Matrix{&sh.Gate, &sh.Up}, xa, [][]float32{g, u}, &sc.vecs)
-		for i := range g {
-			g[i] = silu(g[i]) * u[i]
-		}
+		gateUp(g, u, m.Mode)
 	}
+	s.lapProducts(PhaseExpertUp, &sh.Gate, &sh.Up)
 	y = sc.floats(T * D)
-	matMul(m.Pool, &sh.Down, sc.newActs(g, F, m.Mode), y)
+	ga := sc.newActs(g, F, m.Mode)
+	ga.prepare(m.Pool, &sh.Down)
+	s.lap(PhaseQuant)
+	matMul(m.Pool, &sh.Down, ga, y)
+	s.lapProducts(PhaseExpertDown, &sh.Down)
 	return gate, y
 }
 
@@ -162,23 +171,53 @@ func (s *Session) swiGLU(gates, ups []*kernels.Matrix, xa *acts, h []float32) {
 		}
 		sc.ms, sc.as, sc.outs = ms, as, outs
 		matVecs(m.Pool, ms, as, outs, &sc.vecs)
-		for i := range h {
-			h[i] = silu(g[i]) * u[i]
-		}
+		gateUp(g, u, m.Mode)
+		copy(h, g)
 		return
 	}
+	xa.q8()
+	s.lap(PhaseQuant)
 	xq, gs, us := sc.xq[:0], sc.outs[:0], sc.outs2[:0]
 	for j := range gates {
 		xq = append(xq, xa.q8()[0])
 		gs, us = append(gs, h[j*F:(j+1)*F]), append(us, u[j*F:(j+1)*F])
 	}
 	sc.xq, sc.outs, sc.outs2 = xq, gs, us
-	m.Pool.MatVecsQ8GLU(gates, ups, xq, gs, us, func(j, lo, hi int) {
-		hj, uj := h[j*F:(j+1)*F], u[j*F:(j+1)*F]
-		for r := lo; r < hi; r++ {
-			hj[r] = silu(hj[r]) * uj[r]
-		}
-	})
+	g := &sc.glu
+	if g.fn == nil {
+		g.fn = g.run
+	}
+	g.h, g.u, g.F = h, u, F
+	m.Pool.MatVecsQ8GLU(gates, ups, xq, gs, us, g.fn)
+	g.h, g.u = nil, nil
+}
+
+// gluPass is swiGLU's activation in the products' pass: rows [lo, hi) of
+// pair j, h = silu(h) * u, its function bound once (a closure handed to
+// the pool would be a new heap object per call).
+type gluPass struct {
+	h, u []float32
+	F    int
+	fn   func(j, lo, hi int)
+}
+
+func (g *gluPass) run(j, lo, hi int) {
+	F := g.F
+	kernels.SwiGLU(g.h[j*F+lo:j*F+hi], g.u[j*F+lo:j*F+hi]) // the quantized path: fast mode
+}
+
+// gateUp sets g[i] = silu(g[i]) * u[i], the experts' gated activation: in
+// fast mode by kernels.SwiGLU (a float32 exponential, vector code), in
+// exact mode by silu (a float64 exponential). Each element is its own, so
+// the bits do not depend on how the rows are split or batched.
+func gateUp(g, u []float32, mode Mode) {
+	if mode == Fast {
+		kernels.SwiGLU(g, u)
+		return
+	}
+	for i := range g {
+		g[i] = silu(g[i]) * u[i]
+	}
 }
 
 func silu(v float32) float32 { return v / (1 + float32(math.Exp(float64(-v)))) }
@@ -296,9 +335,7 @@ func (s *Session) expertRun(pool *kernels.Pool, l, e int, u []int, xa *acts, ys,
 	g, up := grow(&b.g, nt*F), grow(&b.up, nt*F)
 	matMul(pool, &ex.Gate, ea, g)
 	matMul(pool, &ex.Up, ea, up)
-	for i := range g {
-		g[i] = silu(g[i]) * up[i]
-	}
+	gateUp(g, up, m.Mode)
 	outs := grow(&b.outs, nt)
 	for j, slot := range u {
 		outs[j] = ys[slot*D : (slot+1)*D]
@@ -390,7 +427,9 @@ func (s *Session) expertsOneToken(l int, ids []int32, xa *acts, ys, act []float3
 				for _, k := range rest {
 					es = append(es, int(ids[k]))
 				}
+				s.lap(PhaseRoute)
 				m.Experts.WaitAny(l, es)
+				s.lap(PhaseWait)
 				waited = true
 				continue
 			}
@@ -418,6 +457,7 @@ func (s *Session) expertGroup(l int, ids []int32, ranks []int, xa *acts, ys, act
 	exs := grow(&sc.exs, n)
 	clear(exs)
 	defer s.release(l, ids, ranks, exs)
+	s.lap(PhaseRoute)
 	for j, k := range ranks {
 		ex, err := m.Experts.Get(l, int(ids[k]))
 		if err != nil {
@@ -432,7 +472,14 @@ func (s *Session) expertGroup(l int, ids []int32, ranks []int, xa *acts, ys, act
 	}
 	sc.gates, sc.ups = gates, ups
 	h := sc.floats(n * F)
+	s.lap(PhaseWait)
 	s.swiGLU(gates, ups, xa, h)
+	if st := s.Timing; st != nil && st.on {
+		st.lap(PhaseExpertUp)
+		for _, ex := range exs {
+			st.Bytes[PhaseExpertUp] += int64(len(ex.Gate.Data) + len(ex.Up.Data))
+		}
+	}
 	ms, xs, outs := sc.ms[:0], sc.as[:0], sc.outs[:0]
 	if act != nil {
 		for j, k := range ranks {
@@ -442,11 +489,20 @@ func (s *Session) expertGroup(l int, ids []int32, ranks []int, xa *acts, ys, act
 	for j, ex := range exs {
 		k := ranks[j]
 		ms = append(ms, &ex.Down)
-		xs = append(xs, sc.newActs(h[j*F:(j+1)*F], F, m.Mode))
+		a := sc.newActs(h[j*F:(j+1)*F], F, m.Mode)
+		a.prepare(m.Pool, &ex.Down)
+		xs = append(xs, a)
 		outs = append(outs, ys[k*D:(k+1)*D])
 	}
+	s.lap(PhaseQuant)
 	matVecs(m.Pool, ms, xs, outs, &sc.vecs)
 	sc.ms, sc.as, sc.outs = ms, xs, outs
+	if st := s.Timing; st != nil && st.on {
+		st.lap(PhaseExpertDown)
+		for _, ex := range exs {
+			st.Bytes[PhaseExpertDown] += int64(len(ex.Down.Data))
+		}
+	}
 	return nil
 }
 

@@ -59,8 +59,13 @@ func packMatchesGGUF(t *testing.T, src string, tokens []int32) {
 		{"quarter arena", true, Routing{}},
 		{"quarter arena, cache bonus 0", true, Routing{CacheAware: true, Bonus: 0, Exact: 3}},
 		{"quarter arena, buffered, no read-ahead", true, Routing{}},
+		{"quarter arena, slots read in pieces", true, Routing{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if strings.Contains(tc.name, "pieces") {
+				defer func(p int) { pieceTarget = p }(pieceTarget)
+				pieceTarget = strata.SlotAlign
+			}
 			opt := Options{}
 			if tc.quarter {
 				probe, err := Open(dir, Options{Stream: StreamOptions{ArenaMB: 1e-9 + 0}})
@@ -89,8 +94,11 @@ func packMatchesGGUF(t *testing.T, src string, tokens []int32) {
 			before := ps.Counters()
 			ids, logits := run(m, tc.routing)
 			rep := ps.Report(before, ps.Counters(), len(tokens)+steps-1)
-			t.Logf("%s: slots %d/%d, hit rate %.3f, misses/token %.2f, read-ahead hits/token %.2f, MB/token %.3f, direct %v %s",
-				tc.name, rep.ArenaSlots, rep.TotalSlots, rep.HitRate, rep.MissesPerToken, rep.ReadAheadHitsPerToken, rep.ReadMBPerToken, rep.DirectIO, rep.DirectIONote)
+			t.Logf("%s: slots %d/%d (%d pieces each), hit rate %.3f, misses/token %.2f, read-ahead hits/token %.2f, MB/token %.3f, direct %v %s",
+				tc.name, rep.ArenaSlots, rep.TotalSlots, ps.pieces, rep.HitRate, rep.MissesPerToken, rep.ReadAheadHitsPerToken, rep.ReadMBPerToken, rep.DirectIO, rep.DirectIONote)
+			if strings.Contains(tc.name, "pieces") && ps.pieces < 2 {
+				t.Fatalf("slots of %d bytes read in %d pieces", ps.slotBytes, ps.pieces)
+			}
 			if tc.quarter != (rep.ArenaSlots < rep.TotalSlots) {
 				t.Fatalf("arena of %d slots of %d", rep.ArenaSlots, rep.TotalSlots)
 			}
@@ -123,19 +131,38 @@ func TestPackRejectsCorruptSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	off := int64(x.Table[2*int(x.NExpert)+5].Offset) + 100 // layer 2, expert 5
+	slot := int64(x.Table[2*int(x.NExpert)+5].Offset) // layer 2, expert 5
+	pay, slotBytes := int64(x.PayloadBytes()), int(x.SlotBytes)
 	x.Close()
-	fh, err := os.OpenFile(filepath.Join(dir, "model.experts"), os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
+	flip := func(off int64) {
+		fh, err := os.OpenFile(filepath.Join(dir, "model.experts"), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := []byte{0}
+		fh.ReadAt(b, off)
+		b[0] ^= 0x40
+		fh.WriteAt(b, off)
+		fh.Close()
 	}
-	b := []byte{0}
-	fh.ReadAt(b, off)
-	b[0] ^= 0x40
-	fh.WriteAt(b, off)
-	fh.Close()
-	_, err = Open(dir, Options{})
-	if err == nil || !strings.Contains(err.Error(), "layer 2 expert 5") || !strings.Contains(err.Error(), "CRC") {
-		t.Fatalf("error %v, want a CRC error naming layer 2 expert 5", err)
+	// In one read, and in pieces with the flipped byte in the last
+	// piece's payload (the first pieces' checks pass).
+	for _, tc := range []struct {
+		piece int
+		at    int64
+	}{{0, 100}, {strata.SlotAlign, pay - 1}} {
+		flip(slot + tc.at)
+		if tc.piece > 0 {
+			defer func(p int) { pieceTarget = p }(pieceTarget)
+			pieceTarget = tc.piece
+			if size, n := slotPieces(slotBytes, strata.SlotAlign); n < 2 || tc.at < int64((n-1)*size) {
+				t.Fatalf("byte %d of a slot of %d in pieces of %d: not in the last of several", tc.at, slotBytes, size)
+			}
+		}
+		_, err = Open(dir, Options{})
+		if err == nil || !strings.Contains(err.Error(), "layer 2 expert 5") || !strings.Contains(err.Error(), "CRC") {
+			t.Fatalf("pieces of %d: error %v, want a CRC error naming layer 2 expert 5", tc.piece, err)
+		}
+		flip(slot + tc.at) // back as it was
 	}
 }

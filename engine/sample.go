@@ -21,6 +21,12 @@ type Sampler struct {
 
 	p         []float64 // per token id, exp((logit - max) / Temp)
 	keys, tmp []uint64  // candidates in order: descending logit key << 32 | id
+	// The pool's pass of weigh, its function bound once (a closure handed
+	// to the pool would be a new heap object per draw), and its arguments.
+	weighFn func(lo, hi int)
+	logits  []float32
+	mx      float64
+	keyed   bool
 }
 
 // NewSampler makes a sampler; topP <= 0 or >= 1 keeps the whole distribution.
@@ -42,7 +48,11 @@ func Argmax(logits []float32) int32 {
 // Sample draws one token id: the candidates in descending probability
 // (ties to the lower id), cut to the smallest prefix whose probabilities
 // (over their sum in id order) reach TopP, and one uniform draw over that
-// prefix's total, both sums taken in candidate order.
+// prefix's total, both sums taken in candidate order. Without a cut (TopP
+// <= 0 or >= 1) the draw is over every id in id order, which is the same
+// distribution and needs no ordering: the total summed and the draw walked
+// in id order, ending at the last id of non-zero probability when rounding
+// leaves the walk short.
 func (s *Sampler) Sample(logits []float32) int32 { return s.sample(logits, nil) }
 
 // sampleWork is one probability's cost (an exponential) in Pool.Parallel's
@@ -62,10 +72,19 @@ func (s *Sampler) sample(logits []float32, pool *kernels.Pool) int32 {
 		s.p, s.keys, s.tmp = make([]float64, n), make([]uint64, n), make([]uint64, n)
 	}
 	p, keys := s.p[:n], s.keys[:n]
+	all := s.TopP <= 0 || s.TopP >= 1
 	if pool != nil {
-		pool.Parallel(n, sampleWork, func(lo, hi int) { s.weigh(logits, mx, lo, hi) })
+		if s.weighFn == nil {
+			s.weighFn = s.weighRange
+		}
+		s.logits, s.mx, s.keyed = logits, mx, !all
+		pool.Parallel(n, sampleWork, s.weighFn)
+		s.logits = nil
 	} else {
-		s.weigh(logits, mx, 0, n)
+		s.weigh(logits, mx, 0, n, !all)
+	}
+	if all {
+		return s.drawAll(p)
 	}
 	order, ok := s.candidateOrder(p, keys)
 	if !ok {
@@ -100,14 +119,41 @@ func (s *Sampler) sample(logits []float32, pool *kernels.Pool) int32 {
 	return int32(uint32(order[keep-1]))
 }
 
-// weigh sets p[i] = exp((logit i - mx) / Temp) and the candidate key of
-// id i for i in [lo, hi).
-func (s *Sampler) weigh(logits []float32, mx float64, lo, hi int) {
-	p, keys := s.p[lo:hi], s.keys[lo:hi]
+// weigh sets p[i] = exp((logit i - mx) / Temp) and, with keyed, the
+// candidate key of id i for i in [lo, hi).
+func (s *Sampler) weigh(logits []float32, mx float64, lo, hi int, keyed bool) {
+	p := s.p[lo:hi]
 	for j, v := range logits[lo:hi] {
 		p[j] = math.Exp((float64(v) - mx) / s.Temp)
-		keys[j] = uint64(descendingKey(v))<<32 | uint64(lo+j)
 	}
+	if keyed {
+		keys := s.keys[lo:hi]
+		for j, v := range logits[lo:hi] {
+			keys[j] = uint64(descendingKey(v))<<32 | uint64(lo+j)
+		}
+	}
+}
+
+func (s *Sampler) weighRange(lo, hi int) { s.weigh(s.logits, s.mx, lo, hi, s.keyed) }
+
+// drawAll is the draw over every id (no top-p cut) in id order.
+func (s *Sampler) drawAll(p []float64) int32 {
+	var total float64
+	for _, e := range p {
+		total += e
+	}
+	r := s.rng.Float64() * total
+	last := 0
+	for i, e := range p {
+		r -= e
+		if r < 0 {
+			return int32(i)
+		}
+		if e > 0 {
+			last = i
+		}
+	}
+	return int32(last)
 }
 
 // descendingKey maps a float32 to a uint32 that orders the other way

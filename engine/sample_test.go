@@ -107,8 +107,8 @@ func TestCacheAwareRoute(t *testing.T) {
 }
 
 // referenceSample is the sampler as first written (a comparison sort of
-// every candidate), the truth Sample's faster ordering must reproduce draw
-// for draw.
+// every candidate; without a top-p cut, every candidate in id order), the
+// truth Sample's faster ordering must reproduce draw for draw.
 func referenceSample(s *Sampler, logits []float32) int32 {
 	if s.Temp <= 0 {
 		return Argmax(logits)
@@ -124,6 +124,19 @@ func referenceSample(s *Sampler, logits []float32) int32 {
 		p := math.Exp((float64(v) - mx) / s.Temp)
 		cands[i] = cand{i, p}
 		sum += p
+	}
+	if s.TopP <= 0 || s.TopP >= 1 {
+		r := s.rng.Float64() * sum
+		last := 0
+		for _, c := range cands {
+			if r -= c.p; r < 0 {
+				return int32(c.id)
+			}
+			if c.p > 0 {
+				last = c.id
+			}
+		}
+		return int32(last)
 	}
 	sort.Slice(cands, func(a, b int) bool {
 		if cands[a].p != cands[b].p {

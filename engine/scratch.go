@@ -37,6 +37,10 @@ type scratch struct {
 	outs, outs2    [][]float32
 	xq             []*kernels.Q8Row
 	vecs           matVecArgs
+	// The passes a decode step hands the pool, their functions bound once.
+	glu   gluPass
+	attn  attnPass
+	delta deltaPass
 }
 
 // reset starts a batch: everything handed out before may be reused.

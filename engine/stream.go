@@ -90,10 +90,13 @@ type arenaSlot struct {
 	key   int // layer*E + expert, or -1
 	state int
 	pins  int
-	// queued: its read waits in demands or guesses, taken by no one yet.
-	queued bool
-	call   int64 // the Need or Guess call that last claimed or hit it
-	guess  bool  // brought in by read-ahead and not used since
+	// queued: pieces of its read wait in demands or guesses, taken by no
+	// one yet (next of the store's pieces are taken, done of them read).
+	queued     bool
+	next, done int
+	rerr       error // the first piece's read error
+	call       int64 // the Need or Guess call that last claimed or hit it
+	guess      bool  // brought in by read-ahead and not used since
 	// want: read-ahead expects a demand of it in its layer's next Need (it
 	// goes only after the experts nobody expects); that Need clears it.
 	want bool
@@ -103,13 +106,21 @@ type arenaSlot struct {
 
 // PackStore keeps experts of a pack in an arena of fixed slots, evicting
 // the expert cachesim.Victim picks (the lowest cachesim.Keep score, recency
-// plus frequency of demands, read-ahead guesses adding neither); misses read whole slots (O_DIRECT where the filesystem allows),
-// checked against their CRC-32C.
+// plus frequency of demands, read-ahead guesses adding neither); misses
+// read whole slots (O_DIRECT where the filesystem allows), in pieces that
+// the readers share (a slot's pieces at once, demands' before guesses'),
+// each piece checked as it lands and the slot against its CRC-32C when
+// the last has (strata.CheckPieces).
 type PackStore struct {
 	cfg       *Config
 	x         *strata.Experts
 	path      string
 	slotBytes int
+	// pieceBytes is the bytes of one piece of a slot's read (the last may
+	// be shorter), pieces the pieces of a slot; checks holds each slot's
+	// pieces' checks ([slot][piece]).
+	pieceBytes, pieces int
+	checks             []strata.PieceCheck
 
 	ioMu       sync.Mutex
 	fd         *os.File
@@ -132,13 +143,14 @@ type PackStore struct {
 	keyLast, keyUses []int64
 	useWeight        int64 // cachesim.UseWeight of the model
 	// demands are the queued reads the forward pass waits for, guesses
-	// read-ahead's, served only when no demand read waits (slot indices,
-	// each slot queued, arenaSlot.queued, until a reader or a Get that
-	// would wait for it takes it); work wakes the readers.
+	// read-ahead's, served only when no demand read waits, the newest
+	// Guess call's first (slot indices, each slot queued,
+	// arenaSlot.queued, until a reader or a Get that would wait for it
+	// has taken its last piece); work wakes the readers.
 	demands, guesses []int
 	work             *sync.Cond
-	inflight         int           // loads reading into the arena now (Close waits for them)
-	readHook         func(key int) // tests: called as each read starts
+	inflight         int           // pieces being read into the arena now (Close waits for them)
+	readHook         func(key int) // tests: called as each slot's read starts
 	missBuf          []int         // Need's misses, reused
 	wg               sync.WaitGroup
 	closed           bool
@@ -193,6 +205,8 @@ func newPackStore(p *strata.Pack, c *Config, opt StreamOptions) (*PackStore, err
 		return fail(err)
 	}
 	s.slots = make([]arenaSlot, nslots)
+	s.pieceBytes, s.pieces = slotPieces(s.slotBytes, strata.SlotAlign)
+	s.checks = make([]strata.PieceCheck, nslots*s.pieces)
 	for i := range s.slots {
 		s.slots[i].key = -1
 	}
@@ -292,29 +306,57 @@ func (s *PackStore) fill(rank [][]uint32) error {
 	return nil
 }
 
-// reader reads the queued slots, demands first, until the store closes
-// and nothing is queued.
+// pieceTarget is about the bytes of one piece of a slot's read: small
+// enough that a slot's pieces spread over the readers (one slot read by
+// all of them at once) and that a demand queued behind a guess waits for
+// at most a piece, large enough that a piece is one efficient read. A
+// variable so that tests split the tiny models' slots.
+var pieceTarget = 512 << 10
+
+// slotPieces splits a slot of n bytes into pieces of about pieceTarget, a
+// multiple of align (O_DIRECT): the bytes of each but the last, and how
+// many.
+func slotPieces(n, align int) (size, count int) {
+	count = max(1, (n+pieceTarget/2)/pieceTarget)
+	size = (n + count - 1) / count
+	size = (size + align - 1) / align * align
+	return size, (n + size - 1) / size
+}
+
+// reader reads the queued slots' pieces, demands first, until the store
+// closes and nothing is queued.
 func (s *PackStore) reader() {
 	defer s.wg.Done()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
-		q := &s.demands
-		if len(*q) == 0 {
-			q = &s.guesses
-		}
-		if len(*q) == 0 {
+		i := s.nextQueued()
+		if i < 0 {
 			if s.closed {
 				return
 			}
 			s.work.Wait()
 			continue
 		}
-		i := (*q)[0]
-		*q = (*q)[1:]
-		s.slots[i].queued = false
-		s.load(i)
+		s.readPiece(i)
 	}
+}
+
+// nextQueued is the slot whose read's next piece goes first: the oldest
+// demand's, else the newest Guess call's (the one nearest its layer, the
+// guesses of a layer whose Need has passed left for idle time), -1 when
+// nothing is queued. Called with s.mu held.
+func (s *PackStore) nextQueued() int {
+	if len(s.demands) > 0 {
+		return s.demands[0]
+	}
+	best := -1
+	for _, i := range s.guesses {
+		if best < 0 || s.slots[i].call > s.slots[best].call {
+			best = i
+		}
+	}
+	return best
 }
 
 // enqueue queues the read of slot i (claimed, loading) for the readers.
@@ -326,15 +368,11 @@ func (s *PackStore) enqueue(i int, guess bool) {
 	} else {
 		s.demands = append(s.demands, i)
 	}
-	s.work.Signal()
+	s.work.Broadcast()
 }
 
-// take takes slot i's queued read off its queue, so that the caller
-// reads it (load) instead of waiting for a reader to start it: a Get or
-// WaitAny whose expert's read has not started yet (the readers busy with
-// other reads, or not yet run) does the read itself. Called with s.mu
-// held, slot i queued.
-func (s *PackStore) take(i int) {
+// unqueue takes slot i off its queue. Called with s.mu held, slot i queued.
+func (s *PackStore) unqueue(i int) {
 	for _, q := range []*[]int{&s.demands, &s.guesses} {
 		if j := slices.Index(*q, i); j >= 0 {
 			*q = slices.Delete(*q, j, j+1)
@@ -344,38 +382,79 @@ func (s *PackStore) take(i int) {
 	s.slots[i].queued = false
 }
 
-// load reads slot i (loading, taken off its queue) and publishes the
-// result. Called with s.mu held, which it gives up during the read.
-func (s *PackStore) load(i int) {
-	key := s.slots[i].key
-	s.inflight++
-	s.mu.Unlock()
-	ex, err := s.read(i, key)
-	s.mu.Lock()
-	s.inflight--
-	sl := &s.slots[i]
-	sl.ex, sl.err = ex, err
-	if err != nil {
-		sl.state = slotFailed
-	} else {
-		sl.state = slotReady
+// promote moves slot i's queued read from the guesses to the demands: a
+// Need wants it now. Called with s.mu held.
+func (s *PackStore) promote(i int) {
+	if j := slices.Index(s.guesses, i); j >= 0 {
+		s.guesses = slices.Delete(s.guesses, j, j+1)
+		s.demands = append(s.demands, i)
+		s.work.Broadcast()
 	}
-	s.cond.Broadcast()
 }
 
-// read loads slot key (layer*E+expert) into arena slot i and checks it.
-func (s *PackStore) read(i, key int) (Expert, error) {
-	if s.readHook != nil {
+// readPiece reads the next piece of slot i (loading, queued) into the
+// arena and checks it; the reader of a slot's last piece completes the
+// slot's check and publishes it. Readers and a Get or WaitAny that would
+// wait for the slot (rather than wait for busy readers) call it. Called
+// with s.mu held, which it gives up during the read.
+func (s *PackStore) readPiece(i int) {
+	sl := &s.slots[i]
+	c, key := sl.next, sl.key
+	if sl.next++; sl.next == s.pieces {
+		s.unqueue(i)
+	}
+	s.inflight++
+	s.mu.Unlock()
+	if c == 0 && s.readHook != nil {
 		s.readHook(key)
+	}
+	lo := c * s.pieceBytes
+	hi := min(lo+s.pieceBytes, s.slotBytes)
+	buf := s.arena[i*s.slotBytes+lo : i*s.slotBytes+hi]
+	off := int64(s.x.Table[key].Offset) + int64(lo)
+	var pc strata.PieceCheck
+	err := s.readAt(buf, off)
+	if err == nil {
+		pc = s.x.CheckPiece(key, buf, int64(lo))
+	} else {
+		E := s.cfg.Experts
+		err = fmt.Errorf("%s: reading layer %d expert %d at byte %d: %w", s.path, key/E, key%E, off, err)
+	}
+	s.mu.Lock()
+	s.checks[i*s.pieces+c] = pc
+	if err != nil && sl.rerr == nil {
+		sl.rerr = err
+	}
+	if sl.done++; sl.done == s.pieces {
+		rerr := sl.rerr
+		s.mu.Unlock()
+		ex, err := s.finish(i, key, rerr)
+		s.mu.Lock()
+		sl.ex, sl.err = ex, err
+		if err != nil {
+			sl.state = slotFailed
+		} else {
+			sl.state = slotReady
+		}
+		s.cond.Broadcast()
+	}
+	s.inflight--
+	if s.inflight == 0 {
+		s.cond.Broadcast() // Close may wait for it
+	}
+}
+
+// finish completes the check of slot key (layer*E+expert), read into
+// arena slot i with its pieces checked (rerr the first piece's read
+// error), and makes its expert.
+func (s *PackStore) finish(i, key int, rerr error) (Expert, error) {
+	if rerr != nil {
+		return Expert{}, rerr
 	}
 	E := s.cfg.Experts
 	layer, e := key/E, key%E
 	buf := s.arena[i*s.slotBytes : (i+1)*s.slotBytes]
-	off := int64(s.x.Table[key].Offset)
-	if err := s.readAt(buf, off); err != nil {
-		return Expert{}, fmt.Errorf("%s: reading layer %d expert %d at byte %d: %w", s.path, layer, e, off, err)
-	}
-	sc, err := s.x.CheckSlot(key, buf)
+	sc, err := s.x.CheckPieces(key, buf, s.checks[i*s.pieces:(i+1)*s.pieces])
 	if err != nil {
 		return Expert{}, err
 	}
@@ -504,6 +583,9 @@ func (s *PackStore) Need(layer int, ids []int) {
 				sl.guess = false
 			}
 			sl.call = s.call
+			if sl.queued {
+				s.promote(i) // a guess not read yet, wanted now
+			}
 			continue
 		}
 		s.counters.Misses++
@@ -593,11 +675,11 @@ func (s *PackStore) Get(layer, e int) (*Expert, error) {
 			s.enqueue(i, false)
 		}
 		sl := &s.slots[i]
-		if sl.key == key && sl.state == slotLoading && sl.queued {
-			s.take(i)
-			s.load(i)
-		}
 		for sl.key == key && sl.state == slotLoading {
+			if sl.queued {
+				s.readPiece(i) // rather than wait for busy readers
+				continue
+			}
 			s.cond.Wait()
 		}
 		if sl.key != key {
@@ -643,15 +725,18 @@ func (s *PackStore) WaitAny(layer int, ids []int) {
 				return
 			}
 		}
-		// Rather than wait for a read no reader has started, do it here.
+		// Rather than wait for pieces no reader has started, read them here.
+		read := false
 		for _, e := range ids {
 			if i := s.where[layer*s.cfg.Experts+e]; s.slots[i].queued {
-				s.take(i)
-				s.load(i)
-				return
+				s.readPiece(i)
+				read = true
+				break
 			}
 		}
-		s.cond.Wait()
+		if !read {
+			s.cond.Wait()
+		}
 	}
 }
 
@@ -778,9 +863,10 @@ func (s *PackStore) PayloadBytes() int64 { return int64(s.x.PayloadBytes()) }
 func (s *PackStore) SlotBytes() int64 { return int64(s.slotBytes) }
 
 // MeasureReads reads n slots chosen at random (seeded) with readers
-// goroutines, the way misses are read, and returns bytes per second. Direct
-// reads bypass the page cache, so this is the device's speed; buffered
-// reads may come from memory (the report says which).
+// goroutines, the way misses are read (each slot's pieces taken in turn
+// by the readers), and returns bytes per second. Direct reads bypass the
+// page cache, so this is the device's speed; buffered reads may come from
+// memory (the report says which).
 func (s *PackStore) MeasureReads(n, readers int, seed uint64) (float64, error) {
 	total := len(s.where)
 	keys := rand.New(rand.NewPCG(seed, 1)).Perm(total)
@@ -793,14 +879,16 @@ func (s *PackStore) MeasureReads(n, readers int, seed uint64) (float64, error) {
 	t0 := time.Now()
 	for r := 0; r < readers; r++ {
 		go func() {
-			buf := alignedBytes(s.slotBytes, strata.SlotAlign)
+			buf := alignedBytes(s.pieceBytes, strata.SlotAlign)
 			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(keys) {
+				j := int(next.Add(1)) - 1
+				if j >= len(keys)*s.pieces {
 					errs <- nil
 					return
 				}
-				if err := s.readAt(buf, int64(s.x.Table[keys[i]].Offset)); err != nil {
+				lo := j % s.pieces * s.pieceBytes
+				hi := min(lo+s.pieceBytes, s.slotBytes)
+				if err := s.readAt(buf[:hi-lo], int64(s.x.Table[keys[j/s.pieces]].Offset)+int64(lo)); err != nil {
 					errs <- err
 					return
 				}

@@ -30,10 +30,30 @@ type Pool struct {
 	Threads int
 	scratch sync.Pool
 	free    sync.Pool // *poolJob, recycled
+	tasks   sync.Pool // *task, recycled
 
 	mu     sync.Mutex
 	ws     *workerSet
 	closed bool
+
+	// passes counts the calls that went parallel (a round trip to the
+	// workers each) and waited the caller's time spent waiting, its own
+	// claims done, for the claims still running elsewhere (Counters).
+	passes, waited atomic.Int64
+}
+
+// PoolCounters are a pool's running totals: Passes the calls that ran on
+// more than the caller (one hand-off to the workers and one wait each),
+// WaitNanos the time the callers spent waiting for the workers' last
+// claims after finishing their own.
+type PoolCounters struct {
+	Passes    int64
+	WaitNanos int64
+}
+
+// Counters are the pool's totals so far.
+func (p *Pool) Counters() PoolCounters {
+	return PoolCounters{Passes: p.passes.Load(), WaitNanos: p.waited.Load()}
 }
 
 // NewPool sizes a pool; threads <= 0 means GOMAXPROCS.
@@ -197,8 +217,9 @@ func (j *poolJob) do(s, u, k int) {
 // cost tens of microseconds, the last claims a few.
 const waitSpin = 50 * time.Microsecond
 
-// wait returns when every unit has finished.
-func (j *poolJob) wait() {
+// wait returns when every unit has finished, adding the time it waited
+// to *waited.
+func (j *poolJob) wait(waited *atomic.Int64) {
 	if j.pending.Load() != 0 {
 		t0 := time.Now()
 		for i := 1; j.pending.Load() != 0; i++ {
@@ -207,6 +228,9 @@ func (j *poolJob) wait() {
 				break
 			}
 		}
+		<-j.done
+		waited.Add(int64(time.Since(t0)))
+		return
 	}
 	<-j.done
 }
@@ -408,7 +432,8 @@ func (p *Pool) runJob(j *poolJob, unit int, fn func(lo, hi int)) {
 	if sent := p.start(j, shares-1); sent < shares-1 {
 		j.refs.Add(int32(sent - (shares - 1)))
 	}
+	p.passes.Add(1)
 	j.run(0)
-	j.wait()
+	j.wait(&p.waited)
 	j.release()
 }

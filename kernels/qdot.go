@@ -67,6 +67,12 @@ type Q8Row struct {
 	// q2 is qs in the plane order of the Q2_0 row kernel, per group of
 	// 256 codes (zero-padded like qs): q2[64k+16b+i] = qs[64b+4i+k].
 	q2 []int8
+	// q2t is, where the row ends in a partial group (qs not a whole number
+	// of 256), that group's first two blocks of q2 twice, plane by plane:
+	// q2t[64k+32h+j] = q2[256g+64k+j] for h = 0, 1 and j < 32, g the
+	// partial group (the four-row Q2_0 kernel runs two rows' last one or
+	// two blocks in one register); empty otherwise.
+	q2t []int8
 }
 
 // padded reports whether the row's buffers reach, with zeros, to the end
@@ -115,6 +121,7 @@ func (k *kernelSet) quantizeQ8Row(x []float32, r *Q8Row) error {
 	}
 	q2PlaneOrder(r.q2[:32*pb], r.qs[:32*pb])
 	r.q2 = r.q2[:n]
+	r.q2t = q2TailPlanes(r.q2t, r.q2[:32*pb], nb)
 	return nil
 }
 
@@ -129,6 +136,25 @@ func q2PlaneOrder(dst, qs []int8) {
 			}
 		}
 	}
+}
+
+// q2TailPlanes fills dst (reused, 256 bytes) as Q8Row.q2t from the
+// plane-order codes q2 of a row of nb blocks of 32, or returns it empty
+// where the row has no partial group.
+func q2TailPlanes(dst, q2 []int8, nb int) []int8 {
+	if nb%8 == 0 {
+		return dst[:0]
+	}
+	if cap(dst) < 256 {
+		dst = make([]int8, 256)
+	}
+	dst = dst[:256]
+	g := q2[256*(nb/8):]
+	for k := 0; k < 4; k++ {
+		copy(dst[64*k:64*k+32], g[64*k:64*k+32])
+		copy(dst[64*k+32:64*k+64], g[64*k:64*k+32])
+	}
+	return dst
 }
 
 // VecDotQ8 reports whether DotQ8 takes weights of type t.

@@ -11,6 +11,15 @@ func q2RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, g
 func q2Rows2AVX512(w *byte, stride, pairs int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32, boff int, outB *float32, pf int)
 
 //go:noescape
+func q2Rows4AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32, boff, ooff int, xt *int8, pf int)
+
+//go:noescape
+func q2Rows4MAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32, boff, ooff int, xt *int8, pf int)
+
+//go:noescape
+func q2Rows2AVX2(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, out *float32, boff, ooff, pf int)
+
+//go:noescape
 func q8RowsQ8_0AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[8]uint64, out *float32)
 
 //go:noescape
@@ -44,22 +53,18 @@ func rowsQ2_0AVX512(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 	return true
 }
 
-// q2PrefetchDist is how far ahead of each of its two row streams the
-// two-row Q2_0 kernel prefetches (PREFETCHT0, one line per group): two
+// q2PrefetchDist is how far ahead of each of its row streams the two-
+// and four-row Q2_0 kernels prefetch (PREFETCHT0, one line per group): two
 // streams from DRAM leave the hardware prefetcher short; 3072 bytes was
 // the best of 0..8192 over a 256 MiB matrix and over expert-sized matrices
 // (docs/BENCHMARKS.md). (The one-row Q8_0 kernel's single stream gains
 // nothing from it: software prefetch there only slowed it.)
 const q2PrefetchDist = 3072
 
-// rowsQ2_0Pairs is rowsQ2_0AVX512 by the two-row kernel (q2Rows2AVX512):
-// row lo+i beside row lo+pairs+i, so that each of the two is one
-// sequential stream; the last row of an odd number by the one-row kernel.
-func rowsQ2_0Pairs(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
-	return rowsQ2_0PairsAt(m, lo, hi, x, out, q2PrefetchDist)
-}
-
-// rowsQ2_0PairsAt is rowsQ2_0Pairs prefetching pf bytes ahead.
+// rowsQ2_0PairsAt is rowsQ2_0AVX512 by the two-row kernel
+// (q2Rows2AVX512), prefetching pf bytes ahead: row lo+i beside row
+// lo+pairs+i, so that each of the two is one sequential stream; the last
+// row of an odd number by the one-row kernel.
 func rowsQ2_0PairsAt(m *Matrix, lo, hi int, x *Q8Row, out []float32, pf int) bool {
 	nb := m.Cols / 64
 	groups, tail := nb/4, nb%4
@@ -75,6 +80,81 @@ func rowsQ2_0PairsAt(m *Matrix, lo, hi int, x *Q8Row, out []float32, pf int) boo
 	if lo < hi {
 		q2RowsAVX512(&m.Data[lo*m.RowBytes], m.RowBytes, 1, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
 			groups, tail, mask, &out[lo])
+	}
+	return true
+}
+
+// q2Quad is a four-row Q2_0 kernel: q2Rows4AVX512 or q2Rows4MAVX512 (the
+// same bits; they differ in the instructions that take the codes' bit
+// planes, qdot_rows_amd64.s).
+type q2Quad func(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32, boff, ooff int, xt *int8, pf int)
+
+// q2QuadFor is the four-row kernel for c: on Intel cores q2Rows4MAVX512,
+// whose plane maps leave more of port 0 to the VPDPBUSDs (LLVM's Sapphire
+// Rapids model puts the 512-bit affine maps, VPDPBUSD and the float
+// multiplies there, the shuffles on port 5), elsewhere q2Rows4AVX512 (on
+// AMD Zen 5 it measured 8% faster; docs/BENCHMARKS.md).
+func q2QuadFor(c cpuFeatures) q2Quad {
+	if c.intel {
+		return q2Rows4MAVX512
+	}
+	return q2Rows4AVX512
+}
+
+// q2QuadRows is a kernelSet.q8rows entry running the four-row kernel k:
+// rowsQ2_0AVX512 with the range cut into four parts, row i of each beside
+// row i of the others (four sequential streams); the rows left over from a
+// whole number of four, and rows ending in a partial group of three
+// blocks, by rowsQ2_0PairsAt.
+func q2QuadRows(k q2Quad) func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	return func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+		return rowsQ2_0QuadsAt(m, lo, hi, x, out, k, q2PrefetchDist)
+	}
+}
+
+// rowsQ2_0QuadsAt is q2QuadRows(k) prefetching pf bytes ahead.
+func rowsQ2_0QuadsAt(m *Matrix, lo, hi int, x *Q8Row, out []float32, k q2Quad, pf int) bool {
+	nb := m.Cols / 64
+	groups, tail := nb/4, nb%4
+	if nb == 0 || tail > 0 && (!x.padded(8*groups) || cap(x.q2) < 256*(groups+1)) || len(x.q2) != m.Cols || len(x.d) != 2*nb {
+		return false
+	}
+	var xt *int8
+	if tail > 0 {
+		if tail == 3 || len(x.q2t) != 256 {
+			return rowsQ2_0PairsAt(m, lo, hi, x, out, pf)
+		}
+		xt = &x.q2t[0]
+	}
+	if part := (hi - lo) / 4; part > 0 {
+		k(&m.Data[lo*m.RowBytes], m.RowBytes, part, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
+			groups, tail, byteMask(18*tail), &out[lo], part*m.RowBytes, 4*part, xt, pf)
+		lo += 4 * part
+	}
+	if lo < hi {
+		return rowsQ2_0PairsAt(m, lo, hi, x, out, pf)
+	}
+	return true
+}
+
+// rowsQ2_0AVX2 is rowsQ2_0AVX512 on AVX2 and F16C (q2Rows2AVX2): row lo+i
+// beside row lo+pairs+i (two sequential streams, each prefetched
+// q2PrefetchDist bytes ahead); the last row of an odd number as both rows
+// of a pair.
+func rowsQ2_0AVX2(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	nb := m.Cols / 64
+	groups, tail := nb/4, nb%4
+	if nb == 0 || tail > 0 && (!x.padded(8*groups) || cap(x.q2) < 256*(groups+1)) || len(x.q2) != m.Cols || len(x.d) != 2*nb {
+		return false
+	}
+	if pairs := (hi - lo) / 2; pairs > 0 {
+		q2Rows2AVX2(&m.Data[lo*m.RowBytes], m.RowBytes, pairs, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
+			groups, tail, &out[lo], pairs*m.RowBytes, 4*pairs, q2PrefetchDist)
+		lo += 2 * pairs
+	}
+	if lo < hi {
+		q2Rows2AVX2(&m.Data[lo*m.RowBytes], m.RowBytes, 1, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
+			groups, tail, &out[lo], 0, 0, q2PrefetchDist)
 	}
 	return true
 }

@@ -29,6 +29,15 @@ func guardedQ8RowQ2(r *Q8Row, shift int, pad bool) *Q8Row {
 	clear(g.q2[:pn])
 	if pad {
 		q2PlaneOrder(g.q2[:pn], g.qs[:pn])
+		// The partial group's planes twice (Q8Row.q2t), between bands too.
+		if t := q2TailPlanes(nil, g.q2[:pn], len(g.d)); len(t) > 0 {
+			tb := make([]int8, band+len(t)+band)
+			for i := range tb {
+				tb[i] = 127
+			}
+			g.q2t = tb[band : band+len(t) : band+len(t)]
+			copy(g.q2t, t)
+		}
 	} else {
 		copy(g.q2, r.q2[:n])
 	}
@@ -36,14 +45,15 @@ func guardedQ8RowQ2(r *Q8Row, shift int, pad bool) *Q8Row {
 }
 
 // TestQ8RowsMatchPortable: the multi-row kernels (MatVecQ8's path; Q2_0's
-// two-row kernel where the CPU has VBMI and GFNI, and the one-row kernel
-// of the sets without; every walk of Q8_0's streams, q8StreamSets) give
+// four-row kernel where the CPU has VBMI and GFNI, and the one-row kernel
+// of the sets without; each Q2_0 row kernel of q2RowSets; every walk of Q8_0's streams, q8StreamSets) give
 // the portable DotQ8's bits for every row, over every whole number of
 // blocks up to 4096 weights, on unaligned rows and activations between
 // guard bands, any row range, and write nothing outside it.
 func TestQ8RowsMatchPortable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(73, 74))
 	sets := append(testSets(), q8StreamSets()...) // the Q8_0 walks' only on Q8_0's rows
+	sets = append(sets, q2RowSets()...)           // and the Q2_0 row kernels' on Q2_0's
 	var r Q8Row
 	for _, typ := range q8Types {
 		ti, _ := quant.Info(typ)

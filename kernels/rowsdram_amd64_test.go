@@ -69,6 +69,59 @@ func q8StreamSets() []namedSet {
 	return sets
 }
 
+// q2RowKernels are the Q2_0 row kernels (AVX-512 VNNI, VBMI, GFNI) the
+// tests and benchmarks try: the AVX2 two-row kernel ("avx2-2row"), the
+// AVX-512 one-row, two-row and both four-row kernels
+// ("4row" q2Rows4AVX512, "4rowm" q2Rows4MAVX512), the multi-row ones at
+// prefetch distances around q2PrefetchDist (none without those
+// extensions).
+func q2RowKernels() []q2RowKernel {
+	var ks []q2RowKernel
+	if hostCPU.avx2 && hostCPU.f16c {
+		ks = append(ks, q2RowKernel{"avx2-2row", rowsQ2_0AVX2})
+	}
+	if !hostCPU.avx512vnni {
+		return ks
+	}
+	ks = append(ks, q2RowKernel{"1row", rowsQ2_0AVX512})
+	if !hostCPU.avx512gfni {
+		return ks
+	}
+	for _, pf := range []int{0, 1024, 2048, 3072, 4096, 6144} {
+		ks = append(ks, q2RowKernel{fmt.Sprintf("2row-pf%d", pf), func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+			return rowsQ2_0PairsAt(m, lo, hi, x, out, pf)
+		}})
+	}
+	for _, q := range []struct {
+		name string
+		k    q2Quad
+	}{{"4row", q2Rows4AVX512}, {"4rowm", q2Rows4MAVX512}} {
+		for _, pf := range []int{0, 1024, 2048, 3072, 4096, 6144} {
+			ks = append(ks, q2RowKernel{fmt.Sprintf("%s-pf%d", q.name, pf), func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+				return rowsQ2_0QuadsAt(m, lo, hi, x, out, q.k, pf)
+			}})
+		}
+	}
+	return ks
+}
+
+// q2RowKernel is a named Q2_0 row kernel (a kernelSet.q8rows entry).
+type q2RowKernel struct {
+	name string
+	f    func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool
+}
+
+// q2RowSets: the host set with each of q2RowKernels as its Q2_0 row kernel.
+func q2RowSets() []namedSet {
+	var sets []namedSet
+	for _, rk := range q2RowKernels() {
+		k := host
+		k.q8rows[quant.Q2_0] = rk.f
+		sets = append(sets, namedSet{"q2-" + rk.name, &k})
+	}
+	return sets
+}
+
 // avx2Set is the kernel set of the host without its AVX-512 parts.
 func avx2Set() kernelSet {
 	c := hostCPU
@@ -78,8 +131,8 @@ func avx2Set() kernelSet {
 
 // rowsDRAMVariants: the dispatched set ("host"); for Q8_0 the AVX2 set's
 // dispatch ("avx2", what a CPU without AVX-512 VNNI runs) and each walk of
-// q8StreamSets; for Q2_0 where the host has them the one-row kernel and
-// the two-row kernel at prefetch distances around q2PrefetchDist.
+// q8StreamSets; for Q2_0 the AVX2 set row by row ("avx2-dotq8") and each
+// of q2RowKernels.
 func rowsDRAMVariants(t quant.Type) []rowsVariant {
 	vs := []rowsVariant{setVariant("host", &host)}
 	switch t {
@@ -90,23 +143,24 @@ func rowsDRAMVariants(t quant.Type) []rowsVariant {
 			vs = append(vs, setVariant(s.name, s.k))
 		}
 	case quant.Q2_0:
-		rowsVar := func(name string, f func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool) rowsVariant {
-			return rowsVariant{name, func(m *Matrix, x *Q8Row, out []float32) {
-				if !f(m, 0, m.Rows, x, out) {
-					panic(name + " refused a QuantizeQ8Row row")
-				}
-			}}
+		if hostCPU.avx2 && hostCPU.f16c {
+			// The AVX2 set row by row (DotQ8), as before its row kernel.
+			a := avx2Set()
+			a.q8rows[quant.Q2_0] = nil
+			vs = append(vs, setVariant("avx2-dotq8", &a))
 		}
-		if hostCPU.avx512vnni {
-			vs = append(vs, rowsVar("1row", rowsQ2_0AVX512))
-		}
-		if hostCPU.avx512vnni && hostCPU.avx512gfni {
-			for _, pf := range []int{0, 1024, 2048, 3072, 4096, 6144} {
-				vs = append(vs, rowsVar(fmt.Sprintf("2row-pf%d", pf), func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
-					return rowsQ2_0PairsAt(m, lo, hi, x, out, pf)
-				}))
-			}
+		for _, rk := range q2RowKernels() {
+			vs = append(vs, rk.variant())
 		}
 	}
 	return vs
+}
+
+// variant runs all of a matrix's rows by the kernel, which must take them.
+func (rk q2RowKernel) variant() rowsVariant {
+	return rowsVariant{rk.name, func(m *Matrix, x *Q8Row, out []float32) {
+		if !rk.f(m, 0, m.Rows, x, out) {
+			panic(rk.name + " refused a QuantizeQ8Row row")
+		}
+	}}
 }

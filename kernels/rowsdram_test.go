@@ -313,3 +313,48 @@ func benchRowsStep(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQ2RowsCache is the Q2_0 row kernels in cache on one thread: an
+// expert's gate or up (x2560: 640 rows of 2560) and its down (x640: 2560
+// rows of 640), 460,800 bytes each (in L2), all rows in one call, by each
+// of rowsDRAMVariants(Q2_0) ("host" the dispatch). Bytes/s are weight bytes
+// per second of wall time; cpu-GB/s and cpu-Gw/s the same bytes and the
+// weights per second of the thread's CPU time (Linux only), which waiting
+// for a core on a shared machine does not count:
+//
+//	go test ./kernels -run XXX -bench Q2RowsCache -cpu 1
+func BenchmarkQ2RowsCache(b *testing.B) {
+	rng := rand.New(rand.NewPCG(6, 7))
+	for _, sh := range []struct {
+		name       string
+		cols, rows int
+	}{{"x2560", 2560, 640}, {"x640", 640, 2560}} {
+		var data []byte
+		for r := 0; r < sh.rows; r++ {
+			data = append(data, randomRow(rng, quant.Q2_0, sh.cols)...)
+		}
+		m, err := NewMatrix(quant.Q2_0, data, sh.cols, sh.rows)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var x Q8Row
+		if err := QuantizeQ8Row(gaussians(rng, sh.cols, 1), &x); err != nil {
+			b.Fatal(err)
+		}
+		out := make([]float32, sh.rows)
+		for _, v := range rowsDRAMVariants(quant.Q2_0) {
+			b.Run(sh.name+"/"+v.name, func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				b.SetBytes(int64(len(data)))
+				c0 := threadCPU(b)
+				for b.Loop() {
+					v.run(&m, &x, out)
+				}
+				cpu := threadCPU(b) - c0
+				reportCPURate(b, float64(b.N)*float64(len(data)), cpu, "cpu-GB/s")
+				reportCPURate(b, float64(b.N)*float64(sh.rows*sh.cols), cpu, "cpu-Gw/s")
+			})
+		}
+	}
+}

@@ -232,12 +232,13 @@ func quantizeDown(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *pr
 // swiglu returns silu(X Gᵀ) * (X Uᵀ), n rows of F.
 func swiglu(gate, up, x []float32, n, D, F int) []float32 {
 	out := make([]float32, n*F)
+	g, u := make([]float32, n), make([]float32, n)
 	// Row by row, so that a row's weights stay in cache for every token.
 	for i := 0; i < F; i++ {
-		gi, ui := gate[i*D:(i+1)*D], up[i*D:(i+1)*D]
+		dotMany(g, gate[i*D:(i+1)*D], x, D)
+		dotMany(u, up[i*D:(i+1)*D], x, D)
 		for t := 0; t < n; t++ {
-			xt := x[t*D : (t+1)*D]
-			out[t*F+i] = silu(dot32(gi, xt)) * dot32(ui, xt)
+			out[t*F+i] = silu(g[t]) * u[t]
 		}
 	}
 	return out
@@ -280,11 +281,12 @@ func matErrors(w, wq []float32, rows, cols int, x []float32, n int) Errors {
 	// The products row by row (a row's weights stay in cache for every
 	// token), then summed token by token.
 	ys, ds := make([]float32, n*rows), make([]float32, n*rows)
+	y, d := make([]float32, n), make([]float32, n)
 	for r := 0; r < rows; r++ {
-		wr, dr := w[r*cols:(r+1)*cols], diff[r*cols:(r+1)*cols]
+		dotMany(y, w[r*cols:(r+1)*cols], x, cols)
+		dotMany(d, diff[r*cols:(r+1)*cols], x, cols)
 		for t := 0; t < n; t++ {
-			xt := x[t*cols : (t+1)*cols]
-			ys[t*rows+r], ds[t*rows+r] = dot32(wr, xt), dot32(dr, xt)
+			ys[t*rows+r], ds[t*rows+r] = y[t], d[t]
 		}
 	}
 	for i, y := range ys {
@@ -341,10 +343,7 @@ func silu(z float32) float32 { return z / (1 + float32(math.Exp(float64(-z)))) }
 func project(w, x []float32, n, D, rows int) []float32 {
 	out := make([]float32, rows*n)
 	for i := 0; i < rows; i++ {
-		wi := w[i*D : (i+1)*D]
-		for t := 0; t < n; t++ {
-			out[i*n+t] = dot32(wi, x[t*D:(t+1)*D])
-		}
+		dotMany(out[i*n:(i+1)*n], w[i*D:(i+1)*D], x, D)
 	}
 	return out
 }
@@ -401,10 +400,12 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *pr
 			hh[t*F+i] = silu(gh[i*n+t]) * uh[i*n+t]
 		}
 	}
+	yr, yq := make([]float32, n), make([]float32, n)
 	for r := 0; r < D; r++ { // row by row: a row of D and D̂ stays in cache
-		wr, qr := ex.Down[r*F:(r+1)*F], dq[r*F:(r+1)*F]
+		dotMany(yr, ex.Down[r*F:(r+1)*F], h, F)
+		dotMany(yq, dq[r*F:(r+1)*F], hh, F)
 		for t := 0; t < n; t++ {
-			R[t*D+r] = dot32(wr, h[t*F:(t+1)*F]) - dot32(qr, hh[t*F:(t+1)*F])
+			R[t*D+r] = yr[t] - yq[t]
 		}
 	}
 	s, y := make([]float32, n), make([]float32, n)
@@ -456,10 +457,10 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *pr
 				continue
 			}
 			sn := float32(math.Sqrt(float64(nu)))
+			dotMany(rd, dc, R, D)
 			for t := 0; t < n; t++ {
 				var cur float32
 				s[t], cur = weight(i, t, sn)
-				rd[t] = dot32(R[t*D:(t+1)*D], dc)
 				y[t] = rd[t]/sn + s[t]*cur
 			}
 			lv, sc := q.levels[i*D:(i+1)*D], q.scales[i*groups:(i+1)*groups]
@@ -474,8 +475,9 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *pr
 			// these tokens falls (the descent saw a linearised gate): the
 			// change of Σ‖R_t‖² is Σ d_t² ‖dc‖² − 2 d_t ⟨R_t, dc⟩.
 			var change float64
+			dotMany(newv, what, in.X, D)
 			for t := 0; t < n; t++ {
-				v := dot32(what, in.X[t*D:(t+1)*D])
+				v := newv[t]
 				old := silu(gh[i*n+t]) * uh[i*n+t]
 				var nw float32
 				if part == 0 {

@@ -37,15 +37,26 @@ func cross(a, b []float32, n, cols int) []float64 {
 	return m
 }
 
+// transpose returns the cols×rows transpose of the rows×cols x, in tiles of
+// transposeTile×transposeTile so that both sides stay in cache lines.
 func transpose(x []float32, rows, cols int) []float32 {
 	t := make([]float32, rows*cols)
-	for r := 0; r < rows; r++ {
-		for c := 0; c < cols; c++ {
-			t[c*rows+r] = x[r*cols+c]
+	for r0 := 0; r0 < rows; r0 += transposeTile {
+		r1 := min(r0+transposeTile, rows)
+		for c0 := 0; c0 < cols; c0 += transposeTile {
+			c1 := min(c0+transposeTile, cols)
+			for r := r0; r < r1; r++ {
+				xr := x[r*cols+c0 : r*cols+c1]
+				for i, v := range xr {
+					t[(c0+i)*rows+r] = v
+				}
+			}
 		}
 	}
 	return t
 }
+
+const transposeTile = 16
 
 // cholesky factors the symmetric positive definite n×n matrix a in place
 // into its lower factor L (a = L Lᵀ; the upper triangle is zeroed). It
@@ -132,3 +143,15 @@ func solveCholesky(l []float64, n int, b []float64, m int) {
 }
 
 func dot32(a, b []float32) float32 { return kernels.DotF32(a, b) }
+
+// dotMany sets out[t] = kernels.DotF32(b[t·stride:], a) (len(a) values)
+// for every t < len(out), bit for bit: where the CPU has AVX-512 several
+// rows at once, sharing a's loads.
+var dotMany = dotManyGo
+
+// dotManyGo is the portable definition of dotMany.
+func dotManyGo(out, a, b []float32, stride int) {
+	for t := range out {
+		out[t] = kernels.DotF32(b[t*stride:t*stride+len(a)], a)
+	}
+}

@@ -368,15 +368,11 @@ func (f *factors) quantize(w []float32, rows int, opt Options) *quantized {
 				r := r0 + i
 				d, gs, c := s.pick(i)
 				q.scales[r*groups+g] = d
-				var inv float32
-				if d != 0 {
-					inv = 1 / d
-				}
 				// The chosen lane's pass is the group's: its levels and errors.
 				er := errs[r*group : (r+1)*group]
 				lv := q.levels[r*cols+g0 : r*cols+g1]
 				for k := range group {
-					lv[k] = int8(level(gs.t[k][c], inv))
+					lv[k] = int8(gs.l[k][c])
 					er[k] = -gs.ne[k][c]
 				}
 			}
@@ -455,10 +451,7 @@ func gridRatios(n int) []float32 {
 // pick under the weights 1/U_jj² (kept unless another is clearly better),
 // then a grid of both signs.
 func (s *searcher) candidates(i int, wg []float32) {
-	var amax float32
-	for _, v := range wg {
-		amax = max(amax, float32(math.Abs(float64(v))))
-	}
+	amax := absMax(wg)
 	cand := s.cand[i][:0]
 	if amax == 0 {
 		s.cand[i] = append(cand, 0)
@@ -855,8 +848,9 @@ func (q *weightedQuad) start(wr, x, s, y []float32, lv []int8, sc []float32, dam
 		what[j] = sc[j/group] * float32(lv[j])
 		e[j] = wr[j] - what[j]
 	}
-	for t := range q.r {
-		q.r[t] = y[t] - s[t]*kernels.DotF32(x[t*cols:(t+1)*cols], what)
+	dotMany(q.r, what, x, cols)
+	for t, v := range q.r {
+		q.r[t] = y[t] - s[t]*v
 	}
 	q.reset(e)
 	return true

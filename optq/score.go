@@ -1,6 +1,10 @@
 package optq
 
-import "github.com/stratactl/stratactl/quant"
+import (
+	"math"
+
+	"github.com/stratactl/stratactl/quant"
+)
 
 // scoreLanes is the number of candidate scales one scoring pass takes: the
 // in-group OPTQ pass of searcher.choose runs for all of them at once, one
@@ -16,13 +20,13 @@ const scoreLanes = 32
 //	                                   float32 in order j = 0, 1, ...)
 //
 // at level l_k = level(t_k, inv), error e_k = (t_k − d·l_k)/U_kk and loss
-// Σ_k e_k² (summed in order). This is exactly the arithmetic of one
+// Σ_k e_k² (summed in order); l holds the levels (as float32), ne the −e_k. This is exactly the arithmetic of one
 // column-by-column pass with kernels.Axpy's compensation (a rounded product,
 // then a rounded add), so every lane gives the bits that pass gives.
 type groupScore struct {
 	d, inv [scoreLanes]float32
 	ne     [group][scoreLanes]float32 // −e_k
-	t      [group][scoreLanes]float32 // t_k
+	l      [group][scoreLanes]float32 // l_k
 	loss   [scoreLanes]float32
 }
 
@@ -70,8 +74,8 @@ func scoreGroupGo(w *blockRows, invDiag *[group]float32, bandT *[group * group]f
 			e := float32(float32(t[c]-float32(s.d[c]*l)) * id)
 			sum[c] += float32(e * e)
 			s.ne[k][c] = -e
+			s.l[k][c] = l
 		}
-		s.t[k] = t
 	}
 	s.loss = sum
 }
@@ -83,4 +87,23 @@ func fp16RoundGo(v []float32) {
 	for i, d := range v {
 		v[i] = quant.FP16ToFloat32(quant.Float32ToFP16(d))
 	}
+}
+
+// absMax is the largest float32(math.Abs(float64(v))) of v, taken with
+// Go's max (NaN if any is NaN): for values that are not NaN the largest
+// |v| is the largest of their bits with the sign cleared, so it is taken
+// on the bits, and a NaN (bits above +Inf's) goes to the float loop.
+func absMax(v []float32) float32 {
+	var m uint32
+	for _, x := range v {
+		m = max(m, math.Float32bits(x)&^(1<<31))
+	}
+	if m <= 0x7f800000 {
+		return math.Float32frombits(m)
+	}
+	var amax float32
+	for _, x := range v {
+		amax = max(amax, float32(math.Abs(float64(x))))
+	}
+	return amax
 }

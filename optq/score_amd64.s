@@ -3,11 +3,11 @@
 #include "textflag.h"
 
 // groupScore's layout (score.go): d [32]float32 at 0, inv at 128, ne
-// [64][32] at 256, t [64][32] at 8448, loss [32] at 16640.
+// [64][32] at 256, l [64][32] at 8448, loss [32] at 16640.
 #define S_D 0
 #define S_INV 128
 #define S_NE 256
-#define S_T 8448
+#define S_L 8448
 #define S_LOSS 16640
 
 // 8 lanes each of -1, 2 and the sign bit.
@@ -26,21 +26,21 @@ DATA scoreconst<>+88(SB)/8, $0x8000000080000000
 GLOBL scoreconst<>(SB), RODATA|NOPTR, $96
 
 // LANES quantizes column k for lanes OFF/4..OFF/4+7 of accumulator T: the
-// level, the error (Y8 holds 1/U_kk), its square added to SUM, −e and t
-// stored at DI (ne row k) and R9 (t row k). Y9-Y11 are scratch.
+// level, the error (Y8 holds 1/U_kk), its square added to SUM, −e and the
+// level stored at DI (ne row k) and R9 (l row k). Y9-Y11 are scratch.
 #define LANES(T, SUM, OFF) \
 	VMULPS   (S_INV+OFF)(R8), T, Y9      \
 	VMAXPS   scoreconst<>+0(SB), Y9, Y9  \
 	VMINPS   scoreconst<>+32(SB), Y9, Y9 \
 	VROUNDPS $0, Y9, Y9                  \
+	VMOVUPS  Y9, OFF(R9)                 \
 	VMULPS   (S_D+OFF)(R8), Y9, Y9       \
 	VSUBPS   Y9, T, Y10                  \
 	VMULPS   Y8, Y10, Y10                \
 	VMULPS   Y10, Y10, Y11               \
 	VADDPS   Y11, SUM, SUM               \
 	VXORPS   scoreconst<>+64(SB), Y10, Y10 \
-	VMOVUPS  Y10, OFF(DI)                \
-	VMOVUPS  T, OFF(R9)
+	VMOVUPS  Y10, OFF(DI)
 
 // TERM adds ne[j] (at R11) times the broadcast factors Y8 (to A, column
 // k) and Y9 (to B, column k+1) for lanes OFF/4..OFF/4+7.
@@ -66,7 +66,7 @@ TEXT ·scoreGroupAVX2(SB), NOSPLIT, $0-32
 	VXORPS Y14, Y14, Y14
 	VXORPS Y15, Y15, Y15
 	LEAQ   S_NE(R8), DI  // ne row k
-	LEAQ   S_T(R8), R9   // t row k
+	LEAQ   S_L(R8), R9   // l row k
 	XORQ   R10, R10      // k
 
 pairloop:
@@ -172,14 +172,14 @@ GLOBL score512<>(SB), RODATA|NOPTR, $12
 	VMAXPS      Z16, Z9, Z9            \
 	VMINPS      Z17, Z9, Z9            \
 	VRNDSCALEPS $0, Z9, Z9             \
+	VMOVUPS     Z9, OFF(R9)            \
 	VMULPS      (S_D+OFF)(R8), Z9, Z9  \
 	VSUBPS      Z9, T, Z10             \
 	VMULPS      Z8, Z10, Z10           \
 	VMULPS      Z10, Z10, Z11          \
 	VADDPS      Z11, SUM, SUM          \
 	VPXORD      Z18, Z10, Z10          \
-	VMOVUPS     Z10, OFF(DI)           \
-	VMOVUPS     T, OFF(R9)
+	VMOVUPS     Z10, OFF(DI)
 
 // TERM512 adds ne[j] (16 lanes at R11+OFF, into Z10) times the
 // broadcast factors Z8, Z9, Z14, Z15 (of columns k..k+3) to A, B, C, D.
@@ -227,7 +227,7 @@ TEXT ·scoreGroupAVX512(SB), NOSPLIT, $0-32
 	VPXORD       Z12, Z12, Z12
 	VPXORD       Z13, Z13, Z13
 	LEAQ         S_NE(R8), DI
-	LEAQ         S_T(R8), R9
+	LEAQ         S_L(R8), R9
 	XORQ         R10, R10
 
 quad512:

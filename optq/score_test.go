@@ -82,7 +82,7 @@ func TestScoreGroupIsColumnPass(t *testing.T) {
 				t.Fatalf("trial %d lane %d (d %v): loss %v, column pass %v", trial, c, s.d[c], s.loss[c], loss)
 			}
 			for k := range group {
-				if l := level(s.t[k][c], s.inv[c]); l != lv[k] || -s.ne[k][c] != e[k] {
+				if l := s.l[k][c]; l != lv[k] || -s.ne[k][c] != e[k] {
 					t.Fatalf("trial %d lane %d column %d: level %v error %v, column pass %v %v", trial, c, k, l, -s.ne[k][c], lv[k], e[k])
 				}
 			}
@@ -118,7 +118,7 @@ func scorePathIdentical(t *testing.T, vector func(w *blockRows, invDiag *[group]
 			for k := range g[i].s.ne { // stale values must not leak in
 				for c := range g[i].s.ne[k] {
 					g[i].s.ne[k][c] = float32(rng.NormFloat64())
-					g[i].s.t[k][c] = float32(rng.NormFloat64())
+					g[i].s.l[k][c] = float32(rng.NormFloat64())
 				}
 			}
 		}
@@ -144,8 +144,8 @@ func scorePathIdentical(t *testing.T, vector func(w *blockRows, invDiag *[group]
 				t.Fatalf("trial %d lane %d: loss %v portable, %v vector", trial, c, a.loss[c], b.loss[c])
 			}
 			for k := range group {
-				if math.Float32bits(a.ne[k][c]) != math.Float32bits(b.ne[k][c]) || math.Float32bits(a.t[k][c]) != math.Float32bits(b.t[k][c]) {
-					t.Fatalf("trial %d lane %d column %d: (%v, %v) portable, (%v, %v) vector", trial, c, k, a.ne[k][c], a.t[k][c], b.ne[k][c], b.t[k][c])
+				if math.Float32bits(a.ne[k][c]) != math.Float32bits(b.ne[k][c]) || math.Float32bits(a.l[k][c]) != math.Float32bits(b.l[k][c]) {
+					t.Fatalf("trial %d lane %d column %d: (%v, %v) portable, (%v, %v) vector", trial, c, k, a.ne[k][c], a.l[k][c], b.ne[k][c], b.l[k][c])
 				}
 			}
 		}
@@ -178,6 +178,30 @@ func TestFP16RoundIsRoundFP16(t *testing.T) {
 			if want := roundFP16(x); math.Float32bits(got[i]) != math.Float32bits(want) {
 				t.Fatalf("%v (0x%08x): %v, roundFP16 %v", x, math.Float32bits(x), got[i], want)
 			}
+		}
+	}
+}
+
+// TestAbsMax: absMax is the float loop's max|v| on random bits, signed
+// zeros, infinities and NaN (then NaN), over lengths with and without them.
+func TestAbsMax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), math.MaxFloat32, -math.SmallestNonzeroFloat32}
+	for trial := 0; trial < 2000; trial++ {
+		v := make([]float32, rng.IntN(70))
+		for i := range v {
+			if rng.IntN(8) == 0 {
+				v[i] = special[rng.IntN(len(special))]
+			} else {
+				v[i] = math.Float32frombits(rng.Uint32()&^0x7f800000 | 0x3f000000*uint32(rng.IntN(2)))
+			}
+		}
+		var want float32
+		for _, x := range v {
+			want = max(want, float32(math.Abs(float64(x))))
+		}
+		if got := absMax(v); math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+			t.Fatalf("trial %d: absMax %v, the float loop %v", trial, got, want)
 		}
 	}
 }

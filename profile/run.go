@@ -63,26 +63,27 @@ func run(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32, 
 	for l, b := range blocks {
 		col.layerOf[b] = l
 	}
-	s := m.NewSession()
-	s.Observer = col
+	var obs engine.Observer = col
 	if also != nil {
-		s.Observer = tee{col, also}
+		obs = tee{col, also}
 	}
-	for i, w := range windows {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		s.Reset()
-		if _, err := s.Forward(w, false); err != nil {
-			return nil, fmt.Errorf("window %d: %w", i, err)
-		}
-		if col.err != nil {
-			return nil, fmt.Errorf("window %d: %w", i, col.err)
-		}
-		stats.Tokens += int64(len(w))
-		if progress != nil {
-			progress(len(w))
-		}
+	// Windows run batched (engine.RunWindows): each layer still sees them
+	// in order, token by token, so the sums are those of one at a time.
+	err := m.RunWindows(ctx, windows, engine.WindowsOptions{Observer: obs,
+		After: func(lo, hi int) error {
+			if col.err != nil {
+				return col.err
+			}
+			for _, w := range windows[lo:hi] {
+				stats.Tokens += int64(len(w))
+				if progress != nil {
+					progress(len(w))
+				}
+			}
+			return nil
+		}})
+	if err != nil {
+		return nil, err
 	}
 	return stats, nil
 }

@@ -299,3 +299,60 @@ func checkReap(t *testing.T, arch string) *Stats {
 	}
 	return s
 }
+
+// TestRunBatchedIsOneAtATime: Run batches the windows through the layers;
+// its statistics are bit for bit those of running each window alone
+// through a Session, the way profile ran before (fast mode, both archs,
+// windows of unequal lengths so a batch holds several shapes).
+func TestRunBatchedIsOneAtATime(t *testing.T) {
+	for _, arch := range []string{"qwen3moe", "qwen35moe"} {
+		t.Run(arch, func(t *testing.T) {
+			path := fixtureFile(t, arch, "model-bf16.gguf")
+			m, err := engine.Open(path, engine.Options{Threads: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			moe, err := m.File.MoE()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var blocks []int
+			for _, l := range moe.Layers {
+				blocks = append(blocks, l.Block)
+			}
+			ids, err := evalq.ReadIDs(fixtureFile(t, arch, "calib_tokens.i32.bin"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var windows [][]int32
+			for i, n := 0, 17; len(windows) < 6 && i+n <= len(ids); i, n = i+n, n*2-5 {
+				windows = append(windows, ids[i:i+n])
+			}
+			got, err := Run(context.Background(), m, blocks, windows, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := NewStats(blocks, m.Config.Experts)
+			col := &collector{stats: want, layerOf: map[int]int{}, embd: m.Config.Embd}
+			for l, b := range blocks {
+				col.layerOf[b] = l
+			}
+			s := m.NewSession()
+			s.Observer = col
+			for _, w := range windows {
+				s.Reset()
+				if _, err := s.Forward(w, false); err != nil {
+					t.Fatal(err)
+				}
+				want.Tokens += int64(len(w))
+			}
+			if col.err != nil {
+				t.Fatal(col.err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("batched statistics differ from one window at a time over %d windows", len(windows))
+			}
+		})
+	}
+}

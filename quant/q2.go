@@ -368,6 +368,24 @@ const q2Refinements = 2
 // gets a sensible scale.
 func (s *q2Searcher) weights(base int) *[64]float32 {
 	c := base % s.rowLen
+	if c+len(s.w) <= s.rowLen {
+		// No wrap: a weight is kept when its bits are those of a positive
+		// finite float32, 1..0x7f7fffff (what v > 0 && v <= MaxFloat32 is).
+		var any uint32
+		for j, v := range (*[64]float32)(s.imp[c : c+len(s.w)]) {
+			b := math.Float32bits(v)
+			keep := b-1 < 0x7f7fffff
+			if !keep {
+				b = 0
+			}
+			any |= b
+			s.w[j] = math.Float32frombits(b)
+		}
+		if any == 0 {
+			return nil
+		}
+		return &s.w
+	}
 	var any bool
 	for j := range s.w {
 		v := s.imp[c]

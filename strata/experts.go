@@ -76,6 +76,54 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // CRC32C is the checksum strata files store: CRC-32C (Castagnoli).
 func CRC32C(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }
 
+// CRC32CCombine is CRC32C(a || b) from crcA = CRC32C(a), crcB = CRC32C(b)
+// and n = len(b): crcA times x^(8n) modulo the polynomial, plus crcB (the
+// initial and final inversions cancel), in O(log n) products.
+func CRC32CCombine(crcA, crcB uint32, n int64) uint32 {
+	if n <= 0 {
+		return crcA
+	}
+	p := uint32(1) << 31 // x^0, bit-reflected
+	for k := 3; n != 0; n, k = n>>1, k+1 {
+		if n&1 != 0 {
+			p = crcMulMod(crcX2n[k], p)
+		}
+	}
+	return crcMulMod(p, crcA) ^ crcB
+}
+
+// crcPoly is the Castagnoli polynomial, bit-reflected.
+const crcPoly = 0x82f63b78
+
+// crcMulMod is a times b modulo crcPoly, both bit-reflected (a not 0).
+func crcMulMod(a, b uint32) uint32 {
+	var p uint32
+	for m := uint32(1) << 31; ; m >>= 1 {
+		if a&m != 0 {
+			p ^= b
+			if a&(m-1) == 0 {
+				return p
+			}
+		}
+		if b&1 != 0 {
+			b = b>>1 ^ crcPoly
+		} else {
+			b >>= 1
+		}
+	}
+}
+
+// crcX2n[k] is x^(2^k) modulo crcPoly, for every k a length of up to
+// 2^63-1 bytes needs.
+var crcX2n = func() (t [3 + 63]uint32) {
+	p := uint32(1) << 30 // x^1
+	for k := range t {
+		t[k] = p
+		p = crcMulMod(p, p)
+	}
+	return t
+}()
+
 // Part is one expert matrix inside a slot.
 type Part struct {
 	Type   quant.Type
@@ -471,17 +519,62 @@ func (x *Experts) CheckSlot(i int, raw []byte) (SlotCheck, error) {
 	if i < 0 || i >= len(x.Table) || uint64(len(raw)) != x.SlotBytes {
 		return SlotCheck{Padding: -1}, fmt.Errorf("%s: slot %d of %d bytes: no such slot of %d bytes", x.Path, i, len(raw), x.SlotBytes)
 	}
-	e := x.Table[i]
-	layer, expert := int(x.Layers[i/int(x.NExpert)]), i%int(x.NExpert)
-	pay := x.PayloadBytes()
-	sc := SlotCheck{Payload: raw[:pay], CRC: CRC32C(raw[:pay]), Padding: -1}
-	sc.CRCOK = sc.CRC == e.CRC
-	for j := pay; j < x.SlotBytes; j++ {
-		if raw[j] != 0 {
-			sc.Padding = int64(e.Offset + j)
+	return x.CheckPieces(i, raw, []PieceCheck{x.CheckPiece(i, raw, 0)})
+}
+
+// PieceCheck is what CheckPiece found in one piece of a slot's bytes.
+type PieceCheck struct {
+	Off, Len int64  // the piece: bytes [Off, Off+Len) of the slot
+	CRC      uint32 // CRC-32C of the piece's payload bytes (those before PayloadBytes)
+	Padding  int64  // slot offset of the piece's first nonzero padding byte, or -1
+}
+
+// CheckPiece checks piece, the bytes of slot i from slot offset off, as
+// soon as they are read: the CRC-32C of its payload bytes and its padding
+// bytes. CheckPieces completes the slot's check from its pieces' checks,
+// so a slot read in pieces (by several readers at once) is checked while
+// the rest of it is still being read.
+func (x *Experts) CheckPiece(i int, piece []byte, off int64) PieceCheck {
+	pay := int64(x.PayloadBytes())
+	n := int64(len(piece))
+	pc := PieceCheck{Off: off, Len: n, Padding: -1}
+	p := min(max(pay-off, 0), n) // the piece's payload bytes
+	pc.CRC = CRC32C(piece[:p])
+	for j := p; j < n; j++ {
+		if piece[j] != 0 {
+			pc.Padding = off + j
 			break
 		}
 	}
+	return pc
+}
+
+// CheckPieces is CheckSlot of slot i, whose bytes raw are in, from the
+// checks of its pieces (CheckPiece), which cover the slot in order. A set
+// of pieces that does not cover the slot is an error.
+func (x *Experts) CheckPieces(i int, raw []byte, pieces []PieceCheck) (SlotCheck, error) {
+	if i < 0 || i >= len(x.Table) || uint64(len(raw)) != x.SlotBytes {
+		return SlotCheck{Padding: -1}, fmt.Errorf("%s: slot %d of %d bytes: no such slot of %d bytes", x.Path, i, len(raw), x.SlotBytes)
+	}
+	e := x.Table[i]
+	layer, expert := int(x.Layers[i/int(x.NExpert)]), i%int(x.NExpert)
+	pay := x.PayloadBytes()
+	sc := SlotCheck{Payload: raw[:pay], Padding: -1}
+	var at int64
+	for _, pc := range pieces {
+		if pc.Off != at {
+			return sc, fmt.Errorf("%s: slot %d: a piece check at slot offset %d, want %d", x.Path, i, pc.Off, at)
+		}
+		sc.CRC = CRC32CCombine(sc.CRC, pc.CRC, min(max(int64(pay)-pc.Off, 0), pc.Len))
+		if sc.Padding < 0 && pc.Padding >= 0 {
+			sc.Padding = int64(e.Offset) + pc.Padding
+		}
+		at += pc.Len
+	}
+	if uint64(at) != x.SlotBytes {
+		return sc, fmt.Errorf("%s: slot %d: piece checks cover %d of its %d bytes", x.Path, i, at, x.SlotBytes)
+	}
+	sc.CRCOK = sc.CRC == e.CRC
 	if !sc.CRCOK {
 		fe := x.slotErr(int64(e.Offset), layer, expert, "slot payload [%d, %d) has CRC-32C %#08x, its table entry (byte %d) says %#08x", e.Offset, e.Offset+pay, sc.CRC, x.TableEntryOffset(i)+8, e.CRC)
 		fe.err = ErrChecksum

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 	"github.com/stratactl/stratactl/internal/bench"
@@ -142,6 +143,7 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 			fmt.Fprintf(w, "  arena capped at %.1f MiB (%s): %d of %d experts resident, the rest streamed\n",
 				rep.ResidentCapMB, why, d.Stream.ArenaSlots, d.Stream.TotalSlots)
 		}
+		printStepPhases(w, d.Phases)
 		fmt.Fprintf(w, "  hit rate %.3f, misses %.2f/token (in %.2f layers), read %.2f MB/token, read-ahead hits %.2f/token, waiting %.2f ms/token\n",
 			d.Stream.HitRate, d.Stream.MissesPerToken, d.Stream.MissedNeedsPerToken, d.Stream.ReadMBPerToken, d.Stream.ReadAheadHitsPerToken, d.Stream.WaitMsPerToken)
 	}
@@ -151,4 +153,42 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// printStepPhases prints a run's step breakdown: the weight products
+// phase by phase (time, bytes, rate), then the rest.
+func printStepPhases(w io.Writer, phases []bench.StepPhase) {
+	var prod, other, mb, passes, wait float64
+	for _, p := range phases {
+		if p.Products {
+			prod, mb = prod+p.Ms, mb+p.MB
+		} else {
+			other += p.Ms
+		}
+		passes, wait = passes+p.Passes, wait+p.WaitMs
+	}
+	if prod+other == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  step, mean: %.2f ms = products %.2f ms (%.1f MB at %.2f GB/s) + the rest %.2f ms; %.0f pool passes, %.2f ms waiting for workers\n",
+		prod+other, prod, mb, mb/prod, other, passes, wait)
+	line := func(products bool) {
+		fmt.Fprint(w, "   ")
+		for _, p := range phases {
+			if p.Products != products || p.Ms == 0 {
+				continue
+			}
+			fmt.Fprintf(w, " %s %.2f", p.Name, p.Ms)
+			if p.GBs > 0 {
+				fmt.Fprintf(w, " (%.2f GB/s)", p.GBs)
+			}
+			if p.WaitMs >= 0.005 {
+				fmt.Fprintf(w, " (wait %.2f)", p.WaitMs)
+			}
+			fmt.Fprint(w, ";")
+		}
+		fmt.Fprintln(w)
+	}
+	line(true)
+	line(false)
 }

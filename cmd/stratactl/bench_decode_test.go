@@ -66,6 +66,20 @@ func TestBenchDecodeSmall(t *testing.T) {
 	if got, want := kinds["Q2_0/256"], int64(2*2*2*128*256); got != want {
 		t.Fatalf("q2_0 x 256 weights per token %d, want %d (%v)", got, want, kinds)
 	}
+	// The step breakdown: its product phases read the step's weights but
+	// the embedding row (one row of 256 weights, at most 1 KiB).
+	for _, r := range []bench.DecodeRun{res, str} {
+		var prodMB, ms float64
+		for _, p := range r.Phases {
+			if p.Products {
+				prodMB += p.MB
+			}
+			ms += p.Ms
+		}
+		if d := r.BytesPerToken - prodMB; d < 0 || d > 1024e-6 || ms <= 0 {
+			t.Fatalf("step phases read %g MB in %g ms, the step's weights are %g MB", prodMB, ms, r.BytesPerToken)
+		}
+	}
 	if rep.ComputeLimit <= 0 || res.ComputeLimit != rep.ComputeLimit || res.MedianTokensPerS <= 0 || res.BestTokensPerS < res.MedianTokensPerS {
 		t.Fatalf("compute bound %g, run %+v", rep.ComputeLimit, res)
 	}

@@ -83,6 +83,40 @@ type DecodeRun struct {
 	BestMemFraction  float64              `json:"best_step_fraction_of_memory_limit"`
 	ComputeFraction  float64              `json:"fraction_of_compute_limit"`
 	Stream           *engine.StreamReport `json:"stream"`
+	// Phases are the decode steps' mean time by phase (engine.StepTimes,
+	// the same run timed), in the engine's order.
+	Phases []StepPhase `json:"step_phases"`
+}
+
+// StepPhase is one phase of the decode steps, means per step: its time,
+// the weight bytes its products read and their rate over its time, its
+// pool passes and the caller's time in them waiting for the workers.
+type StepPhase struct {
+	Name     string  `json:"name"`
+	Products bool    `json:"products"`
+	Ms       float64 `json:"ms_per_step"`
+	MB       float64 `json:"weight_mb_per_step,omitempty"`
+	GBs      float64 `json:"gb_per_s,omitempty"`
+	Passes   float64 `json:"pool_passes_per_step"`
+	WaitMs   float64 `json:"pool_wait_ms_per_step"`
+}
+
+// stepPhases are st's phases as means per step.
+func stepPhases(st *engine.StepTimes) []StepPhase {
+	if st.Steps == 0 {
+		return nil
+	}
+	n := float64(st.Steps)
+	var out []StepPhase
+	for p := engine.Phase(0); p < engine.NumPhases; p++ {
+		ph := StepPhase{Name: p.String(), Products: p.Products(), Ms: float64(st.Nanos[p]) / 1e6 / n,
+			MB: float64(st.Bytes[p]) / 1e6 / n, Passes: float64(st.Passes[p]) / n, WaitMs: float64(st.WaitNanos[p]) / 1e6 / n}
+		if st.Nanos[p] > 0 && st.Bytes[p] > 0 {
+			ph.GBs = float64(st.Bytes[p]) / float64(st.Nanos[p])
+		}
+		out = append(out, ph)
+	}
+	return out
 }
 
 // KernelRate is the in-cache rate of one kind of product a decode step
@@ -215,6 +249,7 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 			return DecodeRun{}, err
 		}
 		s := m.NewSession()
+		s.Timing = new(engine.StepTimes)
 		var before engine.StreamCounters
 		var cpu0 time.Duration
 		var cpuOK bool
@@ -253,6 +288,7 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 			MemReadGBs:        max(memBefore.BytesPerS, memAfter.BytesPerS) / 1e9,
 			MemReadGBsPerCPU:  max(memBefore.BytesPerCPUS, memAfter.BytesPerCPUS) / 1e9,
 			Stream:            st,
+			Phases:            stepPhases(s.Timing),
 		}
 		// Step i is the time from token i-1 to token i (token 0 comes
 		// from the prompt's logits).
