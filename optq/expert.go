@@ -73,6 +73,10 @@ type ExpertResult struct {
 	Gate, Up, Down []byte
 	Errors         [3]Errors // gate, up, down
 	Fallback       string
+	// ExpertRounds is the rounds of the expert-output refinement it ran:
+	// Options.Expert, or 0 when it had too few tokens (Options.ExpertTokens)
+	// or fell back.
+	ExpertRounds int
 }
 
 // QuantizeExpert quantizes an expert's three matrices against its
@@ -81,7 +85,8 @@ type ExpertResult struct {
 // quantized ones give: the target minimising ‖W A − Ŵ Â‖² + λ‖W − Ŵ‖² is
 // W* = W (AᵀÂ + λI)(ÂᵀÂ + λI)⁻¹, quantized with H = ÂᵀÂ. With no inputs it
 // falls back to the plain search for all three. Then opt.Expert rounds of
-// refineExpert.
+// refineExpert, when the expert has at least opt.ExpertTokens tokens per
+// column of gate and up.
 func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) {
 	D, F := ex.D, ex.F
 	if len(ex.Gate) != F*D || len(ex.Up) != F*D || len(ex.Down) != D*F {
@@ -100,11 +105,12 @@ func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) 
 	}
 	f, reason := hessianOf(in.X, in.N, D, opt.Damp, opt.RefineDamp)
 	if reason == "" {
+		gu := opt.forTokens(in.N, D)
 		if opt.SwiGLU > 0 {
-			reason = swigluQuantize(f, ex, in, opt, res)
+			reason = swigluQuantize(f, ex, in, gu, res)
 		} else {
-			f.run(ex.Gate, F, opt, res.Gate)
-			f.run(ex.Up, F, opt, res.Up)
+			f.run(ex.Gate, F, gu, res.Gate)
+			f.run(ex.Up, F, gu, res.Up)
 		}
 	}
 	var pr *products
@@ -114,14 +120,17 @@ func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) 
 	if reason == "" {
 		reason = quantizeDown(ex, in, opt, res, pr, false)
 	}
-	for range opt.Expert {
-		if reason != "" {
-			break
+	if float64(in.N) >= opt.ExpertTokens*float64(D) {
+		for range opt.Expert {
+			if reason != "" {
+				break
+			}
+			reason = refineExpert(ex, in, opt, res, pr)
+			res.ExpertRounds++
 		}
-		reason = refineExpert(ex, in, opt, res, pr)
 	}
 	if reason != "" {
-		res.Fallback = reason
+		res.Fallback, res.ExpertRounds = reason, 0
 		for _, m := range []struct {
 			w   []float32
 			dst []byte
@@ -168,6 +177,7 @@ func (p *products) quantized(n, F int) []float32 {
 // refinement alone.
 func quantizeDown(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *products, warm bool) string {
 	D, F := ex.D, ex.F
+	opt = opt.forTokens(in.N, F)
 	a, ah := pr.a, pr.quantized(in.N, F)
 	if useLowRank(in.N, F) {
 		return quantizeDownLowRank(ex.Down, a, ah, in.N, D, F, opt, res.Down, warm)
