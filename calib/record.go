@@ -11,4 +11,5 @@ func RecordOptions(c *strata.Calibration, opt optq.Options) {
 	c.Damp, c.RefineDamp, c.Refine, c.Candidates = opt.Damp, opt.RefineDamp, opt.Refine, opt.Candidates
 	c.SwiGLU, c.SwiGLUDamp, c.Expert = opt.SwiGLU, opt.SwiGLUDamp, opt.Expert
 	c.ExpertPasses, c.ExpertGate, c.WarmDown = opt.ExpertPasses, opt.ExpertGate, opt.WarmDown
+	c.ExpertTokens, c.GridTokens = opt.ExpertTokens, opt.GridTokens
 }

@@ -325,3 +325,57 @@ wmal:
 	JNZ     wmal
 	VZEROUPPER
 	RET
+
+// func carryBlockAVX512(et *wideVec, cnt int, cp *float32, n int, z *wideVec, xt *float32, kcnt int, dots *wideVec)
+// carryBlockOf in 16 lanes: for each of the cnt columns, z += e·cp_jj
+// (cp_jj n values at cp + jj·n) in the lanes whose error is not 0 (K1),
+// then dots[k] = DOTLANES16 of column k of xt with z, for k < kcnt.
+TEXT ·carryBlockAVX512(SB), $512-64
+	MOVQ et+0(FP), R12
+	MOVQ cnt+8(FP), R13
+	MOVQ cp+16(FP), R14
+	MOVQ n+24(FP), BX
+	MOVQ z+32(FP), DX
+	MOVQ BX, R9
+	SHRQ $5, R9
+
+cjj:
+	VMOVUPS  (R12), Z12
+	VPXORD   Z13, Z13, Z13
+	VCMPPS   $4, Z13, Z12, K1 // e != 0
+	KORTESTW K1, K1
+	JZ       cnext
+	MOVQ     R14, SI
+	MOVQ     DX, DI
+	MOVQ     BX, CX
+
+cax:
+	VBROADCASTSS (SI), Z7
+	VMULPS       Z12, Z7, Z7
+	VMOVUPS      (DI), Z9
+	VADDPS       Z9, Z7, K1, Z9
+	VMOVUPS      Z9, (DI)
+	ADDQ         $4, SI
+	ADDQ         $64, DI
+	DECQ         CX
+	JNZ          cax
+
+cnext:
+	ADDQ $64, R12
+	LEAQ (R14)(BX*4), R14
+	DECQ R13
+	JNZ  cjj
+
+	MOVQ xt+40(FP), AX
+	MOVQ kcnt+48(FP), R15
+	MOVQ dots+56(FP), R8
+
+cdot:
+	DOTLANES16
+	VMOVUPS Z0, (R8)
+	ADDQ    $64, R8
+	LEAQ    (AX)(BX*4), AX
+	DECQ    R15
+	JNZ     cdot
+	VZEROUPPER
+	RET

@@ -183,6 +183,19 @@ func dotPairLanesAVX512(a, b *wideVec, n int, out *wideVec)
 //go:noescape
 func mulAddLanesAVX512(m *wideVec, a *wideVec, mask *wideMask, x *wideVec, n int)
 
+//go:noescape
+func carryBlockAVX512(et *wideVec, cnt int, cp *float32, n int, z *wideVec, xt *float32, kcnt int, dots *wideVec)
+
+func carryBlockWideVector(et []wideVec, cp []float32, n int, z []wideVec, xt []float32, dots []wideVec) {
+	cnt, kcnt := len(et), len(dots)
+	if cnt == 0 || kcnt == 0 || n == 0 {
+		carryBlockOf(dotLanesOf[wideVec], axpyLanesOf[wideVec, wideMask], et, cp, n, z, xt, dots)
+		return
+	}
+	_, _, _ = cp[cnt*n-1], z[n-1], xt[kcnt*n-1]
+	carryBlockAVX512(&et[0], cnt, &cp[0], n, &z[0], &xt[0], kcnt, &dots[0])
+}
+
 func codeStepsWideVector(xt []float32, n int, r, e, lv []wideVec, sq []float32, d *wideVec, lam float32) bool {
 	k := len(e)
 	if k == 0 || n == 0 {
@@ -225,6 +238,7 @@ func init() {
 		groupSumsWide = groupSumsWideVector
 		dotPairWide = dotPairWideVector
 		mulAddWide = mulAddWideVector
+		carryBlockWide = carryBlockWideVector
 		useWide = true
 	}
 }

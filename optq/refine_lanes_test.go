@@ -244,12 +244,23 @@ func refineLowIsDescend(t *testing.T) {
 	}
 }
 
-// TestLowCarryIsRowByRow: the lane carry leaves the weights a row-by-row
-// carry leaves (z_r += e_j cp_j by kernels.Axpy, skipped for e_j = 0, then
+// TestLowCarryIsRowByRow: the lane carry, at either width, leaves the
+// weights a row-by-row carry leaves (z_r += e_j cp_j by kernels.Axpy, skipped for e_j = 0, then
 // w_rk += kernels.DotF32(x_k, z_r)), bit for bit, for a row count that is
 // not a multiple of the lanes.
 func TestLowCarryIsRowByRow(t *testing.T) {
-	const n, cols, rows = 37, 256, 11
+	saved := useWide
+	defer func() { useWide = saved }()
+	for _, wide := range []bool{false, true} {
+		useWide = wide
+		for _, c := range []struct{ n, rows int }{{37, 11}, {32, 21}, {70, 16}} {
+			lowCarryIsRowByRow(t, c.n, c.rows)
+		}
+	}
+}
+
+func lowCarryIsRowByRow(t *testing.T, n, rows int) {
+	const cols = 256
 	f, reason := lowRankFactor(lowCase(5, n, cols), n, cols, 0.3, 0.7)
 	if reason != "" {
 		t.Fatal(reason)
