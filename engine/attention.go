@@ -34,14 +34,22 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 	s.lapProducts(PhaseQKV, &L.Q, &L.K, &L.V)
 	r := m.ropeTable()
 	if T == 1 {
-		cos, sin := sc.floats(len(r.inv)), sc.floats(len(r.inv))
-		s.normRotate(L, r, q[:qstride], k[:kdim], spans[0].s.Pos, hstride, cos, sin)
+		// Every layer of a decode step rotates at the same position: the
+		// angles once a step.
+		pos := spans[0].s.Pos
+		if !sc.ropeSet || sc.ropePos != pos {
+			sc.ropeCos, sc.ropeSin = grow(&sc.ropeCos, len(r.inv)), grow(&sc.ropeSin, len(r.inv))
+			r.angles(textPos(pos), sc.ropeCos, sc.ropeSin)
+			sc.ropePos, sc.ropeSet = pos, true
+		}
+		s.normRotate(L, q[:qstride], k[:kdim], hstride, sc.ropeCos, sc.ropeSin)
 	} else {
 		m.Pool.Parallel(T, (c.Heads+c.HeadsKV)*hd*8, func(lo, hi int) {
 			cos, sin := make([]float32, len(r.inv)), make([]float32, len(r.inv))
 			for t := lo; t < hi; t++ {
 				_, pos := spanOf(spans, t)
-				s.normRotate(L, r, q[t*qstride:(t+1)*qstride], k[t*kdim:(t+1)*kdim], pos, hstride, cos, sin)
+				r.angles(textPos(pos), cos, sin)
+				s.normRotate(L, q[t*qstride:(t+1)*qstride], k[t*kdim:(t+1)*kdim], hstride, cos, sin)
 			}
 		})
 	}
@@ -141,11 +149,11 @@ func (a *attnPass) run(lo, hi int) {
 }
 
 // normRotate RMS-normalizes and rotates one token's query heads q (head h
-// at h*hstride) and key heads k at position pos, cos and sin its buffers.
-func (s *Session) normRotate(L *Layer, r *rope, q, k []float32, pos, hstride int, cos, sin []float32) {
+// at h*hstride) and key heads k by the angles of its position (rope.angles'
+// cos and sin).
+func (s *Session) normRotate(L *Layer, q, k []float32, hstride int, cos, sin []float32) {
 	c := &s.m.Config
 	hd := c.HeadDim
-	r.angles(textPos(pos), cos, sin)
 	for h := 0; h < c.Heads; h++ {
 		qh := q[h*hstride : h*hstride+hd]
 		rmsNorm(qh, qh, L.QNorm, c.Eps)

@@ -31,6 +31,11 @@ type scratch struct {
 	es       []int
 	exs      []*Expert
 	scores   []float32 // a decode token's attention scores, per head
+	// The rotary angles of position ropePos (when ropeSet), which every
+	// layer of a decode step rotates by.
+	ropeCos, ropeSin []float32
+	ropePos          int
+	ropeSet          bool
 	// matVecs' argument lists.
 	ms, gates, ups []*kernels.Matrix
 	as             []*acts

@@ -155,7 +155,7 @@ type products struct {
 func newProducts(ex *Expert, in *Inputs, res *ExpertResult) (*products, string) {
 	D, F, n := ex.D, ex.F, in.N
 	gq, uq := make([]float32, F*D), make([]float32, F*D)
-	if quant.Dequantize(quant.Q2_0, res.Gate, gq) != nil || quant.Dequantize(quant.Q2_0, res.Up, uq) != nil {
+	if kernels.Dequantize(quant.Q2_0, res.Gate, gq) != nil || kernels.Dequantize(quant.Q2_0, res.Up, uq) != nil {
 		return nil, FallbackSingular
 	}
 	return &products{a: swiglu(ex.Gate, ex.Up, in.X, n, D, F), gh: project(gq, in.X, n, D, F), uh: project(uq, in.X, n, D, F)}, ""
@@ -259,7 +259,7 @@ func (res *ExpertResult) measure(ex *Expert, in *Inputs) error {
 		q          []byte
 		rows, cols int
 	}{{ex.Gate, in.Held, res.Gate, F, D}, {ex.Up, in.Held, res.Up, F, D}, {ex.Down, a, res.Down, D, F}} {
-		if err := quant.Dequantize(quant.Q2_0, m.q, buf); err != nil {
+		if err := kernels.Dequantize(quant.Q2_0, m.q, buf); err != nil {
 			return err
 		}
 		errs[i] = matErrors(m.w, buf, m.rows, m.cols, m.x, in.NH)
@@ -272,12 +272,14 @@ func (res *ExpertResult) measure(ex *Expert, in *Inputs) error {
 func matErrors(w, wq []float32, rows, cols int, x []float32, n int) Errors {
 	var e Errors
 	diff := wq
+	var sd, sw float64 // the sums in registers (Errors' five fields are not)
 	for i, v := range w {
 		d := v - wq[i]
 		diff[i] = d
-		e.Weight += float64(d) * float64(d)
-		e.WeightEnergy += float64(v) * float64(v)
+		sd += float64(d) * float64(d)
+		sw += float64(v) * float64(v)
 	}
+	e.Weight, e.WeightEnergy = sd, sw
 	// The products row by row (a row's weights stay in cache for every
 	// token), then summed token by token.
 	ys, ds := make([]float32, n*rows), make([]float32, n*rows)
@@ -320,7 +322,7 @@ func swigluQuantize(f *factors, ex *Expert, in *Inputs, opt Options, res *Expert
 	qg.refineWeighted(ex.Gate, in.X, xt, n, s, y, float32(opt.SwiGLUDamp), opt.SwiGLU)
 	qg.pack(res.Gate)
 	gq := make([]float32, F*D)
-	if quant.Dequantize(quant.Q2_0, res.Gate, gq) != nil {
+	if kernels.Dequantize(quant.Q2_0, res.Gate, gq) != nil {
 		return FallbackSingular
 	}
 	gh := project(gq, in.X, n, D, F)
@@ -381,7 +383,7 @@ func unpack(b []byte, rows, cols int) *quantized {
 func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *products) string {
 	D, F, n := ex.D, ex.F, in.N
 	dq := make([]float32, D*F)
-	if quant.Dequantize(quant.Q2_0, res.Down, dq) != nil {
+	if kernels.Dequantize(quant.Q2_0, res.Down, dq) != nil {
 		return FallbackSingular
 	}
 	xt := transpose(in.X, n, D)
