@@ -37,6 +37,7 @@ type Quantizer struct {
 	errs     map[string]*optq.Errors
 	fallbak  map[string]int // reason -> experts
 	experts  int
+	fewTok   int      // experts that skipped the expert-output refinement for too few tokens
 	held     int64    // result bytes in memory
 	spill    *os.File // results beyond the budget (nil until needed)
 	spillEnd int64
@@ -318,6 +319,8 @@ func (q *Quantizer) run(L *gguf.MoELayer, in *Layer, e int) (*optq.ExpertResult,
 	q.experts++
 	if res.Fallback != "" {
 		q.fallbak[res.Fallback]++
+	} else if q.opt.Expert > 0 && res.ExpertRounds == 0 {
+		q.fewTok++
 	}
 	q.mu.Unlock()
 	return res, nil
@@ -371,6 +374,15 @@ func (q *Quantizer) Fallbacks() (lines []string, experts int) {
 	}
 	sort.Strings(lines)
 	return lines, q.experts
+}
+
+// ExpertRefineSkipped is how many experts skipped the expert-output
+// refinement (with Options.Expert > 0) for having fewer tokens than
+// Options.ExpertTokens per column.
+func (q *Quantizer) ExpertRefineSkipped() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.fewTok
 }
 
 // OutputError is tensor name's ‖(W−Ŵ)X‖/‖WX‖ over held-back tokens.

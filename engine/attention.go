@@ -34,14 +34,22 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 	s.lapProducts(PhaseQKV, &L.Q, &L.K, &L.V)
 	r := m.ropeTable()
 	if T == 1 {
-		cos, sin := sc.floats(len(r.inv)), sc.floats(len(r.inv))
-		s.normRotate(L, r, q[:qstride], k[:kdim], spans[0].s.Pos, hstride, cos, sin)
+		// Every layer of a decode step rotates at the same position: the
+		// angles once a step.
+		pos := spans[0].s.Pos
+		if !sc.ropeSet || sc.ropePos != pos {
+			sc.ropeCos, sc.ropeSin = grow(&sc.ropeCos, len(r.inv)), grow(&sc.ropeSin, len(r.inv))
+			r.angles(textPos(pos), sc.ropeCos, sc.ropeSin)
+			sc.ropePos, sc.ropeSet = pos, true
+		}
+		s.normRotate(L, q[:qstride], k[:kdim], hstride, sc.ropeCos, sc.ropeSin)
 	} else {
 		m.Pool.Parallel(T, (c.Heads+c.HeadsKV)*hd*8, func(lo, hi int) {
 			cos, sin := make([]float32, len(r.inv)), make([]float32, len(r.inv))
 			for t := lo; t < hi; t++ {
 				_, pos := spanOf(spans, t)
-				s.normRotate(L, r, q[t*qstride:(t+1)*qstride], k[t*kdim:(t+1)*kdim], pos, hstride, cos, sin)
+				r.angles(textPos(pos), cos, sin)
+				s.normRotate(L, q[t*qstride:(t+1)*qstride], k[t*kdim:(t+1)*kdim], hstride, cos, sin)
 			}
 		})
 	}
@@ -54,71 +62,98 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 		maxN = max(maxN, ss.Pos+sp.n)
 		lo += sp.n
 	}
-	group := c.Heads / c.HeadsKV
-	scale := float32(1 / math.Sqrt(float64(hd)))
 	out := sc.floats(T * c.Heads * vd) // each head's part cleared in the pass
+	a := &sc.attn
+	if a.fn == nil {
+		a.fn = a.run
+	}
+	*a = attnPass{c: c, L: L, l: l, spans: spans, q: q, out: out, maxN: maxN, qstride: qstride, hstride: hstride,
+		scale: float32(1 / math.Sqrt(float64(hd))), fn: a.fn}
 	// One decode token's heads score into rows of one reused buffer; a
 	// batch's ranges each make their own.
-	var perHead []float32
 	if T == 1 {
 		// Room for every position the cache has room for, so that the
 		// buffer grows with the cache, not with each step.
-		perHead = grow(&sc.scores, c.Heads*max(maxN, cap(spans[0].s.kcache[l])/kdim))[:c.Heads*maxN]
+		a.perHead = grow(&sc.scores, c.Heads*max(maxN, cap(spans[0].s.kcache[l])/kdim))[:c.Heads*maxN]
 	}
-	m.Pool.Parallel(T*c.Heads, maxN*(hd+vd), func(lo, hi int) {
-		var scores []float32
-		if perHead == nil {
-			scores = make([]float32, maxN)
-		}
-		for i := lo; i < hi; i++ {
-			if perHead != nil {
-				scores = perHead[i*maxN : (i+1)*maxN]
-			}
-			t, h := i/c.Heads, i%c.Heads
-			j, pos := spanOf(spans, t)
-			kc, vc := spans[j].s.kcache[l], spans[j].s.vcache[l]
-			kvh := h / group
-			n := pos + 1
-			qh := q[t*qstride+h*hstride : t*qstride+h*hstride+hd]
-			// score_j = DotF32(key j, q) * scale; o = sum_j p_j * value j
-			// in position order (kernels.AttnScores, AttnSum).
-			sc := scores[:n]
-			kernels.AttnScores(sc, qh, kc[kvh*hd:], kdim, scale)
-			mx := float32(math.Inf(-1))
-			for _, v := range sc {
-				mx = max(mx, v)
-			}
-			var sum float64
-			for j, v := range sc {
-				e := math.Exp(float64(v - mx))
-				sc[j] = float32(e)
-				sum += e
-			}
-			inv := float32(1 / sum)
-			for j := range sc {
-				sc[j] *= inv
-			}
-			o := out[t*c.Heads*vd+h*vd : t*c.Heads*vd+(h+1)*vd]
-			clear(o)
-			kernels.AttnSum(o, sc, vc[kvh*vd:], vdim)
-			if L.QGate {
-				g := q[t*qstride+h*hstride+hd : t*qstride+(h+1)*hstride]
-				for i := range o {
-					o[i] *= sigmoid(g[i])
-				}
-			}
-		}
-	})
+	m.Pool.Parallel(T*c.Heads, maxN*(hd+vd), a.fn)
+	*a = attnPass{fn: a.fn}
 	s.lap(PhaseAttn)
 	return out
 }
 
+// attnPass is attention's pass over (token, head) pairs, its function
+// bound once (a closure handed to the pool would be a new heap object per
+// call): pair i is token i/Heads, head i%Heads, its output the softmax of
+// its scores over its sequence's cache times the values.
+type attnPass struct {
+	c                      *Config
+	L                      *Layer
+	l                      int
+	spans                  []seqSpan
+	q, out                 []float32
+	perHead                []float32 // a decode token's scores, per head; nil: each range makes its own
+	maxN, qstride, hstride int
+	scale                  float32
+	fn                     func(lo, hi int)
+}
+
+func (a *attnPass) run(lo, hi int) {
+	c, L, q, out := a.c, a.L, a.q, a.out
+	hd, vd := c.HeadDim, c.ValueDim
+	kdim, vdim := c.HeadsKV*hd, c.HeadsKV*vd
+	group := c.Heads / c.HeadsKV
+	qstride, hstride, maxN := a.qstride, a.hstride, a.maxN
+	var scores []float32
+	if a.perHead == nil {
+		scores = make([]float32, maxN)
+	}
+	for i := lo; i < hi; i++ {
+		if a.perHead != nil {
+			scores = a.perHead[i*maxN : (i+1)*maxN]
+		}
+		t, h := i/c.Heads, i%c.Heads
+		j, pos := spanOf(a.spans, t)
+		kc, vc := a.spans[j].s.kcache[a.l], a.spans[j].s.vcache[a.l]
+		kvh := h / group
+		n := pos + 1
+		qh := q[t*qstride+h*hstride : t*qstride+h*hstride+hd]
+		// score_j = DotF32(key j, q) * scale; o = sum_j p_j * value j
+		// in position order (kernels.AttnScores, AttnSum).
+		sc := scores[:n]
+		kernels.AttnScores(sc, qh, kc[kvh*hd:], kdim, a.scale)
+		mx := float32(math.Inf(-1))
+		for _, v := range sc {
+			mx = max(mx, v)
+		}
+		var sum float64
+		for j, v := range sc {
+			e := math.Exp(float64(v - mx))
+			sc[j] = float32(e)
+			sum += e
+		}
+		inv := float32(1 / sum)
+		for j := range sc {
+			sc[j] *= inv
+		}
+		o := out[t*c.Heads*vd+h*vd : t*c.Heads*vd+(h+1)*vd]
+		clear(o)
+		kernels.AttnSum(o, sc, vc[kvh*vd:], vdim)
+		if L.QGate {
+			g := q[t*qstride+h*hstride+hd : t*qstride+(h+1)*hstride]
+			for i := range o {
+				o[i] *= sigmoid(g[i])
+			}
+		}
+	}
+}
+
 // normRotate RMS-normalizes and rotates one token's query heads q (head h
-// at h*hstride) and key heads k at position pos, cos and sin its buffers.
-func (s *Session) normRotate(L *Layer, r *rope, q, k []float32, pos, hstride int, cos, sin []float32) {
+// at h*hstride) and key heads k by the angles of its position (rope.angles'
+// cos and sin).
+func (s *Session) normRotate(L *Layer, q, k []float32, hstride int, cos, sin []float32) {
 	c := &s.m.Config
 	hd := c.HeadDim
-	r.angles(textPos(pos), cos, sin)
 	for h := 0; h < c.Heads; h++ {
 		qh := q[h*hstride : h*hstride+hd]
 		rmsNorm(qh, qh, L.QNorm, c.Eps)

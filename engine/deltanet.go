@@ -122,51 +122,14 @@ func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
 	// The delta rule, per value head: S <- exp(g) S; S <- S + k (beta (v -
 	// S^T k))^T; o = S^T q.
 	o := buf.zeros(T * NV * DV)
-	us := buf.floats(NV * DV) // per value head, its u
-	m.Pool.Parallel(NV, T*DK*DV*4, func(lo, hi int) {
-		for h := lo; h < hi; h++ {
-			u := us[h*DV : (h+1)*DV]
-			kh := sc.keyHead(h)
-			src := st.ssm[h*DK*DV : (h+1)*DK*DV]
-			S := st.ssm2[h*DK*DV : (h+1)*DK*DV]
-			for t := 0; t < T; t++ {
-				q := conv[t*C+kh*DK : t*C+(kh+1)*DK]
-				k := conv[t*C+(NK+kh)*DK : t*C+(NK+kh+1)*DK]
-				v := conv[t*C+2*NK*DK+h*DV : t*C+2*NK*DK+(h+1)*DV]
-				decay := float32(math.Exp(float64(alpha[t*NV+h])))
-				if t == 0 {
-					for i, x := range src {
-						S[i] = x * decay
-					}
-				} else {
-					for i := range S {
-						S[i] *= decay
-					}
-				}
-				clear(u)
-				for i, ki := range k {
-					kernels.Axpy(u, ki, S[i*DV:(i+1)*DV])
-				}
-				b := beta[t*NV+h]
-				for j := range u {
-					u[j] = b * (v[j] - u[j])
-				}
-				for i, ki := range k {
-					kernels.Axpy(S[i*DV:(i+1)*DV], ki, u)
-				}
-				oh := o[t*NV*DV+h*DV : t*NV*DV+(h+1)*DV]
-				for i, qi := range q {
-					kernels.Axpy(oh, qi, S[i*DV:(i+1)*DV])
-				}
-				// Gated RMSNorm: rmsnorm(o) * ssm_norm * silu(z).
-				rmsNorm(oh, oh, d.Norm, c.Eps)
-				zh := z[t*NV*DV+h*DV : t*NV*DV+(h+1)*DV]
-				for j := range oh {
-					oh[j] *= silu(zh[j])
-				}
-			}
-		}
-	})
+	dp := &buf.delta
+	if dp.fn == nil {
+		dp.fn = dp.run
+	}
+	*dp = deltaPass{c: c, d: d, st: st, T: T, conv: conv, alpha: alpha, beta: beta, z: z, o: o,
+		us: buf.floats(NV * DV), fn: dp.fn}
+	m.Pool.Parallel(NV, T*DK*DV*4, dp.fn)
+	*dp = deltaPass{fn: dp.fn}
 	out := buf.floats(T * c.Embd)
 	oa := buf.newActs(o, len(o)/T, m.Mode)
 	oa.prepare(m.Pool, &d.Out)
@@ -211,4 +174,68 @@ func softplus(x float64) float64 {
 		return x
 	}
 	return math.Log1p(math.Exp(x))
+}
+
+// deltaPass is the delta rule's pass over value heads, its function bound
+// once (a closure handed to the pool would be a new heap object per
+// call): per value head, S <- exp(g) S; S <- S + k (beta (v - S^T k))^T;
+// o = S^T q, then the gated RMSNorm of o.
+type deltaPass struct {
+	c                       *Config
+	d                       *DeltaNet
+	st                      *deltaState
+	T                       int
+	conv, alpha, beta, z, o []float32
+	us                      []float32 // per value head, its u
+	fn                      func(lo, hi int)
+}
+
+func (p *deltaPass) run(lo, hi int) {
+	c, d, st, T := p.c, p.d, p.st, p.T
+	sc := &c.SSM
+	C := sc.Channels()
+	NK, DK, NV, DV := sc.KeyHeads, sc.KeyDim, sc.ValueHeads, sc.ValueDim
+	conv, alpha, beta, z, o := p.conv, p.alpha, p.beta, p.z, p.o
+	for h := lo; h < hi; h++ {
+		u := p.us[h*DV : (h+1)*DV]
+		kh := sc.keyHead(h)
+		src := st.ssm[h*DK*DV : (h+1)*DK*DV]
+		S := st.ssm2[h*DK*DV : (h+1)*DK*DV]
+		for t := 0; t < T; t++ {
+			q := conv[t*C+kh*DK : t*C+(kh+1)*DK]
+			k := conv[t*C+(NK+kh)*DK : t*C+(NK+kh+1)*DK]
+			v := conv[t*C+2*NK*DK+h*DV : t*C+2*NK*DK+(h+1)*DV]
+			decay := float32(math.Exp(float64(alpha[t*NV+h])))
+			if t == 0 {
+				for i, x := range src {
+					S[i] = x * decay
+				}
+			} else {
+				for i := range S {
+					S[i] *= decay
+				}
+			}
+			clear(u)
+			for i, ki := range k {
+				kernels.Axpy(u, ki, S[i*DV:(i+1)*DV])
+			}
+			b := beta[t*NV+h]
+			for j := range u {
+				u[j] = b * (v[j] - u[j])
+			}
+			for i, ki := range k {
+				kernels.Axpy(S[i*DV:(i+1)*DV], ki, u)
+			}
+			oh := o[t*NV*DV+h*DV : t*NV*DV+(h+1)*DV]
+			for i, qi := range q {
+				kernels.Axpy(oh, qi, S[i*DV:(i+1)*DV])
+			}
+			// Gated RMSNorm: rmsnorm(o) * ssm_norm * silu(z).
+			rmsNorm(oh, oh, d.Norm, c.Eps)
+			zh := z[t*NV*DV+h*DV : t*NV*DV+(h+1)*DV]
+			for j := range oh {
+				oh[j] *= silu(zh[j])
+			}
+		}
+	}
 }

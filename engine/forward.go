@@ -369,26 +369,29 @@ func (s *Session) layers(ids []int32, spans []seqSpan) (x, xn []float32, batchMa
 func (s *Session) embed(ids []int32, x []float32) error {
 	m := s.m
 	D := m.Config.Embd
-	one := func(t int) error {
-		if err := m.Embd.DecodeRowTo(int(ids[t]), x[t*D:(t+1)*D]); err != nil {
-			return fmt.Errorf("token_embd row %d: %w", ids[t], err)
-		}
-		return nil
-	}
 	if len(ids) == 1 {
-		return one(0)
+		return m.embedRow(ids, x, 0)
 	}
 	// The first failing token's error (the order a loop would give).
 	errs := make([]error, len(ids))
 	m.Pool.Parallel(len(ids), 2*D, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
-			errs[t] = one(t)
+			errs[t] = m.embedRow(ids, x, t)
 		}
 	})
 	for _, err := range errs {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// embedRow writes the embedding of ids[t] to row t of x.
+func (m *Model) embedRow(ids []int32, x []float32, t int) error {
+	D := m.Config.Embd
+	if err := m.Embd.DecodeRowTo(int(ids[t]), x[t*D:(t+1)*D]); err != nil {
+		return fmt.Errorf("token_embd row %d: %w", ids[t], err)
 	}
 	return nil
 }

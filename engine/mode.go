@@ -18,7 +18,9 @@ const (
 	// rows (MatMulQ8, MatMulBF16). Products on other types stay exact. Each
 	// output element is one kernels.DotQ8 or DotBF16 of one weight row and
 	// one quantized row, so the bits do not depend on the thread count or
-	// on how tokens are batched. The default (the zero Mode).
+	// on how tokens are batched. The experts' gated activation silu(g) * u
+	// takes a float32 exponential (kernels.SwiGLU) where the exact mode's
+	// rounds a float64 one. The default (the zero Mode).
 	Fast Mode = iota
 	// Exact multiplies every weight row, decoded to float32, with float32
 	// activations: the reference mode, which every test against the

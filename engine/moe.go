@@ -134,9 +134,7 @@ func (s *Session) sharedExpert(sh *SharedExpert, xa *acts) (gate, y []float32) {
 	} else {
 		u := sc.floats(T * F)
 		matVecsOrMul(m.Pool, []*kernels.Matrix{&sh.Gate, &sh.Up}, xa, [][]float32{g, u}, &sc.vecs)
-		for i := range g {
-			g[i] = silu(g[i]) * u[i]
-		}
+		gateUp(g, u, m.Mode)
 	}
 	s.lapProducts(PhaseExpertUp, &sh.Gate, &sh.Up)
 	y = sc.floats(T * D)
@@ -173,9 +171,8 @@ func (s *Session) swiGLU(gates, ups []*kernels.Matrix, xa *acts, h []float32) {
 		}
 		sc.ms, sc.as, sc.outs = ms, as, outs
 		matVecs(m.Pool, ms, as, outs, &sc.vecs)
-		for i := range h {
-			h[i] = silu(g[i]) * u[i]
-		}
+		gateUp(g, u, m.Mode)
+		copy(h, g)
 		return
 	}
 	xa.q8()
@@ -186,12 +183,41 @@ func (s *Session) swiGLU(gates, ups []*kernels.Matrix, xa *acts, h []float32) {
 		gs, us = append(gs, h[j*F:(j+1)*F]), append(us, u[j*F:(j+1)*F])
 	}
 	sc.xq, sc.outs, sc.outs2 = xq, gs, us
-	m.Pool.MatVecsQ8GLU(gates, ups, xq, gs, us, func(j, lo, hi int) {
-		hj, uj := h[j*F:(j+1)*F], u[j*F:(j+1)*F]
-		for r := lo; r < hi; r++ {
-			hj[r] = silu(hj[r]) * uj[r]
-		}
-	})
+	g := &sc.glu
+	if g.fn == nil {
+		g.fn = g.run
+	}
+	g.h, g.u, g.F = h, u, F
+	m.Pool.MatVecsQ8GLU(gates, ups, xq, gs, us, g.fn)
+	g.h, g.u = nil, nil
+}
+
+// gluPass is swiGLU's activation in the products' pass: rows [lo, hi) of
+// pair j, h = silu(h) * u, its function bound once (a closure handed to
+// the pool would be a new heap object per call).
+type gluPass struct {
+	h, u []float32
+	F    int
+	fn   func(j, lo, hi int)
+}
+
+func (g *gluPass) run(j, lo, hi int) {
+	F := g.F
+	kernels.SwiGLU(g.h[j*F+lo:j*F+hi], g.u[j*F+lo:j*F+hi]) // the quantized path: fast mode
+}
+
+// gateUp sets g[i] = silu(g[i]) * u[i], the experts' gated activation: in
+// fast mode by kernels.SwiGLU (a float32 exponential, vector code), in
+// exact mode by silu (a float64 exponential). Each element is its own, so
+// the bits do not depend on how the rows are split or batched.
+func gateUp(g, u []float32, mode Mode) {
+	if mode == Fast {
+		kernels.SwiGLU(g, u)
+		return
+	}
+	for i := range g {
+		g[i] = silu(g[i]) * u[i]
+	}
 }
 
 func silu(v float32) float32 { return v / (1 + float32(math.Exp(float64(-v)))) }
@@ -309,9 +335,7 @@ func (s *Session) expertRun(pool *kernels.Pool, l, e int, u []int, xa *acts, ys,
 	g, up := grow(&b.g, nt*F), grow(&b.up, nt*F)
 	matMul(pool, &ex.Gate, ea, g)
 	matMul(pool, &ex.Up, ea, up)
-	for i := range g {
-		g[i] = silu(g[i]) * up[i]
-	}
+	gateUp(g, up, m.Mode)
 	outs := grow(&b.outs, nt)
 	for j, slot := range u {
 		outs[j] = ys[slot*D : (slot+1)*D]

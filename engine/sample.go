@@ -21,6 +21,12 @@ type Sampler struct {
 
 	p         []float64 // per token id, exp((logit - max) / Temp)
 	keys, tmp []uint64  // candidates in order: descending logit key << 32 | id
+	// The pool's pass of weigh, its function bound once (a closure handed
+	// to the pool would be a new heap object per draw), and its arguments.
+	weighFn func(lo, hi int)
+	logits  []float32
+	mx      float64
+	keyed   bool
 }
 
 // NewSampler makes a sampler; topP <= 0 or >= 1 keeps the whole distribution.
@@ -68,7 +74,12 @@ func (s *Sampler) sample(logits []float32, pool *kernels.Pool) int32 {
 	p, keys := s.p[:n], s.keys[:n]
 	all := s.TopP <= 0 || s.TopP >= 1
 	if pool != nil {
-		pool.Parallel(n, sampleWork, func(lo, hi int) { s.weigh(logits, mx, lo, hi, !all) })
+		if s.weighFn == nil {
+			s.weighFn = s.weighRange
+		}
+		s.logits, s.mx, s.keyed = logits, mx, !all
+		pool.Parallel(n, sampleWork, s.weighFn)
+		s.logits = nil
 	} else {
 		s.weigh(logits, mx, 0, n, !all)
 	}
@@ -122,6 +133,8 @@ func (s *Sampler) weigh(logits []float32, mx float64, lo, hi int, keyed bool) {
 		}
 	}
 }
+
+func (s *Sampler) weighRange(lo, hi int) { s.weigh(s.logits, s.mx, lo, hi, s.keyed) }
 
 // drawAll is the draw over every id (no top-p cut) in id order.
 func (s *Sampler) drawAll(p []float64) int32 {

@@ -31,12 +31,21 @@ type scratch struct {
 	es       []int
 	exs      []*Expert
 	scores   []float32 // a decode token's attention scores, per head
+	// The rotary angles of position ropePos (when ropeSet), which every
+	// layer of a decode step rotates by.
+	ropeCos, ropeSin []float32
+	ropePos          int
+	ropeSet          bool
 	// matVecs' argument lists.
 	ms, gates, ups []*kernels.Matrix
 	as             []*acts
 	outs, outs2    [][]float32
 	xq             []*kernels.Q8Row
 	vecs           matVecArgs
+	// The passes a decode step hands the pool, their functions bound once.
+	glu   gluPass
+	attn  attnPass
+	delta deltaPass
 }
 
 // reset starts a batch: everything handed out before may be reused.

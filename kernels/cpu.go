@@ -23,7 +23,10 @@ type cpuFeatures struct {
 	// avx512gfni: AVX-512 F, BW, VBMI (VPERMT2B) and GFNI
 	// (VGF2P8AFFINEQB).
 	avx512gfni bool
-	brand      string
+	// intel: an Intel core (the four-row Q2_0 kernel's plane maps,
+	// q2QuadFor).
+	intel bool
+	brand string
 }
 
 // hostCPU is read once, at start-up.
@@ -34,6 +37,7 @@ var hostCPU = cpuFeatures{
 	avx512vnni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VNNI),
 	avx512bf16: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BF16),
 	avx512gfni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VBMI, cpuid.GFNI),
+	intel:      cpuid.CPU.VendorID == cpuid.Intel,
 	brand:      cpuid.CPU.BrandName,
 }
 
@@ -95,6 +99,8 @@ type kernelSet struct {
 	// n >= 1 positions, chunks of 32 and blocks of attnSumBlock.
 	attnScores func(q, k *float32, stride, n, chunks int, scale float32, out *float32)
 	attnSum    func(o, p, v *float32, stride, n, blocks int)
+	// swiglu is SwiGLU's loop over n values, n a positive multiple of 8.
+	swiglu func(h, u *float32, n int)
 	// xorReadVec is XORRead's loop over n bytes, n a positive multiple of
 	// xorReadUnit.
 	xorReadVec func(p *byte, n int) uint64

@@ -45,6 +45,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8quant = q8quantVector
 		k.bf16dot = bf16dotVector
 		k.xorReadVec = xorReadAVX2
+		k.swiglu = swigluAVX2
 		k.paths = "avx2"
 	}
 	if c.avx2 && c.f16c {
@@ -76,6 +77,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		}
 		k.q8dotDecoded = q8dotDecodedVector
 		k.q8rows[quant.Q8_0] = rowsQ8_0AVX2Walk
+		k.q8rows[quant.Q2_0] = rowsQ2_0AVX2
 		k.q8decodeHalves[quant.Q3_K] = q8decodeQ3KHalves
 		k.kminDecode[quant.Q2_K] = kminDecodeQ2KVector
 		k.kminDecode[quant.Q4_K] = kminDecodeQ4KVector
@@ -100,7 +102,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 	}
 	if c.avx2 && c.f16c && c.avx512vnni && c.avx512gfni {
 		// The two- and four-row Q2_0 kernels add VBMI and GFNI.
-		k.q8rows[quant.Q2_0] = rowsQ2_0Quads
+		k.q8rows[quant.Q2_0] = q2QuadRows(q2QuadFor(c))
 		k.paths += "+gfni"
 	}
 	if c.avx2 && c.f16c && c.avx512bf16 {

@@ -57,31 +57,37 @@ func (p *Pool) MatMul(m *Matrix, xs []float32, ntok int, out []float32) {
 	if len(xs) < ntok*cols || len(out) < ntok*rows {
 		panic(fmt.Sprintf("kernels: MatMul shapes: %d inputs of %d, %d rows, len(xs)=%d len(out)=%d", ntok, cols, rows, len(xs), len(out)))
 	}
-	fused := host.fuses(m.Type, cols)
-	p.Parallel(rows, cols*ntok, func(lo, hi int) {
-		bp := p.buf(cols)
-		buf := *bp
-		for r := lo; r < hi; r++ {
-			row := m.Row(r)
-			if ntok == 1 {
-				out[r] = Dot(m.Type, row, xs[:cols], buf)
-				continue
-			}
-			if fused && ntok <= 2 {
-				for t := 0; t < ntok; t++ {
-					out[t*rows+r] = Dot(m.Type, row, xs[t*cols:(t+1)*cols], buf)
-				}
-				continue
-			}
-			if err := DecodeRow(m.Type, row, buf); err != nil {
-				panic("kernels: MatMul on an unchecked matrix: " + err.Error())
-			}
-			for t := 0; t < ntok; t++ {
-				out[t*rows+r] = DotF32(buf, xs[t*cols:(t+1)*cols])
-			}
+	t := p.task()
+	t.m, t.x, t.ntok, t.out, t.fused = m, xs, ntok, out, host.fuses(m.Type, cols)
+	p.Parallel(rows, cols*ntok, t.matMul)
+	p.putTask(t)
+}
+
+func (t *task) runMatMul(lo, hi int) {
+	p, m, xs, ntok, out := t.p, t.m, t.x, t.ntok, t.out
+	cols, rows := m.Cols, m.Rows
+	bp := p.buf(cols)
+	buf := *bp
+	for r := lo; r < hi; r++ {
+		row := m.Row(r)
+		if ntok == 1 {
+			out[r] = Dot(m.Type, row, xs[:cols], buf)
+			continue
 		}
-		p.scratch.Put(bp)
-	})
+		if t.fused && ntok <= 2 {
+			for k := 0; k < ntok; k++ {
+				out[k*rows+r] = Dot(m.Type, row, xs[k*cols:(k+1)*cols], buf)
+			}
+			continue
+		}
+		if err := DecodeRow(m.Type, row, buf); err != nil {
+			panic("kernels: MatMul on an unchecked matrix: " + err.Error())
+		}
+		for k := 0; k < ntok; k++ {
+			out[k*rows+r] = DotF32(buf, xs[k*cols:(k+1)*cols])
+		}
+	}
+	p.scratch.Put(bp)
 }
 
 // MatVecs computes outs[i][r] = row r of ms[i] . xs[i] for several matrices
@@ -89,33 +95,38 @@ func (p *Pool) MatMul(m *Matrix, xs []float32, ntok int, out []float32) {
 // small products (the experts of a layer, q/k/v), and one pass instead of
 // one each saves the goroutine start-ups. The bits are MatVec's.
 func (p *Pool) MatVecs(ms []*Matrix, xs, outs [][]float32) {
-	start := make([]int, len(ms)+1)
 	work := 0
 	for i, m := range ms {
 		if len(xs[i]) < m.Cols || len(outs[i]) < m.Rows {
 			panic(fmt.Sprintf("kernels: MatVecs shapes: matrix %d is %d x %d, len(x)=%d len(out)=%d", i, m.Rows, m.Cols, len(xs[i]), len(outs[i])))
 		}
-		start[i+1] = start[i] + m.Rows
 		work = max(work, m.Cols)
 	}
-	p.Parallel(start[len(ms)], work, func(lo, hi int) {
-		maxCols := 0
-		for _, m := range ms {
-			maxCols = max(maxCols, m.Cols)
+	t := p.task()
+	t.ms, t.xs, t.outs = append(t.ms, ms...), append(t.xs, xs...), append(t.outs, outs...)
+	t.rowStarts()
+	p.Parallel(t.start[len(ms)], work, t.matVecs)
+	p.putTask(t)
+}
+
+func (t *task) runMatVecs(lo, hi int) {
+	ms, start, xs, outs := t.ms, t.start, t.xs, t.outs
+	maxCols := 0
+	for _, m := range ms {
+		maxCols = max(maxCols, m.Cols)
+	}
+	bp := t.p.buf(maxCols)
+	buf := *bp
+	i := 0
+	for g := lo; g < hi; g++ {
+		for g >= start[i+1] {
+			i++
 		}
-		bp := p.buf(maxCols)
-		buf := *bp
-		i := 0
-		for g := lo; g < hi; g++ {
-			for g >= start[i+1] {
-				i++
-			}
-			m := ms[i]
-			r := g - start[i]
-			outs[i][r] = Dot(m.Type, m.Row(r), xs[i][:m.Cols], buf)
-		}
-		p.scratch.Put(bp)
-	})
+		m := ms[i]
+		r := g - start[i]
+		outs[i][r] = Dot(m.Type, m.Row(r), xs[i][:m.Cols], buf)
+	}
+	t.p.scratch.Put(bp)
 }
 
 // CanDotQ8 reports whether MatVecQ8 and MatMulQ8 take m (its type pairs
@@ -132,9 +143,11 @@ func (m *Matrix) checkQ8(op string, x *Q8Row) {
 // mode's matrix-vector product, with the bits of DotQ8 at any thread count.
 func (p *Pool) MatVecQ8(m *Matrix, x *Q8Row, out []float32) {
 	m.checkQ8("MatVecQ8", x)
-	out = out[:m.Rows]
-	start := [2]int{0, m.Rows}
-	p.parallelRows([]*Matrix{m}, start[:], 1, func(lo, hi int) { host.dotQ8Range(m, lo, hi, x, out) })
+	t := p.task()
+	t.ms, t.q8, t.outs = append(t.ms, m), append(t.q8, x), append(t.outs, out[:m.Rows])
+	t.rowStarts()
+	p.parallelRows(t.ms, t.start, 1, t.matVecsQ8)
+	p.putTask(t)
 }
 
 // dotQ8Range sets out[r] = DotQ8(m.Type, row r, x) for r in [lo, hi): by
@@ -155,23 +168,29 @@ func (k *kernelSet) dotQ8Range(m *Matrix, lo, hi int, x *Q8Row, out []float32) {
 // xs[i]) for several matrices in one parallel pass over all their rows,
 // with MatVecQ8's bits.
 func (p *Pool) MatVecsQ8(ms []*Matrix, xs []*Q8Row, outs [][]float32) {
-	start := make([]int, len(ms)+1)
 	for i, m := range ms {
 		m.checkQ8("MatVecsQ8", xs[i])
 		if len(outs[i]) < m.Rows {
 			panic(fmt.Sprintf("kernels: MatVecsQ8: matrix %d has %d rows, len(out)=%d", i, m.Rows, len(outs[i])))
 		}
-		start[i+1] = start[i] + m.Rows
 	}
-	p.parallelRows(ms, start, 1, func(lo, hi int) {
-		// The part of each matrix's rows in [lo, hi), one range each.
-		for i, m := range ms {
-			a, b := max(lo, start[i]), min(hi, start[i+1])
-			if a < b {
-				host.dotQ8Range(m, a-start[i], b-start[i], xs[i], outs[i])
-			}
+	t := p.task()
+	t.ms, t.q8, t.outs = append(t.ms, ms...), append(t.q8, xs...), append(t.outs, outs...)
+	t.rowStarts()
+	p.parallelRows(t.ms, t.start, 1, t.matVecsQ8)
+	p.putTask(t)
+}
+
+// runMatVecsQ8 runs the part of each matrix's rows in [lo, hi), one range
+// each.
+func (t *task) runMatVecsQ8(lo, hi int) {
+	start := t.start
+	for i, m := range t.ms {
+		a, b := max(lo, start[i]), min(hi, start[i+1])
+		if a < b {
+			host.dotQ8Range(m, a-start[i], b-start[i], t.q8[i], t.outs[i])
 		}
-	})
+	}
 }
 
 // MatVecsQ8GLU sets gs[i][r] = DotQ8(row r of gates[i], xs[i]) and
@@ -182,23 +201,28 @@ func (p *Pool) MatVecsQ8(ms []*Matrix, xs []*Q8Row, outs [][]float32) {
 // instead of after it on one. ups[i] has gates[i]'s shape. The bits are
 // MatVecQ8's; glu sees every row of every pair once, in no fixed order.
 func (p *Pool) MatVecsQ8GLU(gates, ups []*Matrix, xs []*Q8Row, gs, us [][]float32, glu func(i, lo, hi int)) {
-	start := make([]int, len(gates)+1)
 	for i, m := range gates {
 		m.checkQ8("MatVecsQ8GLU", xs[i])
 		ups[i].checkQ8("MatVecsQ8GLU", xs[i])
 		if ups[i].Rows != m.Rows || len(gs[i]) < m.Rows || len(us[i]) < m.Rows {
 			panic(fmt.Sprintf("kernels: MatVecsQ8GLU: pair %d has %d and %d rows, len(g)=%d len(u)=%d", i, m.Rows, ups[i].Rows, len(gs[i]), len(us[i])))
 		}
-		start[i+1] = start[i] + m.Rows
 	}
-	p.parallelRows(gates, start, 2, func(lo, hi int) {
-		for i, m := range gates {
-			a, b := max(lo, start[i])-start[i], min(hi, start[i+1])-start[i]
-			if a < b {
-				host.dotQ8Range(m, a, b, xs[i], gs[i])
-				host.dotQ8Range(ups[i], a, b, xs[i], us[i])
-				glu(i, a, b)
-			}
+	t := p.task()
+	t.ms, t.ups, t.q8, t.outs, t.us, t.glu = append(t.ms, gates...), append(t.ups, ups...), append(t.q8, xs...), append(t.outs, gs...), append(t.us, us...), glu
+	t.rowStarts()
+	p.parallelRows(t.ms, t.start, 2, t.matVecsQ8GLU)
+	p.putTask(t)
+}
+
+func (t *task) runMatVecsQ8GLU(lo, hi int) {
+	start := t.start
+	for i, m := range t.ms {
+		a, b := max(lo, start[i])-start[i], min(hi, start[i+1])-start[i]
+		if a < b {
+			host.dotQ8Range(m, a, b, t.q8[i], t.outs[i])
+			host.dotQ8Range(t.ups[i], a, b, t.q8[i], t.us[i])
+			t.glu(i, a, b)
 		}
-	})
+	}
 }

@@ -30,6 +30,7 @@ type Pool struct {
 	Threads int
 	scratch sync.Pool
 	free    sync.Pool // *poolJob, recycled
+	tasks   sync.Pool // *task, recycled
 
 	mu     sync.Mutex
 	ws     *workerSet

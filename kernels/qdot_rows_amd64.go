@@ -14,6 +14,12 @@ func q2Rows2AVX512(w *byte, stride, pairs int, xq *int8, xd *float32, xs *int32,
 func q2Rows4AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32, boff, ooff int, xt *int8, pf int)
 
 //go:noescape
+func q2Rows4MAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32, boff, ooff int, xt *int8, pf int)
+
+//go:noescape
+func q2Rows2AVX2(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, out *float32, boff, ooff, pf int)
+
+//go:noescape
 func q8RowsQ8_0AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[8]uint64, out *float32)
 
 //go:noescape
@@ -78,17 +84,43 @@ func rowsQ2_0PairsAt(m *Matrix, lo, hi int, x *Q8Row, out []float32, pf int) boo
 	return true
 }
 
-// rowsQ2_0Quads is rowsQ2_0AVX512 by the four-row kernel (q2Rows4AVX512):
-// the range cut into four parts, row i of each beside row i of the
-// others (four sequential streams); the rows left over from a whole
-// number of four, and rows ending in a partial group of three blocks, by
-// rowsQ2_0PairsAt.
-func rowsQ2_0Quads(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
-	return rowsQ2_0QuadsAt(m, lo, hi, x, out, q2PrefetchDist)
+// q2Quad is a four-row Q2_0 kernel: q2Rows4AVX512 or q2Rows4MAVX512 (the
+// same bits; they differ in the instructions that take the codes' bit
+// planes, qdot_rows_amd64.s).
+type q2Quad func(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32, boff, ooff int, xt *int8, pf int)
+
+// q2QuadFor is the four-row kernel for c: on Intel cores q2Rows4MAVX512,
+// whose plane maps leave more of port 0 to the VPDPBUSDs (LLVM's Sapphire
+// Rapids model puts the 512-bit affine maps, VPDPBUSD and the float
+// multiplies there, the shuffles on port 5), elsewhere q2Rows4AVX512 (on
+// AMD Zen 5 it measured 8% faster; docs/BENCHMARKS.md).
+func q2QuadFor(c cpuFeatures) q2Quad {
+	if c.intel {
+		return q2Rows4MAVX512
+	}
+	return q2Rows4AVX512
 }
 
-// rowsQ2_0QuadsAt is rowsQ2_0Quads prefetching pf bytes ahead.
-func rowsQ2_0QuadsAt(m *Matrix, lo, hi int, x *Q8Row, out []float32, pf int) bool {
+// q2QuadRows is a kernelSet.q8rows entry running the four-row kernel k:
+// rowsQ2_0AVX512 with the range cut into four parts, row i of each beside
+// row i of the others (four sequential streams, each prefetched
+// q2QuadPrefetchDist bytes ahead); the rows left over from a whole number
+// of four, and rows ending in a partial group of three blocks, by
+// rowsQ2_0PairsAt.
+func q2QuadRows(k q2Quad) func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	return func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+		return rowsQ2_0QuadsAt(m, lo, hi, x, out, k, q2QuadPrefetchDist)
+	}
+}
+
+// q2QuadPrefetchDist is q2PrefetchDist for the four streams of the
+// four-row kernels: on the lent Intel Xeon (BenchmarkRowsDRAM's expert
+// shape, main 7943506, two runs each) 1024 and 2048 bytes ahead read
+// 81-86% of the plain read, 3072 75-84%, 6144 73-81%, none 61-73%.
+const q2QuadPrefetchDist = 2048
+
+// rowsQ2_0QuadsAt is q2QuadRows(k) prefetching pf bytes ahead.
+func rowsQ2_0QuadsAt(m *Matrix, lo, hi int, x *Q8Row, out []float32, k q2Quad, pf int) bool {
 	nb := m.Cols / 64
 	groups, tail := nb/4, nb%4
 	if nb == 0 || tail > 0 && (!x.padded(8*groups) || cap(x.q2) < 256*(groups+1)) || len(x.q2) != m.Cols || len(x.d) != 2*nb {
@@ -102,12 +134,34 @@ func rowsQ2_0QuadsAt(m *Matrix, lo, hi int, x *Q8Row, out []float32, pf int) boo
 		xt = &x.q2t[0]
 	}
 	if part := (hi - lo) / 4; part > 0 {
-		q2Rows4AVX512(&m.Data[lo*m.RowBytes], m.RowBytes, part, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
+		k(&m.Data[lo*m.RowBytes], m.RowBytes, part, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
 			groups, tail, byteMask(18*tail), &out[lo], part*m.RowBytes, 4*part, xt, pf)
 		lo += 4 * part
 	}
 	if lo < hi {
 		return rowsQ2_0PairsAt(m, lo, hi, x, out, pf)
+	}
+	return true
+}
+
+// rowsQ2_0AVX2 is rowsQ2_0AVX512 on AVX2 and F16C (q2Rows2AVX2): row lo+i
+// beside row lo+pairs+i (two sequential streams, each prefetched
+// q2PrefetchDist bytes ahead); the last row of an odd number as both rows
+// of a pair.
+func rowsQ2_0AVX2(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	nb := m.Cols / 64
+	groups, tail := nb/4, nb%4
+	if nb == 0 || tail > 0 && (!x.padded(8*groups) || cap(x.q2) < 256*(groups+1)) || len(x.q2) != m.Cols || len(x.d) != 2*nb {
+		return false
+	}
+	if pairs := (hi - lo) / 2; pairs > 0 {
+		q2Rows2AVX2(&m.Data[lo*m.RowBytes], m.RowBytes, pairs, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
+			groups, tail, &out[lo], pairs*m.RowBytes, 4*pairs, q2PrefetchDist)
+		lo += 2 * pairs
+	}
+	if lo < hi {
+		q2Rows2AVX2(&m.Data[lo*m.RowBytes], m.RowBytes, 1, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
+			groups, tail, &out[lo], 0, 0, q2PrefetchDist)
 	}
 	return true
 }

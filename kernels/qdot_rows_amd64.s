@@ -399,18 +399,18 @@ GLOBL q2pmat<>(SB), RODATA|NOPTR, $32
 
 // Q2PPLANES(Zc, Za, Zb): Za = row's sub-block dword pairs (16 dwords,
 // pairs 2s, 2s+1) from codes Zc against the activations Z16..Z19; Zb is
-// clobbered.
+// clobbered (Z4, Z5 too).
 #define Q2PPLANES(Zc, Za, Zb) \
 	VGF2P8AFFINEQB $0, Z24, Zc, Z4 \
 	VGF2P8AFFINEQB $0, Z25, Zc, Z5 \
-	VGF2P8AFFINEQB $0, Z26, Zc, Z6 \
-	VGF2P8AFFINEQB $0, Z27, Zc, Z7 \
 	VPXORQ Za, Za, Za \
 	VPXORQ Zb, Zb, Zb \
 	VPDPBUSD Z16, Z4, Za \
 	VPDPBUSD Z17, Z5, Zb \
-	VPDPBUSD Z18, Z6, Za \
-	VPDPBUSD Z19, Z7, Zb \
+	VGF2P8AFFINEQB $0, Z26, Zc, Z4 \
+	VGF2P8AFFINEQB $0, Z27, Zc, Z5 \
+	VPDPBUSD Z18, Z4, Za \
+	VPDPBUSD Z19, Z5, Zb \
 	VPADDD Zb, Za, Za
 
 // Q2PSUMS: with Z0, Z1 the codes of rows A and B and Z2 their scales
@@ -747,6 +747,20 @@ q8vdone:
 // sums moved to the lanes of A's and B's first four sub-blocks, zero
 // elsewhere (+0 terms, which leave a lane as it is). The four rows' lanes
 // are folded together, each row in foldLanes's order.
+//
+// Two kernels share the body (Q4BODY), differing in how a bit plane of the
+// codes is taken: q2Rows4AVX512 as the two-row kernel (one GF2 affine map
+// per plane), q2Rows4MAVX512 with each plane at bits 2 and 3 (4 times the
+// code: plane 0 by an affine map, plane 1 by an AND, planes 2 and 3 by
+// VPMULTISHIFTQB, a shuffle, and an AND), so that fewer of its operations
+// run on the port the VPDPBUSDs take on Intel cores (where the affine maps
+// run too). Its sub-block sums are 4 times the true ones, exactly (the
+// activation sums are taken 4 times too), and its activation scales a
+// quarter: float32(4s) = 4*float32(s) and float32(dw*(dx/4)) =
+// float32(dw*dx)/4 exactly (dw, dx fp16 values: no product comes near
+// float32's subnormals or its overflow; infinities and NaNs stay what they
+// are), so each term float32(4s)*float32(dw*dx/4) is the portable
+// float32(s)*float32(dw*dx), bit for bit.
 
 // Byte 16l+i: byte 2+i (l = 0) or 20+i (l = 1) of the first table, of the
 // second for l = 2, 3 (64 + the same bytes): two rows' first two blocks of
@@ -783,6 +797,50 @@ DATA q2todd<>+48(SB)/8, $0x0000001000000010
 DATA q2todd<>+56(SB)/8, $0x0000001000000010
 GLOBL q2todd<>(SB), RODATA|NOPTR, $64
 
+// q2Rows4MAVX512's constants: plane 0 to bits 2 and 3 (output bits 2 and
+// 3 from matrix bytes 5 and 4, q2pmat's convention), the bytes 0x0c, the
+// VPMULTISHIFTQB controls taking each byte's bits from 2 and from 4 on
+// (byte j: bit 8j+2, 8j+4 of its quadword), and 0.25.
+DATA q2mmat<>+0(SB)/8, $0x0000010200000000
+GLOBL q2mmat<>(SB), RODATA|NOPTR, $8
+
+DATA q2mtwelve<>+0(SB)/8, $0x0c0c0c0c0c0c0c0c
+GLOBL q2mtwelve<>(SB), RODATA|NOPTR, $8
+
+DATA q2mshift<>+0(SB)/8, $0x3a322a221a120a02
+DATA q2mshift<>+8(SB)/8, $0x3c342c241c140c04
+GLOBL q2mshift<>(SB), RODATA|NOPTR, $16
+
+DATA q2mquarter<>+0(SB)/4, $0x3e800000
+GLOBL q2mquarter<>(SB), RODATA|NOPTR, $4
+
+// Q2MPLANES(Zc, Za, Zb) is Q2PPLANES with each plane at bits 2 and 3
+// (Z24 the affine map of plane 0, Z25 the bytes 0x0c, Z26 and Z27 the
+// VPMULTISHIFTQB controls of planes 2 and 3): 4 times its sums.
+#define Q2MPLANES(Zc, Za, Zb) \
+	VGF2P8AFFINEQB $0, Z24, Zc, Z4 \
+	VPANDQ Z25, Zc, Z5 \
+	VPXORQ Za, Za, Za \
+	VPXORQ Zb, Zb, Zb \
+	VPDPBUSD Z16, Z4, Za \
+	VPDPBUSD Z17, Z5, Zb \
+	VPMULTISHIFTQB Zc, Z26, Z4 \
+	VPMULTISHIFTQB Zc, Z27, Z5 \
+	VPANDQ Z25, Z4, Z4 \
+	VPANDQ Z25, Z5, Z5 \
+	VPDPBUSD Z18, Z4, Za \
+	VPDPBUSD Z19, Z5, Zb \
+	VPADDD Zb, Za, Za
+
+// Q4GSCALE and Q4MSCALE: what a group's activation sums (Z14) and scales
+// (Z10) take before its terms, for the plane maps of Q2PPLANES (nothing)
+// and of Q2MPLANES (the sums times 4, the scales a quarter: Z7 = 0.25).
+#define Q4GSCALE
+
+#define Q4MSCALE \
+	VPSLLD $2, Z14, Z14 \
+	VMULPS Z7, Z10, Z10
+
 // Q4TERMS(Zs, Zacc): the sub-block sums Zs (both rows' 8, sums at Z14 not
 // yet subtracted) to terms (fp16 scales in words of Y2, activation scales
 // Z10) added to Zacc.
@@ -794,36 +852,132 @@ GLOBL q2todd<>(SB), RODATA|NOPTR, $64
 	VMULPS Z2, Zs, Zs \
 	VADDPS Zs, Zacc, Zacc
 
-// Q4PAIR(a, b, Zacc): rows a and b's group into Zacc.
-#define Q4PAIR(a, b, Zacc) \
+// Q4PAIR(PL, a, b, Zacc): rows a and b's group into Zacc, the planes by PL.
+#define Q4PAIR(PL, a, b, Zacc) \
 	VMOVDQU64 (a), Z0 \
 	VMOVDQU64 (b), Z1 \
-	VMOVDQA64 Z0, Z2 \
+	VMOVDQU64 (a), Z2 \
 	VPERMT2W Z1, Z30, Z2 \
 	VPERMT2B 8(a), Z31, Z0 \
 	VPERMT2B 8(b), Z31, Z1 \
-	Q2PPLANES(Z0, Z20, Z21) \
-	Q2PPLANES(Z1, Z22, Z23) \
-	VMOVDQA64 Z20, Z3 \
-	VPERMT2D Z22, Z29, Z3 \
+	PL(Z0, Z20, Z21) \
+	PL(Z1, Z22, Z23) \
+	VMOVDQU64 q2peven<>(SB), Z3 \
+	VPERMI2D Z22, Z20, Z3 \
 	VPERMT2D Z22, Z28, Z20 \
 	VPADDD Z20, Z3, Z3 \
 	Q4TERMS(Z3, Zacc)
 
-// Q4TPAIR(a, b, Zacc): rows a and b's partial groups (K1: their bytes)
-// into Zacc, in one register (Z9, Z8, Z13: q2tcodes, q2teven, q2todd).
-#define Q4TPAIR(a, b, Zacc) \
+// Q4TPAIR(PL, a, b, Zacc): rows a and b's partial groups (K1: their bytes)
+// into Zacc, in one register (Z9, Z13: q2tcodes, q2todd; Z15 zero).
+#define Q4TPAIR(PL, a, b, Zacc) \
 	VMOVDQU8.Z (a), K1, Z0 \
 	VMOVDQU8.Z (b), K1, Z1 \
 	VMOVDQA64 Z0, Z2 \
 	VPERMT2W Z1, Z30, Z2 \
 	VPERMT2B Z1, Z9, Z0 \
-	Q2PPLANES(Z0, Z20, Z21) \
-	VMOVDQA64 Z20, Z3 \
-	VPERMT2D Z15, Z8, Z3 \
+	PL(Z0, Z20, Z21) \
+	VMOVDQU64 q2teven<>(SB), Z3 \
+	VPERMI2D Z15, Z20, Z3 \
 	VPERMT2D Z15, Z13, Z20 \
 	VPADDD Z20, Z3, Z3 \
 	Q4TERMS(Z3, Zacc)
+
+// Q4BODY(PL, SC, row, group, tail, fold, done): the four-row kernel with
+// the plane map PL and the group scaling SC (Q4GSCALE, Q4MSCALE), its
+// constants set (Z24..Z27 PL's, Z28, Z30, Z31; Z7 for Q4MSCALE); the rest
+// are its labels.
+#define Q4BODY(PL, SC, row, group, tail, fold, done) \
+	MOVQ w+0(FP), R13 \
+	MOVQ rows+16(FP), R10 \
+	MOVQ out+72(FP), R8 \
+	MOVQ pf+104(FP), R12 \
+	KMOVQ mask+64(FP), K1 \
+	VMOVDQU64 q2pcodes<>(SB), Z31 \
+	VMOVDQU64 q2pscale<>(SB), Z30 \
+	VMOVDQU64 q2podd<>(SB), Z28 \
+	VPXORQ Z15, Z15, Z15 \
+	TESTQ R10, R10 \
+	JZ    done \
+row: \
+	MOVQ boff+80(FP), AX \
+	MOVQ R13, SI \
+	LEAQ (R13)(AX*1), R15 \
+	LEAQ (R13)(AX*2), R11 \
+	LEAQ (R15)(AX*2), R9 \
+	MOVQ xq+24(FP), DI \
+	MOVQ xd+32(FP), DX \
+	MOVQ xs+40(FP), BX \
+	MOVQ groups+48(FP), CX \
+	VPXORQ Z12, Z12, Z12 \
+	VPXORQ Z11, Z11, Z11 \
+	TESTQ CX, CX \
+	JZ    tail \
+group: \
+	PREFETCHT0 (SI)(R12*1) \
+	PREFETCHT0 (R15)(R12*1) \
+	PREFETCHT0 (R11)(R12*1) \
+	PREFETCHT0 (R9)(R12*1) \
+	VMOVDQU64 0(DI), Z16 \
+	VMOVDQU64 64(DI), Z17 \
+	VMOVDQU64 128(DI), Z18 \
+	VMOVDQU64 192(DI), Z19 \
+	VBROADCASTI64X4 (BX), Z14 \
+	VBROADCASTF64X4 (DX), Z10 \
+	SC \
+	Q4PAIR(PL, SI, R15, Z12) \
+	Q4PAIR(PL, R11, R9, Z11) \
+	ADDQ $72, SI \
+	ADDQ $72, R15 \
+	ADDQ $72, R11 \
+	ADDQ $72, R9 \
+	ADDQ $256, DI \
+	ADDQ $32, DX \
+	ADDQ $32, BX \
+	DECQ CX \
+	JNZ  group \
+tail: \
+	CMPQ tail+56(FP), $0 \
+	JEQ  fold \
+	MOVQ xt+96(FP), AX \
+	VMOVDQU64 0(AX), Z16 \
+	VMOVDQU64 64(AX), Z17 \
+	VMOVDQU64 128(AX), Z18 \
+	VMOVDQU64 192(AX), Z19 \
+	VBROADCASTI64X4 (BX), Z14 \
+	VBROADCASTF64X4 (DX), Z10 \
+	SC \
+	VMOVDQU64 q2tcodes<>(SB), Z9 \
+	VMOVDQU64 q2todd<>(SB), Z13 \
+	Q4TPAIR(PL, SI, R15, Z12) \
+	Q4TPAIR(PL, R11, R9, Z11) \
+fold: \
+	VSHUFF32X4 $0x88, Z11, Z12, Z0 \
+	VSHUFF32X4 $0xdd, Z11, Z12, Z1 \
+	VADDPS Z1, Z0, Z0 \
+	VPERMILPS $0x4e, Z0, Z1 \
+	VADDPS Z1, Z0, Z0 \
+	VMOVSHDUP Z0, Z1 \
+	VADDPS Z1, Z0, Z0 \
+	MOVQ ooff+88(FP), AX \
+	LEAQ (AX)(AX*2), CX \
+	VMOVSS X0, (R8) \
+	VEXTRACTF32X4 $1, Z0, X1 \
+	VMOVSS X1, (R8)(AX*1) \
+	VEXTRACTF32X4 $2, Z0, X1 \
+	VMOVSS X1, (R8)(AX*2) \
+	VEXTRACTF32X4 $3, Z0, X1 \
+	VMOVSS X1, (R8)(CX*1) \
+	ADDQ $4, R8 \
+	ADDQ stride+8(FP), R13 \
+	DECQ R10 \
+	JNZ  row \
+done: \
+	VZEROUPPER \
+	RET
+
+// The fold above: lanes 0-3 and 4-7 of A, B, C, D side by side, then
+// foldLanes's adds on all four at once, row r's result in dword 4r.
 
 // func q2Rows4AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32, boff, ooff int, xt *int8, pf int)
 // rows: rows A, each stride bytes from the last, outputs at out, and as
@@ -832,101 +986,175 @@ GLOBL q2todd<>(SB), RODATA|NOPTR, $64
 // (18*tail), xt the partial group's activations (Q8Row.q2t; unused for
 // tail 0).
 TEXT ·q2Rows4AVX512(SB), NOSPLIT, $0-112
-	MOVQ w+0(FP), R13
-	MOVQ rows+16(FP), R10
-	MOVQ out+72(FP), R8
-	MOVQ pf+104(FP), R12
-	KMOVQ mask+64(FP), K1
-	VMOVDQU64 q2pcodes<>(SB), Z31
-	VMOVDQU64 q2pscale<>(SB), Z30
-	VMOVDQU64 q2peven<>(SB), Z29
-	VMOVDQU64 q2podd<>(SB), Z28
 	VPBROADCASTQ q2pmat<>+0(SB), Z24
 	VPBROADCASTQ q2pmat<>+8(SB), Z25
 	VPBROADCASTQ q2pmat<>+16(SB), Z26
 	VPBROADCASTQ q2pmat<>+24(SB), Z27
-	VPXORQ Z15, Z15, Z15
-	TESTQ R10, R10
-	JZ    q2qdone
+	Q4BODY(Q2PPLANES, Q4GSCALE, q2qrow, q2qgroup, q2qtail, q2qfold, q2qdone)
 
-q2qrow:
-	MOVQ boff+80(FP), AX
+// func q2Rows4MAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32, boff, ooff int, xt *int8, pf int)
+// q2Rows4AVX512 by the plane maps of Q2MPLANES.
+TEXT ·q2Rows4MAVX512(SB), NOSPLIT, $0-112
+	VPBROADCASTQ q2mmat<>(SB), Z24
+	VPBROADCASTQ q2mtwelve<>(SB), Z25
+	VPBROADCASTQ q2mshift<>+0(SB), Z26
+	VPBROADCASTQ q2mshift<>+8(SB), Z27
+	VPBROADCASTD q2mquarter<>(SB), Z7
+	Q4BODY(Q2MPLANES, Q4MSCALE, q2mrow, q2mgroup, q2mtail, q2mfold, q2mdone)
+
+// Q2_0 on AVX2 and F16C, two rows at once from separate parts of the
+// matrix: rows A (SI) and B (R15, boff bytes after A) share each group's
+// activation loads (Q8Row.q2's plane order), each stream prefetched pf
+// bytes ahead (a line per group). Per row and group, Y0 takes blocks 0 and
+// 1's codes (a 128-bit lane each), Y1 blocks 2 and 3's; plane k, (c >> 2k)
+// & 3, against the activations at 64k (Y0's) and 64k+32 (Y1's) by
+// VPMADDUBSW (at most 2*3*127 a word), the four planes' words added (at
+// most 3048), then VPMADDWD with ones to dwords, 4 per block: the first
+// two its first sub-block's, the other two its second's. VPHADDD of the
+// two leaves the 8 sub-block sums in the order 0, 1, 4, 5, 2, 3, 6, 7
+// (Q2VORDER), which the lanes keep throughout: the activation sums and
+// scales are permuted to it (VPERMQ $0xd8), each block's fp16 scale picked
+// twice, and the fold adds the lanes in foldLanes's order of the lanes
+// they hold. A last partial group of 1 to 3 blocks loads only its blocks
+// (16 code bytes and a scale each, inside the row), the rest zero.
+
+// Q2VPLANE(shift, xoff): plane shift/2 of Y0 and Y1 against the
+// activations at xoff(DI), the words added to Y4 (Y0's) and Y5 (Y1's).
+#define Q2VPLANE(shift, xoff) \
+	VPSRLW $shift, Y0, Y2 \
+	VPAND Y15, Y2, Y2 \
+	VPMADDUBSW xoff(DI), Y2, Y2 \
+	VPADDW Y2, Y4, Y4 \
+	VPSRLW $shift, Y1, Y3 \
+	VPAND Y15, Y3, Y3 \
+	VPMADDUBSW (xoff+32)(DI), Y3, Y3 \
+	VPADDW Y3, Y5, Y5
+
+// Q2VSUMS(Yacc): the group's terms of codes Y0, Y1 and fp16 scales in the
+// words of X6 (blocks 0, 2, 1, 3) into Yacc (Y7 the activation sums, Y8
+// their scales, both in Q2VORDER).
+#define Q2VSUMS(Yacc) \
+	VPAND Y15, Y0, Y2 \
+	VPMADDUBSW 0(DI), Y2, Y4 \
+	VPAND Y15, Y1, Y3 \
+	VPMADDUBSW 32(DI), Y3, Y5 \
+	Q2VPLANE(2, 64) \
+	Q2VPLANE(4, 128) \
+	Q2VPLANE(6, 192) \
+	VPMADDWD Y14, Y4, Y4 \
+	VPMADDWD Y14, Y5, Y5 \
+	VPHADDD Y5, Y4, Y4 \
+	VPSUBD Y7, Y4, Y4 \
+	VCVTDQ2PS Y4, Y4 \
+	VPUNPCKLWD X6, X6, X6 \
+	VCVTPH2PS X6, Y6 \
+	VMULPS Y8, Y6, Y6 \
+	VMULPS Y6, Y4, Y4 \
+	VADDPS Y4, Yacc, Yacc
+
+// Q2VGROUP(base, Yacc): one row's whole group.
+#define Q2VGROUP(base, Yacc) \
+	VMOVDQU 2(base), X0 \
+	VINSERTI128 $1, 20(base), Y0, Y0 \
+	VMOVDQU 38(base), X1 \
+	VINSERTI128 $1, 56(base), Y1, Y1 \
+	MOVWLZX 0(base), AX \
+	VMOVD AX, X6 \
+	VPINSRW $1, 36(base), X6, X6 \
+	VPINSRW $2, 18(base), X6, X6 \
+	VPINSRW $3, 54(base), X6, X6 \
+	Q2VSUMS(Yacc)
+
+// Q2VTAIL(base, Yacc, lbl): one row's partial group of CX (1..3) blocks.
+#define Q2VTAIL(base, Yacc, lbl) \
+	VPXOR Y1, Y1, Y1 \
+	VMOVDQU 2(base), X0 \
+	MOVWLZX 0(base), AX \
+	VMOVD AX, X6 \
+	CMPQ CX, $2 \
+	JLT  lbl \
+	VINSERTI128 $1, 20(base), Y0, Y0 \
+	VPINSRW $2, 18(base), X6, X6 \
+	CMPQ CX, $3 \
+	JLT  lbl \
+	VMOVDQU 38(base), X1 \
+	VPINSRW $1, 36(base), X6, X6 \
+lbl: \
+	Q2VSUMS(Yacc)
+
+// Q2VFOLD(dst): Y12's lanes (in Q2VORDER: position p holds lane 0, 1, 4,
+// 5, 2, 3, 6, 7) folded as foldLanes to dst.
+#define Q2VFOLD(dst) \
+	VPERMILPS $0x4e, Y12, Y0 \
+	VADDPS Y0, Y12, Y0 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS X1, X0, X0 \
+	VMOVSHDUP X0, X1 \
+	VADDSS X1, X0, X0 \
+	VMOVSS X0, dst
+
+// func q2Rows2AVX2(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, out *float32, boff, ooff, pf int)
+// rows: rows A, each stride bytes from the last, outputs at out, and as
+// many rows B, boff bytes after each A, outputs ooff bytes after A's
+// (boff and ooff 0: each row twice, to the same output); tail: the
+// partial group's blocks (0..3).
+TEXT ·q2Rows2AVX2(SB), NOSPLIT, $0-96
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R10
+	MOVQ out+64(FP), R8
+	MOVQ boff+72(FP), R11
+	MOVQ ooff+80(FP), R9
+	MOVQ pf+88(FP), R14
+	VMOVDQU q8ones16<>(SB), Y14
+	VPBROADCASTQ q2rthree<>(SB), Y15
+	TESTQ R10, R10
+	JZ    q2vdone
+
+q2vrow:
 	MOVQ R13, SI
-	LEAQ (R13)(AX*1), R15
-	LEAQ (R13)(AX*2), R11
-	LEAQ (R15)(AX*2), R9
+	LEAQ (R13)(R11*1), R15
 	MOVQ xq+24(FP), DI
 	MOVQ xd+32(FP), DX
 	MOVQ xs+40(FP), BX
 	MOVQ groups+48(FP), CX
-	VPXORQ Z12, Z12, Z12
-	VPXORQ Z11, Z11, Z11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y11, Y11, Y11
 	TESTQ CX, CX
-	JZ    q2qtail
+	JZ    q2vtail
 
-q2qgroup:
-	PREFETCHT0 (SI)(R12*1)
-	PREFETCHT0 (R15)(R12*1)
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 (R9)(R12*1)
-	VMOVDQU64 0(DI), Z16
-	VMOVDQU64 64(DI), Z17
-	VMOVDQU64 128(DI), Z18
-	VMOVDQU64 192(DI), Z19
-	VBROADCASTI64X4 (BX), Z14
-	VBROADCASTF64X4 (DX), Z10
-	Q4PAIR(SI, R15, Z12)
-	Q4PAIR(R11, R9, Z11)
+q2vgroup:
+	PREFETCHT0 (SI)(R14*1)
+	PREFETCHT0 (R15)(R14*1)
+	VPERMQ $0xd8, (BX), Y7
+	VPERMQ $0xd8, (DX), Y8
+	Q2VGROUP(SI, Y12)
+	Q2VGROUP(R15, Y11)
 	ADDQ $72, SI
 	ADDQ $72, R15
-	ADDQ $72, R11
-	ADDQ $72, R9
 	ADDQ $256, DI
 	ADDQ $32, DX
 	ADDQ $32, BX
 	DECQ CX
-	JNZ  q2qgroup
+	JNZ  q2vgroup
 
-q2qtail:
-	CMPQ tail+56(FP), $0
-	JEQ  q2qfold
-	MOVQ xt+96(FP), AX
-	VMOVDQU64 0(AX), Z16
-	VMOVDQU64 64(AX), Z17
-	VMOVDQU64 128(AX), Z18
-	VMOVDQU64 192(AX), Z19
-	VBROADCASTI64X4 (BX), Z14
-	VBROADCASTF64X4 (DX), Z10
-	VMOVDQU64 q2tcodes<>(SB), Z9
-	VMOVDQU64 q2teven<>(SB), Z8
-	VMOVDQU64 q2todd<>(SB), Z13
-	Q4TPAIR(SI, R15, Z12)
-	Q4TPAIR(R11, R9, Z11)
+q2vtail:
+	MOVQ tail+56(FP), CX
+	TESTQ CX, CX
+	JZ    q2vfold
+	VPERMQ $0xd8, (BX), Y7
+	VPERMQ $0xd8, (DX), Y8
+	Q2VTAIL(SI, Y12, q2vtA)
+	Q2VTAIL(R15, Y11, q2vtB)
 
-q2qfold:
-	// Lanes 0-3 and 4-7 of A, B, C, D side by side, then foldLanes's
-	// adds on all four at once: row r's result in dword 4r.
-	VSHUFF32X4 $0x88, Z11, Z12, Z0
-	VSHUFF32X4 $0xdd, Z11, Z12, Z1
-	VADDPS Z1, Z0, Z0
-	VPERMILPS $0x4e, Z0, Z1
-	VADDPS Z1, Z0, Z0
-	VMOVSHDUP Z0, Z1
-	VADDPS Z1, Z0, Z0
-	MOVQ ooff+88(FP), AX
-	LEAQ (AX)(AX*2), CX
-	VMOVSS X0, (R8)
-	VEXTRACTF32X4 $1, Z0, X1
-	VMOVSS X1, (R8)(AX*1)
-	VEXTRACTF32X4 $2, Z0, X1
-	VMOVSS X1, (R8)(AX*2)
-	VEXTRACTF32X4 $3, Z0, X1
-	VMOVSS X1, (R8)(CX*1)
+q2vfold:
+	Q2VFOLD((R8))
+	VMOVAPS Y11, Y12
+	Q2VFOLD((R8)(R9*1))
 	ADDQ $4, R8
 	ADDQ stride+8(FP), R13
 	DECQ R10
-	JNZ  q2qrow
+	JNZ  q2vrow
 
-q2qdone:
+q2vdone:
 	VZEROUPPER
 	RET

@@ -70,14 +70,20 @@ func q8StreamSets() []namedSet {
 }
 
 // q2RowKernels are the Q2_0 row kernels (AVX-512 VNNI, VBMI, GFNI) the
-// tests and benchmarks try: the one-row, two-row and four-row kernels, the
-// multi-row ones also at prefetch distances around q2PrefetchDist (none
-// without those extensions).
+// tests and benchmarks try: the AVX2 two-row kernel ("avx2-2row"), the
+// AVX-512 one-row, two-row and both four-row kernels
+// ("4row" q2Rows4AVX512, "4rowm" q2Rows4MAVX512), the multi-row ones at
+// prefetch distances around q2PrefetchDist (none without those
+// extensions).
 func q2RowKernels() []q2RowKernel {
-	if !hostCPU.avx512vnni {
-		return nil
+	var ks []q2RowKernel
+	if hostCPU.avx2 && hostCPU.f16c {
+		ks = append(ks, q2RowKernel{"avx2-2row", rowsQ2_0AVX2})
 	}
-	ks := []q2RowKernel{{"1row", rowsQ2_0AVX512}}
+	if !hostCPU.avx512vnni {
+		return ks
+	}
+	ks = append(ks, q2RowKernel{"1row", rowsQ2_0AVX512})
 	if !hostCPU.avx512gfni {
 		return ks
 	}
@@ -86,10 +92,15 @@ func q2RowKernels() []q2RowKernel {
 			return rowsQ2_0PairsAt(m, lo, hi, x, out, pf)
 		}})
 	}
-	for _, pf := range []int{0, 1024, 2048, 3072, 4096, 6144} {
-		ks = append(ks, q2RowKernel{fmt.Sprintf("4row-pf%d", pf), func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
-			return rowsQ2_0QuadsAt(m, lo, hi, x, out, pf)
-		}})
+	for _, q := range []struct {
+		name string
+		k    q2Quad
+	}{{"4row", q2Rows4AVX512}, {"4rowm", q2Rows4MAVX512}} {
+		for _, pf := range []int{0, 1024, 2048, 3072, 4096, 6144} {
+			ks = append(ks, q2RowKernel{fmt.Sprintf("%s-pf%d", q.name, pf), func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+				return rowsQ2_0QuadsAt(m, lo, hi, x, out, q.k, pf)
+			}})
+		}
 	}
 	return ks
 }
@@ -120,7 +131,8 @@ func avx2Set() kernelSet {
 
 // rowsDRAMVariants: the dispatched set ("host"); for Q8_0 the AVX2 set's
 // dispatch ("avx2", what a CPU without AVX-512 VNNI runs) and each walk of
-// q8StreamSets; for Q2_0 each of q2RowKernels.
+// q8StreamSets; for Q2_0 the AVX2 set row by row ("avx2-dotq8") and each
+// of q2RowKernels.
 func rowsDRAMVariants(t quant.Type) []rowsVariant {
 	vs := []rowsVariant{setVariant("host", &host)}
 	switch t {
@@ -131,6 +143,12 @@ func rowsDRAMVariants(t quant.Type) []rowsVariant {
 			vs = append(vs, setVariant(s.name, s.k))
 		}
 	case quant.Q2_0:
+		if hostCPU.avx2 && hostCPU.f16c {
+			// The AVX2 set row by row (DotQ8), as before its row kernel.
+			a := avx2Set()
+			a.q8rows[quant.Q2_0] = nil
+			vs = append(vs, setVariant("avx2-dotq8", &a))
+		}
 		for _, rk := range q2RowKernels() {
 			vs = append(vs, rk.variant())
 		}

@@ -9,3 +9,6 @@ func rowsDRAMVariants(quant.Type) []rowsVariant { return []rowsVariant{setVarian
 
 // q8StreamSets: none without the assembly kernels.
 func q8StreamSets() []namedSet { return nil }
+
+// q2RowSets: none without the assembly kernels.
+func q2RowSets() []namedSet { return nil }

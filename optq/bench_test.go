@@ -44,3 +44,70 @@ func BenchmarkScoreGroup(b *testing.B) {
 		scoreGroup(w, id, bt, s)
 	}
 }
+
+// BenchmarkRefineLowField times the low-rank refinement (2 passes) of a
+// gate-shaped matrix (640 rows of 2560, 32 tokens) at each lane width
+// this CPU runs.
+func BenchmarkRefineLowField(b *testing.B) {
+	const n, cols, rows = 32, 2560, 640
+	rng := rand.New(rand.NewPCG(7, 8))
+	x := correlated(rng, n, cols, cols/2)
+	f, reason := lowRankFactor(x, n, cols, DefaultDamp, 1)
+	if reason != "" {
+		b.Fatal(reason)
+	}
+	w := randMatrix(rng, rows*cols, 0.1)
+	q0 := f.quantize(w, rows, Defaults())
+	widths := []bool{false}
+	if useWide {
+		widths = append(widths, true)
+	}
+	for _, wide := range widths {
+		b.Run(map[bool]string{false: "8", true: "16"}[wide], func(b *testing.B) {
+			saved := useWide
+			useWide = wide
+			defer func() { useWide = saved }()
+			q := &quantized{rows: rows, cols: cols, levels: make([]int8, len(q0.levels)), scales: make([]float32, len(q0.scales))}
+			c0 := cpuTime()
+			for b.Loop() {
+				copy(q.levels, q0.levels)
+				copy(q.scales, q0.scales)
+				q.refineLow(w, f.lr, 2)
+			}
+			b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
+		})
+	}
+}
+
+// BenchmarkCarryField times the low-rank carry of one OPTQ pass (every
+// group's errors on to the next group) over 640 rows of 2560, 32 tokens,
+// at each lane width this CPU runs.
+func BenchmarkCarryField(b *testing.B) {
+	const n, cols, rows = 32, 2560, 640
+	rng := rand.New(rand.NewPCG(9, 8))
+	f, reason := lowRankFactor(correlated(rng, n, cols, cols/2), n, cols, DefaultDamp, 1)
+	if reason != "" {
+		b.Fatal(reason)
+	}
+	w := randMatrix(rng, rows*cols, 0.1)
+	errs := randMatrix(rng, rows*group, 0.01)
+	widths := []bool{false}
+	if useWide {
+		widths = append(widths, true)
+	}
+	for _, wide := range widths {
+		b.Run(map[bool]string{false: "8", true: "16"}[wide], func(b *testing.B) {
+			saved := useWide
+			useWide = wide
+			defer func() { useWide = saved }()
+			c0 := cpuTime()
+			for b.Loop() {
+				c := f.lr.carrier(rows)
+				for g := 0; g+1 < cols/group; g++ {
+					c.carry(w, errs, g*group, (g+1)*group)
+				}
+			}
+			b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
+		})
+	}
+}

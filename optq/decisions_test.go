@@ -2,6 +2,7 @@ package optq
 
 import (
 	"bytes"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -15,7 +16,7 @@ func TestBatchedScoringIsRowByRow(t *testing.T) {
 		ex, in := expertFixture(rand.New(rand.NewPCG(21, uint64(c.n))), c.D, c.F, c.n, 0)
 		for _, cand := range []int{3, 7, 12} {
 			opt := Defaults()
-			opt.Candidates = cand
+			opt.Candidates, opt.GridTokens = cand, 0 // the grid at n < D too
 			batched, err := QuantizeExpert(ex, in, opt)
 			if err != nil {
 				t.Fatal(err)
@@ -48,7 +49,7 @@ func TestExpertRefinementParts(t *testing.T) {
 			t.Fatal(err)
 		}
 		upOnly := Defaults()
-		upOnly.Expert, upOnly.ExpertGate = 1, false
+		upOnly.Expert, upOnly.ExpertGate, upOnly.ExpertTokens = 1, false, 0
 		res, err := QuantizeExpert(ex, in, upOnly)
 		if err != nil || res.Fallback != "" {
 			t.Fatalf("fallback %q, err %v", res.Fallback, err)
@@ -58,7 +59,7 @@ func TestExpertRefinementParts(t *testing.T) {
 		}
 		noRef, noRefOff := Defaults(), Defaults()
 		noRef.Refine, noRefOff.Refine = 0, 0
-		noRef.Expert, noRef.WarmDown, noRef.ExpertPasses = 1, true, 0
+		noRef.Expert, noRef.WarmDown, noRef.ExpertPasses, noRef.ExpertTokens = 1, true, 0, 0
 		noRefOff.Expert = 0
 		a, err := QuantizeExpert(ex, in, noRef)
 		if err != nil {
@@ -71,5 +72,85 @@ func TestExpertRefinementParts(t *testing.T) {
 		if !bytes.Equal(a.Gate, b.Gate) || !bytes.Equal(a.Up, b.Up) || !bytes.Equal(a.Down, b.Down) {
 			t.Fatalf("n %d: 0 expert passes and a warm down without refinement changed the bytes", n)
 		}
+	}
+}
+
+// TestExpertTokens: an expert with fewer quantizer tokens than
+// ExpertTokens per gate/up column skips the expert-output refinement (the
+// bytes of Expert 0, ExpertRounds 0); with ExpertTokens 0 the same expert
+// runs it, and an expert with enough tokens runs it at the default.
+func TestExpertTokens(t *testing.T) {
+	const D, F = 128, 64
+	for _, c := range []struct {
+		n      int
+		tokens float64
+		runs   bool
+	}{{96, DefaultExpertTokens, false}, {96, 0, true}, {96, 0.5, true}, {160, DefaultExpertTokens, true}, {160, 2, false}} {
+		ex, in := expertFixture(rand.New(rand.NewPCG(41, uint64(c.n))), D, F, c.n, 0)
+		off := Defaults()
+		off.Expert = 0
+		base, err := QuantizeExpert(ex, in, off)
+		if err != nil || base.Fallback != "" || base.ExpertRounds != 0 {
+			t.Fatalf("n %d: fallback %q, rounds %d, err %v", c.n, base.Fallback, base.ExpertRounds, err)
+		}
+		opt := Defaults()
+		opt.ExpertTokens = c.tokens
+		res, err := QuantizeExpert(ex, in, opt)
+		if err != nil || res.Fallback != "" {
+			t.Fatalf("n %d: fallback %q, err %v", c.n, res.Fallback, err)
+		}
+		same := bytes.Equal(res.Gate, base.Gate) && bytes.Equal(res.Up, base.Up) && bytes.Equal(res.Down, base.Down)
+		if want := 0; c.runs {
+			want = opt.Expert
+			if res.ExpertRounds != want || same {
+				t.Fatalf("n %d, %g tokens per column: %d rounds (want %d), bytes of no refinement %v", c.n, c.tokens, res.ExpertRounds, want, same)
+			}
+		} else if res.ExpertRounds != 0 || !same {
+			t.Fatalf("n %d, %g tokens per column: %d rounds, bytes of no refinement %v", c.n, c.tokens, res.ExpertRounds, same)
+		}
+	}
+	bad := Defaults()
+	bad.ExpertTokens = -1
+	if bad.Check() == nil {
+		t.Fatal("negative ExpertTokens accepted")
+	}
+}
+
+// TestGridTokens: a matrix with fewer quantizer tokens than GridTokens per
+// column gets the bytes of Candidates 0 (the plain search's pick alone),
+// which differ from the grid's; with enough tokens the default scores the
+// grid (the bytes of GridTokens 0).
+func TestGridTokens(t *testing.T) {
+	const D, F = 128, 64
+	for _, n := range []int{48, 200} {
+		ex, in := expertFixture(rand.New(rand.NewPCG(43, uint64(n))), D, F, n, 0)
+		run := func(cand int, grid float64) *ExpertResult {
+			opt := Defaults()
+			opt.Expert, opt.Candidates, opt.GridTokens = 0, cand, grid
+			res, err := QuantizeExpert(ex, in, opt)
+			if err != nil || res.Fallback != "" {
+				t.Fatalf("n %d: fallback %q, err %v", n, res.Fallback, err)
+			}
+			return res
+		}
+		same := func(a, b *ExpertResult) bool {
+			return bytes.Equal(a.Gate, b.Gate) && bytes.Equal(a.Up, b.Up) && bytes.Equal(a.Down, b.Down)
+		}
+		def, always, pick := run(DefaultCandidates, DefaultGridTokens), run(DefaultCandidates, 0), run(0, 0)
+		if same(always, pick) {
+			t.Fatalf("n %d: the grid changed no byte", n)
+		}
+		if n < F { // low-rank in every matrix: the pick alone
+			if !same(def, pick) {
+				t.Fatalf("n %d: the default scored the grid below %g tokens per column", n, DefaultGridTokens)
+			}
+		} else if n >= D && !same(def, always) {
+			t.Fatalf("n %d: the default skipped the grid with enough tokens", n)
+		}
+	}
+	bad := Defaults()
+	bad.GridTokens = math.Inf(1)
+	if bad.Check() == nil {
+		t.Fatal("infinite GridTokens accepted")
 	}
 }

@@ -73,6 +73,10 @@ type ExpertResult struct {
 	Gate, Up, Down []byte
 	Errors         [3]Errors // gate, up, down
 	Fallback       string
+	// ExpertRounds is the rounds of the expert-output refinement it ran:
+	// Options.Expert, or 0 when it had too few tokens (Options.ExpertTokens)
+	// or fell back.
+	ExpertRounds int
 }
 
 // QuantizeExpert quantizes an expert's three matrices against its
@@ -81,7 +85,8 @@ type ExpertResult struct {
 // quantized ones give: the target minimising ‖W A − Ŵ Â‖² + λ‖W − Ŵ‖² is
 // W* = W (AᵀÂ + λI)(ÂᵀÂ + λI)⁻¹, quantized with H = ÂᵀÂ. With no inputs it
 // falls back to the plain search for all three. Then opt.Expert rounds of
-// refineExpert.
+// refineExpert, when the expert has at least opt.ExpertTokens tokens per
+// column of gate and up.
 func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) {
 	D, F := ex.D, ex.F
 	if len(ex.Gate) != F*D || len(ex.Up) != F*D || len(ex.Down) != D*F {
@@ -100,11 +105,12 @@ func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) 
 	}
 	f, reason := hessianOf(in.X, in.N, D, opt.Damp, opt.RefineDamp)
 	if reason == "" {
+		gu := opt.forTokens(in.N, D)
 		if opt.SwiGLU > 0 {
-			reason = swigluQuantize(f, ex, in, opt, res)
+			reason = swigluQuantize(f, ex, in, gu, res)
 		} else {
-			f.run(ex.Gate, F, opt, res.Gate)
-			f.run(ex.Up, F, opt, res.Up)
+			f.run(ex.Gate, F, gu, res.Gate)
+			f.run(ex.Up, F, gu, res.Up)
 		}
 	}
 	var pr *products
@@ -114,14 +120,17 @@ func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) 
 	if reason == "" {
 		reason = quantizeDown(ex, in, opt, res, pr, false)
 	}
-	for range opt.Expert {
-		if reason != "" {
-			break
+	if float64(in.N) >= opt.ExpertTokens*float64(D) {
+		for range opt.Expert {
+			if reason != "" {
+				break
+			}
+			reason = refineExpert(ex, in, opt, res, pr)
+			res.ExpertRounds++
 		}
-		reason = refineExpert(ex, in, opt, res, pr)
 	}
 	if reason != "" {
-		res.Fallback = reason
+		res.Fallback, res.ExpertRounds = reason, 0
 		for _, m := range []struct {
 			w   []float32
 			dst []byte
@@ -146,7 +155,7 @@ type products struct {
 func newProducts(ex *Expert, in *Inputs, res *ExpertResult) (*products, string) {
 	D, F, n := ex.D, ex.F, in.N
 	gq, uq := make([]float32, F*D), make([]float32, F*D)
-	if quant.Dequantize(quant.Q2_0, res.Gate, gq) != nil || quant.Dequantize(quant.Q2_0, res.Up, uq) != nil {
+	if kernels.Dequantize(quant.Q2_0, res.Gate, gq) != nil || kernels.Dequantize(quant.Q2_0, res.Up, uq) != nil {
 		return nil, FallbackSingular
 	}
 	return &products{a: swiglu(ex.Gate, ex.Up, in.X, n, D, F), gh: project(gq, in.X, n, D, F), uh: project(uq, in.X, n, D, F)}, ""
@@ -168,6 +177,7 @@ func (p *products) quantized(n, F int) []float32 {
 // refinement alone.
 func quantizeDown(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *products, warm bool) string {
 	D, F := ex.D, ex.F
+	opt = opt.forTokens(in.N, F)
 	a, ah := pr.a, pr.quantized(in.N, F)
 	if useLowRank(in.N, F) {
 		return quantizeDownLowRank(ex.Down, a, ah, in.N, D, F, opt, res.Down, warm)
@@ -222,12 +232,13 @@ func quantizeDown(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *pr
 // swiglu returns silu(X Gᵀ) * (X Uᵀ), n rows of F.
 func swiglu(gate, up, x []float32, n, D, F int) []float32 {
 	out := make([]float32, n*F)
+	g, u := make([]float32, n), make([]float32, n)
 	// Row by row, so that a row's weights stay in cache for every token.
 	for i := 0; i < F; i++ {
-		gi, ui := gate[i*D:(i+1)*D], up[i*D:(i+1)*D]
+		dotMany(g, gate[i*D:(i+1)*D], x, D)
+		dotMany(u, up[i*D:(i+1)*D], x, D)
 		for t := 0; t < n; t++ {
-			xt := x[t*D : (t+1)*D]
-			out[t*F+i] = silu(dot32(gi, xt)) * dot32(ui, xt)
+			out[t*F+i] = silu(g[t]) * u[t]
 		}
 	}
 	return out
@@ -248,7 +259,7 @@ func (res *ExpertResult) measure(ex *Expert, in *Inputs) error {
 		q          []byte
 		rows, cols int
 	}{{ex.Gate, in.Held, res.Gate, F, D}, {ex.Up, in.Held, res.Up, F, D}, {ex.Down, a, res.Down, D, F}} {
-		if err := quant.Dequantize(quant.Q2_0, m.q, buf); err != nil {
+		if err := kernels.Dequantize(quant.Q2_0, m.q, buf); err != nil {
 			return err
 		}
 		errs[i] = matErrors(m.w, buf, m.rows, m.cols, m.x, in.NH)
@@ -261,20 +272,23 @@ func (res *ExpertResult) measure(ex *Expert, in *Inputs) error {
 func matErrors(w, wq []float32, rows, cols int, x []float32, n int) Errors {
 	var e Errors
 	diff := wq
+	var sd, sw float64 // the sums in registers (Errors' five fields are not)
 	for i, v := range w {
 		d := v - wq[i]
 		diff[i] = d
-		e.Weight += float64(d) * float64(d)
-		e.WeightEnergy += float64(v) * float64(v)
+		sd += float64(d) * float64(d)
+		sw += float64(v) * float64(v)
 	}
+	e.Weight, e.WeightEnergy = sd, sw
 	// The products row by row (a row's weights stay in cache for every
 	// token), then summed token by token.
 	ys, ds := make([]float32, n*rows), make([]float32, n*rows)
+	y, d := make([]float32, n), make([]float32, n)
 	for r := 0; r < rows; r++ {
-		wr, dr := w[r*cols:(r+1)*cols], diff[r*cols:(r+1)*cols]
+		dotMany(y, w[r*cols:(r+1)*cols], x, cols)
+		dotMany(d, diff[r*cols:(r+1)*cols], x, cols)
 		for t := 0; t < n; t++ {
-			xt := x[t*cols : (t+1)*cols]
-			ys[t*rows+r], ds[t*rows+r] = dot32(wr, xt), dot32(dr, xt)
+			ys[t*rows+r], ds[t*rows+r] = y[t], d[t]
 		}
 	}
 	for i, y := range ys {
@@ -308,7 +322,7 @@ func swigluQuantize(f *factors, ex *Expert, in *Inputs, opt Options, res *Expert
 	qg.refineWeighted(ex.Gate, in.X, xt, n, s, y, float32(opt.SwiGLUDamp), opt.SwiGLU)
 	qg.pack(res.Gate)
 	gq := make([]float32, F*D)
-	if quant.Dequantize(quant.Q2_0, res.Gate, gq) != nil {
+	if kernels.Dequantize(quant.Q2_0, res.Gate, gq) != nil {
 		return FallbackSingular
 	}
 	gh := project(gq, in.X, n, D, F)
@@ -331,10 +345,7 @@ func silu(z float32) float32 { return z / (1 + float32(math.Exp(float64(-z)))) }
 func project(w, x []float32, n, D, rows int) []float32 {
 	out := make([]float32, rows*n)
 	for i := 0; i < rows; i++ {
-		wi := w[i*D : (i+1)*D]
-		for t := 0; t < n; t++ {
-			out[i*n+t] = dot32(wi, x[t*D:(t+1)*D])
-		}
+		dotMany(out[i*n:(i+1)*n], w[i*D:(i+1)*D], x, D)
 	}
 	return out
 }
@@ -372,7 +383,7 @@ func unpack(b []byte, rows, cols int) *quantized {
 func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *products) string {
 	D, F, n := ex.D, ex.F, in.N
 	dq := make([]float32, D*F)
-	if quant.Dequantize(quant.Q2_0, res.Down, dq) != nil {
+	if kernels.Dequantize(quant.Q2_0, res.Down, dq) != nil {
 		return FallbackSingular
 	}
 	xt := transpose(in.X, n, D)
@@ -391,10 +402,12 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *pr
 			hh[t*F+i] = silu(gh[i*n+t]) * uh[i*n+t]
 		}
 	}
+	yr, yq := make([]float32, n), make([]float32, n)
 	for r := 0; r < D; r++ { // row by row: a row of D and D̂ stays in cache
-		wr, qr := ex.Down[r*F:(r+1)*F], dq[r*F:(r+1)*F]
+		dotMany(yr, ex.Down[r*F:(r+1)*F], h, F)
+		dotMany(yq, dq[r*F:(r+1)*F], hh, F)
 		for t := 0; t < n; t++ {
-			R[t*D+r] = dot32(wr, h[t*F:(t+1)*F]) - dot32(qr, hh[t*F:(t+1)*F])
+			R[t*D+r] = yr[t] - yq[t]
 		}
 	}
 	s, y := make([]float32, n), make([]float32, n)
@@ -446,10 +459,10 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *pr
 				continue
 			}
 			sn := float32(math.Sqrt(float64(nu)))
+			dotMany(rd, dc, R, D)
 			for t := 0; t < n; t++ {
 				var cur float32
 				s[t], cur = weight(i, t, sn)
-				rd[t] = dot32(R[t*D:(t+1)*D], dc)
 				y[t] = rd[t]/sn + s[t]*cur
 			}
 			lv, sc := q.levels[i*D:(i+1)*D], q.scales[i*groups:(i+1)*groups]
@@ -464,8 +477,9 @@ func refineExpert(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *pr
 			// these tokens falls (the descent saw a linearised gate): the
 			// change of Σ‖R_t‖² is Σ d_t² ‖dc‖² − 2 d_t ⟨R_t, dc⟩.
 			var change float64
+			dotMany(newv, what, in.X, D)
 			for t := 0; t < n; t++ {
-				v := dot32(what, in.X[t*D:(t+1)*D])
+				v := newv[t]
 				old := silu(gh[i*n+t]) * uh[i*n+t]
 				var nw float32
 				if part == 0 {

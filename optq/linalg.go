@@ -143,3 +143,15 @@ func solveCholesky(l []float64, n int, b []float64, m int) {
 }
 
 func dot32(a, b []float32) float32 { return kernels.DotF32(a, b) }
+
+// dotMany sets out[t] = kernels.DotF32(b[t·stride:], a) (len(a) values)
+// for every t < len(out), bit for bit: where the CPU has AVX-512 several
+// rows at once, sharing a's loads.
+var dotMany = dotManyGo
+
+// dotManyGo is the portable definition of dotMany.
+func dotManyGo(out, a, b []float32, stride int) {
+	for t := range out {
+		out[t] = kernels.DotF32(b[t*stride:t*stride+len(a)], a)
+	}
+}

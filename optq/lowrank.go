@@ -131,52 +131,85 @@ func dot64(a, b []float64) float64 {
 
 // lowCarry keeps each row's z = Σ_j e_j cp_j over the columns quantized so
 // far; carry brings only the next group's columns up to date. The rows go
-// rowLanes at a time, one per lane (axpyLanes and dotLanes: the bits of a
-// kernels.Axpy per error and a kernels.DotF32 per column, row by row).
-type lowCarry struct {
-	lr   *lowRank
-	rows int
-	z    []laneVec // [rows/rowLanes rounded up][n]
+// a block at a time, one per lane (rowLanes, or wideLanes where useWide):
+// the bits of a kernels.Axpy per error and a kernels.DotF32 per column,
+// row by row.
+type lowCarry[V lanes, M masks] struct {
+	lr    *lowRank
+	rows  int
+	z     []V // [rows/width rounded up][n]
+	et    []V // [group]: a block's errors of one group, by column
+	dots  []V // [group]: its next group's x_kᵀz
+	block func(et []V, cp []float32, n int, z []V, xt []float32, dots []V)
 }
 
 func (lr *lowRank) carrier(rows int) carrier {
-	blocks := (rows + rowLanes - 1) / rowLanes
-	return &lowCarry{lr: lr, rows: rows, z: make([]laneVec, blocks*lr.n)}
+	if useWide {
+		return newLowCarry[wideVec, wideMask](lr, rows, carryBlockWide)
+	}
+	return newLowCarry[laneVec, laneMask](lr, rows, carryBlockGo)
 }
 
-func (c *lowCarry) carry(W []float32, errs []float32, g0, g1 int) {
+func newLowCarry[V lanes, M masks](lr *lowRank, rows int, block func(et []V, cp []float32, n int, z []V, xt []float32, dots []V)) *lowCarry[V, M] {
+	var v V
+	blocks := (rows + len(v) - 1) / len(v)
+	return &lowCarry[V, M]{lr: lr, rows: rows, z: make([]V, blocks*lr.n), et: make([]V, group), dots: make([]V, group), block: block}
+}
+
+func (c *lowCarry[V, M]) carry(W []float32, errs []float32, g0, g1 int) {
 	lr := c.lr
 	n, cols := lr.n, lr.cols
 	g2 := min(g1+group, cols)
-	var coef, dot laneVec
-	var mask laneMask
-	for r0 := 0; r0 < c.rows; r0 += rowLanes {
-		nr := min(rowLanes, c.rows-r0)
-		z := c.z[r0/rowLanes*n : (r0/rowLanes+1)*n]
-		for jj := 0; jj < g1-g0; jj++ {
-			any := false
-			for l := range rowLanes {
-				coef[l], mask[l] = 0, 0
-				if l < nr {
-					if e := errs[(r0+l)*group+jj]; e != 0 {
-						coef[l], mask[l] = e, ^uint32(0)
-						any = true
-					}
-				}
-			}
-			if any {
-				j := g0 + jj
-				axpyLanes(z, &coef, &mask, lr.cp[j*n:(j+1)*n])
+	width := len(c.et[0])
+	et, dots := c.et[:g1-g0], c.dots[:g2-g1]
+	for r0 := 0; r0 < c.rows; r0 += width {
+		nr := min(width, c.rows-r0)
+		clear(et)
+		for l := 0; l < nr; l++ {
+			for jj, e := range errs[(r0+l)*group : (r0+l)*group+g1-g0] {
+				et[jj][l] = e
 			}
 		}
+		z := c.z[r0/width*n : (r0/width+1)*n]
+		c.block(et, lr.cp[g0*n:g1*n], n, z, lr.xt[g1*n:g2*n], dots)
 		// Columns from g1 on were not touched yet: w_k + x_kᵀ z.
-		for k := g1; k < g2; k++ {
-			dotLanes(lr.xt[k*n:(k+1)*n], z, &dot)
+		for k, d := range dots {
 			for l := 0; l < nr; l++ {
-				W[(r0+l)*cols+k] += dot[l]
+				W[(r0+l)*cols+g1+k] += d[l]
 			}
 		}
 	}
+}
+
+// carryBlockOf is one block's carry: for each column jj of the group, in
+// order, z += e_jj·cp_jj in the lanes whose error is not 0 (et[jj][l]),
+// then dots[k] = x_kᵀz for the next group's columns xt ([k][n]).
+func carryBlockOf[V lanes, M masks](dot func([]float32, []V, *V), axpy func([]V, *V, *M, []float32), et []V, cp []float32, n int, z []V, xt []float32, dots []V) {
+	for jj := range et {
+		var mask M
+		any := false
+		for l := 0; l < len(mask); l++ {
+			if et[jj][l] != 0 {
+				mask[l] = ^uint32(0)
+				any = true
+			}
+		}
+		if any {
+			axpy(z, &et[jj], &mask, cp[jj*n:(jj+1)*n])
+		}
+	}
+	for k := range dots {
+		dot(xt[k*n:(k+1)*n], z, &dots[k])
+	}
+}
+
+func carryBlockGo(et []laneVec, cp []float32, n int, z []laneVec, xt []float32, dots []laneVec) {
+	carryBlockOf(dotLanes, axpyLanes, et, cp, n, z, xt, dots)
+}
+
+// carryBlockWide is the wide carry's block (replaced where the CPU has it).
+var carryBlockWide = func(et []wideVec, cp []float32, n int, z []wideVec, xt []float32, dots []wideVec) {
+	carryBlockOf(dotLanesOf[wideVec], axpyLanesOf[wideVec, wideMask], et, cp, n, z, xt, dots)
 }
 
 // lowQuad keeps a row's output error r = X e: (H e)_j = λ e_j + x_jᵀ r.
@@ -235,10 +268,11 @@ func (q *lowQuad) groupMoved(dd float32) { kernels.Axpy(q.r, -dd, q.u) }
 func (lr *lowRank) downTarget(w, a []float32, D int) []float32 {
 	n, F, ah := lr.n, lr.cols, lr.x
 	k := make([]float64, n*n)
+	dots := make([]float32, n)
 	for t := 0; t < n; t++ {
-		at := ah[t*F : (t+1)*F]
-		for s := 0; s <= t; s++ {
-			v := float64(kernels.DotF32(at, ah[s*F:(s+1)*F]))
+		dotMany(dots[:t+1], ah[t*F:(t+1)*F], ah, F)
+		for s, d := range dots[:t+1] {
+			v := float64(d)
 			k[t*n+s], k[s*n+t] = v, v
 		}
 		k[t*n+t] += lr.lambda
@@ -252,9 +286,9 @@ func (lr *lowRank) downTarget(w, a []float32, D int) []float32 {
 	}
 	p := make([]float64, D*n) // rows W Δᵀ, then solved: (W Δᵀ) K⁻¹
 	for r := 0; r < D; r++ {
-		wr := w[r*F : (r+1)*F]
-		for t := 0; t < n; t++ {
-			p[r*n+t] = float64(kernels.DotF32(wr, delta[t*F:(t+1)*F]))
+		dotMany(dots, w[r*F:(r+1)*F], delta, F)
+		for t, d := range dots {
+			p[r*n+t] = float64(d)
 		}
 	}
 	solveCholesky(k, n, p, D)

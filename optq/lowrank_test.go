@@ -253,7 +253,7 @@ func TestLowRankExpertMatchesDense(t *testing.T) {
 	ex := &Expert{D: D, F: F, Gate: randMatrix(rng, F*D, 0.1), Up: randMatrix(rng, F*D, 0.1), Down: randMatrix(rng, D*F, 0.1)}
 	in := &Inputs{X: x[:n*D], N: n, Held: x[n*D:], NH: nh}
 	opt := Defaults()
-	opt.Refine = 4
+	opt.Refine, opt.ExpertTokens, opt.GridTokens = 4, 0, 0 // the expert-output refinement and the grid too, at n < D
 	low, err := QuantizeExpert(ex, in, opt)
 	if err != nil || low.Fallback != "" {
 		t.Fatalf("low-rank: fallback %q, err %v", low.Fallback, err)

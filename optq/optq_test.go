@@ -359,7 +359,7 @@ func TestExpertRefinement(t *testing.T) {
 			t.Fatalf("fallback %q, err %v", base.Fallback, err)
 		}
 		on := Defaults()
-		on.Expert = 1
+		on.Expert, on.ExpertTokens = 1, 0 // at n < D too
 		res, err := QuantizeExpert(ex, in, on)
 		if err != nil || res.Fallback != "" {
 			t.Fatalf("fallback %q, err %v", res.Fallback, err)

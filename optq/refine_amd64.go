@@ -166,3 +166,79 @@ func init() {
 		groupSums = groupSumsVector
 	}
 }
+
+// codeStepsAVX512, groupSumsAVX512, dotPairLanesAVX512 and
+// mulAddLanesAVX512 are the wide (16-lane) kernels of the low-rank
+// refinement in ZMM registers: the 8-lane kernels' products and sums.
+//
+//go:noescape
+func codeStepsAVX512(xt *float32, n int, r, e, lv *wideVec, sq *float32, cnt int, d *wideVec, lam float32) int
+
+//go:noescape
+func groupSumsAVX512(xt *float32, n int, r, e, lv, u *wideVec, cnt int, lam float32, num, l2 *wideVec)
+
+//go:noescape
+func dotPairLanesAVX512(a, b *wideVec, n int, out *wideVec)
+
+//go:noescape
+func mulAddLanesAVX512(m *wideVec, a *wideVec, mask *wideMask, x *wideVec, n int)
+
+//go:noescape
+func carryBlockAVX512(et *wideVec, cnt int, cp *float32, n int, z *wideVec, xt *float32, kcnt int, dots *wideVec)
+
+func carryBlockWideVector(et []wideVec, cp []float32, n int, z []wideVec, xt []float32, dots []wideVec) {
+	cnt, kcnt := len(et), len(dots)
+	if cnt == 0 || kcnt == 0 || n == 0 {
+		carryBlockOf(dotLanesOf[wideVec], axpyLanesOf[wideVec, wideMask], et, cp, n, z, xt, dots)
+		return
+	}
+	_, _, _ = cp[cnt*n-1], z[n-1], xt[kcnt*n-1]
+	carryBlockAVX512(&et[0], cnt, &cp[0], n, &z[0], &xt[0], kcnt, &dots[0])
+}
+
+func codeStepsWideVector(xt []float32, n int, r, e, lv []wideVec, sq []float32, d *wideVec, lam float32) bool {
+	k := len(e)
+	if k == 0 || n == 0 {
+		return false // no column, or no residual to move: nothing moves
+	}
+	_, _, _, _ = xt[k*n-1], r[n-1], lv[k-1], sq[k-1]
+	return codeStepsAVX512(&xt[0], n, &r[0], &e[0], &lv[0], &sq[0], k, d, lam) != 0
+}
+
+func groupSumsWideVector(xt []float32, n int, r, e, lv, u []wideVec, lam float32, num, l2 *wideVec) {
+	k := len(e)
+	if k == 0 || n == 0 {
+		groupSumsOf(dotLanesOf[wideVec], axpyLanesOf[wideVec, wideMask], xt, n, r, e, lv, u, lam, num, l2)
+		return
+	}
+	_, _, _, _ = xt[k*n-1], r[n-1], lv[k-1], u[n-1]
+	groupSumsAVX512(&xt[0], n, &r[0], &e[0], &lv[0], &u[0], k, lam, num, l2)
+}
+
+func dotPairWideVector(a, b []wideVec, out *wideVec) {
+	if len(a) == 0 {
+		*out = wideVec{}
+		return
+	}
+	_ = b[len(a)-1]
+	dotPairLanesAVX512(&a[0], &b[0], len(a), out)
+}
+
+func mulAddWideVector(m []wideVec, a *wideVec, mask *wideMask, x []wideVec) {
+	if len(x) == 0 {
+		return
+	}
+	_ = m[len(x)-1]
+	mulAddLanesAVX512(&m[0], a, mask, &x[0], len(x))
+}
+
+func init() {
+	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.AVX512F) {
+		codeStepsWide = codeStepsWideVector
+		groupSumsWide = groupSumsWideVector
+		dotPairWide = dotPairWideVector
+		mulAddWide = mulAddWideVector
+		carryBlockWide = carryBlockWideVector
+		useWide = true
+	}
+}

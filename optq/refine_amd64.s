@@ -663,3 +663,4 @@ scnext:
 	JNZ  sccol
 	VZEROUPPER
 	RET
+

@@ -1,9 +1,5 @@
 package optq
 
-import (
-	"github.com/stratactl/stratactl/kernels"
-)
-
 // The low-rank refinement runs rowLanes rows at once, one row per lane:
 // every lane does exactly what descend does on its row with lowQuad (the
 // same products, sums and their order, kernels.DotF32's for every dot
@@ -20,6 +16,20 @@ type laneVec = [rowLanes]float32
 // laneMask selects lanes: all ones or zero.
 type laneMask = [rowLanes]uint32
 
+// wideLanes is the rows the low-rank refinement takes at once where the
+// CPU has 16-lane vectors (useWide): the same steps in every lane, so the
+// same codes and scales as rowLanes at a time.
+const wideLanes = 16
+
+type wideVec = [wideLanes]float32
+
+type wideMask = [wideLanes]uint32
+
+// lanes and masks are the two lane widths' vectors and masks.
+type lanes interface{ laneVec | wideVec }
+
+type masks interface{ laneMask | wideMask }
+
 // dotLanes sets out[l] = kernels.DotF32(x, column l of m) for x of n values
 // and m n rows of rowLanes lanes, in DotF32's order.
 var dotLanes = dotLanesGo
@@ -28,70 +38,110 @@ var dotLanes = dotLanesGo
 // as kernels.Axpy) in the lanes where mask is set, for t < len(x).
 var axpyLanes = axpyLanesGo
 
-// dotLanesGo is the portable definition of dotLanes: 4 accumulators of 8
-// positions over chunks of 32, (a0+a1)+(a2+a3), the 8 positions folded as
+// dotLanesGo is the portable definition of dotLanes.
+func dotLanesGo(x []float32, m []laneVec, out *laneVec) { dotLanesOf(x, m, out) }
+
+func axpyLanesGo(m []laneVec, a *laneVec, mask *laneMask, x []float32) { axpyLanesOf(m, a, mask, x) }
+
+// dotLanesOf is dotLanes at either width: 4 accumulators of 8 positions
+// over chunks of 32, (a0+a1)+(a2+a3), the 8 positions folded as
 // ((s0+s4)+(s2+s6))+((s1+s5)+(s3+s7)), then the tail one element at a time.
-func dotLanesGo(x []float32, m []laneVec, out *laneVec) {
+func dotLanesOf[V lanes](x []float32, m []V, out *V) {
 	n := len(x)
 	m = m[:n]
 	chunks := n / 32
-	var s [8]laneVec
+	var s [8]V
 	for p := 0; p < 8; p++ {
-		var a [4]laneVec
+		var a [4]V
 		for c := 0; c < chunks; c++ {
 			for q := 0; q < 4; q++ {
 				i := 32*c + 8*q + p
-				xi, mi := x[i], &m[i]
-				for l := range a[q] {
+				xi, mi := x[i], m[i]
+				for l := 0; l < len(mi); l++ {
 					a[q][l] += float32(xi * mi[l])
 				}
 			}
 		}
-		for l := range s[p] {
+		for l := 0; l < len(s[p]); l++ {
 			s[p][l] = (a[0][l] + a[1][l]) + (a[2][l] + a[3][l])
 		}
 	}
-	var r laneVec
-	for l := range r {
+	var r V
+	for l := 0; l < len(r); l++ {
 		r[l] = ((s[0][l] + s[4][l]) + (s[2][l] + s[6][l])) + ((s[1][l] + s[5][l]) + (s[3][l] + s[7][l]))
 	}
 	for i := 32 * chunks; i < n; i++ {
-		xi, mi := x[i], &m[i]
-		for l := range r {
+		xi, mi := x[i], m[i]
+		for l := 0; l < len(r); l++ {
 			r[l] += float32(xi * mi[l])
 		}
 	}
 	*out = r
 }
 
-func axpyLanesGo(m []laneVec, a *laneVec, mask *laneMask, x []float32) {
+func axpyLanesOf[V lanes, M masks](m []V, a *V, mask *M, x []float32) {
 	m = m[:len(x)]
+	av, mk := *a, *mask
 	for t, xt := range x {
 		mt := &m[t]
-		for l := range mt {
-			if mask[l] != 0 {
-				mt[l] += float32(a[l] * xt)
+		for l := 0; l < len(av); l++ {
+			if mk[l] != 0 {
+				(*mt)[l] += float32(av[l] * xt)
 			}
 		}
 	}
 }
 
-// laneRows is the refinement state of one block of rowLanes rows.
-type laneRows struct {
-	e    []laneVec // [cols]: the rows' errors t − ŵ
-	lv   []laneVec // [cols]: the rows' levels -1..2
-	sc   []laneVec // [groups]
-	r, u []laneVec // [n]: X e, and a group's X l
+// laneRows is the refinement state of one block of rows, one per lane.
+type laneRows[V lanes, M masks] struct {
+	e    []V // [cols]: the rows' errors t − ŵ
+	lv   []V // [cols]: the rows' levels -1..2
+	sc   []V // [groups]
+	r, u []V // [n]: X e, and a group's X l
+	k    *laneKernels[V, M]
 }
 
-// refineLow is refine for a low-rank H, rowLanes rows at a time.
+// laneKernels are one width's kernels of the low-rank refinement.
+type laneKernels[V lanes, M masks] struct {
+	codeSteps func(xt []float32, n int, r, e, lv []V, sq []float32, d *V, lam float32) bool
+	groupSums func(xt []float32, n int, r, e, lv, u []V, lam float32, num, l2 *V)
+	dotPair   func(a, b []V, out *V)
+	mulAdd    func(m []V, a *V, mask *M, x []V)
+}
+
+// useWide makes refineLow take wideLanes rows at once (set where the wide
+// kernels run in vectors; a variable so that tests can run both widths).
+var useWide = false
+
+// The wide kernels: portable definitions, replaced where the CPU has them.
+var (
+	codeStepsWide = func(xt []float32, n int, r, e, lv []wideVec, sq []float32, d *wideVec, lam float32) bool {
+		return codeStepsOf(dotLanesOf[wideVec], axpyLanesOf[wideVec, wideMask], xt, n, r, e, lv, sq, d, lam)
+	}
+	groupSumsWide = func(xt []float32, n int, r, e, lv, u []wideVec, lam float32, num, l2 *wideVec) {
+		groupSumsOf(dotLanesOf[wideVec], axpyLanesOf[wideVec, wideMask], xt, n, r, e, lv, u, lam, num, l2)
+	}
+	dotPairWide = dotPairLanesOf[wideVec]
+	mulAddWide  = mulAddLanesOf[wideVec, wideMask]
+)
+
+// refineLow is refine for a low-rank H, a block of rows at a time.
 func (q *quantized) refineLow(t []float32, lr *lowRank, passes int) {
+	if useWide {
+		refineLowBy(q, t, lr, passes, &laneKernels[wideVec, wideMask]{codeStepsWide, groupSumsWide, dotPairWide, mulAddWide})
+		return
+	}
+	refineLowBy(q, t, lr, passes, &laneKernels[laneVec, laneMask]{codeSteps, groupSums, dotPairLanes, mulAddLanes})
+}
+
+func refineLowBy[V lanes, M masks](q *quantized, t []float32, lr *lowRank, passes int, k *laneKernels[V, M]) {
 	cols, groups, n := q.cols, q.cols/group, lr.n
-	b := &laneRows{e: make([]laneVec, cols), lv: make([]laneVec, cols), sc: make([]laneVec, groups),
-		r: make([]laneVec, n), u: make([]laneVec, n)}
-	e := make([]float32, cols)
-	for r0 := 0; r0 < q.rows; r0 += rowLanes {
-		nr := min(rowLanes, q.rows-r0)
+	b := &laneRows[V, M]{e: make([]V, cols), lv: make([]V, cols), sc: make([]V, groups),
+		r: make([]V, n), u: make([]V, n), k: k}
+	e, re := make([]float32, cols), make([]float32, n)
+	width := len(b.e[0])
+	for r0 := 0; r0 < q.rows; r0 += width {
+		nr := min(width, q.rows-r0)
 		clear(b.lv)
 		clear(b.sc)
 		clear(b.e)
@@ -113,11 +163,12 @@ func (q *quantized) refineLow(t []float32, lr *lowRank, passes int) {
 			for g, d := range sc {
 				b.sc[g][l] = d
 			}
-			for k := 0; k < n; k++ {
-				b.r[k][l] = kernels.DotF32(lr.x[k*cols:(k+1)*cols], e)
+			dotMany(re, e, lr.x, cols) // X e
+			for k, v := range re {
+				b.r[k][l] = v
 			}
 		}
-		for l := nr; l < rowLanes; l++ { // idle lanes: scale 0, no moves
+		for l := nr; l < width; l++ { // idle lanes: scale 0, no moves
 			for k := range b.r {
 				b.r[k][l] = 0
 			}
@@ -129,7 +180,7 @@ func (q *quantized) refineLow(t []float32, lr *lowRank, passes int) {
 		}
 		out := q.levels[r0*cols : (r0+nr)*cols]
 		for j := range b.lv {
-			lj := &b.lv[j]
+			lj := b.lv[j]
 			for l := 0; l < nr; l++ {
 				out[l*cols+j] = int8(lj[l])
 			}
@@ -145,16 +196,17 @@ func (q *quantized) refineLow(t []float32, lr *lowRank, passes int) {
 
 // pass is one of descend's passes in every lane; it reports whether any
 // lane changed.
-func (b *laneRows) pass(lr *lowRank) bool {
+func (b *laneRows[V, M]) pass(lr *lowRank) bool {
 	n := lr.n
 	changed := false
+	var zero V
 	for g := range b.sc {
 		d := &b.sc[g]
-		if *d == (laneVec{}) {
+		if *d == zero {
 			continue
 		}
 		j0, j1 := g*group, (g+1)*group
-		if codeSteps(lr.xt[j0*n:j1*n], n, b.r, b.e[j0:j1], b.lv[j0:j1], lr.sq[j0:j1], d, lr.lambdaR) {
+		if b.k.codeSteps(lr.xt[j0*n:j1*n], n, b.r, b.e[j0:j1], b.lv[j0:j1], lr.sq[j0:j1], d, lr.lambdaR) {
 			changed = true
 		}
 	}
@@ -174,31 +226,36 @@ var codeSteps = codeStepsGo
 
 // codeStepsGo is the portable definition of codeSteps.
 func codeStepsGo(xt []float32, n int, r, e, lv []laneVec, sq []float32, d *laneVec, lam float32) bool {
-	var dot, coef laneVec
-	var mask laneMask
+	return codeStepsOf(dotLanes, axpyLanes, xt, n, r, e, lv, sq, d, lam)
+}
+
+// codeStepsOf is codeSteps at either width with the lanes' dot and axpy.
+func codeStepsOf[V lanes, M masks](dot func([]float32, []V, *V), axpy func([]V, *V, *M, []float32), xt []float32, n int, r, e, lv []V, sq []float32, d *V, lam float32) bool {
+	var dt, coef V
+	var mask M
 	moved := false
 	for k := range e {
 		x := xt[k*n : (k+1)*n]
 		hjj := lam + sq[k]
-		dotLanes(x, r, &dot)
+		dot(x, r, &dt)
 		ej, lj := &e[k], &lv[k]
 		any := false
-		for l := range rowLanes {
+		for l := 0; l < len(mask); l++ {
 			mask[l] = 0
-			if d[l] == 0 {
+			if (*d)[l] == 0 {
 				continue
 			}
-			bestC, bestD, bestL := levelStep(d[l], lj[l], hjj, lam*ej[l]+dot[l])
+			bestC, bestD, bestL := levelStep((*d)[l], (*lj)[l], hjj, lam*(*ej)[l]+dt[l])
 			if bestC < 0 {
-				ej[l] -= bestD
-				lj[l] = bestL
+				(*ej)[l] -= bestD
+				(*lj)[l] = bestL
 				coef[l] = -bestD
 				mask[l] = ^uint32(0)
 				any = true
 			}
 		}
 		if any {
-			axpyLanes(r, &coef, &mask, x)
+			axpy(r, &coef, &mask, x)
 			moved = true
 		}
 	}
@@ -207,20 +264,20 @@ func codeStepsGo(xt []float32, n int, r, e, lv []laneVec, sq []float32, d *laneV
 
 // group is descend's scale step of group g in every lane (lowQuad.group,
 // then the move).
-func (b *laneRows) group(lr *lowRank, g int) bool {
+func (b *laneRows[V, M]) group(lr *lowRank, g int) bool {
 	n := lr.n
 	lam := lr.lambdaR
 	clear(b.u)
-	var num, l2 laneVec
+	var num, l2 V
 	j0, j1 := g*group, (g+1)*group
-	groupSums(lr.xt[j0*n:j1*n], n, b.r, b.e[j0:j1], b.lv[j0:j1], b.u, lam, &num, &l2)
-	var uu laneVec
-	dotPairLanes(b.u, b.u, &uu)
+	b.k.groupSums(lr.xt[j0*n:j1*n], n, b.r, b.e[j0:j1], b.lv[j0:j1], b.u, lam, &num, &l2)
+	var uu V
+	b.k.dotPair(b.u, b.u, &uu)
 	// The lanes whose scale moves by dd: e_j −= dd·l_j, r += (−dd)·u.
-	var neg laneVec
-	var mask laneMask
+	var neg V
+	var mask M
 	changed := false
-	for l := range rowLanes {
+	for l := 0; l < len(neg); l++ {
 		d := b.sc[g][l]
 		if nd, ok := scaleStep(d, num[l], lam*l2[l]+uu[l]); ok {
 			neg[l], mask[l] = -(nd - d), ^uint32(0)
@@ -229,8 +286,8 @@ func (b *laneRows) group(lr *lowRank, g int) bool {
 		}
 	}
 	if changed { // e + (−dd)·l is e − dd·l, bit for bit
-		mulAddLanes(b.e[j0:j1], &neg, &mask, b.lv[j0:j1])
-		mulAddLanes(b.r, &neg, &mask, b.u)
+		b.k.mulAdd(b.e[j0:j1], &neg, &mask, b.lv[j0:j1])
+		b.k.mulAdd(b.r, &neg, &mask, b.u)
 	}
 	return changed
 }
@@ -240,12 +297,17 @@ func (b *laneRows) group(lr *lowRank, g int) bool {
 var mulAddLanes = mulAddLanesGo
 
 func mulAddLanesGo(m []laneVec, a *laneVec, mask *laneMask, x []laneVec) {
+	mulAddLanesOf(m, a, mask, x)
+}
+
+func mulAddLanesOf[V lanes, M masks](m []V, a *V, mask *M, x []V) {
 	m = m[:len(x)]
+	av, mk := *a, *mask
 	for t := range x {
-		mt, xt := &m[t], &x[t]
-		for l := range mt {
-			if mask[l] != 0 {
-				mt[l] += float32(a[l] * xt[l])
+		mt, xt := &m[t], x[t]
+		for l := 0; l < len(av); l++ {
+			if mk[l] != 0 {
+				(*mt)[l] += float32(av[l] * xt[l])
 			}
 		}
 	}
@@ -258,12 +320,16 @@ var groupSums = groupSumsGo
 
 // groupSumsGo is the portable definition of groupSums.
 func groupSumsGo(xt []float32, n int, r, e, lv, u []laneVec, lam float32, num, l2 *laneVec) {
-	var dot, coef laneVec
-	var mask laneMask
+	groupSumsOf(dotLanes, axpyLanes, xt, n, r, e, lv, u, lam, num, l2)
+}
+
+func groupSumsOf[V lanes, M masks](dot func([]float32, []V, *V), axpy func([]V, *V, *M, []float32), xt []float32, n int, r, e, lv, u []V, lam float32, num, l2 *V) {
+	var dt, coef V
+	var mask M
 	for k := range e {
-		lk := &lv[k]
+		lk := lv[k]
 		any := false
-		for l := range rowLanes {
+		for l := 0; l < len(mask); l++ {
 			mask[l] = 0
 			if lk[l] != 0 {
 				coef[l] = lk[l]
@@ -275,12 +341,12 @@ func groupSumsGo(xt []float32, n int, r, e, lv, u []laneVec, lam float32, num, l
 			continue
 		}
 		x := xt[k*n : (k+1)*n]
-		axpyLanes(u, &coef, &mask, x)
-		dotLanes(x, r, &dot)
-		for l := range rowLanes {
+		axpy(u, &coef, &mask, x)
+		dot(x, r, &dt)
+		for l := 0; l < len(dt); l++ {
 			if fl := lk[l]; fl != 0 {
-				num[l] += fl * (lam*e[k][l] + dot[l])
-				l2[l] += fl * fl
+				(*num)[l] += fl * (lam*e[k][l] + dt[l])
+				(*l2)[l] += fl * fl
 			}
 		}
 	}

@@ -9,19 +9,21 @@ import (
 	"github.com/stratactl/stratactl/kernels"
 )
 
-func randLanes(rng *rand.Rand, n int) []laneVec {
-	m := make([]laneVec, n)
+func randLanes(rng *rand.Rand, n int) []laneVec { return randLanesOf[laneVec](rng, n) }
+
+func randLanesOf[V lanes](rng *rand.Rand, n int) []V {
+	m := make([]V, n)
 	for t := range m {
-		for l := range m[t] {
+		for l := 0; l < len(m[t]); l++ {
 			m[t][l] = float32(rng.NormFloat64())
 		}
 	}
 	return m
 }
 
-func sameBits(a, b []laneVec) bool {
+func sameBits[V lanes](a, b []V) bool {
 	for t := range a {
-		for l := range a[t] {
+		for l := 0; l < len(a[t]); l++ {
 			if math.Float32bits(a[t][l]) != math.Float32bits(b[t][l]) {
 				return false
 			}
@@ -31,18 +33,20 @@ func sameBits(a, b []laneVec) bool {
 }
 
 // guardedLanes is n lanes rows between two guard rows.
-func guardedLanes(rng *rand.Rand, n int) (all, m []laneVec) {
-	all = randLanes(rng, n+2)
-	for l := range all[0] {
+func guardedLanes(rng *rand.Rand, n int) (all, m []laneVec) { return guardedLanesOf[laneVec](rng, n) }
+
+func guardedLanesOf[V lanes](rng *rand.Rand, n int) (all, m []V) {
+	all = randLanesOf[V](rng, n+2)
+	for l := 0; l < len(all[0]); l++ {
 		all[0][l] = math.Float32frombits(0x7fc0dead)
 		all[n+1][l] = math.Float32frombits(0x7fc0dead)
 	}
 	return all, all[1 : n+1]
 }
 
-func guardsIntact(all []laneVec) bool {
+func guardsIntact[V lanes](all []V) bool {
 	n := len(all) - 2
-	for l := range all[0] {
+	for l := 0; l < len(all[0]); l++ {
 		if math.Float32bits(all[0][l]) != 0x7fc0dead || math.Float32bits(all[n+1][l]) != 0x7fc0dead {
 			return false
 		}
@@ -78,22 +82,17 @@ func TestDotLanesIsDotF32(t *testing.T) {
 	}
 }
 
-// TestLaneKernelsPathsIdentical: axpyLanes, codeSteps and groupSums give
-// the portable path's bits and write nothing past their rows.
+// TestLaneKernelsPathsIdentical: axpyLanes, mulAddLanes, codeSteps and
+// groupSums (this CPU's paths) give the portable path's bits and write
+// nothing past their rows; so do the wide kernels (codeStepsWide,
+// groupSumsWide, dotPairWide, mulAddWide) against their portable
+// definitions.
 func TestLaneKernelsPathsIdentical(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	mask := func() (m laneMask) {
-		for l := range m {
-			if rng.IntN(2) == 0 {
-				m[l] = ^uint32(0)
-			}
-		}
-		return m
-	}
 	for _, n := range laneLengths {
 		x := randMatrix(rng, n, 1)
 		a := randLanes(rng, 1)[0]
-		mk := mask()
+		mk := randMask[laneMask](rng)
 		all1, m1 := guardedLanes(rng, n)
 		all2 := append([]laneVec(nil), all1...)
 		m2 := all2[1 : n+1]
@@ -102,11 +101,48 @@ func TestLaneKernelsPathsIdentical(t *testing.T) {
 		if !sameBits(all1, all2) || !guardsIntact(all1) {
 			t.Fatalf("axpyLanes n %d: paths differ or guard overwritten", n)
 		}
-		xl := randLanes(rng, n)
-		mulAddLanes(m1, &a, &mk, xl)
-		mulAddLanesGo(m2, &a, &mk, xl)
+	}
+	laneKernelsIdentical(t, "8 lanes", &laneKernels[laneVec, laneMask]{codeSteps, groupSums, dotPairLanes, mulAddLanes},
+		&laneKernels[laneVec, laneMask]{codeStepsGo, groupSumsGo, dotPairLanesGo, mulAddLanesGo})
+	laneKernelsIdentical(t, "16 lanes", &laneKernels[wideVec, wideMask]{codeStepsWide, groupSumsWide, dotPairWide, mulAddWide},
+		&laneKernels[wideVec, wideMask]{
+			func(xt []float32, n int, r, e, lv []wideVec, sq []float32, d *wideVec, lam float32) bool {
+				return codeStepsOf(dotLanesOf[wideVec], axpyLanesOf[wideVec, wideMask], xt, n, r, e, lv, sq, d, lam)
+			},
+			func(xt []float32, n int, r, e, lv, u []wideVec, lam float32, num, l2 *wideVec) {
+				groupSumsOf(dotLanesOf[wideVec], axpyLanesOf[wideVec, wideMask], xt, n, r, e, lv, u, lam, num, l2)
+			},
+			dotPairLanesOf[wideVec], mulAddLanesOf[wideVec, wideMask]})
+}
+
+func randMask[M masks](rng *rand.Rand) (m M) {
+	for l := 0; l < len(m); l++ {
+		if rng.IntN(2) == 0 {
+			m[l] = ^uint32(0)
+		}
+	}
+	return m
+}
+
+func laneKernelsIdentical[V lanes, M masks](t *testing.T, name string, vec, port *laneKernels[V, M]) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range laneLengths {
+		a := randLanesOf[V](rng, 1)[0]
+		mk := randMask[M](rng)
+		all1, m1 := guardedLanesOf[V](rng, n)
+		all2 := append([]V(nil), all1...)
+		m2 := all2[1 : n+1]
+		xl := randLanesOf[V](rng, n)
+		vec.mulAdd(m1, &a, &mk, xl)
+		port.mulAdd(m2, &a, &mk, xl)
 		if !sameBits(all1, all2) || !guardsIntact(all1) {
-			t.Fatalf("mulAddLanes n %d: paths differ or guard overwritten", n)
+			t.Fatalf("%s: mulAdd n %d: paths differ or guard overwritten", name, n)
+		}
+		var p1, p2 V
+		vec.dotPair(m1, xl, &p1)
+		port.dotPair(m1, xl, &p2)
+		if !sameBits([]V{p1}, []V{p2}) {
+			t.Fatalf("%s: dotPair n %d: paths differ", name, n)
 		}
 
 		// One group of columns: levels -1..2, a scale per lane (one 0).
@@ -116,55 +152,64 @@ func TestLaneKernelsPathsIdentical(t *testing.T) {
 		for j := range sq {
 			sq[j] = kernels.DotF32(xt[j*n:(j+1)*n], xt[j*n:(j+1)*n])
 		}
-		lv := make([]laneVec, k)
+		lv := make([]V, k)
 		for j := range lv {
-			for l := range lv[j] {
+			for l := 0; l < len(lv[j]); l++ {
 				lv[j][l] = float32(rng.IntN(4) - 1)
 			}
 		}
-		e := randLanes(rng, k)
+		e := randLanesOf[V](rng, k)
 		for j := range e {
-			for l := range e[j] {
+			for l := 0; l < len(e[j]); l++ {
 				e[j][l] *= 0.3
 			}
 		}
-		var d laneVec
-		for l := range d {
+		var d V
+		for l := 0; l < len(d); l++ {
 			d[l] = roundFP16(float32(0.2 + 0.3*rng.Float64()))
 		}
 		d[3] = 0
 		lam := float32(0.7)
-		rAll, r := guardedLanes(rng, n)
-		r2All := append([]laneVec(nil), rAll...)
+		rAll, r := guardedLanesOf[V](rng, n)
+		r2All := append([]V(nil), rAll...)
 		r2 := r2All[1 : n+1]
-		e2, lv2 := append([]laneVec(nil), e...), append([]laneVec(nil), lv...)
-		m1v := codeSteps(xt, n, r, e, lv, sq, &d, lam)
-		m2v := codeStepsGo(xt, n, r2, e2, lv2, sq, &d, lam)
+		e2, lv2 := append([]V(nil), e...), append([]V(nil), lv...)
+		m1v := vec.codeSteps(xt, n, r, e, lv, sq, &d, lam)
+		m2v := port.codeSteps(xt, n, r2, e2, lv2, sq, &d, lam)
 		if m1v != m2v || !sameBits(rAll, r2All) || !sameBits(e, e2) || !sameBits(lv, lv2) || !guardsIntact(rAll) {
-			t.Fatalf("codeSteps n %d: paths differ (moved %v, %v) or guard overwritten", n, m1v, m2v)
+			t.Fatalf("%s: codeSteps n %d: paths differ (moved %v, %v) or guard overwritten", name, n, m1v, m2v)
 		}
 		if !m1v {
-			t.Fatalf("codeSteps n %d: no code moved from random levels", n)
+			t.Fatalf("%s: codeSteps n %d: no code moved from random levels", name, n)
 		}
 
-		uAll, u := guardedLanes(rng, n)
-		u2All := append([]laneVec(nil), uAll...)
+		uAll, u := guardedLanesOf[V](rng, n)
+		u2All := append([]V(nil), uAll...)
 		u2 := u2All[1 : n+1]
-		var num1, l21, num2, l22 laneVec
-		groupSums(xt, n, r, e, lv, u, lam, &num1, &l21)
-		groupSumsGo(xt, n, r, e, lv, u2, lam, &num2, &l22)
-		if !sameBits(uAll, u2All) || !sameBits([]laneVec{num1, l21}, []laneVec{num2, l22}) || !guardsIntact(uAll) {
-			t.Fatalf("groupSums n %d: paths differ or guard overwritten", n)
+		var num1, l21, num2, l22 V
+		vec.groupSums(xt, n, r, e, lv, u, lam, &num1, &l21)
+		port.groupSums(xt, n, r, e, lv, u2, lam, &num2, &l22)
+		if !sameBits(uAll, u2All) || !sameBits([]V{num1, l21}, []V{num2, l22}) || !guardsIntact(uAll) {
+			t.Fatalf("%s: groupSums n %d: paths differ or guard overwritten", name, n)
 		}
 	}
 }
 
-// TestRefineLowIsDescend: the lane refinement leaves the codes and scales
-// descend leaves row by row with lowQuad, for a row count that is not a
-// multiple of the lanes.
+// TestRefineLowIsDescend: the lane refinement, at either width, leaves the
+// codes and scales descend leaves row by row with lowQuad, for row counts
+// that are not a multiple of the lanes.
 func TestRefineLowIsDescend(t *testing.T) {
+	saved := useWide
+	defer func() { useWide = saved }()
+	for _, wide := range []bool{false, true} {
+		useWide = wide
+		refineLowIsDescend(t)
+	}
+}
+
+func refineLowIsDescend(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, c := range []struct{ n, cols, rows, passes int }{{24, 192, 13, 4}, {40, 128, 8, 2}, {5, 64, 3, 6}} {
+	for _, c := range []struct{ n, cols, rows, passes int }{{24, 192, 13, 4}, {40, 128, 8, 2}, {5, 64, 3, 6}, {33, 128, 21, 3}} {
 		x := lowCase(uint64(c.n), c.n, c.cols)
 		f, reason := lowRankFactor(x, c.n, c.cols, 0.3, 0.7)
 		if reason != "" {
@@ -199,12 +244,23 @@ func TestRefineLowIsDescend(t *testing.T) {
 	}
 }
 
-// TestLowCarryIsRowByRow: the lane carry leaves the weights a row-by-row
-// carry leaves (z_r += e_j cp_j by kernels.Axpy, skipped for e_j = 0, then
+// TestLowCarryIsRowByRow: the lane carry, at either width, leaves the
+// weights a row-by-row carry leaves (z_r += e_j cp_j by kernels.Axpy, skipped for e_j = 0, then
 // w_rk += kernels.DotF32(x_k, z_r)), bit for bit, for a row count that is
 // not a multiple of the lanes.
 func TestLowCarryIsRowByRow(t *testing.T) {
-	const n, cols, rows = 37, 256, 11
+	saved := useWide
+	defer func() { useWide = saved }()
+	for _, wide := range []bool{false, true} {
+		useWide = wide
+		for _, c := range []struct{ n, rows int }{{37, 11}, {32, 21}, {70, 16}} {
+			lowCarryIsRowByRow(t, c.n, c.rows)
+		}
+	}
+}
+
+func lowCarryIsRowByRow(t *testing.T, n, rows int) {
+	const cols = 256
 	f, reason := lowRankFactor(lowCase(5, n, cols), n, cols, 0.3, 0.7)
 	if reason != "" {
 		t.Fatal(reason)

@@ -160,14 +160,18 @@ var dotPairLanes = dotPairLanesGo
 
 // dotPairLanesGo is the portable definition of dotPairLanes: DotF32 of
 // each lane's two columns.
-func dotPairLanesGo(a, b []laneVec, out *laneVec) {
+func dotPairLanesGo(a, b []laneVec, out *laneVec) { dotPairLanesOf(a, b, out) }
+
+func dotPairLanesOf[V lanes](a, b []V, out *V) {
 	ca, cb := make([]float32, len(a)), make([]float32, len(a))
-	for l := range out {
+	var r V
+	for l := 0; l < len(r); l++ {
 		for t := range a {
 			ca[t], cb[t] = a[t][l], b[t][l]
 		}
-		out[l] = kernels.DotF32(ca, cb)
+		r[l] = kernels.DotF32(ca, cb)
 	}
+	*out = r
 }
 
 // blocks sets dst[k·n+t][l] = x[t·cols + rowLanes·k + l] for the n rows t

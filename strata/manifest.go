@@ -68,11 +68,21 @@ type Calibration struct {
 	// ExpertPasses is those rounds' coordinate passes per row, ExpertGate
 	// whether gate's rows are refined too (up's always are), WarmDown whether
 	// down's second quantization starts from its first one's codes.
-	ExpertPasses int      `json:"expert_passes"`
-	ExpertGate   bool     `json:"expert_gate"`
-	WarmDown     bool     `json:"warm_down"`
-	Fallbacks    []string `json:"fallbacks,omitempty"`
-	Seconds      float64  `json:"collect_seconds"`
+	ExpertPasses int  `json:"expert_passes"`
+	ExpertGate   bool `json:"expert_gate"`
+	WarmDown     bool `json:"warm_down"`
+	// ExpertTokens is the quantizer tokens per n_embd column an expert
+	// needed for those rounds (0: every expert ran them; manifests before
+	// it ran them on every expert), ExpertSkipped how many experts had
+	// fewer and skipped them.
+	ExpertTokens  float64 `json:"expert_tokens"`
+	ExpertSkipped int     `json:"expert_refine_skipped,omitempty"`
+	// GridTokens is the quantizer tokens per column a matrix needed for
+	// the Candidates grid scales (fewer: the plain search's pick alone; 0:
+	// the grid always, as before it).
+	GridTokens float64  `json:"grid_tokens"`
+	Fallbacks  []string `json:"fallbacks,omitempty"`
+	Seconds    float64  `json:"collect_seconds"`
 }
 
 // LayerError is one MoE layer's conversion error.

@@ -43,6 +43,8 @@ type calibFlags struct {
 	exPasses   int
 	exGate     bool
 	warmDown   bool
+	exTokens   float64 // --refine-expert-tokens
+	gridTokens float64 // --calib-grid-tokens
 }
 
 func (c *calibFlags) add(f *pflag.FlagSet) {
@@ -62,10 +64,12 @@ func (c *calibFlags) add(f *pflag.FlagSet) {
 	cli.IntVar(f, &c.expert, "refine-expert", optq.DefaultExpert, 0, 1000, "rounds refining gate and up against the error of the expert's whole output (with its quantized down), each followed by down quantized again")
 	cli.IntVar(f, &c.exPasses, "refine-expert-passes", optq.Defaults().ExpertPasses, 0, 1000, "coordinate passes over each gate and up row in a round of the expert-output refinement")
 	f.BoolVar(&c.exGate, "refine-expert-gate", optq.Defaults().ExpertGate, "refine gate's rows too (after up's) in the expert-output refinement")
+	cli.Float64Var(f, &c.exTokens, "refine-expert-tokens", optq.DefaultExpertTokens, 0, 1e6, "quantizer tokens per n_embd column an expert needs for the expert-output refinement (fewer: it is skipped; 0: every expert)")
 	f.BoolVar(&c.warmDown, "refine-expert-warm-down", optq.Defaults().WarmDown, "after the expert-output refinement, quantize down again from its codes so far by the refinement alone (false: a new OPTQ pass with its scale search)")
 	cli.IntVar(f, &c.expertSelf, "refine-expert-self", optq.DefaultSelfExpert, 0, 1000, "expert-output refinement rounds when --calib-self windows are used and --refine-expert is not given")
 	cli.IntVar(f, &c.holdEvery, "calib-hold", calib.DefaultHoldEvery, 0, 1<<20, "hold back every Nth calibration window to measure the output error (0: none)")
 	cli.IntVar(f, &c.candidates, "calib-candidates", optq.Defaults().Candidates, 0, 1000, "grid scales per sign scored by the Hessian-weighted error")
+	cli.Float64Var(f, &c.gridTokens, "calib-grid-tokens", optq.DefaultGridTokens, 0, 1e6, "quantizer tokens per column a matrix needs for the --calib-candidates grid scales (fewer: the plain search's pick alone; 0: always)")
 	cli.IntVar(f, &c.refPasses, "refine-self", optq.DefaultSelfRefine, 0, 1000, "refinement passes when --calib-self windows are used and --refine is not given")
 	cli.IntVar(f, &c.candSelf, "calib-candidates-self", optq.DefaultSelfCandidates, 0, 1000, "grid scales per sign when --calib-self windows are used and --calib-candidates is not given")
 }
@@ -112,6 +116,7 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 	opt.SwiGLU, opt.SwiGLUDamp = c.swiglu, c.swigluDamp
 	opt.Expert = c.expert
 	opt.ExpertPasses, opt.ExpertGate, opt.WarmDown = c.exPasses, c.exGate, c.warmDown
+	opt.ExpertTokens, opt.GridTokens = c.exTokens, c.gridTokens
 	if c.self > 0 && !fs.Changed("damp") {
 		opt.Damp = c.selfDamp
 	}
@@ -194,5 +199,5 @@ func (c *calibrated) finish() {
 	if c == nil {
 		return
 	}
-	c.info.Fallbacks, _ = c.q.Fallbacks()
+	calib.RecordResults(c.info, c.q)
 }

@@ -1,0 +1,35 @@
+//go:build amd64 && !noasm
+
+package optq
+
+import "github.com/klauspost/cpuid/v2"
+
+// dotManyAVX512 is dotManyGo's whole chunks: see linalg_amd64.s.
+//
+//go:noescape
+func dotManyAVX512(a *float32, n int, b *float32, stride int, m int, out *float32)
+
+func dotManyVector(out, a, b []float32, stride int) {
+	L, m := len(a), len(out)
+	if L < 32 || m == 0 {
+		dotManyGo(out, a, b, stride)
+		return
+	}
+	_ = b[(m-1)*stride+L-1]
+	n := L &^ 31
+	dotManyAVX512(&a[0], n, &b[0], stride*4, m, &out[0])
+	for t := range out { // the tail, one element at a time after the fold
+		row := b[t*stride : t*stride+L]
+		r := out[t]
+		for i := n; i < L; i++ {
+			r += float32(row[i] * a[i])
+		}
+		out[t] = r
+	}
+}
+
+func init() {
+	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.AVX512F) {
+		dotMany = dotManyVector
+	}
+}
