@@ -12,6 +12,7 @@ import (
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/testutil"
 	"github.com/stratactl/stratactl/optq"
+	"github.com/stratactl/stratactl/strata"
 )
 
 func openTiny(t *testing.T, threads int) *engine.Model {
@@ -179,6 +180,24 @@ func TestQuantizerDeterministic(t *testing.T) {
 		}
 		if want := map[bool]int64{true: experts, false: 0}[budget == 0]; q.Spilled() != want {
 			t.Fatalf("budget %d: %d experts spilled, want %d", budget, q.Spilled(), want)
+		}
+		// These few windows give every expert fewer tokens than n_embd: each
+		// one that got any skips the expert-output refinement, and the
+		// record says how many.
+		in, err := set.Layer(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var few int
+		for e := 0; e < experts; e++ {
+			if n := in.Tokens(e); n > 0 && float64(n) < optq.DefaultExpertTokens*float64(L.Embd) {
+				few++
+			}
+		}
+		var rec strata.Calibration
+		RecordResults(&rec, q)
+		if few == 0 || rec.ExpertSkipped != few {
+			t.Fatalf("%d experts recorded as skipping the expert-output refinement, want %d (> 0)", rec.ExpertSkipped, few)
 		}
 		return out
 	}

@@ -13,3 +13,11 @@ func RecordOptions(c *strata.Calibration, opt optq.Options) {
 	c.ExpertPasses, c.ExpertGate, c.WarmDown = opt.ExpertPasses, opt.ExpertGate, opt.WarmDown
 	c.ExpertTokens, c.GridTokens = opt.ExpertTokens, opt.GridTokens
 }
+
+// RecordResults writes what q did into the calibration record once its
+// experts are quantized: the fallbacks by reason and the experts that
+// skipped the expert-output refinement for too few tokens.
+func RecordResults(c *strata.Calibration, q *Quantizer) {
+	c.Fallbacks, _ = q.Fallbacks()
+	c.ExpertSkipped = q.ExpertRefineSkipped()
+}

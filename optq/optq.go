@@ -328,6 +328,7 @@ type searcher struct {
 	cand   [][]float32     // per row of the batch: its candidate scales, in the order choose takes them
 	raw    []float32       // the grid's scales before their rounding to fp16
 	w      blockRows
+	lw     *laneWeights // one candidate a row (no grid): a row per lane
 	score  []groupScore
 }
 
@@ -338,6 +339,10 @@ func newSearcher(f *factors, opt Options) *searcher {
 	s.plain, _ = kernels.NewQ2Blocks(&quant.QuantizeOptions{Q2Candidates: opt.Q2Candidates, Importance: s.imp[:]})
 	s.slot = (1 + 2*len(s.ratios) + laneBlock - 1) / laneBlock * laneBlock
 	s.batch = max(1, min(scoreBatchMax, scoreLanes/s.slot))
+	if len(s.ratios) == 0 && scoreLaneRows != nil && scoreBatchMax > 1 {
+		// The plain pick alone: a lane per row (the same passes).
+		s.slot, s.batch, s.lw = 1, scoreLanes, new(laneWeights)
+	}
 	s.cand = make([][]float32, s.batch)
 	s.score = make([]groupScore, (s.batch*s.slot+scoreLanes-1)/scoreLanes)
 	return s
@@ -494,9 +499,17 @@ func (s *searcher) scoreBatch(W []float32, r0, nr, g0 int) {
 	for i := 0; i < nr; i++ {
 		s.candidates(i, W[(r0+i)*cols+g0:(r0+i)*cols+g0+group])
 	}
-	for b := range s.w {
-		i := min(b*laneBlock/s.slot, nr-1)
-		copy(s.w[b][:], W[(r0+i)*cols+g0:(r0+i)*cols+g0+group])
+	if s.lw != nil {
+		for c := range scoreLanes {
+			for k, v := range (*[group]float32)(W[(r0+min(c, nr-1))*cols+g0:]) {
+				s.lw[k][c] = v
+			}
+		}
+	} else {
+		for b := range s.w {
+			i := min(b*laneBlock/s.slot, nr-1)
+			copy(s.w[b][:], W[(r0+i)*cols+g0:(r0+i)*cols+g0+group])
+		}
 	}
 	id := (*[group]float32)(s.f.invDiag[g0 : g0+group])
 	bt := (*[group * group]float32)(s.bandT[g0*group : (g0+group)*group])
@@ -514,7 +527,11 @@ func (s *searcher) scoreBatch(W []float32, r0, nr, g0 int) {
 			}
 			gs.d[c], gs.inv[c] = d, inv
 		}
-		scoreGroup(&s.w, id, bt, gs)
+		if s.lw != nil {
+			scoreLaneRows(s.lw, id, bt, gs)
+		} else {
+			scoreGroup(&s.w, id, bt, gs)
+		}
 	}
 }
 

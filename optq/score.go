@@ -53,14 +53,34 @@ type scorePath struct {
 
 var scoreGroupPaths []scorePath
 
-// scoreGroupGo is the portable definition of scoreGroup.
+// scoreGroupGo is the portable definition of scoreGroup: scoreLaneRowsGo
+// with lane c's weights those of row c/laneBlock.
 func scoreGroupGo(w *blockRows, invDiag *[group]float32, bandT *[group * group]float32, s *groupScore) {
+	var lw laneWeights
+	for k := range lw {
+		for c := range lw[k] {
+			lw[k][c] = w[c/laneBlock][k]
+		}
+	}
+	scoreLaneRowsGo(&lw, invDiag, bandT, s)
+}
+
+// laneWeights is a scoring pass's weights with a row per lane: w[k][c] is
+// lane c's weight at column k.
+type laneWeights = [group][scoreLanes]float32
+
+// scoreLaneRows is scoreGroup with every lane on its own row (w[k][c]), so
+// that a pass takes scoreLanes rows of one candidate each (where the grid
+// is off: the plain search's pick alone); nil where the CPU has no vector
+// path for it (then such a row takes laneBlock lanes, as with the grid).
+var scoreLaneRows func(w *laneWeights, invDiag *[group]float32, bandT *[group * group]float32, s *groupScore)
+
+// scoreLaneRowsGo is the portable definition of scoreLaneRows and
+// scoreGroup's arithmetic.
+func scoreLaneRowsGo(w *laneWeights, invDiag *[group]float32, bandT *[group * group]float32, s *groupScore) {
 	var sum [scoreLanes]float32
 	for k := 0; k < group; k++ {
-		var t [scoreLanes]float32
-		for c := range t {
-			t[c] = w[c/laneBlock][k]
-		}
+		t := w[k]
 		bk := bandT[k*group : k*group+k]
 		for j, b := range bk {
 			ne := &s.ne[j]

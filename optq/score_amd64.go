@@ -49,3 +49,19 @@ func init() {
 		fp16Round = fp16RoundVector
 	}
 }
+
+// scoreLanesAVX512 is scoreLaneRowsGo in ZMM registers: scoreGroupAVX512
+// with each lane's own row.
+//
+//go:noescape
+func scoreLanesAVX512(w, invDiag, bandT *float32, s *groupScore)
+
+func scoreLanesVector512(w *laneWeights, invDiag *[group]float32, bandT *[group * group]float32, s *groupScore) {
+	scoreLanesAVX512(&w[0][0], &invDiag[0], &bandT[0], s)
+}
+
+func init() {
+	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.AVX512F) {
+		scoreLaneRows = scoreLanesVector512
+	}
+}

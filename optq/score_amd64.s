@@ -210,6 +210,101 @@ GLOBL score512<>(SB), RODATA|NOPTR, $12
 	VMULPS       64(DI), Z8, Z9 \
 	VADDPS       Z9, B, B
 
+// ROWSQUAD512: lanes 8b..8b+7 take row b of the blockRows at AX.
+#define ROWSQUAD512(A) \
+	ROWS512(Z0, Y0, 0, 0)  \
+	ROWS512(Z1, Y1, 2, 0)  \
+	ROWS512(Z2, Y2, 0, 4)  \
+	ROWS512(Z3, Y3, 2, 4)  \
+	ROWS512(Z4, Y4, 0, 8)  \
+	ROWS512(Z5, Y5, 2, 8)  \
+	ROWS512(Z6, Y6, 0, 12) \
+	ROWS512(Z7, Y7, 2, 12)
+
+// LANESQUAD512: lane c takes its own row, w[k][c] of the laneWeights at
+// AX (columns k..k+3 are 512 contiguous bytes from k·128).
+#define LANESQUAD512(A) \
+	MOVQ    R10, R11   \
+	SHLQ    $7, R11    \
+	ADDQ    A, R11     \
+	VMOVUPS (R11), Z0  \
+	VMOVUPS 64(R11), Z1  \
+	VMOVUPS 128(R11), Z2 \
+	VMOVUPS 192(R11), Z3 \
+	VMOVUPS 256(R11), Z4 \
+	VMOVUPS 320(R11), Z5 \
+	VMOVUPS 384(R11), Z6 \
+	VMOVUPS 448(R11), Z7
+
+// SCOREPRE512, a QUAD and SCOREPOST512 are scoreGroupAVX512's body, the
+// QUAD setting Z0-Z7 to the 32 lanes' compensated weights of columns
+// k..k+3 before their terms (R10 = k): ROWSQUAD512 broadcasts rows of
+// blockRows, LANESQUAD512 loads laneWeights' columns.
+#define SCOREPRE512 \
+	VBROADCASTSS score512<>+0(SB), Z16 \
+	VBROADCASTSS score512<>+4(SB), Z17 \
+	VBROADCASTSS score512<>+8(SB), Z18 \
+	VPXORD       Z12, Z12, Z12 \
+	VPXORD       Z13, Z13, Z13 \
+	LEAQ         S_NE(R8), DI \
+	LEAQ         S_L(R8), R9 \
+	XORQ         R10, R10 \
+quad512:
+
+#define SCOREPOST512 \
+	MOVQ  R10, SI \
+	SHLQ  $8, SI \
+	ADDQ  DX, SI \
+	MOVQ  R10, CX \
+	TESTQ CX, CX \
+	JZ    quant512 \
+	LEAQ  S_NE(R8), R11 \
+term512: \
+	VBROADCASTSS (SI), Z8 \
+	VBROADCASTSS 256(SI), Z9 \
+	VBROADCASTSS 512(SI), Z14 \
+	VBROADCASTSS 768(SI), Z15 \
+	TERM512(Z0, Z2, Z4, Z6, 0) \
+	TERM512(Z1, Z3, Z5, Z7, 64) \
+	ADDQ         $4, SI \
+	ADDQ         $128, R11 \
+	DECQ         CX \
+	JNZ          term512 \
+quant512: \
+	VBROADCASTSS (BX)(R10*4), Z8 \
+	LANES512(Z0, Z12, 0) \
+	LANES512(Z1, Z13, 64) \
+	NEXT512(Z2, Z3, 256) \
+	NEXT512(Z4, Z5, 512) \
+	NEXT512(Z6, Z7, 768) \
+	ADDQ         $128, DI \
+	ADDQ         $128, R9 \
+	VBROADCASTSS 4(BX)(R10*4), Z8 \
+	LANES512(Z2, Z12, 0) \
+	LANES512(Z3, Z13, 64) \
+	NEXT512(Z4, Z5, 516) \
+	NEXT512(Z6, Z7, 772) \
+	ADDQ         $128, DI \
+	ADDQ         $128, R9 \
+	VBROADCASTSS 8(BX)(R10*4), Z8 \
+	LANES512(Z4, Z12, 0) \
+	LANES512(Z5, Z13, 64) \
+	NEXT512(Z6, Z7, 776) \
+	ADDQ         $128, DI \
+	ADDQ         $128, R9 \
+	VBROADCASTSS 12(BX)(R10*4), Z8 \
+	LANES512(Z6, Z12, 0) \
+	LANES512(Z7, Z13, 64) \
+	ADDQ $128, DI \
+	ADDQ $128, R9 \
+	ADDQ $4, R10 \
+	CMPQ R10, $64 \
+	JLT  quad512 \
+	VMOVUPS Z12, S_LOSS(R8) \
+	VMOVUPS Z13, (S_LOSS+64)(R8) \
+	VZEROUPPER \
+	RET
+
 // func scoreGroupAVX512(w, invDiag, bandT *float32, s *groupScore)
 // scoreGroupGo with the 32 lanes in two ZMM registers and the columns in
 // fours k..k+3 (eight independent sums): the four compensated weights
@@ -221,81 +316,17 @@ TEXT ·scoreGroupAVX512(SB), NOSPLIT, $0-32
 	MOVQ         invDiag+8(FP), BX
 	MOVQ         bandT+16(FP), DX
 	MOVQ         s+24(FP), R8
-	VBROADCASTSS score512<>+0(SB), Z16
-	VBROADCASTSS score512<>+4(SB), Z17
-	VBROADCASTSS score512<>+8(SB), Z18
-	VPXORD       Z12, Z12, Z12
-	VPXORD       Z13, Z13, Z13
-	LEAQ         S_NE(R8), DI
-	LEAQ         S_L(R8), R9
-	XORQ         R10, R10
+	SCOREPRE512
+	ROWSQUAD512(AX)
+	SCOREPOST512
 
-quad512:
-	ROWS512(Z0, Y0, 0, 0)
-	ROWS512(Z1, Y1, 2, 0)
-	ROWS512(Z2, Y2, 0, 4)
-	ROWS512(Z3, Y3, 2, 4)
-	ROWS512(Z4, Y4, 0, 8)
-	ROWS512(Z5, Y5, 2, 8)
-	ROWS512(Z6, Y6, 0, 12)
-	ROWS512(Z7, Y7, 2, 12)
-	MOVQ  R10, SI
-	SHLQ  $8, SI
-	ADDQ  DX, SI // bandT row k; rows k+1..k+3 at 256, 512, 768
-	MOVQ  R10, CX
-	TESTQ CX, CX
-	JZ    quant512
-	LEAQ  S_NE(R8), R11
-
-term512:
-	VBROADCASTSS (SI), Z8
-	VBROADCASTSS 256(SI), Z9
-	VBROADCASTSS 512(SI), Z14
-	VBROADCASTSS 768(SI), Z15
-	TERM512(Z0, Z2, Z4, Z6, 0)
-	TERM512(Z1, Z3, Z5, Z7, 64)
-	ADDQ         $4, SI
-	ADDQ         $128, R11
-	DECQ         CX
-	JNZ          term512
-
-quant512:
-	// SI is bandT row k + 4k: column k+m's factor of column k+i at
-	// 256m + 4i.
-	VBROADCASTSS (BX)(R10*4), Z8
-	LANES512(Z0, Z12, 0)
-	LANES512(Z1, Z13, 64)
-	NEXT512(Z2, Z3, 256)
-	NEXT512(Z4, Z5, 512)
-	NEXT512(Z6, Z7, 768)
-	ADDQ         $128, DI
-	ADDQ         $128, R9
-
-	VBROADCASTSS 4(BX)(R10*4), Z8
-	LANES512(Z2, Z12, 0)
-	LANES512(Z3, Z13, 64)
-	NEXT512(Z4, Z5, 516)
-	NEXT512(Z6, Z7, 772)
-	ADDQ         $128, DI
-	ADDQ         $128, R9
-
-	VBROADCASTSS 8(BX)(R10*4), Z8
-	LANES512(Z4, Z12, 0)
-	LANES512(Z5, Z13, 64)
-	NEXT512(Z6, Z7, 776)
-	ADDQ         $128, DI
-	ADDQ         $128, R9
-
-	VBROADCASTSS 12(BX)(R10*4), Z8
-	LANES512(Z6, Z12, 0)
-	LANES512(Z7, Z13, 64)
-	ADDQ $128, DI
-	ADDQ $128, R9
-	ADDQ $4, R10
-	CMPQ R10, $64
-	JLT  quad512
-
-	VMOVUPS Z12, S_LOSS(R8)
-	VMOVUPS Z13, (S_LOSS+64)(R8)
-	VZEROUPPER
-	RET
+// func scoreLanesAVX512(w, invDiag, bandT *float32, s *groupScore)
+// scoreLaneRowsGo: scoreGroupAVX512 with each lane's own row.
+TEXT ·scoreLanesAVX512(SB), NOSPLIT, $0-32
+	MOVQ         w+0(FP), AX
+	MOVQ         invDiag+8(FP), BX
+	MOVQ         bandT+16(FP), DX
+	MOVQ         s+24(FP), R8
+	SCOREPRE512
+	LANESQUAD512(AX)
+	SCOREPOST512

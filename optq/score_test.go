@@ -1,6 +1,7 @@
 package optq
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -202,6 +203,107 @@ func TestAbsMax(t *testing.T) {
 		}
 		if got := absMax(v); math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
 			t.Fatalf("trial %d: absMax %v, the float loop %v", trial, got, want)
+		}
+	}
+}
+
+// TestScoreLaneRows: with every lane on its own row, each lane of the
+// portable pass gives the bits of its candidate's column pass over that
+// row, and the vector path (where the CPU has one) the portable bits,
+// writing nothing outside the pass.
+func TestScoreLaneRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	for trial := 0; trial < 30; trial++ {
+		_, id, band, s := scoreCase(rng)
+		bt := (*[group * group]float32)((&factors{cols: group, band: band}).bandByColumn())
+		var w laneWeights
+		rows := make([][group]float32, scoreLanes)
+		for c := range rows {
+			for k := range rows[c] {
+				rows[c][k] = float32(rng.NormFloat64())
+				w[k][c] = rows[c][k]
+			}
+		}
+		type guarded struct {
+			pre  [64]float32
+			s    groupScore
+			post [64]float32
+		}
+		var g [2]guarded
+		for i := range g {
+			for k := range g[i].pre {
+				g[i].pre[k], g[i].post[k] = math.Float32frombits(0x7fc0dead), math.Float32frombits(0x7fc0dead)
+			}
+			g[i].s = *s
+			for k := range g[i].s.ne { // stale values must not leak in
+				for c := range g[i].s.ne[k] {
+					g[i].s.ne[k][c], g[i].s.l[k][c] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+				}
+			}
+		}
+		w0 := w
+		scoreLaneRowsGo(&w, id, bt, &g[0].s)
+		for c := range scoreLanes {
+			lv, e, loss := columnPass(&rows[c], id, band, s.d[c])
+			if math.Float32bits(loss) != math.Float32bits(g[0].s.loss[c]) {
+				t.Fatalf("trial %d lane %d: loss %v, column pass %v", trial, c, g[0].s.loss[c], loss)
+			}
+			for k := range group {
+				if g[0].s.l[k][c] != lv[k] || -g[0].s.ne[k][c] != e[k] {
+					t.Fatalf("trial %d lane %d column %d: level %v error %v, column pass %v %v", trial, c, k, g[0].s.l[k][c], -g[0].s.ne[k][c], lv[k], e[k])
+				}
+			}
+		}
+		if scoreLaneRows == nil {
+			continue
+		}
+		scoreLaneRows(&w, id, bt, &g[1].s)
+		if w != w0 {
+			t.Fatal("scoreLaneRows wrote to its weights")
+		}
+		for k := range g[1].pre {
+			if math.Float32bits(g[1].pre[k]) != 0x7fc0dead || math.Float32bits(g[1].post[k]) != 0x7fc0dead {
+				t.Fatalf("trial %d: guard %d overwritten", trial, k)
+			}
+		}
+		a, b := &g[0].s, &g[1].s
+		for c := range scoreLanes {
+			if math.Float32bits(a.loss[c]) != math.Float32bits(b.loss[c]) {
+				t.Fatalf("trial %d lane %d: loss %v portable, %v vector", trial, c, a.loss[c], b.loss[c])
+			}
+			for k := range group {
+				if math.Float32bits(a.ne[k][c]) != math.Float32bits(b.ne[k][c]) || math.Float32bits(a.l[k][c]) != math.Float32bits(b.l[k][c]) {
+					t.Fatalf("trial %d lane %d column %d: portable and vector differ", trial, c, k)
+				}
+			}
+		}
+	}
+}
+
+// TestLaneRowScoringIsBlocks: where the grid is off (fewer tokens than
+// columns), scoring a row per lane gives the bytes of a row per block of
+// lanes, on the low-rank and the dense path.
+func TestLaneRowScoringIsBlocks(t *testing.T) {
+	if scoreLaneRows == nil {
+		t.Skip("no lane-row scoring path on this CPU")
+	}
+	for _, c := range []struct{ D, F, n int }{{256, 128, 40}, {192, 64, 100}} {
+		ex, in := expertFixture(rand.New(rand.NewPCG(29, uint64(c.n))), c.D, c.F, c.n, 0)
+		opt := Defaults()
+		opt.GridTokens = 1e6 // the plain pick alone, also on the dense path
+		lanes, err := QuantizeExpert(ex, in, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved := scoreLaneRows
+		scoreLaneRows = nil
+		blocks, err := QuantizeExpert(ex, in, opt)
+		scoreLaneRows = saved
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lanes.Fallback != "" || !bytes.Equal(lanes.Gate, blocks.Gate) || !bytes.Equal(lanes.Up, blocks.Up) || !bytes.Equal(lanes.Down, blocks.Down) {
+			t.Fatalf("%+v: a row per lane differs from a row per block (fallback %q)", c, lanes.Fallback)
 		}
 	}
 }

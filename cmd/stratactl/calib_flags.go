@@ -199,6 +199,5 @@ func (c *calibrated) finish() {
 	if c == nil {
 		return
 	}
-	c.info.Fallbacks, _ = c.q.Fallbacks()
-	c.info.ExpertSkipped = c.q.ExpertRefineSkipped()
+	calib.RecordResults(c.info, c.q)
 }

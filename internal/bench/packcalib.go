@@ -67,7 +67,7 @@ func (p PackCalibration) Calibrate(ctx context.Context, path string) (convert.Ex
 		Seconds: time.Since(t0).Seconds()}
 	calib.RecordOptions(info, opt)
 	done := func() {
-		info.Fallbacks, _ = q.Fallbacks()
+		calib.RecordResults(info, q)
 		q.Close()
 		set.Close()
 		m.Close()
