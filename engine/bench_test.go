@@ -35,7 +35,8 @@ func BenchmarkDecodeTiny(b *testing.B) {
 
 // BenchmarkDecodeSynthetic is a decode step of a small synthetic pack with
 // the field model's expert shape (2560 x 640, Q2_0), every expert resident,
-// in exact and fast mode: Session.Step, as Generate decodes.
+// in exact and fast mode: Session.Step, as Generate decodes; with the
+// steps' time in the weight products and in the rest (StepTimes) per token.
 func BenchmarkDecodeSynthetic(b *testing.B) {
 	dir := b.TempDir()
 	sp := SynthSpec{Layers: 2, Embd: 2560, Heads: 32, HeadsKV: 4, HeadDim: 128, Experts: 16, ExpertsUsed: 8,
@@ -56,6 +57,8 @@ func BenchmarkDecodeSynthetic(b *testing.B) {
 			}
 			b.SetBytes(m.DenseBytesPerToken() + int64(sp.Layers*sp.ExpertsUsed)*m.Stream().PayloadBytes())
 			s.Reserve(64)
+			st := new(StepTimes)
+			s.Timing = st
 			timeTokens(b, 1, func(i int) {
 				if s.Pos >= 64 {
 					s.Reset()
@@ -64,6 +67,18 @@ func BenchmarkDecodeSynthetic(b *testing.B) {
 					b.Fatal(err)
 				}
 			})
+			var prod, rest int64
+			for p := Phase(0); p < NumPhases; p++ {
+				if p.Products() {
+					prod += st.Nanos[p]
+				} else {
+					rest += st.Nanos[p]
+				}
+			}
+			if st.Steps > 0 {
+				b.ReportMetric(float64(prod)/1e6/float64(st.Steps), "products-ms/tok")
+				b.ReportMetric(float64(rest)/1e6/float64(st.Steps), "rest-ms/tok")
+			}
 		})
 	}
 }

@@ -6,50 +6,124 @@ package engine
 // copy applied to it: where the residual changes little over a layer, its
 // router picks nearly the experts it will pick) and asks the store to
 // start reading them, the nearest layer first, for each layer whose
-// guesses pay (raLayer.pays).
+// guesses pay (raScore.pays). Each layer is also guessed from x plus the
+// last token's change over layers next..l (its attention's and MoE's
+// outputs there, which the residual before a layer lacks of that layer's
+// MoE input: where the token mixer's output moves slowly from token to
+// token, as in the synthetic packs, this guesses better; in the tiny
+// trained models, worse), and both guesses are scored; the one read is
+// the one whose would-be reads the routing picked more often
+// (raScore.beats; x alone on a tie).
 func (s *Session) readAhead(next int, x []float32, T int) {
 	m := s.m
 	depth := m.Experts.ReadAhead()
-	if next >= len(m.Layers) || depth == 0 {
+	if depth == 0 {
 		return
 	}
-	c := &m.Config
-	D, E, K := c.Embd, c.Experts, c.ExpertsUsed
+	D := m.Config.Embd
 	if len(s.ra) != len(m.Layers)*depth {
 		s.ra, s.raDepth = make([]raLayer, len(m.Layers)*depth), depth
 	}
+	s.raTrack(next, x[(T-1)*D:T*D], depth)
+	if next >= len(m.Layers) {
+		return
+	}
+	var est []float32 // x plus the last token's change over next..l
 	for l := next; l < min(next+depth, len(m.Layers)); l++ {
 		L := &m.Layers[l]
+		d := s.ra[l*depth].delta
+		if d == nil || l > next && est == nil {
+			est = nil
+		} else {
+			if est == nil {
+				est = s.sc.floats(T * D)
+				copy(est, x)
+			}
+			for t := 0; t < T; t++ {
+				addTo(est[t*D:(t+1)*D], d)
+			}
+		}
 		if L.RouterQ8 == nil {
 			continue
 		}
-		xn := s.sc.floats(T * D)
-		rmsNormRows(xn, x, L.FFNNorm, D, c.Eps)
-		scores := s.sc.floats(T * E)
-		m.Pool.MatMul(L.RouterQ8, xn, T, scores)
-		guess := s.sc.topGuesses(scores, E, K)
 		st := &s.ra[l*depth+l-next]
-		st.pending = st.pending[:0]
-		for _, e := range guess {
-			if !m.Experts.Resident(l, e) {
-				st.pending = append(st.pending, e)
+		st.guess = append(st.guess[:0], s.raGuess(l, x, T, &st.raScore)...)
+		use, guess := &st.raScore, st.guess
+		if est != nil {
+			if g := s.raGuess(l, est, T, &st.withDelta); st.withDelta.beats(&st.raScore) {
+				use, guess = &st.withDelta, g
 			}
 		}
-		if st.pays() {
+		if use.pays() {
 			m.Experts.Guess(l, guess)
 		}
 	}
 }
 
-// raLayer scores read-ahead in one layer at one distance (the guesses
-// made d layers before the layer's own, each distance scored on its own,
-// so a layer guessed from near but not from far is still guessed): of the
-// experts its guesses would read (guessed and not resident when guessed,
-// whether or not the guess was made), how many the layer's routing then
-// picked. The score depends
-// only on the routing and the store's calls, so the decisions are the same
-// at any thread count and a trace of the calls replays exactly.
+// raGuess is layer l's top-k experts of each of the T rows of x by its
+// Q8_0 router copy (in the scratch's guess buffer), the experts among them
+// not resident now becoming sc's would-be reads.
+func (s *Session) raGuess(l int, x []float32, T int, sc *raScore) []int {
+	m := s.m
+	c := &m.Config
+	D, E := c.Embd, c.Experts
+	L := &m.Layers[l]
+	xn := s.sc.floats(T * D)
+	rmsNormRows(xn, x, L.FFNNorm, D, c.Eps)
+	scores := s.sc.floats(T * E)
+	m.Pool.MatMul(L.RouterQ8, xn, T, scores)
+	guess := s.sc.topGuesses(scores, E, c.ExpertsUsed)
+	sc.pending = sc.pending[:0]
+	for _, e := range guess {
+		if !m.Experts.Resident(l, e) {
+			sc.pending = append(sc.pending, e)
+		}
+	}
+	return guess
+}
+
+// raTrack keeps, per layer, the last token's residual before the layer
+// (last, before layer next) and its change over the layer: the residual
+// after layer next-1 less the one before it.
+func (s *Session) raTrack(next int, last []float32, depth int) {
+	if next > 0 {
+		p := &s.ra[(next-1)*depth]
+		if len(p.before) == len(last) {
+			if p.delta == nil {
+				p.delta = make([]float32, len(last))
+			}
+			for i, v := range last {
+				p.delta[i] = v - p.before[i]
+			}
+		}
+	}
+	if next < len(s.ra)/depth {
+		p := &s.ra[next*depth]
+		p.before = append(p.before[:0], last...)
+	}
+}
+
+// raLayer is read-ahead's record of one layer at one distance (the
+// guesses made d layers before the layer's own, each distance scored on
+// its own, so a layer guessed from near but not from far is still
+// guessed): the scores of its two guesses, from the residual alone and
+// with the last token's change added (readAhead).
 type raLayer struct {
+	raScore
+	withDelta raScore
+	guess     []int // the guess from the residual alone, kept while the other is made
+	// before and delta, in each layer's distance-0 entry only: the last
+	// token's residual before the layer and its change over the layer
+	// (nil until a token has been through it; raTrack).
+	before, delta []float32
+}
+
+// raScore scores one kind of guess: of the experts its guesses would read
+// (guessed and not resident when guessed, whether or not the guess was
+// read), how many the layer's routing then picked. The score depends only
+// on the routing and the store's calls, so the decisions are the same at
+// any thread count and a trace of the calls replays exactly.
+type raScore struct {
 	pending []int // the last guess's would-be reads
 	reads   int64 // would-be reads scored
 	used    int64 // of them, picked by the routing
@@ -68,7 +142,15 @@ const (
 // warms up, and then while at least half of the would-be reads are picked
 // (a wrong one costs a slot read and evicts an expert; a right one saves a
 // wait on the critical path).
-func (r *raLayer) pays() bool { return r.reads < raWarm || 2*r.used >= r.reads }
+func (r *raScore) pays() bool { return r.reads < raWarm || 2*r.used >= r.reads }
+
+// beats reports whether r's would-be reads were picked more often than
+// o's: (used+1)/(reads+2) each, so that a few reads decide little (a
+// better guess has fewer would-be reads, since more of what it guesses is
+// resident already, and would warm up later).
+func (r *raScore) beats(o *raScore) bool {
+	return (r.used+1)*(o.reads+2) > (o.used+1)*(r.reads+2)
+}
 
 // raScore scores layer l's last guesses, from every distance, against the
 // experts its routing picked (ids, distinct).
@@ -79,11 +161,12 @@ func (s *Session) raScore(l int, ids []int) {
 	}
 	for d := range depth {
 		s.ra[l*depth+d].score(ids)
+		s.ra[l*depth+d].withDelta.score(ids)
 	}
 }
 
 // score scores the last guess against the experts the routing picked.
-func (r *raLayer) score(ids []int) {
+func (r *raScore) score(ids []int) {
 	for _, e := range r.pending {
 		for _, id := range ids {
 			if id == e {

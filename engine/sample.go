@@ -19,7 +19,8 @@ type Sampler struct {
 	TopP float64
 	rng  *rand.Rand
 
-	p         []float64 // per token id, exp((logit - max) / Temp)
+	p         []float64 // per token id, its weight (weigh)
+	x         []float32 // per token id, (logit - max) / Temp, then its exponential
 	keys, tmp []uint64  // candidates in order: descending logit key << 32 | id
 	// The pool's pass of weigh, its function bound once (a closure handed
 	// to the pool would be a new heap object per draw), and its arguments.
@@ -69,7 +70,7 @@ func (s *Sampler) sample(logits []float32, pool *kernels.Pool) int32 {
 	mx := float64(logits[Argmax(logits)])
 	n := len(logits)
 	if cap(s.p) < n {
-		s.p, s.keys, s.tmp = make([]float64, n), make([]uint64, n), make([]uint64, n)
+		s.p, s.x, s.keys, s.tmp = make([]float64, n), make([]float32, n), make([]uint64, n), make([]uint64, n)
 	}
 	p, keys := s.p[:n], s.keys[:n]
 	all := s.TopP <= 0 || s.TopP >= 1
@@ -119,12 +120,19 @@ func (s *Sampler) sample(logits []float32, pool *kernels.Pool) int32 {
 	return int32(uint32(order[keep-1]))
 }
 
-// weigh sets p[i] = exp((logit i - mx) / Temp) and, with keyed, the
-// candidate key of id i for i in [lo, hi).
+// weigh sets p[i] to id i's weight, e^x in float32 (kernels.ExpF32, vector
+// code: within 2 ulp, 0 below x = -87) of x = (logit i - mx) * (1/Temp)
+// rounded to float32, and, with keyed, the candidate key of id i, for i in
+// [lo, hi).
 func (s *Sampler) weigh(logits []float32, mx float64, lo, hi int, keyed bool) {
-	p := s.p[lo:hi]
+	p, x := s.p[lo:hi], s.x[lo:hi]
+	inv := 1 / s.Temp
 	for j, v := range logits[lo:hi] {
-		p[j] = math.Exp((float64(v) - mx) / s.Temp)
+		x[j] = float32((float64(v) - mx) * inv)
+	}
+	kernels.ExpF32(x, x)
+	for j, e := range x {
+		p[j] = float64(e)
 	}
 	if keyed {
 		keys := s.keys[lo:hi]

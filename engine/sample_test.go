@@ -120,8 +120,11 @@ func referenceSample(s *Sampler, logits []float32) int32 {
 	}
 	cands := make([]cand, len(logits))
 	var sum float64
+	inv := 1 / s.Temp
 	for i, v := range logits {
-		p := math.Exp((float64(v) - mx) / s.Temp)
+		e := []float32{float32((float64(v) - mx) * inv)}
+		kernels.ExpF32(e, e)
+		p := float64(e[0])
 		cands[i] = cand{i, p}
 		sum += p
 	}
@@ -269,17 +272,23 @@ func BenchmarkSample32k(b *testing.B) {
 	for i := range logits {
 		logits[i] = float32(rng.NormFloat64() * 2)
 	}
-	b.Run("radix", func(b *testing.B) {
+	b.Run("all", func(b *testing.B) { // no top-p cut: id order
 		s := NewSampler(1, 1, 1)
 		for i := 0; i < b.N; i++ {
 			s.Sample(logits)
 		}
 	})
-	b.Run("radix-pool", func(b *testing.B) { // as Generate draws: the probabilities on the pool
+	b.Run("all-pool", func(b *testing.B) { // as Generate draws: the probabilities on the pool
 		s, pool := NewSampler(1, 1, 1), kernels.NewPool(0)
 		defer pool.Close()
 		for i := 0; i < b.N; i++ {
 			s.sample(logits, pool)
+		}
+	})
+	b.Run("top-p-0.9", func(b *testing.B) { // the radix order
+		s := NewSampler(1, 0.9, 1)
+		for i := 0; i < b.N; i++ {
+			s.Sample(logits)
 		}
 	})
 	b.Run("reference", func(b *testing.B) {

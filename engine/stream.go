@@ -308,10 +308,14 @@ func (s *PackStore) fill(rank [][]uint32) error {
 
 // pieceTarget is about the bytes of one piece of a slot's read: small
 // enough that a slot's pieces spread over the readers (one slot read by
-// all of them at once) and that a demand queued behind a guess waits for
-// at most a piece, large enough that a piece is one efficient read. A
-// variable so that tests split the tiny models' slots.
-var pieceTarget = 512 << 10
+// several at once, each piece's CRC pass while the others are read) and
+// that a demand queued behind a guess waits for at most a piece, large
+// enough that a piece is one efficient read: on the 2-core VM, the
+// median time from a Need of one absent slot of 1.36 MiB to its Get was
+// 0.45-0.48 ms in two pieces, 0.46-0.51 in one and 0.60-0.68 in three
+// (docs/BENCHMARKS.md). A variable so that tests split the tiny models'
+// slots.
+var pieceTarget = 768 << 10
 
 // slotPieces splits a slot of n bytes into pieces of about pieceTarget, a
 // multiple of align (O_DIRECT): the bytes of each but the last, and how

@@ -95,8 +95,10 @@ type kernelSet struct {
 	// n >= 1 positions, chunks of 32 and blocks of attnSumBlock.
 	attnScores func(q, k *float32, stride, n, chunks int, scale float32, out *float32)
 	attnSum    func(o, p, v *float32, stride, n, blocks int)
-	// swiglu is SwiGLU's loop over n values, n a positive multiple of 8.
+	// swiglu and exp are SwiGLU's and ExpF32's loops over n values, n a
+	// positive multiple of 8.
 	swiglu func(h, u *float32, n int)
+	exp    func(dst, x *float32, n int)
 	// xorReadVec is XORRead's loop over n bytes, n a positive multiple of
 	// xorReadUnit.
 	xorReadVec func(p *byte, n int) uint64

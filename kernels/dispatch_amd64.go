@@ -46,6 +46,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.bf16dot = bf16dotVector
 		k.xorReadVec = xorReadAVX2
 		k.swiglu = swigluAVX2
+		k.exp = expAVX2
 		k.paths = "avx2"
 	}
 	if c.avx2 && c.f16c {

@@ -50,8 +50,7 @@ const (
 	expP5  = 5.0000001201e-1
 )
 
-// expSiLU is e^t in float32 for SwiGLU, each product rounded before the
-// sum it feeds (the conversions forbid fusing).
+// expSiLU is e^t in float32 for SwiGLU.
 func expSiLU(t float32) float32 {
 	over := t > siluHi
 	if !(t < siluHi) {
@@ -60,6 +59,46 @@ func expSiLU(t float32) float32 {
 	if !(t > siluLo) {
 		t = siluLo
 	}
+	e := expCore(t)
+	if over {
+		e = float32(math.Inf(1))
+	}
+	return e
+}
+
+// ExpF32 sets dst[i] = e^x[i] in float32 (dst at least as long as x; it
+// may be x): expSiLU's exponential, within 2 ulp, 0 below -87 and +Inf
+// above 88 (where e^x is under 1.7e-38 or over 1.6e38), NaN for NaN. The
+// vector path (AVX2, swiglu_amd64.s) gives the portable loop's bits.
+func ExpF32(dst, x []float32) { host.expSlices(dst, x) }
+
+func (k *kernelSet) expSlices(dst, x []float32) {
+	dst = dst[:len(x)]
+	n := 0
+	if k.exp != nil && len(x) >= 8 {
+		n = len(x) &^ 7
+		k.exp(&dst[0], &x[0], n)
+	}
+	for i, v := range x[n:] {
+		dst[n+i] = expF32(v)
+	}
+}
+
+func expF32(x float32) float32 {
+	switch {
+	case x != x:
+		return x
+	case x > siluHi:
+		return float32(math.Inf(1))
+	case x < siluLo:
+		return 0
+	}
+	return expCore(x)
+}
+
+// expCore is e^t for t in [siluLo, siluHi], each product rounded before
+// the sum it feeds (the conversions forbid fusing).
+func expCore(t float32) float32 {
 	n := float32(math.RoundToEven(float64(float32(t * log2e))))
 	r := t - float32(n*ln2Hi)
 	r = r - float32(n*ln2Lo)
@@ -71,9 +110,5 @@ func expSiLU(t float32) float32 {
 	p = float32(p*r) + expP4
 	p = float32(p*r) + expP5
 	y := float32(float32(p*z)+r) + 1
-	e := float32(y * math.Float32frombits(uint32(int32(n)+127)<<23))
-	if over {
-		e = float32(math.Inf(1))
-	}
-	return e
+	return float32(y * math.Float32frombits(uint32(int32(n)+127)<<23))
 }

@@ -7,3 +7,9 @@ package kernels
 //
 //go:noescape
 func swigluAVX2(h, u *float32, n int)
+
+// expAVX2 is ExpF32's loop over n values, n a positive multiple of 8
+// (swiglu_amd64.s).
+//
+//go:noescape
+func expAVX2(dst, x *float32, n int)

@@ -32,6 +32,49 @@ K8(416, $127)
 K8(448, $0x7f800000)
 GLOBL swk<>(SB), RODATA|NOPTR, $480
 
+// EXPCORE sets Y4 = expCore(Y1) per lane (Y1 in [siluLo, siluHi]): n =
+// round-to-even(t*log2e), r = (t - n*ln2Hi) - n*ln2Lo, z = r*r, the
+// polynomial by Horner, y = (p*z + r) + 1, e = y * 2^n; Y2, Y3, Y5, Y6
+// scratch; the constants in Y8 (127), Y9 (1), Y10 (ln2Lo), Y11 (ln2Hi),
+// Y12 (log2e).
+#define EXPCORE \
+	VMULPS  Y12, Y1, Y2 \
+	VROUNDPS $0, Y2, Y2 \
+	VMULPS  Y11, Y2, Y3 \
+	VSUBPS  Y3, Y1, Y3 \
+	VMULPS  Y10, Y2, Y4 \
+	VSUBPS  Y4, Y3, Y3 \
+	VMULPS  Y3, Y3, Y5 \
+	VMOVUPS swk<>+192(SB), Y4 \
+	VMULPS  Y3, Y4, Y4 \
+	VADDPS  swk<>+224(SB), Y4, Y4 \
+	VMULPS  Y3, Y4, Y4 \
+	VADDPS  swk<>+256(SB), Y4, Y4 \
+	VMULPS  Y3, Y4, Y4 \
+	VADDPS  swk<>+288(SB), Y4, Y4 \
+	VMULPS  Y3, Y4, Y4 \
+	VADDPS  swk<>+320(SB), Y4, Y4 \
+	VMULPS  Y3, Y4, Y4 \
+	VADDPS  swk<>+352(SB), Y4, Y4 \
+	VMULPS  Y5, Y4, Y4 \
+	VADDPS  Y3, Y4, Y4 \
+	VADDPS  Y9, Y4, Y4 \
+	VCVTPS2DQ Y2, Y6 \
+	VPADDD  Y8, Y6, Y6 \
+	VPSLLD  $23, Y6, Y6 \
+	VMULPS  Y6, Y4, Y4
+
+// LOADK loads the constants of EXPCORE and the clamp: Y14 (siluHi), Y13
+// (siluLo).
+#define LOADK \
+	VMOVUPS swk<>+32(SB), Y14 \
+	VMOVUPS swk<>+64(SB), Y13 \
+	VMOVUPS swk<>+96(SB), Y12 \
+	VMOVUPS swk<>+128(SB), Y11 \
+	VMOVUPS swk<>+160(SB), Y10 \
+	VMOVUPS swk<>+384(SB), Y9 \
+	VMOVDQU swk<>+416(SB), Y8
+
 // func swigluAVX2(h, u *float32, n int)
 // Per lane, swigluGo's operations: over = t > siluHi (ordered: false for
 // NaN), t = -g clamped (min with siluHi, then
@@ -47,13 +90,7 @@ TEXT ·swigluAVX2(SB), NOSPLIT, $0-24
 	SHRQ $3, CX
 	JZ   swdone
 	VMOVUPS swk<>+0(SB), Y15   // sign
-	VMOVUPS swk<>+32(SB), Y14  // hi
-	VMOVUPS swk<>+64(SB), Y13  // lo
-	VMOVUPS swk<>+96(SB), Y12  // log2e
-	VMOVUPS swk<>+128(SB), Y11 // ln2Hi
-	VMOVUPS swk<>+160(SB), Y10 // ln2Lo
-	VMOVUPS swk<>+384(SB), Y9  // 1
-	VMOVDQU swk<>+416(SB), Y8  // 127
+	LOADK
 
 swloop:
 	VMOVUPS (DI), Y0             // g
@@ -61,31 +98,7 @@ swloop:
 	VCMPPS  $0x1e, Y14, Y1, Y7   // over: t > hi (GT_OQ)
 	VMINPS  Y14, Y1, Y1          // t < hi ? t : hi
 	VMAXPS  Y13, Y1, Y1          // t > lo ? t : lo
-	VMULPS  Y12, Y1, Y2
-	VROUNDPS $0, Y2, Y2          // n
-	VMULPS  Y11, Y2, Y3
-	VSUBPS  Y3, Y1, Y3           // r = t - n*ln2Hi
-	VMULPS  Y10, Y2, Y4
-	VSUBPS  Y4, Y3, Y3           // r -= n*ln2Lo
-	VMULPS  Y3, Y3, Y5           // z
-	VMOVUPS swk<>+192(SB), Y4    // p = P0
-	VMULPS  Y3, Y4, Y4
-	VADDPS  swk<>+224(SB), Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  swk<>+256(SB), Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  swk<>+288(SB), Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  swk<>+320(SB), Y4, Y4
-	VMULPS  Y3, Y4, Y4
-	VADDPS  swk<>+352(SB), Y4, Y4
-	VMULPS  Y5, Y4, Y4           // p*z
-	VADDPS  Y3, Y4, Y4           // + r
-	VADDPS  Y9, Y4, Y4           // + 1
-	VCVTPS2DQ Y2, Y6             // n as int32 (exact: n is whole)
-	VPADDD  Y8, Y6, Y6
-	VPSLLD  $23, Y6, Y6          // 2^n
-	VMULPS  Y6, Y4, Y4           // e
+	EXPCORE
 	VBLENDVPS Y7, swk<>+448(SB), Y4, Y4 // +Inf where over
 	VADDPS  Y9, Y4, Y4           // 1 + e
 	VDIVPS  Y4, Y0, Y4           // g / (1 + e)
@@ -98,4 +111,37 @@ swloop:
 	VZEROUPPER
 
 swdone:
+	RET
+
+// func expAVX2(dst, x *float32, n int)
+// Per lane, expF32: t = x clamped as in swigluAVX2, e = EXPCORE(t), then
+// +Inf where x > siluHi, 0 where x < siluLo, x where x is NaN.
+TEXT ·expAVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   exdone
+	LOADK
+
+exloop:
+	VMOVUPS (SI), Y0             // x
+	VMINPS  Y14, Y0, Y1
+	VMAXPS  Y13, Y1, Y1          // t
+	EXPCORE
+	VCMPPS  $0x1e, Y14, Y0, Y7   // x > hi (GT_OQ)
+	VBLENDVPS Y7, swk<>+448(SB), Y4, Y4
+	VCMPPS  $0x11, Y13, Y0, Y7   // x < lo (LT_OQ)
+	VXORPS  Y15, Y15, Y15
+	VBLENDVPS Y7, Y15, Y4, Y4
+	VCMPPS  $3, Y0, Y0, Y7       // x unordered (NaN)
+	VBLENDVPS Y7, Y0, Y4, Y4
+	VMOVUPS Y4, (DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	DECQ    CX
+	JNZ     exloop
+	VZEROUPPER
+
+exdone:
 	RET

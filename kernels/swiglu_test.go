@@ -122,3 +122,54 @@ func BenchmarkSwiGLU(b *testing.B) {
 		}
 	})
 }
+
+// TestExpF32Paths: every kernel set's ExpF32 gives the portable loop's
+// bits over lengths 0..4096, in place and into another slice with guard
+// bands; the values are within 2 ulp of e^x in [-87, 88], 0 below, +Inf
+// above, NaN for NaN.
+func TestExpF32Paths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	const guard = 16
+	for _, set := range testSets() {
+		for n := 0; n <= 4096; n += 1 + n/7 {
+			x := swigluInputs(rng, n)
+			want := make([]float32, n)
+			for i, v := range x {
+				want[i] = expF32(v)
+			}
+			buf := make([]float32, n+2*guard)
+			for i := range buf {
+				buf[i] = -7.25
+			}
+			dst := buf[guard : guard+n]
+			set.k.expSlices(dst, x)
+			inPlace := append([]float32(nil), x...)
+			set.k.expSlices(inPlace, inPlace)
+			for i := range dst {
+				if math.Float32bits(dst[i]) != math.Float32bits(want[i]) || math.Float32bits(inPlace[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s: n %d, e^%g: %g (in place %g), portable %g", set.name, n, x[i], dst[i], inPlace[i], want[i])
+				}
+			}
+			for i := 0; i < guard; i++ {
+				if buf[i] != -7.25 || buf[guard+n+i] != -7.25 {
+					t.Fatalf("%s: n %d wrote past dst's ends", set.name, n)
+				}
+			}
+		}
+	}
+	for _, c := range []struct{ x, want float32 }{{0, 1}, {-87.5, 0}, {-1e30, 0}, {float32(math.Inf(-1)), 0},
+		{88.5, float32(math.Inf(1))}, {float32(math.Inf(1)), float32(math.Inf(1))}} {
+		if got := expF32(c.x); got != c.want {
+			t.Errorf("e^%g: %g, want %g", c.x, got, c.want)
+		}
+	}
+	if got := expF32(float32(math.NaN())); got == got {
+		t.Errorf("e^NaN: %g", got)
+	}
+	for x := float32(siluLo); x <= siluHi; x += 1.0 / 1024 {
+		got, want := float64(expF32(x)), math.Exp(float64(x))
+		if ulp := want * 0x1p-23; math.Abs(got-want) > 2*ulp {
+			t.Fatalf("e^%g: %g, exact %g (%.2f ulp)", x, got, want, math.Abs(got-want)/ulp)
+		}
+	}
+}

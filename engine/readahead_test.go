@@ -1,0 +1,134 @@
+package engine
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stratactl/stratactl/internal/testutil"
+)
+
+// guessLog is an expert store that logs each Guess with the forward pass
+// it belongs to (the count of Needs of its layer so far).
+type guessLog struct {
+	ExpertStore
+	needs   []int
+	guesses []loggedGuess
+}
+
+type loggedGuess struct {
+	pass, layer int
+	ids         []int
+}
+
+func (g *guessLog) Need(layer int, ids []int) {
+	g.needs[layer]++
+	g.ExpertStore.Need(layer, ids)
+}
+
+func (g *guessLog) Guess(layer int, ids []int) {
+	g.guesses = append(g.guesses, loggedGuess{g.needs[layer], layer, slices.Clone(ids)})
+	g.ExpertStore.Guess(layer, ids)
+}
+
+// hiddenLog keeps each forward pass's last hidden row after each layer.
+type hiddenLog struct{ last [][][]float32 } // [pass][layer][Embd]
+
+func (h *hiddenLog) Layer(tr *LayerTrace) {
+	if tr.Layer == 0 {
+		h.last = append(h.last, nil)
+	}
+	D := len(tr.Hidden) / tr.Tokens
+	p := len(h.last) - 1
+	h.last[p] = append(h.last[p], slices.Clone(tr.Hidden[(tr.Tokens-1)*D:]))
+}
+
+// TestReadAheadAddsLastDelta: from the second forward pass on, read-ahead
+// guesses layer l from the residual before it, or, where that guess has
+// scored better, from the residual plus the last token's change over
+// layer l in the pass before (the change taken from the Observer's hidden
+// states, independently of read-ahead's own record); the scores seeded
+// for one kind or the other to win, every guess logged is of that kind.
+func TestReadAheadAddsLastDelta(t *testing.T) {
+	for _, withDelta := range []bool{true, false} {
+		m, _ := openSmallArena(t, m0Used(t)+2)
+		g := &guessLog{ExpertStore: m.Experts, needs: make([]int, m.Config.Layers)}
+		m.Experts = g
+		h := &hiddenLog{}
+		s := m.NewSession()
+		s.Observer = h
+		depth := m.Experts.ReadAhead()
+		s.ra, s.raDepth = make([]raLayer, m.Config.Layers*depth), depth
+		for i := range s.ra {
+			win, lose := &s.ra[i].withDelta, &s.ra[i].raScore
+			if !withDelta {
+				win, lose = lose, win
+			}
+			*win = raScore{reads: raWindow, used: raWindow}
+			*lose = raScore{reads: raWindow}
+		}
+		tokens := readI32(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))[:6]
+		if _, err := s.Generate(t.Context(), tokens, GenerateOptions{MaxTokens: 8}); err != nil {
+			t.Fatal(err)
+		}
+		c := &m.Config
+		D, E, K := c.Embd, c.Experts, c.ExpertsUsed
+		guess := func(l int, x []float32) []int {
+			L := &m.Layers[l]
+			xn := make([]float32, D)
+			rmsNormRows(xn, x, L.FFNNorm, D, c.Eps)
+			scores := make([]float32, E)
+			m.Pool.MatMul(L.RouterQ8, xn, 1, scores)
+			return topGuesses(scores, E, K)
+		}
+		checked, differ := 0, 0
+		for _, lg := range g.guesses {
+			p, l := lg.pass, lg.layer
+			if p < 1 || l < 1 || p >= len(h.last) {
+				continue
+			}
+			x := h.last[p][l-1]
+			est := make([]float32, D)
+			for i := range est {
+				delta := h.last[p-1][l][i] - h.last[p-1][l-1][i]
+				est[i] = x[i] + delta
+			}
+			want, other := guess(l, est), guess(l, x)
+			if !withDelta {
+				want, other = other, want
+			}
+			if !slices.Equal(lg.ids, want) {
+				t.Fatalf("delta %v, pass %d layer %d: guessed %v, want %v (the other guess %v)", withDelta, p, l, lg.ids, want, other)
+			}
+			checked++
+			if !slices.Equal(want, other) {
+				differ++
+			}
+		}
+		if checked < 2*(c.Layers-1) || differ == 0 {
+			t.Fatalf("delta %v: %d guesses checked of %d logged, %d where the two kinds differ", withDelta, checked, len(g.guesses), differ)
+		}
+	}
+}
+
+// TestReadAheadBeats: one kind of guess beats another when its would-be
+// reads were picked more often, counted as (used+1)/(reads+2); a tie is
+// no win.
+func TestReadAheadBeats(t *testing.T) {
+	for _, tc := range []struct {
+		a, b raScore
+		want bool
+	}{
+		{raScore{reads: 10, used: 2}, raScore{reads: 10, used: 1}, true},
+		{raScore{reads: 10, used: 1}, raScore{reads: 10, used: 1}, false},
+		{raScore{}, raScore{}, false},
+		{raScore{reads: 1, used: 1}, raScore{}, true},  // 2/3 against 1/2
+		{raScore{reads: 2, used: 1}, raScore{}, false}, // 2/4 against 1/2
+		{raScore{reads: 39, used: 23}, raScore{reads: 152, used: 36}, true},
+		{raScore{reads: 152, used: 36}, raScore{reads: 39, used: 23}, false},
+		{raScore{reads: 70, used: 8}, raScore{reads: 198, used: 49}, false},
+	} {
+		if got := tc.a.beats(&tc.b); got != tc.want {
+			t.Errorf("%+v beats %+v: %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
