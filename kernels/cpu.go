@@ -23,10 +23,7 @@ type cpuFeatures struct {
 	// avx512gfni: AVX-512 F, BW, VBMI (VPERMT2B) and GFNI
 	// (VGF2P8AFFINEQB).
 	avx512gfni bool
-	// intel: an Intel core (the four-row Q2_0 kernel's plane maps,
-	// q2QuadFor).
-	intel bool
-	brand string
+	brand      string
 }
 
 // hostCPU is read once, at start-up.
@@ -37,7 +34,6 @@ var hostCPU = cpuFeatures{
 	avx512vnni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VNNI),
 	avx512bf16: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BF16),
 	avx512gfni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VBMI, cpuid.GFNI),
-	intel:      cpuid.CPU.VendorID == cpuid.Intel,
 	brand:      cpuid.CPU.BrandName,
 }
 

@@ -103,7 +103,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 	}
 	if c.avx2 && c.f16c && c.avx512vnni && c.avx512gfni {
 		// The two- and four-row Q2_0 kernels add VBMI and GFNI.
-		k.q8rows[quant.Q2_0] = q2QuadRows(q2QuadFor(c))
+		k.q8rows[quant.Q2_0] = q2QuadRows(q2Rows4AVX512)
 		k.paths += "+gfni"
 	}
 	if c.avx2 && c.f16c && c.avx512bf16 {

@@ -14,7 +14,6 @@ func q2Rows2AVX512(w *byte, stride, pairs int, xq *int8, xd *float32, xs *int32,
 func q2Rows4AVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32, boff, ooff int, xt *int8, pf int)
 
 //go:noescape
-func q2Rows4MAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32, boff, ooff int, xt *int8, pf int)
 
 //go:noescape
 func q2Rows2AVX2(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, out *float32, boff, ooff, pf int)
@@ -84,22 +83,8 @@ func rowsQ2_0PairsAt(m *Matrix, lo, hi int, x *Q8Row, out []float32, pf int) boo
 	return true
 }
 
-// q2Quad is a four-row Q2_0 kernel: q2Rows4AVX512 or q2Rows4MAVX512 (the
-// same bits; they differ in the instructions that take the codes' bit
-// planes, qdot_rows_amd64.s).
+// q2Quad is a four-row Q2_0 kernel (q2Rows4AVX512).
 type q2Quad func(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32, boff, ooff int, xt *int8, pf int)
-
-// q2QuadFor is the four-row kernel for c: on Intel cores q2Rows4MAVX512,
-// whose plane maps leave more of port 0 to the VPDPBUSDs (LLVM's Sapphire
-// Rapids model puts the 512-bit affine maps, VPDPBUSD and the float
-// multiplies there, the shuffles on port 5), elsewhere q2Rows4AVX512 (on
-// AMD Zen 5 it measured 8% faster; docs/BENCHMARKS.md).
-func q2QuadFor(c cpuFeatures) q2Quad {
-	if c.intel {
-		return q2Rows4MAVX512
-	}
-	return q2Rows4AVX512
-}
 
 // q2QuadRows is a kernelSet.q8rows entry running the four-row kernel k:
 // rowsQ2_0AVX512 with the range cut into four parts, row i of each beside

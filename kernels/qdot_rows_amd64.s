@@ -748,19 +748,10 @@ q8vdone:
 // elsewhere (+0 terms, which leave a lane as it is). The four rows' lanes
 // are folded together, each row in foldLanes's order.
 //
-// Two kernels share the body (Q4BODY), differing in how a bit plane of the
-// codes is taken: q2Rows4AVX512 as the two-row kernel (one GF2 affine map
-// per plane), q2Rows4MAVX512 with each plane at bits 2 and 3 (4 times the
-// code: plane 0 by an affine map, plane 1 by an AND, planes 2 and 3 by
-// VPMULTISHIFTQB, a shuffle, and an AND), so that fewer of its operations
-// run on the port the VPDPBUSDs take on Intel cores (where the affine maps
-// run too). Its sub-block sums are 4 times the true ones, exactly (the
-// activation sums are taken 4 times too), and its activation scales a
-// quarter: float32(4s) = 4*float32(s) and float32(dw*(dx/4)) =
-// float32(dw*dx)/4 exactly (dw, dx fp16 values: no product comes near
-// float32's subnormals or its overflow; infinities and NaNs stay what they
-// are), so each term float32(4s)*float32(dw*dx/4) is the portable
-// float32(s)*float32(dw*dx), bit for bit.
+// The body is a macro (Q4BODY) of the plane map: a variant that took
+// each plane at bits 2 and 3 (VPMULTISHIFTQB and ANDs, to spare the port
+// Intel's affine maps share with VPDPBUSD) ran slower on the lent Xeon and
+// on Zen 5 alike, and was dropped (docs/BENCHMARKS.md).
 
 // Byte 16l+i: byte 2+i (l = 0) or 20+i (l = 1) of the first table, of the
 // second for l = 2, 3 (64 + the same bytes): two rows' first two blocks of
@@ -797,49 +788,10 @@ DATA q2todd<>+48(SB)/8, $0x0000001000000010
 DATA q2todd<>+56(SB)/8, $0x0000001000000010
 GLOBL q2todd<>(SB), RODATA|NOPTR, $64
 
-// q2Rows4MAVX512's constants: plane 0 to bits 2 and 3 (output bits 2 and
-// 3 from matrix bytes 5 and 4, q2pmat's convention), the bytes 0x0c, the
-// VPMULTISHIFTQB controls taking each byte's bits from 2 and from 4 on
-// (byte j: bit 8j+2, 8j+4 of its quadword), and 0.25.
-DATA q2mmat<>+0(SB)/8, $0x0000010200000000
-GLOBL q2mmat<>(SB), RODATA|NOPTR, $8
-
-DATA q2mtwelve<>+0(SB)/8, $0x0c0c0c0c0c0c0c0c
-GLOBL q2mtwelve<>(SB), RODATA|NOPTR, $8
-
-DATA q2mshift<>+0(SB)/8, $0x3a322a221a120a02
-DATA q2mshift<>+8(SB)/8, $0x3c342c241c140c04
-GLOBL q2mshift<>(SB), RODATA|NOPTR, $16
-
-DATA q2mquarter<>+0(SB)/4, $0x3e800000
-GLOBL q2mquarter<>(SB), RODATA|NOPTR, $4
-
-// Q2MPLANES(Zc, Za, Zb) is Q2PPLANES with each plane at bits 2 and 3
-// (Z24 the affine map of plane 0, Z25 the bytes 0x0c, Z26 and Z27 the
-// VPMULTISHIFTQB controls of planes 2 and 3): 4 times its sums.
-#define Q2MPLANES(Zc, Za, Zb) \
-	VGF2P8AFFINEQB $0, Z24, Zc, Z4 \
-	VPANDQ Z25, Zc, Z5 \
-	VPXORQ Za, Za, Za \
-	VPXORQ Zb, Zb, Zb \
-	VPDPBUSD Z16, Z4, Za \
-	VPDPBUSD Z17, Z5, Zb \
-	VPMULTISHIFTQB Zc, Z26, Z4 \
-	VPMULTISHIFTQB Zc, Z27, Z5 \
-	VPANDQ Z25, Z4, Z4 \
-	VPANDQ Z25, Z5, Z5 \
-	VPDPBUSD Z18, Z4, Za \
-	VPDPBUSD Z19, Z5, Zb \
-	VPADDD Zb, Za, Za
-
-// Q4GSCALE and Q4MSCALE: what a group's activation sums (Z14) and scales
-// (Z10) take before its terms, for the plane maps of Q2PPLANES (nothing)
-// and of Q2MPLANES (the sums times 4, the scales a quarter: Z7 = 0.25).
+// Q4GSCALE: what a group's activation sums (Z14) and scales (Z10) take
+// before its terms for the plane maps of Q2PPLANES: nothing (the body's
+// SC hook, for plane maps that scale the sums).
 #define Q4GSCALE
-
-#define Q4MSCALE \
-	VPSLLD $2, Z14, Z14 \
-	VMULPS Z7, Z10, Z10
 
 // Q4TERMS(Zs, Zacc): the sub-block sums Zs (both rows' 8, sums at Z14 not
 // yet subtracted) to terms (fp16 scales in words of Y2, activation scales
@@ -884,9 +836,8 @@ GLOBL q2mquarter<>(SB), RODATA|NOPTR, $4
 	Q4TERMS(Z3, Zacc)
 
 // Q4BODY(PL, SC, row, group, tail, fold, done): the four-row kernel with
-// the plane map PL and the group scaling SC (Q4GSCALE, Q4MSCALE), its
-// constants set (Z24..Z27 PL's, Z28, Z30, Z31; Z7 for Q4MSCALE); the rest
-// are its labels.
+// the plane map PL and the group scaling SC (Q2PPLANES, Q4GSCALE), its
+// constants set (Z24..Z27 PL's, Z28, Z30, Z31); the rest are its labels.
 #define Q4BODY(PL, SC, row, group, tail, fold, done) \
 	MOVQ w+0(FP), R13 \
 	MOVQ rows+16(FP), R10 \
@@ -991,16 +942,6 @@ TEXT ·q2Rows4AVX512(SB), NOSPLIT, $0-112
 	VPBROADCASTQ q2pmat<>+16(SB), Z26
 	VPBROADCASTQ q2pmat<>+24(SB), Z27
 	Q4BODY(Q2PPLANES, Q4GSCALE, q2qrow, q2qgroup, q2qtail, q2qfold, q2qdone)
-
-// func q2Rows4MAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, mask uint64, out *float32, boff, ooff int, xt *int8, pf int)
-// q2Rows4AVX512 by the plane maps of Q2MPLANES.
-TEXT ·q2Rows4MAVX512(SB), NOSPLIT, $0-112
-	VPBROADCASTQ q2mmat<>(SB), Z24
-	VPBROADCASTQ q2mtwelve<>(SB), Z25
-	VPBROADCASTQ q2mshift<>+0(SB), Z26
-	VPBROADCASTQ q2mshift<>+8(SB), Z27
-	VPBROADCASTD q2mquarter<>(SB), Z7
-	Q4BODY(Q2MPLANES, Q4MSCALE, q2mrow, q2mgroup, q2mtail, q2mfold, q2mdone)
 
 // Q2_0 on AVX2 and F16C, two rows at once from separate parts of the
 // matrix: rows A (SI) and B (R15, boff bytes after A) share each group's

@@ -71,8 +71,8 @@ func q8StreamSets() []namedSet {
 
 // q2RowKernels are the Q2_0 row kernels (AVX-512 VNNI, VBMI, GFNI) the
 // tests and benchmarks try: the AVX2 two-row kernel ("avx2-2row"), the
-// AVX-512 one-row, two-row and both four-row kernels
-// ("4row" q2Rows4AVX512, "4rowm" q2Rows4MAVX512), the multi-row ones at
+// AVX-512 one-row, two-row and four-row kernels ("4row"
+// q2Rows4AVX512), the multi-row ones at
 // prefetch distances around q2PrefetchDist (none without those
 // extensions).
 func q2RowKernels() []q2RowKernel {
@@ -95,7 +95,7 @@ func q2RowKernels() []q2RowKernel {
 	for _, q := range []struct {
 		name string
 		k    q2Quad
-	}{{"4row", q2Rows4AVX512}, {"4rowm", q2Rows4MAVX512}} {
+	}{{"4row", q2Rows4AVX512}} {
 		for _, pf := range []int{0, 1024, 2048, 3072, 4096, 6144} {
 			ks = append(ks, q2RowKernel{fmt.Sprintf("%s-pf%d", q.name, pf), func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 				return rowsQ2_0QuadsAt(m, lo, hi, x, out, q.k, pf)
