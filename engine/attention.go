@@ -68,7 +68,7 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 		a.fn = a.run
 	}
 	*a = attnPass{c: c, L: L, l: l, spans: spans, q: q, out: out, maxN: maxN, qstride: qstride, hstride: hstride,
-		scale: float32(1 / math.Sqrt(float64(hd))), fn: a.fn}
+		scale: float32(1 / math.Sqrt(float64(hd))), fast: m.Mode == Fast, fn: a.fn}
 	// One decode token's heads score into rows of one reused buffer; a
 	// batch's ranges each make their own.
 	if T == 1 {
@@ -95,7 +95,10 @@ type attnPass struct {
 	perHead                []float32 // a decode token's scores, per head; nil: each range makes its own
 	maxN, qstride, hstride int
 	scale                  float32
-	fn                     func(lo, hi int)
+	// fast takes the softmax's exponentials in float32 (kernels.ExpF32,
+	// vector code), where exact mode rounds float64 ones.
+	fast bool
+	fn   func(lo, hi int)
 }
 
 func (a *attnPass) run(lo, hi int) {
@@ -127,10 +130,20 @@ func (a *attnPass) run(lo, hi int) {
 			mx = max(mx, v)
 		}
 		var sum float64
-		for j, v := range sc {
-			e := math.Exp(float64(v - mx))
-			sc[j] = float32(e)
-			sum += e
+		if a.fast {
+			for j, v := range sc {
+				sc[j] = v - mx
+			}
+			kernels.ExpF32(sc, sc)
+			for _, e := range sc {
+				sum += float64(e)
+			}
+		} else {
+			for j, v := range sc {
+				e := math.Exp(float64(v - mx))
+				sc[j] = float32(e)
+				sum += e
+			}
 		}
 		inv := float32(1 / sum)
 		for j := range sc {

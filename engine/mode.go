@@ -19,8 +19,9 @@ const (
 	// output element is one kernels.DotQ8 or DotBF16 of one weight row and
 	// one quantized row, so the bits do not depend on the thread count or
 	// on how tokens are batched. The experts' gated activation silu(g) * u
-	// takes a float32 exponential (kernels.SwiGLU) where the exact mode's
-	// rounds a float64 one. The default (the zero Mode).
+	// and attention's softmax take float32 exponentials (kernels.SwiGLU,
+	// ExpF32) where the exact mode's round float64 ones. The default (the
+	// zero Mode).
 	Fast Mode = iota
 	// Exact multiplies every weight row, decoded to float32, with float32
 	// activations: the reference mode, which every test against the

@@ -12,10 +12,22 @@ import (
 // bench pack's experts take. cpu-s/op is the process's CPU time per expert
 // (user + system, every goroutine), which a loaded machine inflates less
 // than the wall time.
-func BenchmarkQuantizeExpertField(b *testing.B) {
+func BenchmarkQuantizeExpertField(b *testing.B) { benchExpertField(b, Defaults()) }
+
+// BenchmarkQuantizeExpertFieldAllPasses is BenchmarkQuantizeExpertField
+// with the expert-output refinement and the grid scales on for every
+// expert (ExpertTokens and GridTokens 0): the decisions of the defaults
+// before those thresholds, so that kernel work can be timed against older
+// builds on the same bytes.
+func BenchmarkQuantizeExpertFieldAllPasses(b *testing.B) {
+	opt := Defaults()
+	opt.ExpertTokens, opt.GridTokens = 0, 0
+	benchExpertField(b, opt)
+}
+
+func benchExpertField(b *testing.B, opt Options) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	ex, in := expertFixture(rng, 2560, 640, 32, 4)
-	opt := Defaults()
 	b.ResetTimer()
 	c0 := cpuTime()
 	for b.Loop() {

@@ -7,122 +7,12 @@
 // bytes) per row of lanes; the same products and sums in the same order
 // as the 8-lane kernels above, K registers in place of the blends.
 
-// DOTLANES16BY is DOTLANESBY for wideVec rows (m at DX, 64 bytes each;
-// the frame's 512 bytes hold s_p): Z0 the result; it uses SI, DI, CX,
-// R10, R11 and Z0-Z8.
-#define DOTLANES16BY(LOAD, XB, XS) \
-	CMPQ   R9, $1 \
-	JEQ    onechunk \
-	VPXORD Z0, Z0, Z0 \
-	TESTQ  R9, R9 \
-	JZ     chunksdone \
-	XORQ   R10, R10 \
-ploop: \
-	VPXORD Z0, Z0, Z0 \
-	VPXORD Z1, Z1, Z1 \
-	VPXORD Z2, Z2, Z2 \
-	VPXORD Z3, Z3, Z3 \
-	MOVQ   R10, SI \
-	SHLQ   $XS, SI \
-	ADDQ   AX, SI \
-	MOVQ   R10, DI \
-	SHLQ   $6, DI \
-	ADDQ   DX, DI \
-	MOVQ   R9, CX \
-chunk: \
-	LOAD(0(SI), Z4) \
-	VMULPS 0(DI), Z4, Z4 \
-	VADDPS Z4, Z0, Z0 \
-	LOAD((8*XB)(SI), Z5) \
-	VMULPS 512(DI), Z5, Z5 \
-	VADDPS Z5, Z1, Z1 \
-	LOAD((16*XB)(SI), Z6) \
-	VMULPS 1024(DI), Z6, Z6 \
-	VADDPS Z6, Z2, Z2 \
-	LOAD((24*XB)(SI), Z7) \
-	VMULPS 1536(DI), Z7, Z7 \
-	VADDPS Z7, Z3, Z3 \
-	ADDQ   $(32*XB), SI \
-	ADDQ   $2048, DI \
-	DECQ   CX \
-	JNZ    chunk \
-	VADDPS  Z1, Z0, Z0 \
-	VADDPS  Z3, Z2, Z2 \
-	VADDPS  Z2, Z0, Z0 \
-	MOVQ    R10, R11 \
-	SHLQ    $6, R11 \
-	VMOVUPS Z0, (SP)(R11*1) \
-	INCQ    R10 \
-	CMPQ    R10, $8 \
-	JLT     ploop \
-	VMOVUPS 0(SP), Z0 \
-	VADDPS  256(SP), Z0, Z0 \
-	VMOVUPS 128(SP), Z1 \
-	VADDPS  384(SP), Z1, Z1 \
-	VADDPS  Z1, Z0, Z0 \
-	VMOVUPS 64(SP), Z2 \
-	VADDPS  320(SP), Z2, Z2 \
-	VMOVUPS 192(SP), Z3 \
-	VADDPS  448(SP), Z3, Z3 \
-	VADDPS  Z3, Z2, Z2 \
-	VADDPS  Z2, Z0, Z0 \
-	JMP     chunksdone \
-onechunk: \
-	VPXORD Z0, Z0, Z0 \
-	SPOS16(LOAD, XB, 0, Z5) \
-	SPOS16(LOAD, XB, 4, Z6) \
-	VADDPS Z6, Z5, Z5 \
-	SPOS16(LOAD, XB, 2, Z6) \
-	SPOS16(LOAD, XB, 6, Z7) \
-	VADDPS Z7, Z6, Z6 \
-	VADDPS Z6, Z5, Z5 \
-	SPOS16(LOAD, XB, 1, Z6) \
-	SPOS16(LOAD, XB, 5, Z7) \
-	VADDPS Z7, Z6, Z6 \
-	SPOS16(LOAD, XB, 3, Z7) \
-	SPOS16(LOAD, XB, 7, Z8) \
-	VADDPS Z8, Z7, Z7 \
-	VADDPS Z7, Z6, Z6 \
-	VADDPS Z6, Z5, Z0 \
-chunksdone: \
-	MOVQ R9, CX \
-	SHLQ $5, CX \
-	CMPQ CX, BX \
-	JGE  taildone \
-	MOVQ CX, SI \
-	SHLQ $XS, SI \
-	ADDQ AX, SI \
-	MOVQ CX, DI \
-	SHLQ $6, DI \
-	ADDQ DX, DI \
-tail: \
-	LOAD((SI), Z4) \
-	VMULPS (DI), Z4, Z4 \
-	VADDPS Z4, Z0, Z0 \
-	ADDQ   $XB, SI \
-	ADDQ   $64, DI \
-	INCQ   CX \
-	CMPQ   CX, BX \
-	JLT    tail \
-taildone:
+#include "lanes_amd64.h"
 
-// SPOS16 is SPOS for wideVec rows (Z0 holds 0; Z1-Z4 are scratch).
-#define SPOS16(LOAD, XB, p, S) \
-	LOAD((XB*p)(AX), Z1) \
-	VMULPS (64*p)(DX), Z1, Z1 \
-	VADDPS Z1, Z0, Z1 \
-	LOAD((XB*(8+p))(AX), Z2) \
-	VMULPS (64*(8+p))(DX), Z2, Z2 \
-	VADDPS Z2, Z0, Z2 \
-	LOAD((XB*(16+p))(AX), Z3) \
-	VMULPS (64*(16+p))(DX), Z3, Z3 \
-	VADDPS Z3, Z0, Z3 \
-	LOAD((XB*(24+p))(AX), Z4) \
-	VMULPS (64*(24+p))(DX), Z4, Z4 \
-	VADDPS Z4, Z0, Z4 \
-	VADDPS Z2, Z1, Z1 \
-	VADDPS Z4, Z3, Z3 \
-	VADDPS Z3, Z1, S
+// DOTLANES16BY is DOTLANESBY for wideVec rows (m at DX, 64 bytes each;
+// the frame's 512 bytes hold s_p): DOTLANESG in Z0-Z8.
+#define ZEROZ(R) VPXORD R, R, R
+#define DOTLANES16BY(LOAD, XB, XS) DOTLANESG(LOAD, XB, XS, 64, 6, ZEROZ, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8)
 
 #define DOTLANES16 DOTLANES16BY(BCASTX, 4, 2)
 
@@ -161,7 +51,6 @@ taildone:
 	VPXORD  Z7, Z7, Z7 \
 	VCMPPS  $1, Z7, Z4, K1
 
-#define BCASTX(A, R) VBROADCASTSS A, R
 #define VLOADX16(A, R) VMOVUPS A, R
 
 DATA wideconst<>+0(SB)/4, $0xbf800000 // -1

@@ -2,135 +2,18 @@
 
 #include "textflag.h"
 
-// DOTLANES sets Y0 to dotLanesGo(x, m) for x at AX (n = BX values, R9 =
-// n/32 whole chunks) and m at DX. One chunk (32 <= n < 64, the common
-// case) runs unrolled in registers (Y0-Y8); no chunk gives the fold of
-// zeros, +0; more run position p's 4 accumulators over the chunks, their
-// sum s_p kept in the frame's 256 bytes, then the fold. The tail follows.
-// It uses SI, DI, CX, R10, R11 and Y0-Y8 (labels are the function's: one
-// expansion per function).
+#include "lanes_amd64.h"
+
+// DOTLANES sets Y0 to dotLanesGo(x, m): DOTLANESG at 8 lanes (laneVec rows
+// of 32 bytes, the frame's 256 bytes for s_p).
 #define DOTLANES DOTLANESBY(BCASTX, 4, 2)
 
 // DOTLANESBY is DOTLANES with x's element i (XB = 1<<XS bytes each) loaded
 // into the lanes by LOAD(address, register): BCASTX broadcasts a float32
 // (dotLanes), VLOADX loads a laneVec (dotPairLanes, lane by lane).
-#define BCASTX(A, R) VBROADCASTSS A, R
 #define VLOADX(A, R) VMOVUPS A, R
-
-#define DOTLANESBY(LOAD, XB, XS) \
-	CMPQ   R9, $1 \
-	JEQ    onechunk \
-	VXORPS Y0, Y0, Y0 \
-	TESTQ  R9, R9 \
-	JZ     chunksdone \
-	XORQ R10, R10 \
-ploop: \
-	VXORPS Y0, Y0, Y0 \
-	VXORPS Y1, Y1, Y1 \
-	VXORPS Y2, Y2, Y2 \
-	VXORPS Y3, Y3, Y3 \
-	MOVQ   R10, SI \
-	SHLQ   $XS, SI \
-	ADDQ   AX, SI \
-	MOVQ R10, DI \
-	SHLQ $5, DI \
-	ADDQ DX, DI \
-	MOVQ R9, CX \
-chunk: \
-	LOAD(0(SI), Y4) \
-	VMULPS       0(DI), Y4, Y4 \
-	VADDPS       Y4, Y0, Y0 \
-	LOAD((8*XB)(SI), Y5) \
-	VMULPS       256(DI), Y5, Y5 \
-	VADDPS       Y5, Y1, Y1 \
-	LOAD((16*XB)(SI), Y6) \
-	VMULPS       512(DI), Y6, Y6 \
-	VADDPS       Y6, Y2, Y2 \
-	LOAD((24*XB)(SI), Y7) \
-	VMULPS       768(DI), Y7, Y7 \
-	VADDPS       Y7, Y3, Y3 \
-	ADDQ         $(32*XB), SI \
-	ADDQ         $1024, DI \
-	DECQ         CX \
-	JNZ          chunk \
-	VADDPS  Y1, Y0, Y0 \
-	VADDPS  Y3, Y2, Y2 \
-	VADDPS  Y2, Y0, Y0 \
-	MOVQ    R10, R11 \
-	SHLQ    $5, R11 \
-	VMOVUPS Y0, (SP)(R11*1) \
-	INCQ    R10 \
-	CMPQ    R10, $8 \
-	JLT     ploop \
-	VMOVUPS 0(SP), Y0 \
-	VADDPS  128(SP), Y0, Y0 \
-	VMOVUPS 64(SP), Y1 \
-	VADDPS  192(SP), Y1, Y1 \
-	VADDPS  Y1, Y0, Y0 \
-	VMOVUPS 32(SP), Y2 \
-	VADDPS  160(SP), Y2, Y2 \
-	VMOVUPS 96(SP), Y3 \
-	VADDPS  224(SP), Y3, Y3 \
-	VADDPS  Y3, Y2, Y2 \
-	VADDPS  Y2, Y0, Y0 \
-	JMP     chunksdone \
-onechunk: \
-	VXORPS Y0, Y0, Y0 \
-	SPOS(LOAD, XB, 0, Y5) \
-	SPOS(LOAD, XB, 4, Y6) \
-	VADDPS Y6, Y5, Y5 \
-	SPOS(LOAD, XB, 2, Y6) \
-	SPOS(LOAD, XB, 6, Y7) \
-	VADDPS Y7, Y6, Y6 \
-	VADDPS Y6, Y5, Y5 \
-	SPOS(LOAD, XB, 1, Y6) \
-	SPOS(LOAD, XB, 5, Y7) \
-	VADDPS Y7, Y6, Y6 \
-	SPOS(LOAD, XB, 3, Y7) \
-	SPOS(LOAD, XB, 7, Y8) \
-	VADDPS Y8, Y7, Y7 \
-	VADDPS Y7, Y6, Y6 \
-	VADDPS Y6, Y5, Y0 \
-chunksdone: \
-	MOVQ R9, CX \
-	SHLQ $5, CX \
-	CMPQ CX, BX \
-	JGE  taildone \
-	MOVQ CX, SI \
-	SHLQ $XS, SI \
-	ADDQ AX, SI \
-	MOVQ CX, DI \
-	SHLQ $5, DI \
-	ADDQ DX, DI \
-tail: \
-	LOAD((SI), Y4) \
-	VMULPS       (DI), Y4, Y4 \
-	VADDPS       Y4, Y0, Y0 \
-	ADDQ         $XB, SI \
-	ADDQ         $32, DI \
-	INCQ         CX \
-	CMPQ         CX, BX \
-	JLT          tail \
-taildone:
-
-// SPOS sets S to s_p of the first chunk, (a0+a1)+(a2+a3) with a_q = 0 +
-// x[8q+p]·m[8q+p] (Y0 holds 0; Y1-Y4 are scratch).
-#define SPOS(LOAD, XB, p, S) \
-	LOAD((XB*p)(AX), Y1) \
-	VMULPS       (32*p)(DX), Y1, Y1 \
-	VADDPS       Y1, Y0, Y1 \
-	LOAD((XB*(8+p))(AX), Y2) \
-	VMULPS       (32*(8+p))(DX), Y2, Y2 \
-	VADDPS       Y2, Y0, Y2 \
-	LOAD((XB*(16+p))(AX), Y3) \
-	VMULPS       (32*(16+p))(DX), Y3, Y3 \
-	VADDPS       Y3, Y0, Y3 \
-	LOAD((XB*(24+p))(AX), Y4) \
-	VMULPS       (32*(24+p))(DX), Y4, Y4 \
-	VADDPS       Y4, Y0, Y4 \
-	VADDPS       Y2, Y1, Y1 \
-	VADDPS       Y4, Y3, Y3 \
-	VADDPS       Y3, Y1, S
+#define ZEROY(R) VXORPS R, R, R
+#define DOTLANESBY(LOAD, XB, XS) DOTLANESG(LOAD, XB, XS, 32, 5, ZEROY, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8)
 
 // func dotLanesAVX2(x *float32, n int, m *laneVec, out *laneVec)
 TEXT ·dotLanesAVX2(SB), NOSPLIT, $256-32
