@@ -11,7 +11,7 @@ func RecordOptions(c *strata.Calibration, opt optq.Options) {
 	c.Damp, c.RefineDamp, c.Refine, c.Candidates = opt.Damp, opt.RefineDamp, opt.Refine, opt.Candidates
 	c.SwiGLU, c.SwiGLUDamp, c.Expert = opt.SwiGLU, opt.SwiGLUDamp, opt.Expert
 	c.ExpertPasses, c.ExpertGate, c.WarmDown = opt.ExpertPasses, opt.ExpertGate, opt.WarmDown
-	c.ExpertTokens, c.GridTokens = opt.ExpertTokens, opt.GridTokens
+	c.ExpertTokens, c.GridTokens, c.PlainTokens = opt.ExpertTokens, opt.GridTokens, opt.PlainTokens
 }
 
 // RecordResults writes what q did into the calibration record once its

@@ -70,6 +70,17 @@ func BenchmarkRefineLowField(b *testing.B) {
 	}
 	w := randMatrix(rng, rows*cols, 0.1)
 	q0 := f.quantize(w, rows, Defaults())
+	q := &quantized{rows: rows, cols: cols, levels: make([]int8, len(q0.levels)), scales: make([]float32, len(q0.scales))}
+	eachWidth(b, func() {
+		copy(q.levels, q0.levels)
+		copy(q.scales, q0.scales)
+		q.refineLow(w, f.lr, 2)
+	})
+}
+
+// eachWidth runs op as a sub-benchmark at each lane width this CPU runs,
+// reporting the process's CPU time per op.
+func eachWidth(b *testing.B, op func()) {
 	widths := []bool{false}
 	if useWide {
 		widths = append(widths, true)
@@ -79,12 +90,9 @@ func BenchmarkRefineLowField(b *testing.B) {
 			saved := useWide
 			useWide = wide
 			defer func() { useWide = saved }()
-			q := &quantized{rows: rows, cols: cols, levels: make([]int8, len(q0.levels)), scales: make([]float32, len(q0.scales))}
 			c0 := cpuTime()
 			for b.Loop() {
-				copy(q.levels, q0.levels)
-				copy(q.scales, q0.scales)
-				q.refineLow(w, f.lr, 2)
+				op()
 			}
 			b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
 		})
@@ -103,23 +111,10 @@ func BenchmarkCarryField(b *testing.B) {
 	}
 	w := randMatrix(rng, rows*cols, 0.1)
 	errs := randMatrix(rng, rows*group, 0.01)
-	widths := []bool{false}
-	if useWide {
-		widths = append(widths, true)
-	}
-	for _, wide := range widths {
-		b.Run(map[bool]string{false: "8", true: "16"}[wide], func(b *testing.B) {
-			saved := useWide
-			useWide = wide
-			defer func() { useWide = saved }()
-			c0 := cpuTime()
-			for b.Loop() {
-				c := f.lr.carrier(rows)
-				for g := 0; g+1 < cols/group; g++ {
-					c.carry(w, errs, g*group, (g+1)*group)
-				}
-			}
-			b.ReportMetric((cpuTime()-c0).Seconds()/float64(b.N), "cpu-s/op")
-		})
-	}
+	eachWidth(b, func() {
+		c := f.lr.carrier(rows)
+		for g := 0; g+1 < cols/group; g++ {
+			c.carry(w, errs, g*group, (g+1)*group)
+		}
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stratactl/stratactl/quant"
 )
 
 // TestBatchedScoringIsRowByRow: scoring up to 4 rows of a group in one
@@ -152,5 +154,50 @@ func TestGridTokens(t *testing.T) {
 	bad.GridTokens = math.Inf(1)
 	if bad.Check() == nil {
 		t.Fatal("infinite GridTokens accepted")
+	}
+}
+
+// TestPlainTokens: an expert with fewer quantizer tokens than PlainTokens
+// per column gets the plain search's bytes for its three matrices and says
+// so (FallbackFewTokens); with enough, or PlainTokens 0, the calibrated
+// quantizer's; and an expert without tokens falls back as before.
+func TestPlainTokens(t *testing.T) {
+	const D, F, n = 128, 64, 24
+	ex, in := expertFixture(rand.New(rand.NewPCG(45, 46)), D, F, n, 8)
+	plainOf := func(w []float32) []byte {
+		b := make([]byte, len(w)/group*quant.Q2BlockBytes)
+		if err := plain(w, b, Defaults()); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, c := range []struct {
+		tokens float64
+		plain  bool
+	}{{0, false}, {0.125, false}, {0.25, true}, {1, true}} {
+		opt := Defaults()
+		opt.PlainTokens = c.tokens
+		res, err := QuantizeExpert(ex, in, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		isPlain := bytes.Equal(res.Gate, plainOf(ex.Gate)) && bytes.Equal(res.Up, plainOf(ex.Up)) && bytes.Equal(res.Down, plainOf(ex.Down))
+		if want := map[bool]string{true: FallbackFewTokens, false: ""}[c.plain]; res.Fallback != want || isPlain != c.plain {
+			t.Fatalf("%g tokens per column, n %d of %d columns: fallback %q (want %q), plain bytes %v", c.tokens, n, D, res.Fallback, want, isPlain)
+		}
+		if res.Errors[2].HeldTokens != 8 {
+			t.Fatalf("%g tokens per column: down measured on %d held tokens, want 8", c.tokens, res.Errors[2].HeldTokens)
+		}
+	}
+	opt := Defaults()
+	opt.PlainTokens = 1
+	res, err := QuantizeExpert(ex, &Inputs{Held: in.Held, NH: in.NH}, opt)
+	if err != nil || res.Fallback != FallbackNoTokens {
+		t.Fatalf("no tokens: fallback %q, err %v", res.Fallback, err)
+	}
+	bad := Defaults()
+	bad.PlainTokens = math.NaN()
+	if bad.Check() == nil {
+		t.Fatal("NaN PlainTokens accepted")
 	}
 }

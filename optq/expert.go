@@ -84,7 +84,8 @@ type ExpertResult struct {
 // products A its exact gate and up give, through the products Â its
 // quantized ones give: the target minimising ‖W A − Ŵ Â‖² + λ‖W − Ŵ‖² is
 // W* = W (AᵀÂ + λI)(ÂᵀÂ + λI)⁻¹, quantized with H = ÂᵀÂ. With no inputs it
-// falls back to the plain search for all three. Then opt.Expert rounds of
+// falls back to the plain search for all three, as it does with fewer than
+// opt.PlainTokens per column. Then opt.Expert rounds of
 // refineExpert, when the expert has at least opt.ExpertTokens tokens per
 // column of gate and up.
 func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) {
@@ -103,7 +104,13 @@ func QuantizeExpert(ex *Expert, in *Inputs, opt Options) (*ExpertResult, error) 
 		Up:   make([]byte, F*D/group*quant.Q2BlockBytes),
 		Down: make([]byte, D*F/group*quant.Q2BlockBytes),
 	}
-	f, reason := hessianOf(in.X, in.N, D, opt.Damp, opt.RefineDamp)
+	var f *factors
+	reason := FallbackNoTokens
+	if in.N > 0 && float64(in.N) < opt.PlainTokens*float64(D) {
+		reason = FallbackFewTokens
+	} else {
+		f, reason = hessianOf(in.X, in.N, D, opt.Damp, opt.RefineDamp)
+	}
 	if reason == "" {
 		gu := opt.forTokens(in.N, D)
 		if opt.SwiGLU > 0 {

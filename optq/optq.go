@@ -76,6 +76,11 @@ type Options struct {
 	// GridTokens·cols) each group's scale is the plain search's pick alone,
 	// still with the OPTQ pass's compensation (0: the grid always).
 	GridTokens float64
+	// PlainTokens is the quantizer tokens per input column (n_embd) an
+	// expert needs (in QuantizeExpert) for the calibrated quantizer at all:
+	// one with fewer (0 < n < PlainTokens·D) gets the plain search for its
+	// three matrices, reason FallbackFewTokens (0: never).
+	PlainTokens float64
 }
 
 // DefaultExpert is the rounds of the expert-output refinement
@@ -105,6 +110,19 @@ const DefaultExpertTokens = 1.0
 // at about 6% less CPU per field-width expert.
 const DefaultGridTokens = 1.0
 
+// DefaultPlainTokens is Options.PlainTokens' default: 0, every expert with
+// tokens calibrated. Below 1/8 of a token per column the calibrated
+// quantizer measured no better than the plain search: tiny-qwen3moe
+// calibrated on its first half window or window (about 16 and 32 tokens
+// per expert against 256 columns) gave mean KLD 0.7244 and 0.7161 (0.7154
+// and 0.7193 before DefaultExpertTokens and DefaultGridTokens), the plain
+// search 0.7104, at 3 to 10 times its cost; from 1/4 on it gains (0.7068,
+// then 0.6607 at 1/2; docs/QUALITY.md, "Stages at few tokens per expert").
+// PlainTokens 1/8 would give every expert of bench pack's field shape (32
+// tokens per 2560 columns) the plain search; the default leaves that
+// choice to the caller (--calib-plain-tokens).
+const DefaultPlainTokens = 0.0
+
 // DefaultRefine, DefaultCandidates and DefaultExpertPasses (with WarmDown
 // and ExpertGate on) are the cheaper settings that replaced 4 passes, 12
 // grid scales per sign, 4 passes per row and a second full down
@@ -128,7 +146,7 @@ const DefaultDamp = 0.30
 // Defaults are the measured defaults.
 func Defaults() Options {
 	return Options{Damp: DefaultDamp, Refine: DefaultRefine, Candidates: DefaultCandidates, RefineDamp: 1, SwiGLU: 0, SwiGLUDamp: 3, Expert: DefaultExpert,
-		ExpertPasses: DefaultExpertPasses, WarmDown: true, ExpertGate: true, ExpertTokens: DefaultExpertTokens, GridTokens: DefaultGridTokens}
+		ExpertPasses: DefaultExpertPasses, WarmDown: true, ExpertGate: true, ExpertTokens: DefaultExpertTokens, GridTokens: DefaultGridTokens, PlainTokens: DefaultPlainTokens}
 }
 
 // Check reports an option out of range.
@@ -147,6 +165,9 @@ func (o *Options) Check() error {
 	}
 	if !(o.GridTokens >= 0) || math.IsInf(o.GridTokens, 0) {
 		return fmt.Errorf("optq: grid scales' tokens per column %v must be finite and >= 0", o.GridTokens)
+	}
+	if !(o.PlainTokens >= 0) || math.IsInf(o.PlainTokens, 0) {
+		return fmt.Errorf("optq: the calibrated quantizer's tokens per column %v must be finite and >= 0", o.PlainTokens)
 	}
 	if o.Refine < 0 || o.Candidates < 0 || o.Q2Candidates < 0 || o.SwiGLU < 0 || o.Expert < 0 || o.ExpertPasses < 0 {
 		return fmt.Errorf("optq: negative option (refine %d, candidates %d, q2 candidates %d, swiglu %d, expert %d, expert passes %d)", o.Refine, o.Candidates, o.Q2Candidates, o.SwiGLU, o.Expert, o.ExpertPasses)
@@ -167,6 +188,8 @@ func (o Options) forTokens(n, cols int) Options {
 const (
 	FallbackNoTokens = "no calibration tokens reached it"
 	FallbackSingular = "singular Hessian"
+	// FallbackFewTokens: fewer tokens than Options.PlainTokens per column.
+	FallbackFewTokens = "fewer calibration tokens than --calib-plain-tokens per column"
 )
 
 // QuantizeMatrix writes the Q2_0 encoding of the rows×cols matrix w

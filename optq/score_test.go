@@ -101,28 +101,10 @@ func TestScoreGroupPathsIdentical(t *testing.T) {
 
 func scorePathIdentical(t *testing.T, vector func(w *blockRows, invDiag *[group]float32, bandT *[group * group]float32, s *groupScore)) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	type guarded struct {
-		pre  [64]float32
-		s    groupScore
-		post [64]float32
-	}
-	guard := math.Float32frombits(0x7fc0dead)
 	for trial := 0; trial < 50; trial++ {
 		w, id, band, s := scoreCase(rng)
 		bt := (&factors{cols: group, band: band}).bandByColumn()
-		var g [2]guarded
-		for i := range g {
-			for k := range g[i].pre {
-				g[i].pre[k], g[i].post[k] = guard, guard
-			}
-			g[i].s = *s
-			for k := range g[i].s.ne { // stale values must not leak in
-				for c := range g[i].s.ne[k] {
-					g[i].s.ne[k][c] = float32(rng.NormFloat64())
-					g[i].s.l[k][c] = float32(rng.NormFloat64())
-				}
-			}
-		}
+		g := guardedScores(rng, s)
 		w0, id0, bt0 := *w, *id, append([]float32(nil), bt...)
 		scoreGroupGo(w, id, (*[group * group]float32)(bt), &g[0].s)
 		vector(w, id, (*[group * group]float32)(bt), &g[1].s)
@@ -134,20 +116,54 @@ func scorePathIdentical(t *testing.T, vector func(w *blockRows, invDiag *[group]
 				t.Fatal("scoreGroup wrote to the factor")
 			}
 		}
-		for k := range g[1].pre {
-			if math.Float32bits(g[1].pre[k]) != 0x7fc0dead || math.Float32bits(g[1].post[k]) != 0x7fc0dead {
-				t.Fatalf("trial %d: guard %d overwritten", trial, k)
+		sameScores(t, trial, g)
+	}
+}
+
+// guardedScore is a pass's groupScore between two guard bands.
+type guardedScore struct {
+	pre  [64]float32
+	s    groupScore
+	post [64]float32
+}
+
+// guardedScores are two copies of s (portable, vector) in guard bands,
+// with random stale errors and levels that must not leak in.
+func guardedScores(rng *rand.Rand, s *groupScore) *[2]guardedScore {
+	guard := math.Float32frombits(0x7fc0dead)
+	var g [2]guardedScore
+	for i := range g {
+		for k := range g[i].pre {
+			g[i].pre[k], g[i].post[k] = guard, guard
+		}
+		g[i].s = *s
+		for k := range g[i].s.ne {
+			for c := range g[i].s.ne[k] {
+				g[i].s.ne[k][c] = float32(rng.NormFloat64())
+				g[i].s.l[k][c] = float32(rng.NormFloat64())
 			}
 		}
-		a, b := &g[0].s, &g[1].s
-		for c := range scoreLanes {
-			if math.Float32bits(a.loss[c]) != math.Float32bits(b.loss[c]) {
-				t.Fatalf("trial %d lane %d: loss %v portable, %v vector", trial, c, a.loss[c], b.loss[c])
-			}
-			for k := range group {
-				if math.Float32bits(a.ne[k][c]) != math.Float32bits(b.ne[k][c]) || math.Float32bits(a.l[k][c]) != math.Float32bits(b.l[k][c]) {
-					t.Fatalf("trial %d lane %d column %d: (%v, %v) portable, (%v, %v) vector", trial, c, k, a.ne[k][c], a.l[k][c], b.ne[k][c], b.l[k][c])
-				}
+	}
+	return &g
+}
+
+// sameScores fails unless g[1] (vector) has g[0]'s (portable) bits and its
+// guards are intact.
+func sameScores(t *testing.T, trial int, g *[2]guardedScore) {
+	t.Helper()
+	for k := range g[1].pre {
+		if math.Float32bits(g[1].pre[k]) != 0x7fc0dead || math.Float32bits(g[1].post[k]) != 0x7fc0dead {
+			t.Fatalf("trial %d: guard %d overwritten", trial, k)
+		}
+	}
+	a, b := &g[0].s, &g[1].s
+	for c := range scoreLanes {
+		if math.Float32bits(a.loss[c]) != math.Float32bits(b.loss[c]) {
+			t.Fatalf("trial %d lane %d: loss %v portable, %v vector", trial, c, a.loss[c], b.loss[c])
+		}
+		for k := range group {
+			if math.Float32bits(a.ne[k][c]) != math.Float32bits(b.ne[k][c]) || math.Float32bits(a.l[k][c]) != math.Float32bits(b.l[k][c]) {
+				t.Fatalf("trial %d lane %d column %d: (%v, %v) portable, (%v, %v) vector", trial, c, k, a.ne[k][c], a.l[k][c], b.ne[k][c], b.l[k][c])
 			}
 		}
 	}
@@ -224,23 +240,7 @@ func TestScoreLaneRows(t *testing.T) {
 				w[k][c] = rows[c][k]
 			}
 		}
-		type guarded struct {
-			pre  [64]float32
-			s    groupScore
-			post [64]float32
-		}
-		var g [2]guarded
-		for i := range g {
-			for k := range g[i].pre {
-				g[i].pre[k], g[i].post[k] = math.Float32frombits(0x7fc0dead), math.Float32frombits(0x7fc0dead)
-			}
-			g[i].s = *s
-			for k := range g[i].s.ne { // stale values must not leak in
-				for c := range g[i].s.ne[k] {
-					g[i].s.ne[k][c], g[i].s.l[k][c] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
-				}
-			}
-		}
+		g := guardedScores(rng, s)
 		w0 := w
 		scoreLaneRowsGo(&w, id, bt, &g[0].s)
 		for c := range scoreLanes {
@@ -261,22 +261,7 @@ func TestScoreLaneRows(t *testing.T) {
 		if w != w0 {
 			t.Fatal("scoreLaneRows wrote to its weights")
 		}
-		for k := range g[1].pre {
-			if math.Float32bits(g[1].pre[k]) != 0x7fc0dead || math.Float32bits(g[1].post[k]) != 0x7fc0dead {
-				t.Fatalf("trial %d: guard %d overwritten", trial, k)
-			}
-		}
-		a, b := &g[0].s, &g[1].s
-		for c := range scoreLanes {
-			if math.Float32bits(a.loss[c]) != math.Float32bits(b.loss[c]) {
-				t.Fatalf("trial %d lane %d: loss %v portable, %v vector", trial, c, a.loss[c], b.loss[c])
-			}
-			for k := range group {
-				if math.Float32bits(a.ne[k][c]) != math.Float32bits(b.ne[k][c]) || math.Float32bits(a.l[k][c]) != math.Float32bits(b.l[k][c]) {
-					t.Fatalf("trial %d lane %d column %d: portable and vector differ", trial, c, k)
-				}
-			}
-		}
+		sameScores(t, trial, g)
 	}
 }
 

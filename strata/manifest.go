@@ -80,9 +80,13 @@ type Calibration struct {
 	// GridTokens is the quantizer tokens per column a matrix needed for
 	// the Candidates grid scales (fewer: the plain search's pick alone; 0:
 	// the grid always, as before it).
-	GridTokens float64  `json:"grid_tokens"`
-	Fallbacks  []string `json:"fallbacks,omitempty"`
-	Seconds    float64  `json:"collect_seconds"`
+	GridTokens float64 `json:"grid_tokens"`
+	// PlainTokens is the quantizer tokens per n_embd column an expert
+	// needed for the calibrated quantizer (fewer: the plain search, listed
+	// in Fallbacks; 0: every expert with tokens, as before it).
+	PlainTokens float64  `json:"plain_tokens"`
+	Fallbacks   []string `json:"fallbacks,omitempty"`
+	Seconds     float64  `json:"collect_seconds"`
 }
 
 // LayerError is one MoE layer's conversion error.

@@ -21,30 +21,31 @@ const imatrixUsage = "importance matrix (llama.cpp GGUF imatrix) weighting the Q
 // calibFlags are the calibrated quantizer's flags, shared by quantize and
 // pack.
 type calibFlags struct {
-	tokens     tokenFlags
-	ctx        int
-	self       int
-	seed       uint64
-	damp       float64
-	selfDamp   float64
-	refine     int
-	refineDamp float64
-	refSelf    float64
-	swiglu     int
-	swigluDamp float64
-	swSelf     float64
-	swPassSelf int
-	expert     int
-	expertSelf int
-	holdEvery  int
-	candidates int
-	refPasses  int // --refine-self
-	candSelf   int // --calib-candidates-self
-	exPasses   int
-	exGate     bool
-	warmDown   bool
-	exTokens   float64 // --refine-expert-tokens
-	gridTokens float64 // --calib-grid-tokens
+	tokens      tokenFlags
+	ctx         int
+	self        int
+	seed        uint64
+	damp        float64
+	selfDamp    float64
+	refine      int
+	refineDamp  float64
+	refSelf     float64
+	swiglu      int
+	swigluDamp  float64
+	swSelf      float64
+	swPassSelf  int
+	expert      int
+	expertSelf  int
+	holdEvery   int
+	candidates  int
+	refPasses   int // --refine-self
+	candSelf    int // --calib-candidates-self
+	exPasses    int
+	exGate      bool
+	warmDown    bool
+	exTokens    float64 // --refine-expert-tokens
+	gridTokens  float64 // --calib-grid-tokens
+	plainTokens float64 // --calib-plain-tokens
 }
 
 func (c *calibFlags) add(f *pflag.FlagSet) {
@@ -69,6 +70,7 @@ func (c *calibFlags) add(f *pflag.FlagSet) {
 	cli.IntVar(f, &c.expertSelf, "refine-expert-self", optq.DefaultSelfExpert, 0, 1000, "expert-output refinement rounds when --calib-self windows are used and --refine-expert is not given")
 	cli.IntVar(f, &c.holdEvery, "calib-hold", calib.DefaultHoldEvery, 0, 1<<20, "hold back every Nth calibration window to measure the output error (0: none)")
 	cli.IntVar(f, &c.candidates, "calib-candidates", optq.Defaults().Candidates, 0, 1000, "grid scales per sign scored by the Hessian-weighted error")
+	cli.Float64Var(f, &c.plainTokens, "calib-plain-tokens", optq.DefaultPlainTokens, 0, 1e6, "quantizer tokens per n_embd column an expert needs for the calibrated quantizer (fewer: the plain search, reported as a fallback; 0: every expert with tokens)")
 	cli.Float64Var(f, &c.gridTokens, "calib-grid-tokens", optq.DefaultGridTokens, 0, 1e6, "quantizer tokens per column a matrix needs for the --calib-candidates grid scales (fewer: the plain search's pick alone; 0: always)")
 	cli.IntVar(f, &c.refPasses, "refine-self", optq.DefaultSelfRefine, 0, 1000, "refinement passes when --calib-self windows are used and --refine is not given")
 	cli.IntVar(f, &c.candSelf, "calib-candidates-self", optq.DefaultSelfCandidates, 0, 1000, "grid scales per sign when --calib-self windows are used and --calib-candidates is not given")
@@ -116,7 +118,7 @@ func (c *calibFlags) prepare(ctx context.Context, env *cli.Env, fs *pflag.FlagSe
 	opt.SwiGLU, opt.SwiGLUDamp = c.swiglu, c.swigluDamp
 	opt.Expert = c.expert
 	opt.ExpertPasses, opt.ExpertGate, opt.WarmDown = c.exPasses, c.exGate, c.warmDown
-	opt.ExpertTokens, opt.GridTokens = c.exTokens, c.gridTokens
+	opt.ExpertTokens, opt.GridTokens, opt.PlainTokens = c.exTokens, c.gridTokens, c.plainTokens
 	if c.self > 0 && !fs.Changed("damp") {
 		opt.Damp = c.selfDamp
 	}
