@@ -109,14 +109,22 @@ func fp16RoundGo(v []float32) {
 	}
 }
 
+// absMaxBits64 is absMax's bits loop over one group where the CPU has a
+// vector path for it (nil elsewhere).
+var absMaxBits64 func(v *[group]float32) uint32
+
 // absMax is the largest float32(math.Abs(float64(v))) of v, taken with
 // Go's max (NaN if any is NaN): for values that are not NaN the largest
 // |v| is the largest of their bits with the sign cleared, so it is taken
 // on the bits, and a NaN (bits above +Inf's) goes to the float loop.
 func absMax(v []float32) float32 {
 	var m uint32
-	for _, x := range v {
-		m = max(m, math.Float32bits(x)&^(1<<31))
+	if len(v) == group && absMaxBits64 != nil {
+		m = absMaxBits64((*[group]float32)(v))
+	} else {
+		for _, x := range v {
+			m = max(m, math.Float32bits(x)&^(1<<31))
+		}
 	}
 	if m <= 0x7f800000 {
 		return math.Float32frombits(m)

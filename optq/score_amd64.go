@@ -28,6 +28,13 @@ func scoreGroupVector512(w *blockRows, invDiag *[group]float32, bandT *[group * 
 //go:noescape
 func fp16RoundF16C(v *float32, n int)
 
+// absMaxBits64AVX2 is absMax's bits loop over one group (score_amd64.s).
+//
+//go:noescape
+func absMaxBits64AVX2(v *float32) uint32
+
+func absMaxBits64Vector(v *[group]float32) uint32 { return absMaxBits64AVX2(&v[0]) }
+
 func fp16RoundVector(v []float32) {
 	n := len(v) &^ 7
 	if n > 0 {
@@ -47,6 +54,9 @@ func init() {
 	}
 	if cpuid.CPU.Supports(cpuid.AVX, cpuid.F16C) {
 		fp16Round = fp16RoundVector
+	}
+	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2) {
+		absMaxBits64 = absMaxBits64Vector
 	}
 }
 

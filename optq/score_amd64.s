@@ -330,3 +330,36 @@ TEXT ·scoreLanesAVX512(SB), NOSPLIT, $0-32
 	SCOREPRE512
 	LANESQUAD512(AX)
 	SCOREPOST512
+
+// func absMaxBits64AVX2(v *float32) uint32
+// The largest of v's 64 values' bits with the sign cleared (VPAND, then a
+// VPMAXUD tree: the order of an unsigned max does not matter).
+TEXT ·absMaxBits64AVX2(SB), NOSPLIT, $0-12
+	MOVQ         v+0(FP), SI
+	VPCMPEQD     Y15, Y15, Y15
+	VPSRLD       $1, Y15, Y15
+	VPAND        (SI), Y15, Y0
+	VPAND        32(SI), Y15, Y1
+	VPAND        64(SI), Y15, Y2
+	VPAND        96(SI), Y15, Y3
+	VPAND        128(SI), Y15, Y4
+	VPAND        160(SI), Y15, Y5
+	VPAND        192(SI), Y15, Y6
+	VPAND        224(SI), Y15, Y7
+	VPMAXUD      Y1, Y0, Y0
+	VPMAXUD      Y3, Y2, Y2
+	VPMAXUD      Y5, Y4, Y4
+	VPMAXUD      Y7, Y6, Y6
+	VPMAXUD      Y2, Y0, Y0
+	VPMAXUD      Y6, Y4, Y4
+	VPMAXUD      Y4, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPMAXUD      X1, X0, X0
+	VPSHUFD      $0x4e, X0, X1
+	VPMAXUD      X1, X0, X0
+	VPSHUFD      $0xb1, X0, X1
+	VPMAXUD      X1, X0, X0
+	VMOVD        X0, AX
+	MOVL         AX, ret+8(FP)
+	VZEROUPPER
+	RET
