@@ -27,23 +27,44 @@ func swigluInputs(rng *rand.Rand, n int) []float32 {
 	return g
 }
 
+// swGuard is the guard band on each side of guarded's slice, and
+// swGuardValue what it holds.
+const (
+	swGuard      = 16
+	swGuardValue = -7.25
+)
+
+// guarded is a slice of n inside guard bands, and the buffer holding all.
+func guarded(n int) (buf, s []float32) {
+	buf = make([]float32, n+2*swGuard)
+	for i := range buf {
+		buf[i] = swGuardValue
+	}
+	return buf, buf[swGuard : swGuard+n]
+}
+
+// guardsKept reports whether guarded's bands around n values are intact.
+func guardsKept(buf []float32, n int) bool {
+	for i := 0; i < swGuard; i++ {
+		if buf[i] != swGuardValue || buf[swGuard+n+i] != swGuardValue {
+			return false
+		}
+	}
+	return true
+}
+
 // TestSwiGLUPaths: every kernel set's SwiGLU gives the portable loop's
 // bits, over lengths 0..4096 at every alignment of 8, and writes nothing
 // past the end (guard bands on both sides of h).
 func TestSwiGLUPaths(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	const guard = 16
 	for _, set := range testSets() {
 		for n := 0; n <= 4096; n += 1 + n/7 {
 			g := swigluInputs(rng, n)
 			u := swigluInputs(rng, n)
 			want := append([]float32(nil), g...)
 			swigluGo(want, u)
-			buf := make([]float32, n+2*guard)
-			for i := range buf {
-				buf[i] = -7.25
-			}
-			h := buf[guard : guard+n]
+			buf, h := guarded(n)
 			copy(h, g)
 			set.k.swigluSlices(h, u)
 			for i := range h {
@@ -51,10 +72,8 @@ func TestSwiGLUPaths(t *testing.T) {
 					t.Fatalf("%s: n %d, element %d (g %g, u %g): %g, portable %g", set.name, n, i, g[i], u[i], h[i], want[i])
 				}
 			}
-			for i := 0; i < guard; i++ {
-				if buf[i] != -7.25 || buf[guard+n+i] != -7.25 {
-					t.Fatalf("%s: n %d wrote past h's ends", set.name, n)
-				}
+			if !guardsKept(buf, n) {
+				t.Fatalf("%s: n %d wrote past h's ends", set.name, n)
 			}
 		}
 	}
@@ -129,7 +148,6 @@ func BenchmarkSwiGLU(b *testing.B) {
 // above, NaN for NaN.
 func TestExpF32Paths(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
-	const guard = 16
 	for _, set := range testSets() {
 		for n := 0; n <= 4096; n += 1 + n/7 {
 			x := swigluInputs(rng, n)
@@ -137,11 +155,7 @@ func TestExpF32Paths(t *testing.T) {
 			for i, v := range x {
 				want[i] = expF32(v)
 			}
-			buf := make([]float32, n+2*guard)
-			for i := range buf {
-				buf[i] = -7.25
-			}
-			dst := buf[guard : guard+n]
+			buf, dst := guarded(n)
 			set.k.expSlices(dst, x)
 			inPlace := append([]float32(nil), x...)
 			set.k.expSlices(inPlace, inPlace)
@@ -150,10 +164,8 @@ func TestExpF32Paths(t *testing.T) {
 					t.Fatalf("%s: n %d, e^%g: %g (in place %g), portable %g", set.name, n, x[i], dst[i], inPlace[i], want[i])
 				}
 			}
-			for i := 0; i < guard; i++ {
-				if buf[i] != -7.25 || buf[guard+n+i] != -7.25 {
-					t.Fatalf("%s: n %d wrote past dst's ends", set.name, n)
-				}
+			if !guardsKept(buf, n) {
+				t.Fatalf("%s: n %d wrote past dst's ends", set.name, n)
 			}
 		}
 	}

@@ -239,13 +239,12 @@ func quantizeDown(ex *Expert, in *Inputs, opt Options, res *ExpertResult, pr *pr
 // swiglu returns silu(X Gᵀ) * (X Uᵀ), n rows of F.
 func swiglu(gate, up, x []float32, n, D, F int) []float32 {
 	out := make([]float32, n*F)
-	g, u := make([]float32, n), make([]float32, n)
-	// Row by row, so that a row's weights stay in cache for every token.
+	g, u := make([]float32, F*n), make([]float32, F*n) // [F][n]
+	projectRows(g, gate, F, D, x, n)
+	projectRows(u, up, F, D, x, n)
 	for i := 0; i < F; i++ {
-		dotMany(g, gate[i*D:(i+1)*D], x, D)
-		dotMany(u, up[i*D:(i+1)*D], x, D)
 		for t := 0; t < n; t++ {
-			out[t*F+i] = silu(g[t]) * u[t]
+			out[t*F+i] = silu(g[i*n+t]) * u[i*n+t]
 		}
 	}
 	return out
@@ -290,12 +289,12 @@ func matErrors(w, wq []float32, rows, cols int, x []float32, n int) Errors {
 	// The products row by row (a row's weights stay in cache for every
 	// token), then summed token by token.
 	ys, ds := make([]float32, n*rows), make([]float32, n*rows)
-	y, d := make([]float32, n), make([]float32, n)
+	y, d := make([]float32, rows*n), make([]float32, rows*n) // [rows][n]
+	projectRows(y, w, rows, cols, x, n)
+	projectRows(d, diff, rows, cols, x, n)
 	for r := 0; r < rows; r++ {
-		dotMany(y, w[r*cols:(r+1)*cols], x, cols)
-		dotMany(d, diff[r*cols:(r+1)*cols], x, cols)
 		for t := 0; t < n; t++ {
-			ys[t*rows+r], ds[t*rows+r] = y[t], d[t]
+			ys[t*rows+r], ds[t*rows+r] = y[r*n+t], d[r*n+t]
 		}
 	}
 	for i, y := range ys {
@@ -351,9 +350,7 @@ func silu(z float32) float32 { return z / (1 + float32(math.Exp(float64(-z)))) }
 // project returns W Xᵀ, [rows][n], for rows of w each D long.
 func project(w, x []float32, n, D, rows int) []float32 {
 	out := make([]float32, rows*n)
-	for i := 0; i < rows; i++ {
-		dotMany(out[i*n:(i+1)*n], w[i*D:(i+1)*D], x, D)
-	}
+	projectRows(out, w, rows, D, x, n)
 	return out
 }
 

@@ -55,3 +55,42 @@ func BenchmarkDotMany(b *testing.B) {
 		})
 	}
 }
+
+// TestProjectRowsIsDotF32: projectRows is kernels.DotF32 of every row and
+// token, bit for bit, for row counts around its blocks of four.
+func TestProjectRowsIsDotF32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	for _, c := range []struct{ rows, D, n int }{{1, 64, 3}, {4, 33, 5}, {7, 640, 32}, {9, 2560, 2}} {
+		w, x := randMatrix(rng, c.rows*c.D, 1), randMatrix(rng, c.n*c.D, 1)
+		out := make([]float32, c.rows*c.n)
+		projectRows(out, w, c.rows, c.D, x, c.n)
+		for i := 0; i < c.rows; i++ {
+			for k := 0; k < c.n; k++ {
+				if want := kernels.DotF32(w[i*c.D:(i+1)*c.D], x[k*c.D:(k+1)*c.D]); math.Float32bits(out[i*c.n+k]) != math.Float32bits(want) {
+					t.Fatalf("%+v row %d token %d: %v, DotF32 %v", c, i, k, out[i*c.n+k], want)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkProjectField: a gate's products with 32 tokens (640 rows of
+// 2560), row by row (dotMany per row) and four rows at a time.
+func BenchmarkProjectField(b *testing.B) {
+	const rows, D, n = 640, 2560, 32
+	rng := rand.New(rand.NewPCG(2, 2))
+	w, x := randMatrix(rng, rows*D, 1), randMatrix(rng, n*D, 1)
+	out := make([]float32, rows*n)
+	b.Run("rows", func(b *testing.B) {
+		for b.Loop() {
+			for i := 0; i < rows; i++ {
+				dotMany(out[i*n:(i+1)*n], w[i*D:(i+1)*D], x, D)
+			}
+		}
+	})
+	b.Run("fours", func(b *testing.B) {
+		for b.Loop() {
+			projectRows(out, w, rows, D, x, n)
+		}
+	})
+}

@@ -285,11 +285,10 @@ func (lr *lowRank) downTarget(w, a []float32, D int) []float32 {
 		delta[i] = v - ah[i]
 	}
 	p := make([]float64, D*n) // rows W Δᵀ, then solved: (W Δᵀ) K⁻¹
-	for r := 0; r < D; r++ {
-		dotMany(dots, w[r*F:(r+1)*F], delta, F)
-		for t, d := range dots {
-			p[r*n+t] = float64(d)
-		}
+	wd := make([]float32, D*n)
+	projectRows(wd, w, D, F, delta, n)
+	for i, d := range wd {
+		p[i] = float64(d)
 	}
 	solveCholesky(k, n, p, D)
 	out := append([]float32(nil), w...)
