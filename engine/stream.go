@@ -49,6 +49,10 @@ type StreamCounters struct {
 	// pieces of its read were still queued (claim), which then went
 	// unread. Unlike the counts above, it depends on read timing.
 	DroppedBytes int64 `json:"dropped_bytes"`
+	// LateHits are the hits whose read was still under way (or queued)
+	// when their Need came: read-ahead's guesses issued too late to be
+	// read in time. Like DroppedBytes, it depends on read timing.
+	LateHits int64 `json:"late_hits"`
 	// MissedNeeds are the Need calls (one per layer and batch) with a
 	// miss: each puts at least one read's latency on the critical path,
 	// however many misses it has (they are read together).
@@ -59,7 +63,7 @@ func (c StreamCounters) sub(o StreamCounters) StreamCounters {
 	return StreamCounters{Demands: c.Demands - o.Demands, Hits: c.Hits - o.Hits, Misses: c.Misses - o.Misses,
 		ReadAheadHits: c.ReadAheadHits - o.ReadAheadHits, Guesses: c.Guesses - o.Guesses, Reads: c.Reads - o.Reads,
 		BytesRead: c.BytesRead - o.BytesRead, WaitNanos: c.WaitNanos - o.WaitNanos, MissedNeeds: c.MissedNeeds - o.MissedNeeds,
-		DroppedBytes: c.DroppedBytes - o.DroppedBytes}
+		DroppedBytes: c.DroppedBytes - o.DroppedBytes, LateHits: c.LateHits - o.LateHits}
 }
 
 // StreamReport is the summary run prints for a pack.
@@ -72,6 +76,7 @@ type StreamReport struct {
 	// DroppedMBPerToken is the part of ReadMBPerToken never read
 	// (StreamCounters.DroppedBytes).
 	DroppedMBPerToken     float64        `json:"dropped_mb_per_token,omitempty"`
+	LateHitsPerToken      float64        `json:"late_hits_per_token,omitempty"` // StreamCounters.LateHits
 	ReadAheadHitsPerToken float64        `json:"readahead_hits_per_token"`
 	GuessesPerToken       float64        `json:"readahead_reads_per_token"`
 	WaitMsPerToken        float64        `json:"wait_ms_per_token"`
@@ -629,6 +634,9 @@ func (s *PackStore) Need(layer int, ids []int) {
 		if i := s.where[key]; i >= 0 && s.slots[i].state != slotFailed {
 			s.counters.Hits++
 			sl := &s.slots[i]
+			if sl.state == slotLoading {
+				s.counters.LateHits++
+			}
 			if sl.guess {
 				s.counters.ReadAheadHits++
 				sl.guess = false
@@ -851,6 +859,7 @@ func (s *PackStore) Report(from, to StreamCounters, tokens int) *StreamReport {
 		r.MissesPerToken = float64(d.Misses) / n
 		r.ReadMBPerToken = float64(d.BytesRead) / (1 << 20) / n
 		r.DroppedMBPerToken = float64(d.DroppedBytes) / (1 << 20) / n
+		r.LateHitsPerToken = float64(d.LateHits) / n
 		r.ReadAheadHitsPerToken = float64(d.ReadAheadHits) / n
 		r.GuessesPerToken = float64(d.Guesses) / n
 		r.WaitMsPerToken = float64(d.WaitNanos) / 1e6 / n

@@ -559,3 +559,36 @@ func TestReadAheadOffWhenAllResident(t *testing.T) {
 		t.Fatalf("counters %+v after a decode with every expert resident", c)
 	}
 }
+
+// TestLateHitCounted: a Need that hits a guess whose read is still under
+// way counts a late hit (the one reader held in that read), and a hit on
+// a read expert does not.
+func TestLateHitCounted(t *testing.T) {
+	m, order := openSmallArena(t, m0Used(t)+4)
+	ps := m.Stream()
+	a := absent(t, m, 1)
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	ps.readHook = func(key int) {
+		if key == m.Config.Experts+a {
+			once.Do(func() { close(started) })
+			<-release
+		}
+	}
+	m.Experts.Guess(1, []int{a})
+	<-started
+	r := order[len(order)-1] // read at the fill
+	m.Experts.Need(r[0], []int{r[1]})
+	c0 := ps.Counters()
+	m.Experts.Need(1, []int{a})
+	c1 := ps.Counters()
+	close(release)
+	if c0.LateHits != 0 || c1.LateHits != 1 || c1.Hits != c0.Hits+1 || c1.ReadAheadHits != c0.ReadAheadHits+1 {
+		t.Fatalf("late hits %d after a hit on a read expert, %d after a hit on the held read (hits %d -> %d, read-ahead hits %d -> %d); want 0 and 1",
+			c0.LateHits, c1.LateHits, c0.Hits, c1.Hits, c0.ReadAheadHits, c1.ReadAheadHits)
+	}
+	if _, err := m.Experts.Get(1, a); err != nil {
+		t.Fatal(err)
+	}
+	m.Experts.Release(1, a)
+}

@@ -144,8 +144,8 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 				rep.ResidentCapMB, why, d.Stream.ArenaSlots, d.Stream.TotalSlots)
 		}
 		printStepPhases(w, d.Phases)
-		fmt.Fprintf(w, "  hit rate %.3f, misses %.2f/token (in %.2f layers), read %.2f MB/token (%.2f of it dropped unread), read-ahead hits %.2f/token, waiting %.2f ms/token\n",
-			d.Stream.HitRate, d.Stream.MissesPerToken, d.Stream.MissedNeedsPerToken, d.Stream.ReadMBPerToken, d.Stream.DroppedMBPerToken, d.Stream.ReadAheadHitsPerToken, d.Stream.WaitMsPerToken)
+		fmt.Fprintf(w, "  hit rate %.3f, misses %.2f/token (in %.2f layers), read %.2f MB/token (%.2f of it dropped unread), read-ahead hits %.2f/token, hits still being read at their Need %.2f/token, waiting %.2f ms/token\n",
+			d.Stream.HitRate, d.Stream.MissesPerToken, d.Stream.MissedNeedsPerToken, d.Stream.ReadMBPerToken, d.Stream.DroppedMBPerToken, d.Stream.ReadAheadHitsPerToken, d.Stream.LateHitsPerToken, d.Stream.WaitMsPerToken)
 	}
 	fmt.Fprintf(w, "streaming / resident: median step %.3f", rep.StreamingOfResident)
 	if rep.StreamingOfResidentCPU > 0 {
