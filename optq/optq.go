@@ -352,7 +352,11 @@ type searcher struct {
 	raw    []float32       // the grid's scales before their rounding to fp16
 	w      blockRows
 	lw     *laneWeights // one candidate a row (no grid): a row per lane
-	score  []groupScore
+	// ratiosQ2 are the plain search's ratios where plainLanes takes its
+	// picks (with lw), picks the picks of a pass's lanes.
+	ratiosQ2 []float32
+	picks    [scoreLanes]float32
+	score    []groupScore
 }
 
 func newSearcher(f *factors, opt Options) *searcher {
@@ -365,6 +369,9 @@ func newSearcher(f *factors, opt Options) *searcher {
 	if len(s.ratios) == 0 && scoreLaneRows != nil && scoreBatchMax > 1 {
 		// The plain pick alone: a lane per row (the same passes).
 		s.slot, s.batch, s.lw = 1, scoreLanes, new(laneWeights)
+		if plainLanes != nil && opt.Q2Candidates >= 0 {
+			s.ratiosQ2 = quant.Q2SearchRatios(opt.Q2Candidates)
+		}
 	}
 	s.cand = make([][]float32, s.batch)
 	s.score = make([]groupScore, (s.batch*s.slot+scoreLanes-1)/scoreLanes)
@@ -521,15 +528,17 @@ func gridRatios(n int) []float32 {
 // current, compensated weights) of the batch's row i: the plain search's
 // pick under the weights 1/U_jj² (kept unless another is clearly better),
 // then a grid of both signs.
-func (s *searcher) candidates(i int, wg []float32) {
+//
+// With pick set, pick0 is the plain search's pick, taken by plainLanes.
+func (s *searcher) candidates(i int, wg []float32, pick bool, pick0 float32) {
 	amax := absMax(wg)
 	cand := s.cand[i][:0]
 	if amax == 0 {
 		s.cand[i] = append(cand, 0)
 		return
 	}
-	var d0 float32
-	if s.plain != nil {
+	d0 := pick0
+	if s.plain != nil && !pick {
 		s.plain.Block((*[group]float32)(wg), &s.block)
 		d0 = quant.FP16ToFloat32(binary.LittleEndian.Uint16(s.block[:]))
 	}
@@ -562,16 +571,26 @@ func (s *searcher) candidates(i int, wg []float32) {
 // pass that quantizes the group column by column with its compensation,
 // leaving the loss Σ_j ((w_j − q_j)/U_jj)².
 func (s *searcher) scoreBatch(W []float32, stride, off, r0, nr, g0 int) {
-	for i := 0; i < nr; i++ {
-		s.candidates(i, W[(r0+i)*stride+off:(r0+i)*stride+off+group])
-	}
 	if s.lw != nil {
 		for c := range scoreLanes {
 			for k, v := range (*[group]float32)(W[(r0+min(c, nr-1))*stride+off:]) {
 				s.lw[k][c] = v
 			}
 		}
+		// The plain search's picks of every lane at once (the lanes it
+		// leaves, and a searcher without one, take Block).
+		left := ^uint32(0)
+		if s.ratiosQ2 != nil && s.plain != nil {
+			pw := plainWeights(&s.imp)
+			left = plainLanes(s.lw, &pw, s.ratiosQ2, &s.picks)
+		}
+		for i := 0; i < nr; i++ {
+			s.candidates(i, W[(r0+i)*stride+off:(r0+i)*stride+off+group], left>>i&1 == 0, s.picks[i])
+		}
 	} else {
+		for i := 0; i < nr; i++ {
+			s.candidates(i, W[(r0+i)*stride+off:(r0+i)*stride+off+group], false, 0)
+		}
 		for b := range s.w {
 			i := min(b*laneBlock/s.slot, nr-1)
 			copy(s.w[b][:], W[(r0+i)*stride+off:(r0+i)*stride+off+group])
