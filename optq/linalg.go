@@ -174,3 +174,8 @@ func projectRows(out, w []float32, rows, D int, x []float32, n int) {
 		dotMany(out[i*n:(i+1)*n], w[i*D:(i+1)*D], x, D)
 	}
 }
+
+// prefetchGroups asks for the 64 values at p[r*stride:] of each of rows
+// rows to be brought into cache (a hint: no value changes); the portable
+// path does nothing.
+var prefetchGroups = func(p []float32, stride, rows int) {}

@@ -33,3 +33,18 @@ func init() {
 		dotMany = dotManyVector
 	}
 }
+
+// prefetchGroupsAMD64 issues PREFETCHT0 for the four cache lines of 64
+// float32 at p + r·stride bytes, r < rows.
+//
+//go:noescape
+func prefetchGroupsAMD64(p *float32, stride, rows int)
+
+func prefetchGroupsVector(p []float32, stride, rows int) {
+	if rows <= 0 || len(p) < (rows-1)*stride+group {
+		return
+	}
+	prefetchGroupsAMD64(&p[0], stride*4, rows)
+}
+
+func init() { prefetchGroups = prefetchGroupsVector }

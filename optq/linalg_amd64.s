@@ -112,3 +112,21 @@ oneloop:
 done:
 	VZEROUPPER
 	RET
+
+// func prefetchGroupsAMD64(p *float32, stride, rows int)
+TEXT ·prefetchGroupsAMD64(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	MOVQ stride+8(FP), BX
+	MOVQ rows+16(FP), CX
+pfloop:
+	TESTQ CX, CX
+	JZ    pfdone
+	PREFETCHT0 (SI)
+	PREFETCHT0 64(SI)
+	PREFETCHT0 128(SI)
+	PREFETCHT0 192(SI)
+	ADDQ BX, SI
+	DECQ CX
+	JMP  pfloop
+pfdone:
+	RET

@@ -241,8 +241,14 @@ func (c *lowCarry[V, M]) carryTo(out []float32, stride, off int, src []float32, 
 	var v V
 	width := len(v)
 	dots := c.dots[:g2-g1]
+	if g2-g1 == group {
+		prefetchGroups(src[g1:], cols, min(width, c.rows))
+	}
 	for r0 := 0; r0 < c.rows; r0 += width {
 		nr := min(width, c.rows-r0)
+		if g2-g1 == group && r0+width < c.rows { // the next block's source rows
+			prefetchGroups(src[(r0+width)*cols+g1:], cols, min(width, c.rows-r0-width))
+		}
 		et := c.el[r0/width*group:][:g1-g0]
 		z := c.z[r0/width*n : (r0/width+1)*n]
 		c.block(et, lr.cp[g0*n:g1*n], n, z, lr.xt[g1*n:g2*n], dots)
