@@ -94,3 +94,32 @@ func BenchmarkProjectField(b *testing.B) {
 		}
 	})
 }
+
+// TestAxpyTokens: axpyTokens (the vector path where the CPU has it) gives
+// axpyTokensGo's bits for rows of 0 to 704 values (multiples of 64 and
+// not), 0 to 40 tokens in any order with repeats, and writes nothing past
+// o (a guard band after it).
+func TestAxpyTokens(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	for trial := 0; trial < 400; trial++ {
+		F := []int{0, 64, 128, 640, 704, 70, 8}[trial%7]
+		n := rng.IntN(12) + 1
+		x := randMatrix(rng, n*F+1, 1)
+		na := rng.IntN(41)
+		a, ts := make([]float32, na), make([]int32, na)
+		for k := range a {
+			a[k] = float32(rng.NormFloat64())
+			ts[k] = int32(rng.IntN(n))
+		}
+		o0 := randMatrix(rng, F, 1)
+		want := append(append([]float32(nil), o0...), 7, 7, 7, 7)
+		got := append(append([]float32(nil), o0...), 7, 7, 7, 7)
+		axpyTokensGo(want[:F], a, ts, x)
+		axpyTokens(got[:F], a, ts, x)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("trial %d (F %d, %d tokens): o[%d] = %g, want %g", trial, F, na, i, got[i], want[i])
+			}
+		}
+	}
+}

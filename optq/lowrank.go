@@ -375,15 +375,29 @@ func (lr *lowRank) downTarget(w, a []float32, D int) []float32 {
 	}
 	solveCholesky(k, n, p, D)
 	out := append([]float32(nil), w...)
+	as, ts := make([]float32, n), make([]int32, n)
 	for r := 0; r < D; r++ {
-		or := out[r*F : (r+1)*F]
+		na := 0
 		for t, y := range p[r*n : (r+1)*n] {
 			if y != 0 {
-				kernels.Axpy(or, float32(y), ah[t*F:(t+1)*F])
+				as[na], ts[na] = float32(y), int32(t)
+				na++
 			}
 		}
+		axpyTokens(out[r*F:(r+1)*F], as[:na], ts[:na], ah)
 	}
 	return out
+}
+
+// axpyTokens adds a[k]·x_{t[k]} to o for k in order (x_t the row t of x,
+// len(o) long), each a kernels.Axpy: the product rounded, then the add.
+var axpyTokens = axpyTokensGo
+
+func axpyTokensGo(o, a []float32, t []int32, x []float32) {
+	F := len(o)
+	for k, ak := range a {
+		kernels.Axpy(o, ak, x[int(t[k])*F:int(t[k])*F+F])
+	}
 }
 
 // quantizeDownLowRank is quantizeDown's target and quantization for n < F
