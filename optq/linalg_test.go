@@ -123,3 +123,33 @@ func TestAxpyTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestPackCodes: pack's eight-codes-at-a-time bytes are the definition's,
+// element j's level+1 at bits 2*(j%4) of byte j/4 after the fp16 scale,
+// for every level pattern in random rows.
+func TestPackCodes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(53, 54))
+	const rows, cols = 5, 192
+	q := &quantized{rows: rows, cols: cols, levels: make([]int8, rows*cols), scales: make([]float32, rows*cols/group)}
+	for trial := 0; trial < 50; trial++ {
+		for i := range q.levels {
+			q.levels[i] = int8(rng.IntN(4) - 1)
+		}
+		for i := range q.scales {
+			q.scales[i] = roundFP16(float32(rng.NormFloat64()))
+		}
+		got := make([]byte, rows*cols/group*18)
+		q.pack(got)
+		for r := 0; r < rows; r++ {
+			for b := 0; b < cols/group; b++ {
+				blk := got[(r*cols/group+b)*18:][:18]
+				for j := 0; j < group; j++ {
+					want := byte(q.levels[r*cols+b*group+j] + 1)
+					if c := blk[2+j/4] >> (2 * (j % 4)) & 3; c != want {
+						t.Fatalf("trial %d row %d block %d element %d: code %d, want %d", trial, r, b, j, c, want)
+					}
+				}
+			}
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/stratactl/stratactl/kernels"
 	"github.com/stratactl/stratactl/quant"
@@ -806,17 +807,24 @@ func (d *denseQuad) groupMoved(dd float32) { kernels.Axpy(d.g, -dd, d.v) }
 // at bits 2*(j%4) of byte j/4.
 func (q *quantized) pack(dst []byte) {
 	groups := q.cols / group
+	if len(q.levels) == 0 {
+		return
+	}
+	lb := unsafe.Slice((*byte)(unsafe.Pointer(&q.levels[0])), len(q.levels)) // int8 and byte: the same bits
 	for r := 0; r < q.rows; r++ {
 		for b := 0; b < groups; b++ {
 			out := dst[(r*groups+b)*quant.Q2BlockBytes:][:quant.Q2BlockBytes]
 			binary.LittleEndian.PutUint16(out, quant.Float32ToFP16(q.scales[r*groups+b]))
-			lv := q.levels[r*q.cols+b*group:][:group]
-			for i := 0; i < 16; i++ {
-				var c byte
-				for k := 0; k < 4; k++ {
-					c |= byte(lv[4*i+k]+1) << (2 * k)
-				}
-				out[2+i] = c
+			// Eight codes at a time: the levels' bytes (-1..2) as a uint64,
+			// each byte + 1 without carries (0..3), to 2 bits each, element
+			// j at bits 2*(j%4) of byte j/4.
+			lv := lb[r*q.cols+b*group:][:group]
+			for i := 0; i < 8; i++ {
+				v := binary.LittleEndian.Uint64(lv[8*i:])
+				v = (v&0x7f7f7f7f7f7f7f7f + 0x0101010101010101) ^ v&0x8080808080808080
+				v = v&0x0303030303030303 | v>>6&0x0c0c0c0c0c0c0c0c | v>>12&0x3030303030303030 | v>>18&0xc0c0c0c0c0c0c0c0
+				out[2+2*i] = byte(v)
+				out[3+2*i] = byte(v >> 32)
 			}
 		}
 	}
