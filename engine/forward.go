@@ -97,6 +97,10 @@ type Session struct {
 	one     [1]int32
 	ra      []raLayer // read-ahead's record per layer and distance (readahead.go)
 	raDepth int       // the distances ra holds per layer
+	// raActs and raGuesses are read-ahead's activations and each kind's
+	// last guess (raGuess), reused.
+	raActs    [raKinds]acts
+	raGuesses [raKinds][]int
 }
 
 // SessionStats are counters of one session.
@@ -334,6 +338,7 @@ func (s *Session) layers(ids []int32, spans []seqSpan) (x, xn []float32, batchMa
 			s.lapProducts(PhaseO, &L.O)
 		}
 		s.addRows(x, o, T)
+		s.raMixer(l, o, T)
 		s.normRows(xn, x, L.FFNNorm, T)
 		s.lap(PhaseNorm)
 		moeOut, err := s.moe(l, L, xn, x, T)

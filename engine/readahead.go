@@ -11,9 +11,14 @@ package engine
 // outputs there, which the residual before a layer lacks of that layer's
 // MoE input: where the token mixer's output moves slowly from token to
 // token, as in the synthetic packs, this guesses better; in the tiny
-// trained models, worse), and both guesses are scored; the one read is
-// the one whose would-be reads the routing picked more often
-// (raScore.beats; x alone on a tie).
+// trained models, worse), and layer next from x plus the last token's
+// token-mixer output at layer next alone (the routing's own input is x
+// plus this token's: the nearest of the three where the mixer's output
+// moves slowly); all are scored, and the one read is the one whose
+// would-be reads the routing picked most often (raScore.beats; on a tie
+// the earlier of x alone, with the change, with the mixer's output). A
+// layer's guesses are one product over all their rows, with Q8_0
+// activations.
 func (s *Session) readAhead(next int, x []float32, T int) {
 	m := s.m
 	depth := m.Experts.ReadAhead()
@@ -47,12 +52,21 @@ func (s *Session) readAhead(next int, x []float32, T int) {
 			continue
 		}
 		st := &s.ra[l*depth+l-next]
-		st.guess = append(st.guess[:0], s.raGuess(l, x, T, &st.raScore)...)
-		use, guess := &st.raScore, st.guess
-		if est != nil {
-			if g := s.raGuess(l, est, T, &st.withDelta); st.withDelta.beats(&st.raScore) {
-				use, guess = &st.withDelta, g
+		var mix []float32 // x plus the last token's mixer output at layer next
+		if o := s.ra[l*depth].mixer; l == next && o != nil {
+			mix = s.sc.floats(T * D)
+			copy(mix, x)
+			for t := 0; t < T; t++ {
+				addTo(mix[t*D:(t+1)*D], o)
 			}
+		}
+		g := s.raGuess(l, T, [raKinds][]float32{x, est, mix}, [raKinds]*raScore{&st.raScore, &st.withDelta, &st.withMixer})
+		use, guess := &st.raScore, g[0]
+		if est != nil && st.withDelta.beats(use) {
+			use, guess = &st.withDelta, g[1]
+		}
+		if mix != nil && st.withMixer.beats(use) {
+			use, guess = &st.withMixer, g[2]
 		}
 		if use.pays() {
 			m.Experts.Guess(l, guess)
@@ -60,26 +74,84 @@ func (s *Session) readAhead(next int, x []float32, T int) {
 	}
 }
 
-// raGuess is layer l's top-k experts of each of the T rows of x by its
-// Q8_0 router copy (in the scratch's guess buffer), the experts among them
-// not resident now becoming sc's would-be reads.
-func (s *Session) raGuess(l int, x []float32, T int, sc *raScore) []int {
+// raKinds is the kinds of guess read-ahead makes of a layer: from the
+// residual alone, with the last token's change, with its mixer's output.
+const raKinds = 3
+
+// raGuess makes layer l's guesses from the inputs xs (T rows each; nil
+// where that kind is not made): each kind's union of its rows' top-k
+// experts by the layer's Q8_0 router copy (in the session's guess
+// buffers, valid until the next call), the experts among them not
+// resident now becoming that kind's would-be reads (sc). The rows of all
+// kinds are normed and multiplied in one product.
+func (s *Session) raGuess(l, T int, xs [raKinds][]float32, sc [raKinds]*raScore) [raKinds][]int {
 	m := s.m
 	c := &m.Config
 	D, E := c.Embd, c.Experts
 	L := &m.Layers[l]
-	xn := s.sc.floats(T * D)
-	rmsNormRows(xn, x, L.FFNNorm, D, c.Eps)
-	scores := s.sc.floats(T * E)
-	m.Pool.MatMul(L.RouterQ8, xn, T, scores)
-	guess := s.sc.topGuesses(scores, E, c.ExpertsUsed)
-	sc.pending = sc.pending[:0]
-	for _, e := range guess {
-		if !m.Experts.Resident(l, e) {
-			sc.pending = append(sc.pending, e)
+	n := 0
+	for _, x := range xs {
+		if x != nil {
+			n++
 		}
 	}
-	return guess
+	xn := s.sc.floats(n * T * D)
+	j := 0
+	for _, x := range xs {
+		if x != nil {
+			rmsNormRows(xn[j*T*D:(j+1)*T*D], x, L.FFNNorm, D, c.Eps)
+			j++
+		}
+	}
+	scores := s.sc.floats(n * T * E)
+	if T == 1 {
+		// One pass of row products (a batch's product of so few rows is
+		// slower).
+		v := &s.sc.vecs
+		ms, as, outs := v.raMs[:0], v.as[:0], v.raOuts[:0]
+		for j := 0; j < n; j++ {
+			a := &s.raActs[j]
+			a.rewrap(xn[j*D:(j+1)*D], D, Fast)
+			ms, as, outs = append(ms, L.RouterQ8), append(as, a), append(outs, scores[j*E:(j+1)*E])
+		}
+		v.raMs, v.raOuts = ms, outs
+		matVecs(m.Pool, ms, as, outs, v)
+		v.as = as
+	} else {
+		a := &s.raActs[0]
+		a.rewrap(xn, D, Fast)
+		matMul(m.Pool, L.RouterQ8, a, scores)
+	}
+	var out [raKinds][]int
+	j = 0
+	for k, x := range xs {
+		if x == nil {
+			continue
+		}
+		guess := s.sc.topGuesses(scores[j*T*E:(j+1)*T*E], E, c.ExpertsUsed)
+		j++
+		out[k] = append(s.raGuesses[k][:0], guess...)
+		s.raGuesses[k] = out[k]
+		sc[k].pending = sc[k].pending[:0]
+		for _, e := range guess {
+			if !m.Experts.Resident(l, e) {
+				sc[k].pending = append(sc[k].pending, e)
+			}
+		}
+	}
+	return out
+}
+
+// raMixer keeps the last token's token-mixer output o (its rows [T][Embd])
+// at layer l, for read-ahead's guess of layer l in the next pass.
+func (s *Session) raMixer(l int, o []float32, T int) {
+	depth := s.raDepth
+	if depth == 0 || (l+1)*depth > len(s.ra) {
+		return
+	}
+	D := s.m.Config.Embd
+	p := &s.ra[l*depth]
+	p.mixer = append(p.mixer[:0], o[(T-1)*D:T*D]...)
 }
 
 // raTrack keeps, per layer, the last token's residual before the layer
@@ -106,16 +178,16 @@ func (s *Session) raTrack(next int, last []float32, depth int) {
 // raLayer is read-ahead's record of one layer at one distance (the
 // guesses made d layers before the layer's own, each distance scored on
 // its own, so a layer guessed from near but not from far is still
-// guessed): the scores of its two guesses, from the residual alone and
-// with the last token's change added (readAhead).
+// guessed): the scores of its guesses, from the residual alone, with the
+// last token's change added and with its mixer's output added (readAhead).
 type raLayer struct {
 	raScore
-	withDelta raScore
-	guess     []int // the guess from the residual alone, kept while the other is made
-	// before and delta, in each layer's distance-0 entry only: the last
-	// token's residual before the layer and its change over the layer
-	// (nil until a token has been through it; raTrack).
-	before, delta []float32
+	withDelta, withMixer raScore
+	// before, delta and mixer, in each layer's distance-0 entry only: the
+	// last token's residual before the layer, its change over the layer
+	// (raTrack) and its token mixer's output there (raMixer); nil until a
+	// token has been through it.
+	before, delta, mixer []float32
 }
 
 // raScore scores one kind of guess: of the experts its guesses would read
@@ -162,6 +234,7 @@ func (s *Session) raScore(l int, ids []int) {
 	for d := range depth {
 		s.ra[l*depth+d].score(ids)
 		s.ra[l*depth+d].withDelta.score(ids)
+		s.ra[l*depth+d].withMixer.score(ids)
 	}
 }
 

@@ -30,26 +30,29 @@ func (g *guessLog) Guess(layer int, ids []int) {
 	g.ExpertStore.Guess(layer, ids)
 }
 
-// hiddenLog keeps each forward pass's last hidden row after each layer.
-type hiddenLog struct{ last [][][]float32 } // [pass][layer][Embd]
+// hiddenLog keeps each forward pass's last hidden row after each layer,
+// and its token mixer's output row.
+type hiddenLog struct{ last, mixer [][][]float32 } // [pass][layer][Embd]
 
 func (h *hiddenLog) Layer(tr *LayerTrace) {
 	if tr.Layer == 0 {
-		h.last = append(h.last, nil)
+		h.last, h.mixer = append(h.last, nil), append(h.mixer, nil)
 	}
 	D := len(tr.Hidden) / tr.Tokens
 	p := len(h.last) - 1
 	h.last[p] = append(h.last[p], slices.Clone(tr.Hidden[(tr.Tokens-1)*D:]))
+	h.mixer[p] = append(h.mixer[p], slices.Clone(tr.MixerOut[(tr.Tokens-1)*D:]))
 }
 
 // TestReadAheadAddsLastDelta: from the second forward pass on, read-ahead
 // guesses layer l from the residual before it, or, where that guess has
 // scored better, from the residual plus the last token's change over
-// layer l in the pass before (the change taken from the Observer's hidden
-// states, independently of read-ahead's own record); the scores seeded
-// for one kind or the other to win, every guess logged is of that kind.
+// layer l in the pass before, or plus its token mixer's output at layer l
+// (the change and the output taken from the Observer's trace,
+// independently of read-ahead's own record); the scores seeded for one
+// kind to win, every guess logged is of that kind.
 func TestReadAheadAddsLastDelta(t *testing.T) {
-	for _, withDelta := range []bool{true, false} {
+	for win := range raKinds {
 		m, _ := openSmallArena(t, m0Used(t)+2)
 		g := &guessLog{ExpertStore: m.Experts, needs: make([]int, m.Config.Layers)}
 		m.Experts = g
@@ -59,12 +62,12 @@ func TestReadAheadAddsLastDelta(t *testing.T) {
 		depth := m.Experts.ReadAhead()
 		s.ra, s.raDepth = make([]raLayer, m.Config.Layers*depth), depth
 		for i := range s.ra {
-			win, lose := &s.ra[i].withDelta, &s.ra[i].raScore
-			if !withDelta {
-				win, lose = lose, win
+			for k, sc := range []*raScore{&s.ra[i].raScore, &s.ra[i].withDelta, &s.ra[i].withMixer} {
+				*sc = raScore{reads: raWindow}
+				if k == win {
+					sc.used = raWindow
+				}
 			}
-			*win = raScore{reads: raWindow, used: raWindow}
-			*lose = raScore{reads: raWindow}
 		}
 		tokens := readI32(t, testutil.TinyModel(t, "refs", "eval_tokens.i32.bin"))[:6]
 		if _, err := s.Generate(t.Context(), tokens, GenerateOptions{MaxTokens: 8}); err != nil {
@@ -77,7 +80,7 @@ func TestReadAheadAddsLastDelta(t *testing.T) {
 			xn := make([]float32, D)
 			rmsNormRows(xn, x, L.FFNNorm, D, c.Eps)
 			scores := make([]float32, E)
-			m.Pool.MatMul(L.RouterQ8, xn, 1, scores)
+			matMul(m.Pool, L.RouterQ8, newActs(xn, D, Fast), scores)
 			return topGuesses(scores, E, K)
 		}
 		checked, differ := 0, 0
@@ -87,25 +90,32 @@ func TestReadAheadAddsLastDelta(t *testing.T) {
 				continue
 			}
 			x := h.last[p][l-1]
-			est := make([]float32, D)
-			for i := range est {
-				delta := h.last[p-1][l][i] - h.last[p-1][l-1][i]
-				est[i] = x[i] + delta
+			var kinds [raKinds][]int
+			for k := range raKinds {
+				est := slices.Clone(x)
+				for i := range est {
+					switch k {
+					case 1:
+						est[i] += h.last[p-1][l][i] - h.last[p-1][l-1][i]
+					case 2:
+						est[i] += h.mixer[p-1][l][i]
+					}
+				}
+				kinds[k] = guess(l, est)
 			}
-			want, other := guess(l, est), guess(l, x)
-			if !withDelta {
-				want, other = other, want
-			}
-			if !slices.Equal(lg.ids, want) {
-				t.Fatalf("delta %v, pass %d layer %d: guessed %v, want %v (the other guess %v)", withDelta, p, l, lg.ids, want, other)
+			if !slices.Equal(lg.ids, kinds[win]) {
+				t.Fatalf("kind %d, pass %d layer %d: guessed %v, want %v (the kinds' guesses %v)", win, p, l, lg.ids, kinds[win], kinds)
 			}
 			checked++
-			if !slices.Equal(want, other) {
-				differ++
+			for k := range raKinds {
+				if !slices.Equal(kinds[k], kinds[win]) {
+					differ++
+					break
+				}
 			}
 		}
 		if checked < 2*(c.Layers-1) || differ == 0 {
-			t.Fatalf("delta %v: %d guesses checked of %d logged, %d where the two kinds differ", withDelta, checked, len(g.guesses), differ)
+			t.Fatalf("kind %d: %d guesses checked of %d logged, %d where the kinds differ", win, checked, len(g.guesses), differ)
 		}
 	}
 }

@@ -44,6 +44,15 @@ type StreamCounters struct {
 	Reads         int64 `json:"reads"` // slot reads, any cause
 	BytesRead     int64 `json:"bytes_read"`
 	WaitNanos     int64 `json:"wait_ns"` // time the forward pass waited for reads
+	// DroppedBytes are the bytes of started reads (counted in Reads and
+	// BytesRead) that were never read: their expert was evicted while
+	// pieces of its read were still queued (claim), which then went
+	// unread. Unlike the counts above, it depends on read timing.
+	DroppedBytes int64 `json:"dropped_bytes"`
+	// LateHits are the hits whose read was still under way (or queued)
+	// when their Need came: read-ahead's guesses issued too late to be
+	// read in time. Like DroppedBytes, it depends on read timing.
+	LateHits int64 `json:"late_hits"`
 	// MissedNeeds are the Need calls (one per layer and batch) with a
 	// miss: each puts at least one read's latency on the critical path,
 	// however many misses it has (they are read together).
@@ -51,18 +60,23 @@ type StreamCounters struct {
 }
 
 func (c StreamCounters) sub(o StreamCounters) StreamCounters {
-	return StreamCounters{c.Demands - o.Demands, c.Hits - o.Hits, c.Misses - o.Misses,
-		c.ReadAheadHits - o.ReadAheadHits, c.Guesses - o.Guesses, c.Reads - o.Reads,
-		c.BytesRead - o.BytesRead, c.WaitNanos - o.WaitNanos, c.MissedNeeds - o.MissedNeeds}
+	return StreamCounters{Demands: c.Demands - o.Demands, Hits: c.Hits - o.Hits, Misses: c.Misses - o.Misses,
+		ReadAheadHits: c.ReadAheadHits - o.ReadAheadHits, Guesses: c.Guesses - o.Guesses, Reads: c.Reads - o.Reads,
+		BytesRead: c.BytesRead - o.BytesRead, WaitNanos: c.WaitNanos - o.WaitNanos, MissedNeeds: c.MissedNeeds - o.MissedNeeds,
+		DroppedBytes: c.DroppedBytes - o.DroppedBytes, LateHits: c.LateHits - o.LateHits}
 }
 
 // StreamReport is the summary run prints for a pack.
 type StreamReport struct {
-	Tokens                int            `json:"tokens"`
-	HitRate               float64        `json:"hit_rate"`
-	BeladyHitRate         *float64       `json:"belady_hit_rate,omitempty"` // Belady's MIN on the same demands (AddReplay)
-	MissesPerToken        float64        `json:"misses_per_token"`
-	ReadMBPerToken        float64        `json:"read_mb_per_token"`
+	Tokens         int      `json:"tokens"`
+	HitRate        float64  `json:"hit_rate"`
+	BeladyHitRate  *float64 `json:"belady_hit_rate,omitempty"` // Belady's MIN on the same demands (AddReplay)
+	MissesPerToken float64  `json:"misses_per_token"`
+	ReadMBPerToken float64  `json:"read_mb_per_token"`
+	// DroppedMBPerToken is the part of ReadMBPerToken never read
+	// (StreamCounters.DroppedBytes).
+	DroppedMBPerToken     float64        `json:"dropped_mb_per_token,omitempty"`
+	LateHitsPerToken      float64        `json:"late_hits_per_token,omitempty"` // StreamCounters.LateHits
 	ReadAheadHitsPerToken float64        `json:"readahead_hits_per_token"`
 	GuessesPerToken       float64        `json:"readahead_reads_per_token"`
 	WaitMsPerToken        float64        `json:"wait_ms_per_token"`
@@ -100,8 +114,16 @@ type arenaSlot struct {
 	// want: read-ahead expects a demand of it in its layer's next Need (it
 	// goes only after the experts nobody expects); that Need clears it.
 	want bool
-	err  error
-	ex   Expert
+	// gen counts the reads claimed into the slot; busy is the work of the
+	// current read under way on the slot's memory (pieces being read,
+	// the last one's finish), stale that of reads evicted before it
+	// ended, whose results are dropped as they land (readPiece): no piece
+	// of the current read starts while stale > 0, since it would write the
+	// memory an older piece may still be read into.
+	gen         int64
+	busy, stale int
+	err         error
+	ex          Expert
 }
 
 // PackStore keeps experts of a pack in an arena of fixed slots, evicting
@@ -190,7 +212,10 @@ func newPackStore(p *strata.Pack, c *Config, opt StreamOptions) (*PackStore, err
 	if nslots < c.ExpertsUsed+1 {
 		return fail(fmt.Errorf("arena of %.1f MB holds %d slots of %d bytes; the model needs at least %d (experts per token + 1)", opt.ArenaMB, nslots, x.SlotBytes, c.ExpertsUsed+1))
 	}
-	s := &PackStore{cfg: c, x: x, path: xpath, slotBytes: int(x.SlotBytes), readAhead: !opt.NoReadAhead, readAheadLayers: opt.ReadAheadLayers, capMB: capMB}
+	// An arena that holds every expert never reads after its fill, so
+	// read-ahead's guesses (a router product per layer) would buy nothing.
+	readAhead := !opt.NoReadAhead && nslots < total
+	s := &PackStore{cfg: c, x: x, path: xpath, slotBytes: int(x.SlotBytes), readAhead: readAhead, readAheadLayers: opt.ReadAheadLayers, capMB: capMB}
 	if s.readAheadLayers <= 0 {
 		s.readAheadLayers = DefaultReadAheadLayers
 	}
@@ -346,17 +371,20 @@ func (s *PackStore) reader() {
 	}
 }
 
-// nextQueued is the slot whose read's next piece goes first: the oldest
+// nextQueued is the slot whose read's next piece goes first, of those
+// whose memory no evicted read still writes: the oldest
 // demand's, else the newest Guess call's (the one nearest its layer, the
 // guesses of a layer whose Need has passed left for idle time), -1 when
 // nothing is queued. Called with s.mu held.
 func (s *PackStore) nextQueued() int {
-	if len(s.demands) > 0 {
-		return s.demands[0]
+	for _, i := range s.demands {
+		if s.slots[i].stale == 0 {
+			return i
+		}
 	}
 	best := -1
 	for _, i := range s.guesses {
-		if best < 0 || s.slots[i].call > s.slots[best].call {
+		if s.slots[i].stale == 0 && (best < 0 || s.slots[i].call > s.slots[best].call) {
 			best = i
 		}
 	}
@@ -396,17 +424,20 @@ func (s *PackStore) promote(i int) {
 	}
 }
 
-// readPiece reads the next piece of slot i (loading, queued) into the
-// arena and checks it; the reader of a slot's last piece completes the
-// slot's check and publishes it. Readers and a Get or WaitAny that would
-// wait for the slot (rather than wait for busy readers) call it. Called
-// with s.mu held, which it gives up during the read.
+// readPiece reads the next piece of slot i (loading, queued, nothing
+// stale) into the arena and checks it; the reader of a slot's last piece
+// completes the slot's check and publishes it. A piece or check whose
+// expert was evicted meanwhile (claim) is dropped as it lands. Readers and
+// a Get or WaitAny that would wait for the slot (rather than wait for busy
+// readers) call it. Called with s.mu held, which it gives up during the
+// read.
 func (s *PackStore) readPiece(i int) {
 	sl := &s.slots[i]
-	c, key := sl.next, sl.key
+	c, key, gen := sl.next, sl.key, sl.gen
 	if sl.next++; sl.next == s.pieces {
 		s.unqueue(i)
 	}
+	sl.busy++
 	s.inflight++
 	s.mu.Unlock()
 	if c == 0 && s.readHook != nil {
@@ -425,26 +456,46 @@ func (s *PackStore) readPiece(i int) {
 		err = fmt.Errorf("%s: reading layer %d expert %d at byte %d: %w", s.path, key/E, key%E, off, err)
 	}
 	s.mu.Lock()
-	s.checks[i*s.pieces+c] = pc
-	if err != nil && sl.rerr == nil {
-		sl.rerr = err
-	}
-	if sl.done++; sl.done == s.pieces {
-		rerr := sl.rerr
-		s.mu.Unlock()
-		ex, err := s.finish(i, key, rerr)
-		s.mu.Lock()
-		sl.ex, sl.err = ex, err
-		if err != nil {
-			sl.state = slotFailed
-		} else {
-			sl.state = slotReady
+	if sl.gen == gen {
+		s.checks[i*s.pieces+c] = pc
+		if err != nil && sl.rerr == nil {
+			sl.rerr = err
 		}
-		s.cond.Broadcast()
+		if sl.done++; sl.done == s.pieces {
+			rerr := sl.rerr
+			s.mu.Unlock()
+			ex, err := s.finish(i, key, rerr)
+			s.mu.Lock()
+			if sl.gen == gen {
+				sl.ex, sl.err = ex, err
+				if err != nil {
+					sl.state = slotFailed
+				} else {
+					sl.state = slotReady
+				}
+				s.cond.Broadcast()
+			}
+		}
 	}
+	s.landed(i, gen)
 	s.inflight--
 	if s.inflight == 0 {
 		s.cond.Broadcast() // Close may wait for it
+	}
+}
+
+// landed ends a piece's work of read gen on slot i: the current read's, or
+// a stale one, the last of which lets the slot's current read start.
+// Called with s.mu held.
+func (s *PackStore) landed(i int, gen int64) {
+	sl := &s.slots[i]
+	if sl.gen == gen {
+		sl.busy--
+		return
+	}
+	if sl.stale--; sl.stale == 0 && sl.queued {
+		s.work.Broadcast()
+		s.cond.Broadcast() // a Get or WaitAny may read it itself
 	}
 }
 
@@ -509,49 +560,50 @@ func (s *PackStore) readAt(buf []byte, off int64) error {
 // claim takes a slot for key: a free one, else the unpinned one that
 // cachesim.Victim picks (the lowest Keep score, sparing the experts the
 // current call has claimed or hit, then those read-ahead expects, while
-// there is another; the rule's one home, which the replay follows), waiting for
-// the victim's read to finish if it is still being read, so that which
-// expert goes depends only on the sequence of calls and never on read
-// timing (a trace replays exactly, cachesim). It returns -1 when every
-// slot is pinned or the store is closed. Called with s.mu held; it counts
-// the read the caller starts.
+// there is another; the rule's one home, which the replay follows), so
+// that which expert goes depends only on the sequence of calls and never
+// on read timing (a trace replays exactly, cachesim). A victim still being
+// read goes at once, without waiting: the pieces of its read no one has
+// taken are dropped, and those in flight are dropped as they land, before
+// which no piece of the new read starts (arenaSlot.stale). It returns -1
+// when every slot is pinned or the store is closed. Called with s.mu held;
+// it counts the read the caller starts.
 func (s *PackStore) claim(key int) int {
+	if s.closed {
+		return -1 // no reader would take the job
+	}
 	best := -1
-	for {
-		best = -1
-		v := cachesim.NewVictim(s.useWeight)
-		for i := range s.slots {
-			sl := &s.slots[i]
-			if sl.key < 0 || sl.state == slotFailed {
-				best = i
-				break
-			}
-			if sl.pins > 0 {
-				continue
-			}
-			v.Offer(i, sl.key, s.keyLast[sl.key], s.keyUses[sl.key], cachesim.ClassOf(sl.call == s.call, sl.want))
-		}
-		if best < 0 {
-			best = v.Pick()
-		}
-		if best < 0 {
-			return -1
-		}
-		if s.slots[best].state != slotLoading || s.closed {
+	v := cachesim.NewVictim(s.useWeight)
+	for i := range s.slots {
+		sl := &s.slots[i]
+		if sl.key < 0 || sl.state == slotFailed {
+			best = i
 			break
 		}
-		s.cond.Wait()
+		if sl.pins > 0 {
+			continue
+		}
+		v.Offer(i, sl.key, s.keyLast[sl.key], s.keyUses[sl.key], cachesim.ClassOf(sl.call == s.call, sl.want))
 	}
-	if s.closed {
-		return -1 // closed while we waited: no reader will take the job
+	if best < 0 {
+		best = v.Pick()
+	}
+	if best < 0 {
+		return -1
 	}
 	s.counters.Reads++
 	s.counters.BytesRead += int64(s.slotBytes)
 	sl := &s.slots[best]
+	if sl.state == slotLoading {
+		if sl.queued {
+			s.unqueue(best)
+		}
+		s.counters.DroppedBytes += int64(s.slotBytes - min(sl.next*s.pieceBytes, s.slotBytes))
+	}
 	if sl.key >= 0 {
 		s.where[sl.key] = -1
 	}
-	*sl = arenaSlot{key: key, state: slotLoading, call: s.call}
+	*sl = arenaSlot{key: key, state: slotLoading, call: s.call, gen: sl.gen + 1, stale: sl.stale + sl.busy}
 	s.where[key] = best
 	return best
 }
@@ -582,6 +634,9 @@ func (s *PackStore) Need(layer int, ids []int) {
 		if i := s.where[key]; i >= 0 && s.slots[i].state != slotFailed {
 			s.counters.Hits++
 			sl := &s.slots[i]
+			if sl.state == slotLoading {
+				s.counters.LateHits++
+			}
 			if sl.guess {
 				s.counters.ReadAheadHits++
 				sl.guess = false
@@ -680,7 +735,7 @@ func (s *PackStore) Get(layer, e int) (*Expert, error) {
 		}
 		sl := &s.slots[i]
 		for sl.key == key && sl.state == slotLoading {
-			if sl.queued {
+			if sl.queued && sl.stale == 0 {
 				s.readPiece(i) // rather than wait for busy readers
 				continue
 			}
@@ -732,7 +787,7 @@ func (s *PackStore) WaitAny(layer int, ids []int) {
 		// Rather than wait for pieces no reader has started, read them here.
 		read := false
 		for _, e := range ids {
-			if i := s.where[layer*s.cfg.Experts+e]; s.slots[i].queued {
+			if i := s.where[layer*s.cfg.Experts+e]; s.slots[i].queued && s.slots[i].stale == 0 {
 				s.readPiece(i)
 				read = true
 				break
@@ -763,7 +818,8 @@ func (s *PackStore) Ready(layer, e int) bool {
 // DefaultReadAheadLayers is StreamOptions.ReadAheadLayers's default.
 const DefaultReadAheadLayers = 1
 
-// ReadAhead is the layers read-ahead guesses for, 0 when it is off.
+// ReadAhead is the layers read-ahead guesses for, 0 when it is off (as it
+// is when the arena holds every expert).
 func (s *PackStore) ReadAhead() int {
 	if !s.readAhead {
 		return 0
@@ -802,6 +858,8 @@ func (s *PackStore) Report(from, to StreamCounters, tokens int) *StreamReport {
 		n := float64(tokens)
 		r.MissesPerToken = float64(d.Misses) / n
 		r.ReadMBPerToken = float64(d.BytesRead) / (1 << 20) / n
+		r.DroppedMBPerToken = float64(d.DroppedBytes) / (1 << 20) / n
+		r.LateHitsPerToken = float64(d.LateHits) / n
 		r.ReadAheadHitsPerToken = float64(d.ReadAheadHits) / n
 		r.GuessesPerToken = float64(d.Guesses) / n
 		r.WaitMsPerToken = float64(d.WaitNanos) / 1e6 / n

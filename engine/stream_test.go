@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/stratactl/stratactl/engine/enginetest"
 	"github.com/stratactl/stratactl/internal/testutil"
+	"github.com/stratactl/stratactl/strata"
 )
 
 // openSmallArena opens the tiny model's pack with an arena of slots slots
@@ -372,4 +374,221 @@ func TestWaiterReadsWhatNoReaderStarted(t *testing.T) {
 	if err := ps.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestEvictionDropsReadUnderWay: a Need that evicts an expert whose read
+// is under way (the one reader held in its first piece) returns without
+// waiting for it; the pieces no one took are dropped and counted, the new
+// expert's read starts only once the held piece has landed (it would
+// write the same memory), and the new expert's data are its own (those of
+// a store holding every expert), not the evicted one's.
+func TestEvictionDropsReadUnderWay(t *testing.T) {
+	defer func(p int) { pieceTarget = p }(pieceTarget)
+	pieceTarget = strata.SlotAlign
+	dir := t.TempDir()
+	enginetest.BuildPack(t, testutil.TinyModel(t, "model-iq3s.gguf"), dir)
+	full, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	sb := float64(full.Stream().SlotBytes()) / (1 << 20)
+	slots := full.Config.ExpertsUsed + 4
+	m, err := Open(dir, Options{Stream: StreamOptions{ArenaMB: sb * float64(slots), Readers: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ps := m.Stream()
+	if ps.pieces < 2 {
+		t.Fatalf("slots of %d bytes in %d pieces; the test needs two or more", ps.slotBytes, ps.pieces)
+	}
+	E := m.Config.Experts
+	a := absent(t, m, 1)
+	aKey := E + a
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	ps.readHook = func(key int) {
+		if key == aKey {
+			once.Do(func() { close(started) })
+			<-release
+		}
+	}
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	m.Experts.Guess(1, []int{a})
+	<-started // the reader is in a's first piece until release
+	i := ps.where[aKey]
+	// Layer 1's Need spends read-ahead's expectation of a; then misses in
+	// layer 0 evict the arena's experts until a goes.
+	r := -1
+	for e := 0; e < E && r < 0; e++ {
+		if e != a && m.Experts.Resident(1, e) {
+			r = e
+		}
+	}
+	if r < 0 {
+		t.Fatal("no expert of layer 1 resident")
+	}
+	done := make(chan int, 1)
+	go func() {
+		m.Experts.Need(1, []int{r})
+		for n := 0; n < 4*slots; n++ {
+			x := -1
+			for e := 0; e < E && x < 0; e++ {
+				if !m.Experts.Resident(0, e) {
+					x = e
+				}
+			}
+			if x < 0 {
+				break
+			}
+			m.Experts.Need(0, []int{x})
+			if !m.Experts.Resident(1, a) {
+				done <- x
+				return
+			}
+		}
+		done <- -1
+	}()
+	var x int
+	select {
+	case x = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("a Need waited for the held read of the expert it evicted")
+	}
+	if x < 0 {
+		t.Fatalf("layer 1 expert %d was never evicted", a)
+	}
+	ps.mu.Lock()
+	j, sl := ps.where[x], ps.slots[i]
+	dropped := ps.counters.DroppedBytes
+	ps.mu.Unlock()
+	if j != i || sl.key != x || sl.stale != 1 || sl.next != 0 || !sl.queued {
+		t.Fatalf("expert %d in slot %d (a's slot %d): key %d, stale %d, next %d, queued %v; want a's slot, one stale piece, its own read not started", x, j, i, sl.key, sl.stale, sl.next, sl.queued)
+	}
+	if want := int64(ps.slotBytes - ps.pieceBytes); dropped != want {
+		t.Fatalf("dropped %d bytes, want %d (all but the held piece)", dropped, want)
+	}
+	got := make(chan error, 1)
+	go func() {
+		ex, err := m.Experts.Get(0, x)
+		if err == nil {
+			defer m.Experts.Release(0, x)
+			var want *Expert
+			if want, err = full.Experts.Get(0, x); err == nil {
+				defer full.Experts.Release(0, x)
+				for p, pair := range [][2][]byte{{ex.Gate.Data, want.Gate.Data}, {ex.Up.Data, want.Up.Data}, {ex.Down.Data, want.Down.Data}} {
+					if !bytes.Equal(pair[0], pair[1]) {
+						err = fmt.Errorf("layer 0 expert %d part %d differs from the full store's", x, p)
+						break
+					}
+				}
+			}
+		}
+		got <- err
+	}()
+	// Get cannot read x itself while the held piece may still land in
+	// its memory; it waits for it.
+	ps.mu.Lock()
+	next := ps.slots[i].next
+	ps.mu.Unlock()
+	if next != 0 {
+		t.Fatalf("%d pieces of expert %d's read taken before the stale piece landed", next, x)
+	}
+	close(release)
+	released = true
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("Get never got the expert read into the evicted one's slot")
+	}
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReadAheadOffWhenAllResident: a store whose arena holds every expert
+// never reads after its fill, so it does not read ahead (no router-copy
+// product per layer, none of its bytes in the step's), while a smaller
+// arena does.
+func TestReadAheadOffWhenAllResident(t *testing.T) {
+	dir := t.TempDir()
+	enginetest.BuildPack(t, testutil.TinyModel(t, "model-iq3s.gguf"), dir)
+	full, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	sb := float64(full.Stream().SlotBytes()) / (1 << 20)
+	small, err := Open(dir, Options{Stream: StreamOptions{ArenaMB: sb * float64(full.Config.ExpertsUsed+4)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close()
+	if full.Experts.ReadAhead() != 0 || small.Experts.ReadAhead() != DefaultReadAheadLayers {
+		t.Fatalf("read-ahead %d layers with every expert resident, %d with a small arena; want 0 and %d",
+			full.Experts.ReadAhead(), small.Experts.ReadAhead(), DefaultReadAheadLayers)
+	}
+	copies := func(m *Model) int {
+		n := 0
+		for _, mm := range m.TokenMatrices() {
+			for l := range m.Layers {
+				if mm == m.Layers[l].RouterQ8 {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	if full.Layers[0].RouterQ8 == nil || copies(full) != 0 || copies(small) != len(small.Layers) {
+		t.Fatalf("router copies in the step's matrices: %d with every expert resident, %d with a small arena of %d layers", copies(full), copies(small), len(small.Layers))
+	}
+	s := full.NewSession()
+	if _, err := s.Generate(context.Background(), []int32{1, 2, 3}, GenerateOptions{MaxTokens: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if c := full.Stream().Counters(); c.Guesses != 0 || c.Misses != 0 {
+		t.Fatalf("counters %+v after a decode with every expert resident", c)
+	}
+}
+
+// TestLateHitCounted: a Need that hits a guess whose read is still under
+// way counts a late hit (the one reader held in that read), and a hit on
+// a read expert does not.
+func TestLateHitCounted(t *testing.T) {
+	m, order := openSmallArena(t, m0Used(t)+4)
+	ps := m.Stream()
+	a := absent(t, m, 1)
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	ps.readHook = func(key int) {
+		if key == m.Config.Experts+a {
+			once.Do(func() { close(started) })
+			<-release
+		}
+	}
+	m.Experts.Guess(1, []int{a})
+	<-started
+	r := order[len(order)-1] // read at the fill
+	m.Experts.Need(r[0], []int{r[1]})
+	c0 := ps.Counters()
+	m.Experts.Need(1, []int{a})
+	c1 := ps.Counters()
+	close(release)
+	if c0.LateHits != 0 || c1.LateHits != 1 || c1.Hits != c0.Hits+1 || c1.ReadAheadHits != c0.ReadAheadHits+1 {
+		t.Fatalf("late hits %d after a hit on a read expert, %d after a hit on the held read (hits %d -> %d, read-ahead hits %d -> %d); want 0 and 1",
+			c0.LateHits, c1.LateHits, c0.Hits, c1.Hits, c0.ReadAheadHits, c1.ReadAheadHits)
+	}
+	if _, err := m.Experts.Get(1, a); err != nil {
+		t.Fatal(err)
+	}
+	m.Experts.Release(1, a)
 }

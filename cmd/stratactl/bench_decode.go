@@ -127,7 +127,7 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 		fmt.Fprintf(w, "  bounds: memory %.2f tokens/s (%.1f MB/token%s at %.2f GB/s, the best pass; this run's own %.2f), compute %.2f tokens/s",
 			d.MemLimit, d.BytesPerToken, checked, rep.MemReadGBs, d.MemReadGBs, d.ComputeLimit)
 		if d.DiskLimit > 0 {
-			fmt.Fprintf(w, ", disk %.2f tokens/s (%.2f MB read/token)", d.DiskLimit, d.Stream.ReadMBPerToken)
+			fmt.Fprintf(w, ", disk %.2f tokens/s (%.2f MB read/token)", d.DiskLimit, d.Stream.ReadMBPerToken-d.Stream.DroppedMBPerToken)
 		}
 		fmt.Fprintf(w, "\n  median step: %.0f%% of the memory bound, %.0f%% of the compute bound, %.0f%% of the tighter of memory and disk (%.2f tokens/s); best step: %.0f%% of the memory bound\n",
 			100*d.MemFraction, 100*d.ComputeFraction, 100*d.Fraction, d.Limit, 100*d.BestMemFraction)
@@ -144,8 +144,8 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 				rep.ResidentCapMB, why, d.Stream.ArenaSlots, d.Stream.TotalSlots)
 		}
 		printStepPhases(w, d.Phases)
-		fmt.Fprintf(w, "  hit rate %.3f, misses %.2f/token (in %.2f layers), read %.2f MB/token, read-ahead hits %.2f/token, waiting %.2f ms/token\n",
-			d.Stream.HitRate, d.Stream.MissesPerToken, d.Stream.MissedNeedsPerToken, d.Stream.ReadMBPerToken, d.Stream.ReadAheadHitsPerToken, d.Stream.WaitMsPerToken)
+		fmt.Fprintf(w, "  hit rate %.3f, misses %.2f/token (in %.2f layers), read %.2f MB/token (%.2f of it dropped unread), read-ahead hits %.2f/token, hits still being read at their Need %.2f/token, waiting %.2f ms/token\n",
+			d.Stream.HitRate, d.Stream.MissesPerToken, d.Stream.MissedNeedsPerToken, d.Stream.ReadMBPerToken, d.Stream.DroppedMBPerToken, d.Stream.ReadAheadHitsPerToken, d.Stream.LateHitsPerToken, d.Stream.WaitMsPerToken)
 	}
 	fmt.Fprintf(w, "streaming / resident: median step %.3f", rep.StreamingOfResident)
 	if rep.StreamingOfResidentCPU > 0 {

@@ -99,7 +99,7 @@ func TestBenchDecodeSmall(t *testing.T) {
 	// streaming run's bytes add the slots its reads check, and its limit
 	// is the tighter of memory and disk.
 	for _, r := range []bench.DecodeRun{res, str} {
-		mb := r.BytesPerToken + r.Stream.ReadMBPerToken*(1<<20)/1e6
+		mb := r.BytesPerToken + (r.Stream.ReadMBPerToken-r.Stream.DroppedMBPerToken)*(1<<20)/1e6
 		if math.Abs(r.MemBytesPerToken-mb) > 1e-9*mb {
 			t.Fatalf("memory bytes per token %g MB, want %g", r.MemBytesPerToken, mb)
 		}

@@ -56,7 +56,8 @@ type DecodeRun struct {
 	// BytesPerToken is the weight bytes a step reads from memory (MB);
 	// MemBytesPerToken those and, in a run that reads slots, the slot
 	// bytes the read checks (CRC-32C, a pass over each slot read from
-	// disk): the bytes the memory bound divides.
+	// disk; the pieces of reads dropped unread, StreamReport's
+	// DroppedMBPerToken, left out): the bytes the memory bound divides.
 	BytesPerToken    float64 `json:"weight_mb_per_token"`
 	MemBytesPerToken float64 `json:"memory_mb_per_token"`
 	// MemReadGBs is the best streaming-read pass just before and after
@@ -304,8 +305,8 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 		if cpuOK && cpuOK1 && cpu1 > cpu0 && res.DecodeSteps > 0 {
 			r.CPUTokensPerS = float64(res.DecodeSteps) / (cpu1 - cpu0).Seconds()
 		}
-		if measureDisk && st.ReadMBPerToken > 0 {
-			r.DiskLimit = rep.DiskReadMBs / (st.ReadMBPerToken * (1 << 20) / 1e6)
+		if read := st.ReadMBPerToken - st.DroppedMBPerToken; measureDisk && read > 0 {
+			r.DiskLimit = rep.DiskReadMBs / (read * (1 << 20) / 1e6)
 		}
 		return r, nil
 	}
@@ -336,12 +337,13 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 // the best passes of the whole report: the memory bound is the bytes a
 // step reads from memory (weights, and the slots its reads check) over
 // the streaming read's best rate; for a run that reads slots, the disk
-// bound is its bytes read per token over the random slot-read rate; reads
+// bound is its bytes read per token (those of the reads started, less the
+// pieces dropped unread) over the random slot-read rate; reads
 // and compute overlap at best, so the tighter of the two is the limit.
 func (r *DecodeRun) bound(rep *DecodeReport) {
 	r.MemBytesPerToken = r.BytesPerToken
 	if r.Stream != nil {
-		r.MemBytesPerToken += r.Stream.ReadMBPerToken * (1 << 20) / 1e6
+		r.MemBytesPerToken += (r.Stream.ReadMBPerToken - r.Stream.DroppedMBPerToken) * (1 << 20) / 1e6
 	}
 	mem := r.MemBytesPerToken * 1e6
 	if mem > 0 {
