@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"sort"
 	"sync"
 
@@ -43,7 +44,20 @@ type Quantizer struct {
 	spillEnd int64
 	spilled  int64 // experts spilled
 	budget   int64 // ResultBudget (tests lower it)
+	// during bounds the experts quantized while the calibration run still
+	// runs (Start): its batch's buffers and theirs share the memory, and
+	// its products the cores.
+	during chan struct{}
 }
+
+// DuringRun is how many experts a Quantizer quantizes at once while its
+// Set's calibration run still runs (Start), as a share of GOMAXPROCS:
+// the run's batch buffers (about 400 MB at 2,048 tokens of the field
+// width) and these experts' (about 100 MB each) are in memory together.
+func duringRun() int { return max(1, runtime.GOMAXPROCS(0)/2) }
+
+// Wait returns once the Set's calibration run ended, with its error.
+func (q *Quantizer) Wait() error { return q.set.Wait() }
 
 // ResultBudget bounds the bytes of quantized experts a Quantizer holds in
 // memory for callers that ask for them out of order.
@@ -83,7 +97,7 @@ func NewQuantizer(f *gguf.File, set *Set, opt optq.Options) (*Quantizer, error) 
 		return nil, err
 	}
 	q := &Quantizer{f: f, set: set, opt: opt, roles: map[string]role{}, layers: map[int]*layerState{},
-		errs: map[string]*optq.Errors{}, fallbak: map[string]int{}, budget: ResultBudget}
+		errs: map[string]*optq.Errors{}, fallbak: map[string]int{}, budget: ResultBudget, during: make(chan struct{}, duringRun())}
 	for i := range moe.Layers {
 		L := &moe.Layers[i]
 		if !set.Has(L.Block) {
@@ -242,6 +256,11 @@ func (q *Quantizer) expert(ctx context.Context, r role, e int) (*expertState, er
 		if es.err != nil {
 			return
 		}
+		select {
+		case <-q.set.done:
+		case q.during <- struct{}{}:
+			defer func() { <-q.during }()
+		}
 		var res *optq.ExpertResult
 		if res, es.err = q.run(r.layer, in, e); es.err == nil {
 			es.err = q.keep(es, res)
@@ -341,15 +360,30 @@ func (q *Quantizer) decode(t *gguf.TensorInfo, e int) ([]float32, error) {
 	if err := kernels.Dequantize(t.Type, raw, x); err != nil {
 		return nil, fmt.Errorf("%s: tensor %q expert %d: %w", q.f.Path, t.Name, e, err)
 	}
-	for i, v := range x {
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			ti, _ := quant.Info(t.Type)
-			file, base := q.f.Locate(t)
-			return nil, fmt.Errorf("%s: byte %d: tensor %q: element %d (expert %d) is %v: refusing to quantize non-finite weights",
-				file, base+off+int64(i/ti.BlockElements*ti.BlockBytes), t.Name, int64(e)*int64(len(x))+int64(i), e, v)
-		}
+	if i := firstNonFinite(x); i >= 0 {
+		v := x[i]
+		ti, _ := quant.Info(t.Type)
+		file, base := q.f.Locate(t)
+		return nil, fmt.Errorf("%s: byte %d: tensor %q: element %d (expert %d) is %v: refusing to quantize non-finite weights",
+			file, base+off+int64(i/ti.BlockElements*ti.BlockBytes), t.Name, int64(e)*int64(len(x))+int64(i), e, v)
 	}
 	return x, nil
+}
+
+// firstNonFinite is the index of x's first NaN or infinity, -1 if none. A
+// finite sum of squares means every element is finite (a NaN or an
+// infinity makes it NaN or infinite), so the loop runs only when the sum
+// is not (or overflowed).
+func firstNonFinite(x []float32) int {
+	if s := kernels.DotF32(x, x); s-s == 0 {
+		return -1
+	}
+	for i, v := range x {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return i
+		}
+	}
+	return -1
 }
 
 // TensorErrors is what the quantizer measured for tensor name over the
