@@ -3,6 +3,7 @@ package calib
 import (
 	"bytes"
 	"context"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -128,12 +129,18 @@ func testCollectRoutedInputs(t *testing.T, batch int) {
 
 // TestQuantizerDeterministic: the same bytes with 1 or 2 matmul threads in
 // the calibration run and 1 or 2 goroutines asking in different orders, the
-// results held in memory or (no budget) every one in the spill file.
+// results held in memory or (no budget) every one in the spill file, and
+// with the run in the background (start: the experts of layer 1 wait for
+// it, and may run while it computes layer 3).
 func TestQuantizerDeterministic(t *testing.T) {
 	const experts = 3
-	run := func(threads, workers int, budget int64) [][]byte {
+	run := func(threads, workers int, budget int64, background bool) [][]byte {
 		m := openTiny(t, threads)
-		set, err := Collect(context.Background(), m, []int{1}, tinyWindows(t, 2, 64), Options{Dir: t.TempDir()})
+		collect, blocks := Collect, []int{1}
+		if background {
+			collect, blocks = start, []int{1, 3}
+		}
+		set, err := collect(context.Background(), m, blocks, tinyWindows(t, 2, 64), Options{Dir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,10 +208,48 @@ func TestQuantizerDeterministic(t *testing.T) {
 		}
 		return out
 	}
-	a, b := run(1, 1, ResultBudget), run(2, 2, 0)
+	a, b, c := run(1, 1, ResultBudget, false), run(2, 2, 0, false), run(2, 2, ResultBudget, true)
 	for i := range a {
 		if !bytes.Equal(a[i], b[i]) {
 			t.Fatalf("expert %d matrix %d differs between -j 1 and -j 2", i/3, i%3)
 		}
+		if !bytes.Equal(a[i], c[i]) {
+			t.Fatalf("expert %d matrix %d differs with the calibration run in the background", i/3, i%3)
+		}
+	}
+}
+
+// TestStartClose: a Set closed while its run goes on stops it and removes
+// its files; its layers then give an error, not partial routing.
+func TestStartClose(t *testing.T) {
+	m := openTiny(t, 0)
+	dir := t.TempDir()
+	set, err := start(context.Background(), m, []int{0, 3}, tinyWindows(t, 4, 64), Options{Dir: dir, BatchTokens: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := set.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.Layer(3); err == nil {
+		t.Fatal("a closed set gave layer 3")
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("%d files left in the spill folder", len(left))
+	}
+	// A run that ended: wait gives its error (none), twice.
+	set, err = start(context.Background(), m, []int{0}, tinyWindows(t, 1, 16), Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	if err := set.wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := set.wait(); err != nil {
+		t.Fatal(err)
+	}
+	if set.Tokens != 16 {
+		t.Fatalf("%d tokens, want 16", set.Tokens)
 	}
 }

@@ -17,8 +17,10 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/stratactl/stratactl/engine"
+	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/optq"
 )
 
@@ -53,6 +55,36 @@ type Set struct {
 	layers                     []*layerSpill
 	byBlock                    map[int]int
 	dir                        string // where spill files go
+	// done is closed when the calibration run ended, with err; cancel
+	// stops it.
+	done   chan struct{}
+	err    error
+	cancel context.CancelFunc
+	// Times is where the calibration run's time went.
+	Times CollectTimes
+}
+
+// CollectTimes is where Collect's time went, measured on the clock and in
+// the process's CPU time (all threads; 0 where the system does not tell).
+type CollectTimes struct {
+	Seconds    float64 `json:"s"`
+	CPUSeconds float64 `json:"cpu_s"`
+	// Layer and LayerCPU are each model layer's forward pass over every
+	// batch of windows (its mixer, router and experts; the embedding in
+	// the first layer's), the spill not included.
+	Layer    []float64 `json:"layer_s"`
+	LayerCPU []float64 `json:"layer_cpu_s"`
+	// Spill and SpillCPU are the MoE inputs' encoding and writes (the
+	// observer, between the layers).
+	Spill    float64 `json:"spill_s"`
+	SpillCPU float64 `json:"spill_cpu_s"`
+	// Flush is the spill files' last writes after the run.
+	Flush float64 `json:"flush_s"`
+	// Phases is the engine's time by phase (engine.StepTimes of the
+	// batched windows), PoolWait the part of each phase its parallel
+	// passes spent waiting for the pool's last workers, in seconds.
+	Phases   map[string]float64 `json:"phases_s,omitempty"`
+	PoolWait map[string]float64 `json:"pool_wait_s,omitempty"`
 }
 
 type layerSpill struct {
@@ -61,6 +93,10 @@ type layerSpill struct {
 	w     *bufio.Writer
 	ids   []int32 // [tokens][K]
 	held  []bool  // per token
+	// ready is closed once every window's inputs are in the file
+	// (complete): from then on ids and held no longer change.
+	ready    chan struct{}
+	complete bool
 }
 
 type collector struct {
@@ -68,9 +104,36 @@ type collector struct {
 	held []bool // per sequence of the batch in flight
 	err  error
 	buf  []byte
+	// mark and markCPU are when the last observer call (or the batch)
+	// began or ended: a layer's forward pass runs from one to the next.
+	mark    time.Time
+	markCPU float64
+	// final: the batch in flight is the run's last, its windows together.
+	final bool
+}
+
+// lapLayer counts the time since the last mark as layer l's.
+func (c *collector) lapLayer(l int) {
+	now, cpu := time.Now(), osutil.CPUSeconds()
+	t := &c.s.Times
+	for len(t.Layer) <= l {
+		t.Layer, t.LayerCPU = append(t.Layer, 0), append(t.LayerCPU, 0)
+	}
+	t.Layer[l] += now.Sub(c.mark).Seconds()
+	t.LayerCPU[l] += cpu - c.markCPU
+	c.mark, c.markCPU = now, cpu
 }
 
 func (c *collector) Layer(tr *engine.LayerTrace) {
+	if tr.Seq == 0 {
+		c.lapLayer(tr.Layer)
+	}
+	defer func() {
+		now, cpu := time.Now(), osutil.CPUSeconds()
+		c.s.Times.Spill += now.Sub(c.mark).Seconds()
+		c.s.Times.SpillCPU += cpu - c.markCPU
+		c.mark, c.markCPU = now, cpu
+	}()
 	if c.err != nil {
 		return
 	}
@@ -107,16 +170,45 @@ func (c *collector) Layer(tr *engine.LayerTrace) {
 	for range tr.Tokens {
 		l.held = append(l.held, c.held[tr.Seq])
 	}
+	if c.final && tr.Seq == len(c.held)-1 {
+		if err := l.finish(); err != nil {
+			c.err = err
+		}
+	}
 }
 
 // Collect runs m over windows (each from position 0, as profile does) and
 // records the MoE inputs of the layers blocks. Close the Set to remove its
 // spill files.
-func Collect(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32, opt Options) (set *Set, err error) {
+func Collect(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32, opt Options) (*Set, error) {
+	s, err := start(ctx, m, blocks, windows, opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.wait(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// start is Collect in the background: it returns the Set at once, with
+// its token counts, while the run goes on. Each layer's routing and inputs
+// (Layer) are there once every window passed the layer (with the windows
+// in one batch, while the run computes the later layers); wait returns the
+// run's error; Close stops the run (at its next batch) and removes the
+// spill files. m must stay open until wait returned. (Quantizing a layer's
+// experts while the run computes the next ones was slower on the lent
+// 16-core Xeon, 64.3 -> 70.3 s at the field shape, and took 2.39 GB of
+// anonymous memory: docs/BENCHMARKS.md, "Where a calibrated pack's time
+// goes".)
+func start(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32, opt Options) (set *Set, err error) {
 	c := &m.Config
-	s := &Set{Embd: c.Embd, ExpertsUsed: c.ExpertsUsed, Experts: c.Experts, byBlock: map[int]int{}, Windows: len(windows), dir: opt.Dir}
+	s := &Set{Embd: c.Embd, ExpertsUsed: c.ExpertsUsed, Experts: c.Experts, byBlock: map[int]int{}, Windows: len(windows), dir: opt.Dir,
+		done: make(chan struct{})}
 	defer func() {
 		if err != nil {
+			close(s.done)
 			s.Close()
 		}
 	}()
@@ -129,51 +221,114 @@ func Collect(ctx context.Context, m *engine.Model, blocks []int, windows [][]int
 		// nothing is left behind even on a crash; it is read back through
 		// the open handle.
 		os.Remove(f.Name())
-		s.layers = append(s.layers, &layerSpill{block: b, file: f, w: bufio.NewWriterSize(f, 1<<20)})
+		s.layers = append(s.layers, &layerSpill{block: b, file: f, w: bufio.NewWriterSize(f, 1<<20), ready: make(chan struct{})})
 		s.byBlock[b] = i
 	}
 	hold := opt.HoldEvery
 	if hold == 0 {
 		hold = DefaultHoldEvery
 	}
+	held := func(i int) bool { return hold > 1 && len(windows) >= 2 && i%hold == hold-1 }
+	for i, w := range windows {
+		s.Tokens += int64(len(w))
+		if held(i) {
+			s.HeldTokens += int64(len(w))
+			s.HeldWindows++
+		}
+	}
+	budget := opt.BatchTokens
+	if budget <= 0 {
+		budget = DefaultBatchTokens
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	s.cancel = cancel
+	go func() {
+		defer close(s.done)
+		defer cancel()
+		s.err = s.run(runCtx, m, windows, opt, budget, held)
+	}()
+	return s, nil
+}
+
+// run is Start's calibration run.
+func (s *Set) run(ctx context.Context, m *engine.Model, windows [][]int32, opt Options, budget int, held func(int) bool) error {
 	col := &collector{s: s}
-	err = m.RunWindows(ctx, windows, engine.WindowsOptions{BatchTokens: opt.BatchTokens, Observer: col,
+	t0, c0 := time.Now(), osutil.CPUSeconds()
+	var steps engine.StepTimes
+	err := m.RunWindows(ctx, windows, engine.WindowsOptions{BatchTokens: budget, Observer: col, Timing: &steps,
 		Before: func(lo, hi int) error {
+			col.mark, col.markCPU = time.Now(), osutil.CPUSeconds()
 			col.held = col.held[:0]
 			for i := lo; i < hi; i++ {
-				col.held = append(col.held, hold > 1 && len(windows) >= 2 && i%hold == hold-1)
+				col.held = append(col.held, held(i))
 			}
+			// The last batch, when the windows run together (not one long
+			// window in pieces): each layer is complete once its last
+			// sequence's trace is spilled.
+			col.final = hi == len(windows) && (hi-lo > 1 || len(windows[lo]) <= budget)
 			return nil
 		},
 		After: func(lo, hi int) error {
 			if col.err != nil {
 				return col.err
 			}
-			for i := lo; i < hi; i++ {
-				s.Tokens += int64(len(windows[i]))
-				if col.held[i-lo] {
-					s.HeldTokens += int64(len(windows[i]))
-					s.HeldWindows++
-				}
-				if opt.Progress != nil {
+			if opt.Progress != nil {
+				for i := lo; i < hi; i++ {
 					opt.Progress(len(windows[i]))
 				}
 			}
 			return nil
 		}})
 	if err != nil {
-		return nil, fmt.Errorf("calibration run: %w", err)
+		return fmt.Errorf("calibration run: %w", err)
 	}
+	t1 := time.Now()
 	for _, l := range s.layers {
-		if err := l.w.Flush(); err != nil {
-			return nil, fmt.Errorf("calibration spill %s: %w", l.file.Name(), err)
+		if err := l.finish(); err != nil {
+			return err
 		}
 	}
-	return s, nil
+	t := &s.Times
+	t.Flush = time.Since(t1).Seconds()
+	t.Seconds, t.CPUSeconds = time.Since(t0).Seconds(), osutil.CPUSeconds()-c0
+	t.Phases, t.PoolWait = map[string]float64{}, map[string]float64{}
+	for p := range engine.NumPhases {
+		if steps.Nanos[p] > 0 {
+			t.Phases[p.String()] = float64(steps.Nanos[p]) / 1e9
+		}
+		if steps.WaitNanos[p] > 0 {
+			t.PoolWait[p.String()] = float64(steps.WaitNanos[p]) / 1e9
+		}
+	}
+	return nil
 }
 
-// Close removes the spill files.
+// finish flushes the layer's spill and marks it complete (once).
+func (l *layerSpill) finish() error {
+	if l.complete {
+		return nil
+	}
+	if err := l.w.Flush(); err != nil {
+		return fmt.Errorf("calibration spill %s: %w", l.file.Name(), err)
+	}
+	l.complete = true
+	close(l.ready)
+	return nil
+}
+
+// wait returns once the calibration run ended, with its error.
+func (s *Set) wait() error {
+	<-s.done
+	return s.err
+}
+
+// Close stops the calibration run if it still runs (at its next batch)
+// and removes the spill files.
 func (s *Set) Close() error {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	<-s.done
 	var first error
 	for _, l := range s.layers {
 		if l.file == nil {
@@ -208,6 +363,13 @@ func (s *Set) Layer(block int) (*Layer, error) {
 		return nil, fmt.Errorf("calibration has no layer %d", block)
 	}
 	l := s.layers[li]
+	select {
+	case <-l.ready:
+	case <-s.done:
+		if s.err != nil {
+			return nil, s.err
+		}
+	}
 	if l.file == nil {
 		return nil, fmt.Errorf("calibration of layer %d: the set is closed", block)
 	}

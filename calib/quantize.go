@@ -341,15 +341,30 @@ func (q *Quantizer) decode(t *gguf.TensorInfo, e int) ([]float32, error) {
 	if err := kernels.Dequantize(t.Type, raw, x); err != nil {
 		return nil, fmt.Errorf("%s: tensor %q expert %d: %w", q.f.Path, t.Name, e, err)
 	}
-	for i, v := range x {
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			ti, _ := quant.Info(t.Type)
-			file, base := q.f.Locate(t)
-			return nil, fmt.Errorf("%s: byte %d: tensor %q: element %d (expert %d) is %v: refusing to quantize non-finite weights",
-				file, base+off+int64(i/ti.BlockElements*ti.BlockBytes), t.Name, int64(e)*int64(len(x))+int64(i), e, v)
-		}
+	if i := firstNonFinite(x); i >= 0 {
+		v := x[i]
+		ti, _ := quant.Info(t.Type)
+		file, base := q.f.Locate(t)
+		return nil, fmt.Errorf("%s: byte %d: tensor %q: element %d (expert %d) is %v: refusing to quantize non-finite weights",
+			file, base+off+int64(i/ti.BlockElements*ti.BlockBytes), t.Name, int64(e)*int64(len(x))+int64(i), e, v)
 	}
 	return x, nil
+}
+
+// firstNonFinite is the index of x's first NaN or infinity, -1 if none. A
+// finite sum of squares means every element is finite (a NaN or an
+// infinity makes it NaN or infinite), so the loop runs only when the sum
+// is not (or overflowed).
+func firstNonFinite(x []float32) int {
+	if s := kernels.DotF32(x, x); s-s == 0 {
+		return -1
+	}
+	for i, v := range x {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return i
+		}
+	}
+	return -1
 }
 
 // TensorErrors is what the quantizer measured for tensor name over the

@@ -33,11 +33,15 @@ type BenchPackConfig struct {
 	// path (internal/bench's synthetic calibration): the same pack is then
 	// measured a second time with it, beside the plain one.
 	Calibrate BenchCalibrate
+	// SlotTimes puts each slot's start and end in the packs' phases.
+	SlotTimes bool
 }
 
 // BenchCalibrate prepares the calibrated quantizer of the model at path
-// (calibration forward pass included); done releases it.
-type BenchCalibrate func(ctx context.Context, path string) (eq ExpertQuantizer, info *CalibInfo, done func(), err error)
+// (calibration forward pass included); done releases it. times is the
+// calibration run's time and CPU time and where they went (put in the
+// report as it is: calib.CollectTimes).
+type BenchCalibrate func(ctx context.Context, path string) (eq ExpertQuantizer, info *CalibInfo, times func() (s, cpu float64, detail any), done func(), err error)
 
 // BenchCalibrated is the calibrated pack's measurement.
 type BenchCalibrated struct {
@@ -47,8 +51,7 @@ type BenchCalibrated struct {
 	PackSeconds float64 `json:"pack_s"`
 	// CollectSeconds is its calibration run (forward pass and spill).
 	CollectSeconds float64 `json:"collect_s"`
-	// CPUSeconds and CollectCPUSeconds are the same in CPU time (the
-	// calibration run's from opening the model).
+	// CPUSeconds and CollectCPUSeconds are the same in CPU time.
 	CPUSeconds        float64 `json:"pack_cpu_s"`
 	CollectCPUSeconds float64 `json:"collect_cpu_s"`
 	// Ratio is PackSeconds over the plain pack's, CPURatio the same in
@@ -65,6 +68,10 @@ type BenchCalibrated struct {
 	RelMSE        float64 `json:"rel_mse"`
 	// CalibOutputErr is ‖(W−Ŵ)X‖/‖WX‖ on held-back tokens over every part.
 	CalibOutputErr []float64 `json:"calib_output_err,omitempty"`
+	// CollectPhases is where the calibration run's time went, Phases the
+	// pack's after it.
+	CollectPhases any        `json:"collect_phases,omitempty"`
+	Phases        *PackTimes `json:"phases"`
 }
 
 // BenchPackResult holds every figure the benchmark measured.
@@ -94,6 +101,8 @@ type BenchPackResult struct {
 	CacheDropped   bool    `json:"page_cache_dropped"`
 	PackRelMSE     float64 `json:"rel_mse"`
 	PackFolder     string  `json:"pack,omitempty"`
+	// Phases is where the plain pack's time went.
+	Phases *PackTimes `json:"phases"`
 	// Calibrated is the same pack with the calibrated quantizer, when
 	// asked for (BenchPackConfig.Calibrate).
 	Calibrated *BenchCalibrated `json:"calibrated,omitempty"`
@@ -171,7 +180,8 @@ func BenchPack(ctx context.Context, cfg BenchPackConfig) (*BenchPackResult, erro
 	// start where the kernel lets the high-water mark be reset.
 	scoped := resetPeakRSS()
 	t0, c0 := time.Now(), cpuSeconds()
-	man, err := Pack(ctx, PackConfig{In: in, OutDir: out, Type: quant.Q2_0, Keep: keepPath, Jobs: cfg.Jobs, Progress: cfg.Progress})
+	res.Phases = &PackTimes{SlotTimes: cfg.SlotTimes}
+	man, err := Pack(ctx, PackConfig{In: in, OutDir: out, Type: quant.Q2_0, Keep: keepPath, Jobs: cfg.Jobs, Progress: cfg.Progress, Times: res.Phases})
 	if err != nil {
 		return nil, err
 	}
@@ -249,18 +259,18 @@ func benchCalibrated(ctx context.Context, cfg BenchPackConfig, in, keepPath, out
 		}
 	}()
 	t0, c0 := time.Now(), cpuSeconds()
-	eq, info, done, err := cfg.Calibrate(ctx, in)
+	eq, info, times, done, err := cfg.Calibrate(ctx, in)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	c1 := cpuSeconds()
-	man, err := Pack(ctx, PackConfig{In: in, OutDir: out, Type: quant.Q2_0, Keep: keepPath, Jobs: cfg.Jobs, Progress: cfg.Progress, Experts: eq, Calib: info})
+	phases := &PackTimes{SlotTimes: cfg.SlotTimes}
+	man, err := Pack(ctx, PackConfig{In: in, OutDir: out, Type: quant.Q2_0, Keep: keepPath, Jobs: cfg.Jobs, Progress: cfg.Progress, Experts: eq, Calib: info, Times: phases})
 	if err != nil {
 		return nil, err
 	}
-	r := &BenchCalibrated{Calibration: info, PackSeconds: time.Since(t0).Seconds(), CollectSeconds: info.Seconds, RelMSE: man.RelMSE,
-		CPUSeconds: cpuSeconds() - c0, CollectCPUSeconds: c1 - c0}
+	r := &BenchCalibrated{Calibration: info, PackSeconds: time.Since(t0).Seconds(), RelMSE: man.RelMSE, CPUSeconds: cpuSeconds() - c0, Phases: phases}
+	r.CollectSeconds, r.CollectCPUSeconds, r.CollectPhases = times()
 	close(stop)
 	r.PeakAnonBytes, stop = <-peakAnon, nil
 	if scoped {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
+	"time"
 
 	"github.com/stratactl/stratactl/gguf"
 	"github.com/stratactl/stratactl/internal/osutil"
@@ -29,6 +31,52 @@ type PackConfig struct {
 	// calibrated quantizer); Calib describes its input for the manifest.
 	Experts ExpertQuantizer
 	Calib   *CalibInfo
+	// Times, when set, is filled with where the pack's time went.
+	Times *PackTimes
+}
+
+// PackTimes is where a pack's time went, phase by phase, on the clock and
+// in the process's CPU time (all threads, 0 where the system does not
+// tell). The source's hash runs beside the phases; HashWait is the time
+// the pack waited for it after the last of them.
+type PackTimes struct {
+	Seconds    float64 `json:"s"`
+	CPUSeconds float64 `json:"cpu_s"`
+	// Experts is the slots' conversion and writes (model.experts).
+	Experts    float64 `json:"experts_s"`
+	ExpertsCPU float64 `json:"experts_cpu_s"`
+	// Work is the workers' time on slots, summed; BusyWorkers is Work
+	// over Experts, the workers busy on average.
+	Work        float64 `json:"experts_work_s"`
+	BusyWorkers float64 `json:"experts_busy_workers"`
+	// Emit is the writer's time on slots (model.experts' writes), EmitWait
+	// its time waiting for the next slot in order.
+	Emit     float64 `json:"experts_emit_s"`
+	EmitWait float64 `json:"experts_emit_wait_s"`
+	// Finish is model.experts' completion after the last slot.
+	Finish float64 `json:"experts_finish_s"`
+	// Dense is model.gguf: the dense tensors, the kept routers and their
+	// copies.
+	Dense    float64 `json:"dense_s"`
+	DenseCPU float64 `json:"dense_cpu_s"`
+	HashWait float64 `json:"hash_wait_s"`
+	// Commit is keep.strp, the outputs' hashes, the manifest and the
+	// rename.
+	Commit    float64 `json:"commit_s"`
+	CommitCPU float64 `json:"commit_cpu_s"`
+	// Slots, when SlotTimes is set, holds each slot's start and end in
+	// seconds from the start of the experts phase, in slot order.
+	SlotTimes bool         `json:"-"`
+	Slots     [][2]float64 `json:"slots_s,omitempty"`
+}
+
+// lap returns the time and CPU time since *t0 and *c0 and moves them to
+// now.
+func lap(t0 *time.Time, c0 *float64) (float64, float64) {
+	now, c := time.Now(), osutil.CPUSeconds()
+	d, dc := now.Sub(*t0).Seconds(), c-*c0
+	*t0, *c0 = now, c
+	return d, dc
 }
 
 // slotResult is one converted expert.
@@ -41,6 +89,11 @@ type slotResult struct {
 // Pack converts cfg.In into a pack folder at cfg.OutDir. The folder appears
 // only when complete.
 func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
+	tt := cfg.Times
+	if tt == nil {
+		tt = &PackTimes{}
+	}
+	start, startCPU := time.Now(), osutil.CPUSeconds()
 	f, err := openToQuantize(cfg.In, cfg.Type)
 	if err != nil {
 		return nil, err
@@ -153,9 +206,15 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 	prog := cfg.Progress.start(work+m.DenseBytes, "pack")
 	defer prog.Done()
 
-	layerStats, err := writeExperts(ctx, pw, f, m, keep, cfg, imp, prog)
+	t0, c0 := time.Now(), osutil.CPUSeconds()
+	layerStats, err := writeExperts(ctx, pw, f, m, keep, cfg, imp, prog, tt)
+	tt.Experts, tt.ExpertsCPU = lap(&t0, &c0)
+	if tt.Experts > 0 {
+		tt.BusyWorkers = tt.Work / tt.Experts
+	}
 	if err == nil {
 		err = writePackModel(ctx, pw, f, m, keep, packKeep, sourceNExpert, cfg.CarryMTP, prog)
+		tt.Dense, tt.DenseCPU = lap(&t0, &c0)
 	}
 	if err != nil {
 		stopHash()
@@ -165,6 +224,7 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 	if err := hg.Wait(); err != nil {
 		return nil, interrupted(err, "pack")
 	}
+	tt.HashWait, _ = lap(&t0, &c0)
 
 	man := &strata.Manifest{
 		Tool: "stratactl", ToolVersion: cfg.Version,
@@ -195,6 +255,8 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 	if err := pw.Commit(ctx, packKeep, man); err != nil {
 		return nil, interrupted(err, "pack")
 	}
+	tt.Commit, tt.CommitCPU = lap(&t0, &c0)
+	tt.Seconds, tt.CPUSeconds = lap(&start, &startCPU)
 	return man, nil
 }
 
@@ -226,7 +288,7 @@ func layerErrors(m *gguf.MoE, to [strata.NumParts]quant.Type, stats [][strata.Nu
 
 // writeExperts converts every kept expert into its slot and returns the
 // error statistics per layer and part.
-func writeExperts(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m *gguf.MoE, keep *strata.Keep, cfg PackConfig, imp *Importance, prog Progress) ([][strata.NumParts]errStats, error) {
+func writeExperts(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m *gguf.MoE, keep *strata.Keep, cfg PackConfig, imp *Importance, prog Progress, tt *PackTimes) ([][strata.NumParts]errStats, error) {
 	h := pw.Header()
 	nKeep := keep.NKeep()
 	stats := make([][strata.NumParts]errStats, len(m.Layers))
@@ -234,7 +296,21 @@ func writeExperts(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m *g
 	for range cap(scratches) {
 		scratches <- &scratch{}
 	}
+	t0 := time.Now()
+	var work atomic.Int64 // nanoseconds
+	if tt.SlotTimes {
+		tt.Slots = make([][2]float64, h.NSlot())
+	}
+	lastEmit := t0
 	err := ordered(ctx, h.NSlot(), cfg.Jobs, func(ctx context.Context, i int) (slotResult, error) {
+		ts := time.Now()
+		defer func() {
+			te := time.Now()
+			work.Add(int64(te.Sub(ts)))
+			if tt.Slots != nil {
+				tt.Slots[i] = [2]float64{ts.Sub(t0).Seconds(), te.Sub(t0).Seconds()}
+			}
+		}()
 		l, e := i/nKeep, i%nKeep
 		ml := &m.Layers[l]
 		src := int(keep.Keep[l][e])
@@ -281,6 +357,12 @@ func writeExperts(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m *g
 		}
 		return r, nil
 	}, func(i int, r slotResult) error {
+		ts := time.Now()
+		tt.EmitWait += ts.Sub(lastEmit).Seconds()
+		defer func() {
+			lastEmit = time.Now()
+			tt.Emit += lastEmit.Sub(ts).Seconds()
+		}()
 		l, e := i/nKeep, i%nKeep
 		if err := pw.WriteSlot(l, e, r.parts); err != nil {
 			return err
@@ -291,12 +373,15 @@ func writeExperts(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m *g
 		prog.Add(r.inBytes)
 		return nil
 	})
+	tt.Work = float64(work.Load()) / 1e9
 	if err != nil {
 		return nil, err
 	}
+	tf := time.Now()
 	if err := pw.FinishExperts(); err != nil {
 		return nil, err
 	}
+	tt.Finish = time.Since(tf).Seconds()
 	return stats, nil
 }
 

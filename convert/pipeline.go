@@ -52,7 +52,7 @@ func jobsOr(j int) int {
 func ordered[R any](ctx context.Context, n, jobs int, work func(ctx context.Context, i int) (R, error), emit func(i int, r R) error) error {
 	jobs = jobsOr(jobs)
 	g, ctx := errgroup.WithContext(ctx)
-	window := make(chan struct{}, 2*jobs)
+	win := make(chan struct{}, 2*jobs)
 	results := make([]chan R, n)
 	for i := range results {
 		results[i] = make(chan R, 1)
@@ -67,7 +67,7 @@ func ordered[R any](ctx context.Context, n, jobs int, work func(ctx context.Cont
 			case <-ctx.Done():
 				return context.Cause(ctx)
 			}
-			<-window
+			<-win
 		}
 		return nil
 	})
@@ -75,7 +75,7 @@ func ordered[R any](ctx context.Context, n, jobs int, work func(ctx context.Cont
 launch:
 	for i := 0; i < n; i++ {
 		select {
-		case window <- struct{}{}:
+		case win <- struct{}{}:
 		case <-ctx.Done():
 			break launch
 		}

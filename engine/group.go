@@ -22,6 +22,9 @@ type Group struct {
 	TraceExpertAct bool
 	// Stats counts the group's work.
 	Stats SessionStats
+	// Timing, when set, accumulates each Forward's time by phase, a
+	// Forward counted as one step (Session.Timing).
+	Timing *StepTimes
 
 	lead  *Session // the batch's scratch and MoE bookkeeping
 	seqs  []*Session
@@ -54,7 +57,11 @@ func (g *Group) Forward(ids [][]int32) error {
 		g.spans = append(g.spans, seqSpan{s: s, n: len(w)})
 		g.ids = append(g.ids, w...)
 	}
-	lead.Observer, lead.TraceExpertAct, lead.Stats = g.Observer, g.TraceExpertAct, g.Stats
+	lead.Observer, lead.TraceExpertAct, lead.Stats, lead.Timing = g.Observer, g.TraceExpertAct, g.Stats, g.Timing
+	if g.Timing != nil {
+		g.Timing.begin(lead.m.Pool)
+		defer g.Timing.end()
+	}
 	_, _, _, err := lead.layers(g.ids, g.spans)
 	g.Stats = lead.Stats
 	lead.trace = nil
@@ -84,6 +91,10 @@ type WindowsOptions struct {
 	Observer Observer
 	// TraceExpertAct is Session.TraceExpertAct.
 	TraceExpertAct bool
+	// Timing, when set, accumulates the batched windows' time by phase
+	// (a batch is one step; a window longer than BatchTokens, run alone,
+	// is not timed).
+	Timing *StepTimes
 	// Before, when set, is told each batch's windows lo <= i < hi before
 	// they run; After once they ran. An error from either stops the run,
 	// returned with the batch's windows named.
@@ -102,7 +113,7 @@ func (m *Model) RunWindows(ctx context.Context, windows [][]int32, opt WindowsOp
 		budget = DefaultWindowTokens
 	}
 	g := m.NewGroup()
-	g.Observer, g.TraceExpertAct = opt.Observer, opt.TraceExpertAct
+	g.Observer, g.TraceExpertAct, g.Timing = opt.Observer, opt.TraceExpertAct, opt.Timing
 	s := m.NewSession()
 	s.Observer, s.TraceExpertAct, s.MaxBatch = opt.Observer, opt.TraceExpertAct, budget
 	for lo := 0; lo < len(windows); {

@@ -66,6 +66,14 @@ type kernelSet struct {
 	// in one call, or reports false (nothing written) where it does not
 	// take x (one without the padding its kernel reads).
 	q8rows [quant.NumTypes]func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool
+	// q8lanes is q8rows over lanes[type] (>= 2) lanes of rows, lane rows
+	// apart: out[r] for r = row + l*lane + i, l < lanes[type], i < steps
+	// (1 <= steps <= lane), each lane one of the kernel's sequential
+	// streams; false (nothing written) where it does not take x. The
+	// pool's row claims walk a share in lanes (rowPiece), so that the
+	// claims of one goroutine continue the same streams.
+	q8lanes [quant.NumTypes]func(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool
+	lanes   [quant.NumTypes]int
 	// q8decode decodes groups g0..g0+ng-1 of a row for DotQ8Rows, and
 	// q8dotDecoded adds their terms against one activation row to the lanes.
 	q8decode     [quant.NumTypes]func(row []byte, g0, ng int, d *q8Decoded)

@@ -98,12 +98,14 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.attnSum = attnSumAVX512       // AVX-512 F only
 		k.q8rows[quant.Q2_0] = rowsQ2_0AVX512
 		k.q8rows[quant.Q8_0] = rowsQ8_0AVX512
+		k.q8lanes[quant.Q8_0], k.lanes[quant.Q8_0] = lanesQ8_0AVX512, q8Walk512.n
 		k.q8dotTile2 = q8dotTile2Vector512
 		k.paths = "avx2+f16c+avx512vnni"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni && c.avx512gfni {
 		// The two- and four-row Q2_0 kernels add VBMI and GFNI.
 		k.q8rows[quant.Q2_0] = q2QuadRows(q2Rows4AVX512)
+		k.q8lanes[quant.Q2_0], k.lanes[quant.Q2_0] = q2QuadLanes(q2Rows4AVX512), 4
 		k.paths += "+gfni"
 	}
 	if c.avx2 && c.f16c && c.avx512bf16 {

@@ -146,7 +146,7 @@ func (p *Pool) MatVecQ8(m *Matrix, x *Q8Row, out []float32) {
 	t := p.task()
 	t.ms, t.q8, t.outs = append(t.ms, m), append(t.q8, x), append(t.outs, out[:m.Rows])
 	t.rowStarts()
-	p.parallelRows(t.ms, t.start, 1, t.matVecsQ8)
+	p.parallelRows(t, 1, t.matVecsQ8)
 	p.putTask(t)
 }
 
@@ -177,19 +177,16 @@ func (p *Pool) MatVecsQ8(ms []*Matrix, xs []*Q8Row, outs [][]float32) {
 	t := p.task()
 	t.ms, t.q8, t.outs = append(t.ms, ms...), append(t.q8, xs...), append(t.outs, outs...)
 	t.rowStarts()
-	p.parallelRows(t.ms, t.start, 1, t.matVecsQ8)
+	p.parallelRows(t, 1, t.matVecsQ8)
 	p.putTask(t)
 }
 
-// runMatVecsQ8 runs the part of each matrix's rows in [lo, hi), one range
-// each.
+// runMatVecsQ8 runs the rows of parallelRows' steps [lo, hi).
 func (t *task) runMatVecsQ8(lo, hi int) {
-	start := t.start
-	for i, m := range t.ms {
-		a, b := max(lo, start[i]), min(hi, start[i+1])
-		if a < b {
-			host.dotQ8Range(m, a-start[i], b-start[i], t.q8[i], t.outs[i])
-		}
+	for k := t.piece(lo); k < len(t.pieces) && t.pieces[k].step < hi; k++ {
+		pc := &t.pieces[k]
+		a, b := max(lo, pc.step)-pc.step, min(hi, pc.step+pc.steps)-pc.step
+		pc.dot(&host, t.ms[pc.mat], a, b, t.q8[pc.mat], t.outs[pc.mat])
 	}
 }
 
@@ -211,18 +208,22 @@ func (p *Pool) MatVecsQ8GLU(gates, ups []*Matrix, xs []*Q8Row, gs, us [][]float3
 	t := p.task()
 	t.ms, t.ups, t.q8, t.outs, t.us, t.glu = append(t.ms, gates...), append(t.ups, ups...), append(t.q8, xs...), append(t.outs, gs...), append(t.us, us...), glu
 	t.rowStarts()
-	p.parallelRows(t.ms, t.start, 2, t.matVecsQ8GLU)
+	p.parallelRows(t, 2, t.matVecsQ8GLU)
 	p.putTask(t)
 }
 
+// runMatVecsQ8GLU runs the gates' and ups' rows of parallelRows' steps
+// [lo, hi), then the activation on each of their row ranges.
 func (t *task) runMatVecsQ8GLU(lo, hi int) {
-	start := t.start
-	for i, m := range t.ms {
-		a, b := max(lo, start[i])-start[i], min(hi, start[i+1])-start[i]
-		if a < b {
-			host.dotQ8Range(m, a, b, t.q8[i], t.outs[i])
-			host.dotQ8Range(t.ups[i], a, b, t.q8[i], t.us[i])
-			t.glu(i, a, b)
+	for k := t.piece(lo); k < len(t.pieces) && t.pieces[k].step < hi; k++ {
+		pc := &t.pieces[k]
+		i := pc.mat
+		a, b := max(lo, pc.step)-pc.step, min(hi, pc.step+pc.steps)-pc.step
+		pc.dot(&host, t.ms[i], a, b, t.q8[i], t.outs[i])
+		pc.dot(&host, t.ups[i], a, b, t.q8[i], t.us[i])
+		for r := range pc.ranges(a, b) {
+			rlo, rhi := pc.rowRange(a, b, r)
+			t.glu(i, rlo, rhi)
 		}
 	}
 }

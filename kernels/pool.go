@@ -36,6 +36,11 @@ type Pool struct {
 	ws     *workerSet
 	closed bool
 
+	// plainRows has parallelRows walk rows in one lane (a claim's range
+	// cut in its kernel's streams anew each claim): the walk before lanes,
+	// kept for BenchmarkExpertPasses and the tests.
+	plainRows bool
+
 	// passes counts the calls that went parallel (a round trip to the
 	// workers each) and waited the caller's time spent waiting, its own
 	// claims done, for the claims still running elsewhere (Counters).
@@ -359,29 +364,145 @@ func (p *Pool) Parallel(n, work int, fn func(lo, hi int)) {
 	p.runJob(j, max(1, unitWork/max(work, 1)), fn)
 }
 
-// parallelRows is Parallel over the rows of ms taken in order: index g is
-// row g-start[i] of ms[i] for start[i] <= g < start[i+1], and fn reads
-// mult rows of that shape per index (a gate's and an up's: 2). The shares
-// get about the same weight bytes each, each boundary the first row that
-// starts at or after the page boundary nearest the even split, so that no
-// two goroutines stream the same page (but for the one a row straddles);
-// units are about unitBytes.
-func (p *Pool) parallelRows(ms []*Matrix, start []int, mult int, fn func(lo, hi int)) {
+// parallelRows is Parallel over the rows of t.ms taken in order (t.start
+// their first global rows), fn reading mult rows of that shape per row (a
+// gate's and an up's: 2). The shares get about the same weight bytes
+// each, each boundary the first row that starts at or after the page
+// boundary nearest the even split, so that no two goroutines stream the
+// same page (but for the one a row straddles). Each share's rows of each
+// matrix are a rowPiece walked in lanes, the streams of the matrix type's
+// row kernel (kernelSet.lanes): fn's indices are the pieces' steps
+// (t.pieces, in order), one row of every lane, so that the claims of a
+// share from the front continue the same streams where the last claim
+// left them instead of starting new ones; units are about unitBytes.
+func (p *Pool) parallelRows(t *task, mult int, fn func(lo, hi int)) {
+	ms, start := t.ms, t.start
 	n := start[len(ms)]
-	maxRow, total := 0, 0
+	maxStep, total := 0, 0
 	for _, m := range ms {
-		maxRow = max(maxRow, m.RowBytes)
+		maxStep = max(maxStep, p.rowLanes(m)*m.RowBytes)
 		total += m.Rows * m.RowBytes
 	}
 	// A row's work in weights, as Parallel counts it.
 	threads := p.threads(n, max(1, mult*total/max(n, 1)))
 	if threads <= 1 || n < 2 {
-		fn(0, n)
+		t.rb = append(t.rb[:0], 0, n)
+		fn(0, t.pieceShares(p, t.rb, nil))
 		return
 	}
 	j := p.job(threads)
-	rowBounds(ms, start, total, j.bounds)
-	p.runJob(j, max(1, unitBytes/(mult*maxRow)), fn)
+	t.rb = t.rb[:0]
+	for range threads + 1 {
+		t.rb = append(t.rb, 0)
+	}
+	rowBounds(ms, start, total, t.rb)
+	t.pieceShares(p, t.rb, j.bounds)
+	p.runJob(j, max(1, unitBytes/(mult*maxStep)), fn)
+}
+
+// rowPiece is rows [row, row+rows) of matrix mat of a task, inside one
+// share, in lanes lanes of lane = rows/lanes rows: step i < lane is row
+// row+l*lane+i of every lane l, the step after (when lanes*lane < rows)
+// the rows after the lanes. Global steps [step, step+steps) are its.
+type rowPiece struct {
+	mat, row, rows, lanes, lane, step, steps int
+}
+
+// rowLanes is how many lanes parallelRows walks m's rows in: the streams
+// of its type's row kernel (1 without one, or with p.plainRows).
+func (p *Pool) rowLanes(m *Matrix) int {
+	if l := host.lanes[m.Type]; l > 1 && host.q8lanes[m.Type] != nil && !p.plainRows {
+		return l
+	}
+	return 1
+}
+
+// pieceShares sets t.pieces to the rows of the shares rb (global rows,
+// len(rb)-1 shares) cut at the matrices' ends, and b (when not nil; len
+// rb) to the shares' bounds in steps; it returns the steps in all.
+func (t *task) pieceShares(p *Pool, rb, b []int) int {
+	t.pieces = t.pieces[:0]
+	step, i := 0, 0
+	for s := 0; s+1 < len(rb); s++ {
+		if b != nil {
+			b[s] = step
+		}
+		for g := rb[s]; g < rb[s+1]; {
+			for g >= t.start[i+1] {
+				i++
+			}
+			m := t.ms[i]
+			end := min(rb[s+1], t.start[i+1])
+			pc := rowPiece{mat: i, row: g - t.start[i], rows: end - g, lanes: p.rowLanes(m), step: step}
+			pc.lane = pc.rows / pc.lanes
+			pc.steps = pc.lane
+			if pc.lanes*pc.lane < pc.rows {
+				pc.steps++
+			}
+			t.pieces = append(t.pieces, pc)
+			step += pc.steps
+			g = end
+		}
+	}
+	if b != nil {
+		b[len(rb)-1] = step
+	}
+	return step
+}
+
+// piece is the index of the piece holding step g (of t.pieces, in order).
+func (t *task) piece(g int) int {
+	lo, hi := 0, len(t.pieces)
+	for lo < hi {
+		k := (lo + hi) / 2
+		if pc := &t.pieces[k]; g >= pc.step+pc.steps {
+			lo = k + 1
+		} else {
+			hi = k
+		}
+	}
+	return lo
+}
+
+// dot sets out[r] = DotQ8(row r of m, x) for the rows of the piece's
+// steps [a, b): the lanes' rows in one call of k's lane kernel, the rows
+// after the lanes in one of its row kernel.
+func (pc *rowPiece) dot(k *kernelSet, m *Matrix, a, b int, x *Q8Row, out []float32) {
+	if c := min(b, pc.lane); a < c {
+		if pc.lanes == 1 {
+			k.dotQ8Range(m, pc.row+a, pc.row+c, x, out)
+		} else if f := k.q8lanes[m.Type]; f == nil || !f(m, pc.row+a, c-a, pc.lane, x, out) {
+			for l := 0; l < pc.lanes; l++ {
+				r := pc.row + l*pc.lane
+				k.dotQ8Range(m, r+a, r+c, x, out)
+			}
+		}
+	}
+	if b > pc.lane {
+		k.dotQ8Range(m, pc.row+pc.lanes*pc.lane, pc.row+pc.rows, x, out)
+	}
+}
+
+// ranges is how many row ranges the piece's steps [a, b) are (rowRange's
+// k), one a lane and one for the rows after the lanes.
+func (pc *rowPiece) ranges(a, b int) int {
+	n := 0
+	if a < min(b, pc.lane) {
+		n = pc.lanes
+	}
+	if b > pc.lane {
+		n++
+	}
+	return n
+}
+
+// rowRange is the k-th of the row ranges of steps [a, b) (k < ranges).
+func (pc *rowPiece) rowRange(a, b, k int) (lo, hi int) {
+	if a < min(b, pc.lane) && k < pc.lanes {
+		r := pc.row + k*pc.lane
+		return r + a, r + min(b, pc.lane)
+	}
+	return pc.row + pc.lanes*pc.lane, pc.row + pc.rows
 }
 
 // rowBounds sets the len(b)-1 shares' bounds b over the rows of ms (as

@@ -151,37 +151,69 @@ func TestRowShares(t *testing.T) {
 				t.Errorf("%d shares: share %d has %d bytes, the even share %d", shares, s, bytes(b[s], b[s+1]), total/shares)
 			}
 		}
-		// Through the pool: every row once, each range inside one share.
-		seen := make([]atomic.Int32, n)
-		NewPool(shares).parallelRows(ms, start, 1, func(lo, hi int) {
-			s := 0
-			for s+1 < shares && lo >= b[s+1] {
-				s++
+		// Through the pool, in lanes and not: every row once, each range
+		// inside one share.
+		for _, plain := range []bool{false, true} {
+			p := NewPool(shares)
+			p.plainRows = plain
+			tk := p.task()
+			tk.ms = append(tk.ms, ms...)
+			tk.rowStarts()
+			seen := make([]atomic.Int32, n)
+			p.parallelRows(tk, 1, func(lo, hi int) {
+				share := -1
+				forStepRows(tk, lo, hi, func(g int) {
+					s := 0
+					for s+1 < shares && g >= b[s+1] {
+						s++
+					}
+					if share >= 0 && s != share {
+						t.Errorf("%d shares: steps [%d, %d) run rows of shares %d and %d", shares, lo, hi, share, s)
+					}
+					share = s
+					seen[g].Add(1)
+				})
+			})
+			for g := range seen {
+				if c := seen[g].Load(); c != 1 {
+					t.Fatalf("%d shares, plain %v: row %d run %d times", shares, plain, g, c)
+				}
 			}
-			if lo >= hi || hi > b[s+1] {
-				t.Errorf("%d shares: range [%d, %d) crosses share %d's end %d", shares, lo, hi, s, b[s+1])
-			}
-			for g := lo; g < hi; g++ {
-				seen[g].Add(1)
-			}
-		})
-		for g := range seen {
-			if c := seen[g].Load(); c != 1 {
-				t.Fatalf("%d shares: row %d run %d times", shares, g, c)
-			}
+			p.putTask(tk)
 		}
 	}
 	for th := 1; th <= 5; th++ {
-		outs := make([][]float32, len(ms))
-		for i, m := range ms {
-			outs[i] = make([]float32, m.Rows)
-		}
-		NewPool(th).MatVecsQ8(ms, xs, outs)
-		for i, m := range ms {
-			for r := 0; r < m.Rows; r++ {
-				if want := DotQ8(m.Type, m.Row(r), xs[i]); !sameFloat(outs[i][r], want) {
-					t.Fatalf("threads %d matrix %d row %d: MatVecsQ8 %g, DotQ8 %g", th, i, r, outs[i][r], want)
+		for _, plain := range []bool{false, true} {
+			p := NewPool(th)
+			p.plainRows = plain
+			outs := make([][]float32, len(ms))
+			for i, m := range ms {
+				outs[i] = make([]float32, m.Rows)
+			}
+			p.MatVecsQ8(ms, xs, outs)
+			for i, m := range ms {
+				for r := 0; r < m.Rows; r++ {
+					if want := DotQ8(m.Type, m.Row(r), xs[i]); !sameFloat(outs[i][r], want) {
+						t.Fatalf("threads %d, plain %v, matrix %d row %d: MatVecsQ8 %g, DotQ8 %g", th, plain, i, r, outs[i][r], want)
+					}
 				}
+			}
+		}
+	}
+}
+
+// forStepRows calls f with the global row of each row of parallelRows'
+// steps [lo, hi) of tk (its pieces).
+func forStepRows(tk *task, lo, hi int, f func(g int)) {
+	for _, pc := range tk.pieces {
+		a, b := max(lo, pc.step)-pc.step, min(hi, pc.step+pc.steps)-pc.step
+		if a >= b {
+			continue
+		}
+		for k := range pc.ranges(a, b) {
+			rlo, rhi := pc.rowRange(a, b, k)
+			for r := rlo; r < rhi; r++ {
+				f(tk.start[pc.mat] + r)
 			}
 		}
 	}
@@ -235,6 +267,166 @@ func TestShareClaims(t *testing.T) {
 			if n == 4096 && claims > 40 {
 				t.Fatalf("%d claims for 4096 units", claims)
 			}
+		}
+	}
+}
+
+// TestRowLanesClaims: parallelRows' walk in lanes (rowPiece, pieceShares)
+// covers every row of every matrix exactly once, each step range of a share
+// only rows of that share, whatever ranges of steps the claims take and in
+// whatever order they run: matrices of 1 to 40 rows (fewer than the lanes
+// too), 1 to 5 shares, each share's steps cut at random and the cuts run
+// shuffled, in lanes and in plain rows.
+func TestRowLanesClaims(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for trial := 0; trial < 300; trial++ {
+		var ms []*Matrix
+		start, total := []int{0}, 0
+		for range 1 + rng.IntN(5) {
+			typ, cols := quant.Q8_0, 256
+			if rng.IntN(2) == 0 {
+				typ, cols = quant.Q2_0, 640
+			}
+			rows := 1 + rng.IntN(40)
+			var data []byte
+			for r := 0; r < rows; r++ {
+				data = append(data, randomRow(rng, typ, cols)...)
+			}
+			m, err := NewMatrix(typ, data, cols, rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms = append(ms, &m)
+			start = append(start, start[len(start)-1]+rows)
+			total += rows * m.RowBytes
+		}
+		n := start[len(ms)]
+		shares := 1 + rng.IntN(5)
+		p := NewPool(shares)
+		p.plainRows = trial%4 == 3
+		tk := p.task()
+		tk.ms = append(tk.ms, ms...)
+		tk.rowStarts()
+		rb := make([]int, shares+1)
+		rowBounds(ms, start, total, rb)
+		b := make([]int, shares+1)
+		steps := tk.pieceShares(p, rb, b)
+		if b[0] != 0 || b[shares] != steps {
+			t.Fatalf("trial %d: step bounds %v, %d steps", trial, b, steps)
+		}
+		type claim struct{ s, lo, hi int }
+		var claims []claim
+		for s := 0; s < shares; s++ {
+			if b[s+1] < b[s] {
+				t.Fatalf("trial %d: step bounds %v not in order", trial, b)
+			}
+			for lo := b[s]; lo < b[s+1]; {
+				hi := min(b[s+1], lo+1+rng.IntN(4))
+				claims = append(claims, claim{s, lo, hi})
+				lo = hi
+			}
+		}
+		rng.Shuffle(len(claims), func(i, j int) { claims[i], claims[j] = claims[j], claims[i] })
+		seen := make([]int, n)
+		for _, c := range claims {
+			forStepRows(tk, c.lo, c.hi, func(g int) {
+				if g < rb[c.s] || g >= rb[c.s+1] {
+					t.Fatalf("trial %d: steps [%d, %d) of share %d ran row %d, outside [%d, %d)", trial, c.lo, c.hi, c.s, g, rb[c.s], rb[c.s+1])
+				}
+				seen[g]++
+			})
+		}
+		for g, c := range seen {
+			if c != 1 {
+				t.Fatalf("trial %d: row %d of %d ran %d times (pieces %+v)", trial, g, n, c, tk.pieces)
+			}
+		}
+		p.putTask(tk)
+	}
+}
+
+// TestRowLanesInterleaved: MatVecsQ8GLU and MatVecsQ8 through the pool at
+// 1 to 6 threads, with the activation of some claims stalled (spinning or
+// yielding, so that the other goroutines take the stalled one's share from
+// its back), give DotQ8's bits for every row, and the activation sees every
+// row of every pair once, after both of its products.
+func TestRowLanesInterleaved(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	shapes := []struct {
+		typ        quant.Type
+		cols, rows int
+	}{{quant.Q2_0, 2560, 101}, {quant.Q2_0, 2560, 3}, {quant.Q2_0, 640, 130}, {quant.Q8_0, 2560, 67}, {quant.Q2_0, 2560, 64}}
+	var gates, ups []*Matrix
+	var xs []*Q8Row
+	for _, sh := range shapes {
+		for range 2 {
+			var data []byte
+			for r := 0; r < sh.rows; r++ {
+				data = append(data, randomRow(rng, sh.typ, sh.cols)...)
+			}
+			m, err := NewMatrix(sh.typ, data, sh.cols, sh.rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(gates) == len(ups) {
+				gates = append(gates, &m)
+			} else {
+				ups = append(ups, &m)
+			}
+		}
+		x := &Q8Row{}
+		if err := QuantizeQ8Row(gaussians(rng, sh.cols, 1), x); err != nil {
+			t.Fatal(err)
+		}
+		xs = append(xs, x)
+	}
+	for th := 1; th <= 6; th++ {
+		for round := 0; round < 4; round++ {
+			p := NewPool(th)
+			gs, us := make([][]float32, len(gates)), make([][]float32, len(gates))
+			seen := make([][]atomic.Int32, len(gates))
+			for i, m := range gates {
+				gs[i], us[i] = make([]float32, m.Rows), make([]float32, m.Rows)
+				seen[i] = make([]atomic.Int32, m.Rows)
+			}
+			var calls atomic.Int32
+			glu := func(i, lo, hi int) {
+				for r := lo; r < hi; r++ {
+					g, u := DotQ8(gates[i].Type, gates[i].Row(r), xs[i]), DotQ8(ups[i].Type, ups[i].Row(r), xs[i])
+					if !sameFloat(gs[i][r], g) || !sameFloat(us[i][r], u) {
+						t.Errorf("threads %d: pair %d row %d: activation before its products (%g %g, want %g %g)", th, i, r, gs[i][r], us[i][r], g, u)
+					}
+					seen[i][r].Add(1)
+				}
+				switch c := calls.Add(1); c % 5 {
+				case 1: // stall this claim: the others take its share's back
+					for t0 := time.Now(); time.Since(t0) < 200*time.Microsecond; {
+					}
+				case 3:
+					runtime.Gosched()
+				}
+			}
+			p.MatVecsQ8GLU(gates, ups, xs, gs, us, glu)
+			for i := range seen {
+				for r := range seen[i] {
+					if c := seen[i][r].Load(); c != 1 {
+						t.Fatalf("threads %d: pair %d row %d activated %d times", th, i, r, c)
+					}
+				}
+			}
+			outs := make([][]float32, len(gates))
+			for i, m := range gates {
+				outs[i] = make([]float32, m.Rows)
+			}
+			p.MatVecsQ8(gates, xs, outs)
+			for i, m := range gates {
+				for r := 0; r < m.Rows; r++ {
+					if want := DotQ8(m.Type, m.Row(r), xs[i]); !sameFloat(outs[i][r], want) {
+						t.Fatalf("threads %d: MatVecsQ8 matrix %d row %d: %g, DotQ8 %g", th, i, r, outs[i][r], want)
+					}
+				}
+			}
+			p.Close()
 		}
 	}
 }

@@ -59,6 +59,30 @@ GLOBL q2consts<>(SB), RODATA|NOPTR, $12
 	VMULPS  Y13, Y15, Y15 \
 	VADDPS  Y15, Y12, Y12
 
+// WSTEP2(off): WSTEP for two candidates at once, inverse scales Y10 and
+// Y0, sums in Y11/Y12 and Y1/Y2; w*x (Y6) is taken once for both.
+#define WSTEP2(off) \
+	VMOVUPS   off(SI), Y5       \
+	VMULPS    off(BX), Y5, Y6   \
+	VMULPS    Y10, Y5, Y13      \
+	VMULPS    Y0, Y5, Y3        \
+	VMAXPS    Y8, Y13, Y13      \
+	VMAXPS    Y8, Y3, Y3        \
+	VMINPS    Y9, Y13, Y13      \
+	VMINPS    Y9, Y3, Y3        \
+	VROUNDPS  $0, Y13, Y13      \
+	VROUNDPS  $0, Y3, Y3        \
+	VMULPS    Y13, Y6, Y14      \
+	VMULPS    Y3, Y6, Y4        \
+	VADDPS    Y14, Y11, Y11     \
+	VADDPS    Y4, Y1, Y1        \
+	VMULPS    off(BX), Y13, Y15 \
+	VMULPS    off(BX), Y3, Y7   \
+	VMULPS    Y13, Y15, Y15     \
+	VMULPS    Y3, Y7, Y7        \
+	VADDPS    Y15, Y12, Y12     \
+	VADDPS    Y7, Y2, Y2
+
 // REDUCE(acc) leaves ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)) in the low lane.
 #define REDUCE(Y, X) \
 	VEXTRACTF128 $1, Y, X15 \
@@ -143,6 +167,36 @@ TEXT ·q2ScoreWeightedAVX2(SB), NOSPLIT, $0-40
 	MOVQ out+32(FP), DI
 	VBROADCASTSS q2consts<>+0(SB), Y8
 	VBROADCASTSS q2consts<>+4(SB), Y9
+
+wpairloop:
+	CMPQ CX, $2
+	JLT  wscoreloop
+	VBROADCASTSS (DX), Y10
+	VBROADCASTSS 4(DX), Y0
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	WSTEP2(0)
+	WSTEP2(32)
+	WSTEP2(64)
+	WSTEP2(96)
+	WSTEP2(128)
+	WSTEP2(160)
+	WSTEP2(192)
+	WSTEP2(224)
+	REDUCE(Y11, X11)
+	REDUCE(Y12, X12)
+	REDUCE(Y1, X1)
+	REDUCE(Y2, X2)
+	VMOVSS X11, (DI)
+	VMOVSS X12, 4(DI)
+	VMOVSS X1, 8(DI)
+	VMOVSS X2, 12(DI)
+	ADDQ $8, DX
+	ADDQ $16, DI
+	SUBQ $2, CX
+	JMP  wpairloop
 
 wscoreloop:
 	TESTQ CX, CX

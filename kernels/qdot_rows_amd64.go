@@ -129,6 +129,43 @@ func rowsQ2_0QuadsAt(m *Matrix, lo, hi int, x *Q8Row, out []float32, k q2Quad, p
 	return true
 }
 
+// q2QuadLanes is a kernelSet.q8lanes entry running the four-row kernel k
+// on four lanes, lane rows apart (rowsQ2_0QuadsAt's four parts, placed by
+// the caller); rows ending in a partial group of three blocks, or x
+// without the plane order's tail, by the two-row kernel, lanes 0 and 1
+// then 2 and 3.
+func q2QuadLanes(k q2Quad) func(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool {
+	return func(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool {
+		return lanesQ2_0QuadsAt(m, row, steps, lane, x, out, k, q2QuadPrefetchDist)
+	}
+}
+
+// lanesQ2_0QuadsAt is q2QuadLanes(k) prefetching pf bytes ahead.
+func lanesQ2_0QuadsAt(m *Matrix, row, steps, lane int, x *Q8Row, out []float32, k q2Quad, pf int) bool {
+	nb := m.Cols / 64
+	groups, tail := nb/4, nb%4
+	if nb == 0 || tail > 0 && (!x.padded(8*groups) || cap(x.q2) < 256*(groups+1)) || len(x.q2) != m.Cols || len(x.d) != 2*nb {
+		return false
+	}
+	_, _ = m.Data[(row+3*lane+steps)*m.RowBytes-1], out[row+3*lane+steps-1]
+	mask := byteMask(18 * tail)
+	if tail == 3 || tail > 0 && len(x.q2t) != 256 {
+		for l := 0; l < 4; l += 2 {
+			r := row + l*lane
+			q2Rows2AVX512(&m.Data[r*m.RowBytes], m.RowBytes, steps, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
+				groups, tail, mask, &out[r], lane*m.RowBytes, &out[r+lane], pf)
+		}
+		return true
+	}
+	var xt *int8
+	if tail > 0 {
+		xt = &x.q2t[0]
+	}
+	k(&m.Data[row*m.RowBytes], m.RowBytes, steps, &x.q2[:1][0], &x.d[:1][0], &x.sums[:1][0],
+		groups, tail, mask, &out[row], lane*m.RowBytes, 4*lane, xt, pf)
+	return true
+}
+
 // rowsQ2_0AVX2 is rowsQ2_0AVX512 on AVX2 and F16C (q2Rows2AVX2): row lo+i
 // beside row lo+pairs+i (two sequential streams, each prefetched
 // q2PrefetchDist bytes ahead); the last row of an odd number as both rows
@@ -208,6 +245,33 @@ func rowsQ8_0Streams(m *Matrix, lo, hi int, x *Q8Row, out []float32, s q8Streams
 		q8RowsQ8_0AVX512(&m.Data[lo*m.RowBytes], m.RowBytes, hi-lo, &x.qs[:1][0], &x.d[:1][0], &x.sums[:1][0],
 			groups, tail, &masks, &out[lo])
 	}
+	return true
+}
+
+// lanesQ8_0AVX512 is a kernelSet.q8lanes entry: rowsQ8_0Streams' kernel
+// in the walk q8Walk512 (q8Walk512.n streams) on lanes lane rows apart.
+func lanesQ8_0AVX512(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool {
+	return lanesQ8_0Streams(m, row, steps, lane, x, out, q8Walk512)
+}
+
+// lanesQ8_0Streams is lanesQ8_0AVX512 in the walk s (s.n >= 2).
+func lanesQ8_0Streams(m *Matrix, row, steps, lane int, x *Q8Row, out []float32, s q8Streams) bool {
+	nb := m.Cols / 32
+	groups, tail := nb/8, nb%8
+	if tail > 0 && !x.padded(8*groups) || len(x.d) != nb {
+		return false
+	}
+	_, _ = m.Data[(row+(s.n-1)*lane+steps)*m.RowBytes-1], out[row+(s.n-1)*lane+steps-1]
+	var masks [8]uint64
+	for j := 0; j < tail; j++ {
+		if j%2 == 0 {
+			masks[j] = byteMask(32)
+		} else {
+			masks[j] = ^byteMask(32)
+		}
+	}
+	q8RowsNQ8_0AVX512(&m.Data[row*m.RowBytes], m.RowBytes, steps, &x.qs[:1][0], &x.d[:1][0], &x.sums[:1][0],
+		groups, tail, &masks, &out[row], lane*m.RowBytes, 4*lane, s.n, s.pf, s.hint)
 	return true
 }
 

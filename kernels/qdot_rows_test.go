@@ -114,6 +114,93 @@ func TestQ8RowsMatchPortable(t *testing.T) {
 	}
 }
 
+// TestQ8LanesMatchPortable: the lane kernels (kernelSet.q8lanes, the
+// pool's row claims' walk: Q8_0's streams on AVX-512 VNNI, Q2_0's four-row
+// kernel with VBMI and GFNI) give the portable DotQ8's bits for every row
+// of their lanes, over every whole number of blocks up to 4096 weights, on
+// unaligned rows and activations between guard bands, any lane length and
+// steps, and write nothing outside the lanes' rows; through rowPiece.dot
+// also where they refuse x, and the rows after the lanes.
+func TestQ8LanesMatchPortable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(75, 76))
+	var r Q8Row
+	tested := 0
+	for _, typ := range q8Types {
+		ti, _ := quant.Info(typ)
+		for n := ti.BlockElements; n <= 4096; n += ti.BlockElements {
+			for _, s := range testSets() {
+				L := s.k.lanes[typ]
+				if s.k.q8lanes[typ] == nil {
+					continue
+				}
+				lane := 1 + rng.IntN(6)
+				steps := 1 + rng.IntN(lane)
+				row := rng.IntN(3)
+				rows := row + L*lane + rng.IntN(4) // rows after the lanes too
+				var raw []byte
+				for i := 0; i < rows; i++ {
+					if rng.IntN(4) == 0 {
+						raw = append(raw, randomBlocks(rng, typ, n/ti.BlockElements)...)
+					} else {
+						raw = append(raw, randomRow(rng, typ, n)...)
+					}
+				}
+				m, err := NewMatrix(typ, guardedBytes(raw, rng.IntN(8)), n, rows)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := QuantizeQ8Row(gaussians(rng, n, 1), &r); err != nil {
+					t.Fatal(err)
+				}
+				for xi, x := range []*Q8Row{&r, guardedQ8RowQ2(&r, rng.IntN(8), true), guardedQ8RowQ2(&r, rng.IntN(8), false)} {
+					a := rng.IntN(lane - steps + 1) // steps [a, a+steps) of the lanes
+					pc := rowPiece{row: row, rows: rows - row, lanes: L, lane: lane}
+					if xi == 2 {
+						pc.rows = L * lane // no rows after: the kernel refuses x, the fallback runs
+					}
+					b := a + steps
+					if pc.rows > L*lane && rng.IntN(2) == 0 {
+						b = lane + 1 // and the step after the lanes
+					}
+					want := map[int]bool{}
+					for k := range pc.ranges(a, b) {
+						lo, hi := pc.rowRange(a, b, k)
+						for i := lo; i < hi; i++ {
+							want[i] = true
+						}
+					}
+					out, ok := guardedFloats(rows, rng.IntN(4))
+					for i := range out {
+						out[i] = math.Float32frombits(guard)
+					}
+					if xi < 2 && !s.k.q8lanes[typ](&m, row+a, steps, lane, x, out) {
+						t.Fatalf("%s n=%d on %s: the lane kernel refused a padded row", typ, n, s.name)
+					}
+					pc.dot(s.k, &m, a, b, x, out)
+					for i := range out {
+						if !want[i] {
+							if math.Float32bits(out[i]) != guard {
+								t.Fatalf("%s n=%d on %s: steps [%d, %d) of %d lanes of %d from row %d wrote out[%d]", typ, n, s.name, a, b, L, lane, row, i)
+							}
+							continue
+						}
+						if w := portable.dotQ8(typ, m.Row(i), x); !sameFloat(out[i], w) {
+							t.Fatalf("%s n=%d on %s: row %d: %g (%#08x), portable %g (%#08x)", typ, n, s.name, i, out[i], math.Float32bits(out[i]), w, math.Float32bits(w))
+						}
+					}
+					if !ok() {
+						t.Fatalf("%s n=%d on %s: wrote outside out", typ, n, s.name)
+					}
+					tested++
+				}
+			}
+		}
+	}
+	if asmBuild && (hostCPU.avx512vnni) && tested == 0 {
+		t.Fatal("no lane kernel tested on a CPU with AVX-512 VNNI")
+	}
+}
+
 // TestQ2PlaneOrder: QuantizeQ8Row's plane-order copy is the permutation
 // Q8Row.q2 documents, zero past the row to the end of its group.
 func TestQ2PlaneOrder(t *testing.T) {

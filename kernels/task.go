@@ -17,7 +17,11 @@ type task struct {
 	m        *Matrix
 	x, out   []float32
 	ntok     int
-	fused    bool
+	// pieces are parallelRows' walk of the rows (its steps), rb its
+	// shares' row bounds.
+	pieces []rowPiece
+	rb     []int
+	fused  bool
 
 	matMul, matVecs, matVecsQ8, matVecsQ8GLU func(lo, hi int)
 }

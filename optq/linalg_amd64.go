@@ -33,3 +33,44 @@ func init() {
 		dotMany = dotManyVector
 	}
 }
+
+// prefetchGroupsAMD64 issues PREFETCHT0 for the four cache lines of 64
+// float32 at p + r·stride bytes, r < rows.
+//
+//go:noescape
+func prefetchGroupsAMD64(p *float32, stride, rows int)
+
+func prefetchGroupsVector(p []float32, stride, rows int) {
+	if rows <= 0 || len(p) < (rows-1)*stride+group {
+		return
+	}
+	prefetchGroupsAMD64(&p[0], stride*4, rows)
+}
+
+func init() { prefetchGroups = prefetchGroupsVector }
+
+// axpyTokensAVX512 is axpyTokensGo for len(o) a multiple of 64: o in
+// chunks of 64 kept in four ZMM registers while every token's row adds to
+// them (VMULPS then VADDPS, the tokens in order).
+//
+//go:noescape
+func axpyTokensAVX512(o *float32, F int, a *float32, t *int32, na int, x *float32)
+
+func axpyTokensVector(o, a []float32, t []int32, x []float32) {
+	F := len(o)
+	if F == 0 || F%64 != 0 || len(a) == 0 {
+		axpyTokensGo(o, a, t, x)
+		return
+	}
+	t = t[:len(a)]
+	for _, tk := range t {
+		_ = x[int(tk)*F+F-1]
+	}
+	axpyTokensAVX512(&o[0], F, &a[0], &t[0], len(a), &x[0])
+}
+
+func init() {
+	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.AVX512F) {
+		axpyTokens = axpyTokensVector
+	}
+}

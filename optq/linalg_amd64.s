@@ -112,3 +112,65 @@ oneloop:
 done:
 	VZEROUPPER
 	RET
+
+// func prefetchGroupsAMD64(p *float32, stride, rows int)
+TEXT ·prefetchGroupsAMD64(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	MOVQ stride+8(FP), BX
+	MOVQ rows+16(FP), CX
+pfloop:
+	TESTQ CX, CX
+	JZ    pfdone
+	PREFETCHT0 (SI)
+	PREFETCHT0 64(SI)
+	PREFETCHT0 128(SI)
+	PREFETCHT0 192(SI)
+	ADDQ BX, SI
+	DECQ CX
+	JMP  pfloop
+pfdone:
+	RET
+
+// func axpyTokensAVX512(o *float32, F int, a *float32, t *int32, na int, x *float32)
+TEXT ·axpyTokensAVX512(SB), NOSPLIT, $0-48
+	MOVQ o+0(FP), DI
+	MOVQ F+8(FP), R10
+	MOVQ a+16(FP), R11
+	MOVQ t+24(FP), R12
+	MOVQ na+32(FP), R13
+	MOVQ x+40(FP), SI
+	MOVQ R10, BX
+	SHLQ $2, BX // a row's bytes
+	XORQ R8, R8 // the chunk's byte offset
+atchunk:
+	VMOVUPS (DI)(R8*1), Z0
+	VMOVUPS 64(DI)(R8*1), Z1
+	VMOVUPS 128(DI)(R8*1), Z2
+	VMOVUPS 192(DI)(R8*1), Z3
+	XORQ R9, R9
+attok:
+	VBROADCASTSS (R11)(R9*4), Z4
+	MOVLQSX (R12)(R9*4), AX
+	IMULQ BX, AX
+	ADDQ SI, AX
+	ADDQ R8, AX
+	VMULPS (AX), Z4, Z5
+	VMULPS 64(AX), Z4, Z6
+	VMULPS 128(AX), Z4, Z7
+	VMULPS 192(AX), Z4, Z8
+	VADDPS Z5, Z0, Z0
+	VADDPS Z6, Z1, Z1
+	VADDPS Z7, Z2, Z2
+	VADDPS Z8, Z3, Z3
+	INCQ R9
+	CMPQ R9, R13
+	JLT attok
+	VMOVUPS Z0, (DI)(R8*1)
+	VMOVUPS Z1, 64(DI)(R8*1)
+	VMOVUPS Z2, 128(DI)(R8*1)
+	VMOVUPS Z3, 192(DI)(R8*1)
+	ADDQ $256, R8
+	CMPQ R8, BX
+	JLT atchunk
+	VZEROUPPER
+	RET

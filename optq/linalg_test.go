@@ -94,3 +94,62 @@ func BenchmarkProjectField(b *testing.B) {
 		}
 	})
 }
+
+// TestAxpyTokens: axpyTokens (the vector path where the CPU has it) gives
+// axpyTokensGo's bits for rows of 0 to 704 values (multiples of 64 and
+// not), 0 to 40 tokens in any order with repeats, and writes nothing past
+// o (a guard band after it).
+func TestAxpyTokens(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	for trial := 0; trial < 400; trial++ {
+		F := []int{0, 64, 128, 640, 704, 70, 8}[trial%7]
+		n := rng.IntN(12) + 1
+		x := randMatrix(rng, n*F+1, 1)
+		na := rng.IntN(41)
+		a, ts := make([]float32, na), make([]int32, na)
+		for k := range a {
+			a[k] = float32(rng.NormFloat64())
+			ts[k] = int32(rng.IntN(n))
+		}
+		o0 := randMatrix(rng, F, 1)
+		want := append(append([]float32(nil), o0...), 7, 7, 7, 7)
+		got := append(append([]float32(nil), o0...), 7, 7, 7, 7)
+		axpyTokensGo(want[:F], a, ts, x)
+		axpyTokens(got[:F], a, ts, x)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("trial %d (F %d, %d tokens): o[%d] = %g, want %g", trial, F, na, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestPackCodes: pack's eight-codes-at-a-time bytes are the definition's,
+// element j's level+1 at bits 2*(j%4) of byte j/4 after the fp16 scale,
+// for every level pattern in random rows.
+func TestPackCodes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(53, 54))
+	const rows, cols = 5, 192
+	q := &quantized{rows: rows, cols: cols, levels: make([]int8, rows*cols), scales: make([]float32, rows*cols/group)}
+	for trial := 0; trial < 50; trial++ {
+		for i := range q.levels {
+			q.levels[i] = int8(rng.IntN(4) - 1)
+		}
+		for i := range q.scales {
+			q.scales[i] = roundFP16(float32(rng.NormFloat64()))
+		}
+		got := make([]byte, rows*cols/group*18)
+		q.pack(got)
+		for r := 0; r < rows; r++ {
+			for b := 0; b < cols/group; b++ {
+				blk := got[(r*cols/group+b)*18:][:18]
+				for j := 0; j < group; j++ {
+					want := byte(q.levels[r*cols+b*group+j] + 1)
+					if c := blk[2+j/4] >> (2 * (j % 4)) & 3; c != want {
+						t.Fatalf("trial %d row %d block %d element %d: code %d, want %d", trial, r, b, j, c, want)
+					}
+				}
+			}
+		}
+	}
+}

@@ -90,7 +90,11 @@ func lowRankFactor(x []float32, n, cols int, damp, refineDamp float64) (*factors
 	c := make([]float64, cols*n) // c_j = G_j⁻¹ x_j
 	for j := cols - 1; j >= 0; j-- {
 		xj, cj := xt64[j*n:(j+1)*n], c[j*n:(j+1)*n]
-		for a := 0; a < n; a++ {
+		a := 0
+		for ; a+4 <= n; a += 4 {
+			cj[a], cj[a+1], cj[a+2], cj[a+3] = dot64x4(ginv[a*n:(a+1)*n], ginv[(a+1)*n:(a+2)*n], ginv[(a+2)*n:(a+3)*n], ginv[(a+3)*n:(a+4)*n], xj)
+		}
+		for ; a < n; a++ {
 			cj[a] = dot64(ginv[a*n:(a+1)*n], xj)
 		}
 		s := dot64(xj, cj)
@@ -114,7 +118,13 @@ func lowRankFactor(x []float32, n, cols int, damp, refineDamp float64) (*factors
 	for j := 0; j < cols; j++ {
 		g0 := j / group * group
 		cj, id := c[j*n:(j+1)*n], float64(f.invDiag[j])
-		for k := j + 1; k < g0+group; k++ {
+		k := j + 1
+		for ; k+4 <= g0+group; k += 4 {
+			s0, s1, s2, s3 := dot64x4(xt64[k*n:(k+1)*n], xt64[(k+1)*n:(k+2)*n], xt64[(k+2)*n:(k+3)*n], xt64[(k+3)*n:(k+4)*n], cj)
+			bj := f.band[j*group+k-g0:][:4]
+			bj[0], bj[1], bj[2], bj[3] = float32(-s0/id), float32(-s1/id), float32(-s2/id), float32(-s3/id)
+		}
+		for ; k < g0+group; k++ {
 			f.band[j*group+k-g0] = float32(-dot64(xt64[k*n:(k+1)*n], cj) / id)
 		}
 	}
@@ -129,6 +139,19 @@ func dot64(a, b []float64) float64 {
 	return s
 }
 
+// dot64x4 is dot64 of a0..a3 with b, the four sums interleaved (each in
+// dot64's order) so that they do not wait on one another.
+func dot64x4(a0, a1, a2, a3, b []float64) (s0, s1, s2, s3 float64) {
+	a0, a1, a2, a3 = a0[:len(b)], a1[:len(b)], a2[:len(b)], a3[:len(b)]
+	for i, v := range b {
+		s0 += a0[i] * v
+		s1 += a1[i] * v
+		s2 += a2[i] * v
+		s3 += a3[i] * v
+	}
+	return s0, s1, s2, s3
+}
+
 // lowCarry keeps each row's z = Σ_j e_j cp_j over the columns quantized so
 // far; carry brings only the next group's columns up to date. The rows go
 // a block at a time, one per lane (rowLanes, or wideLanes where useWide):
@@ -138,7 +161,7 @@ type lowCarry[V lanes, M masks] struct {
 	lr    *lowRank
 	rows  int
 	z     []V // [rows/width rounded up][n]
-	et    []V // [group]: a block's errors of one group, by column
+	el    []V // [rows/width rounded up][group]: each block's errors of one group, by column
 	dots  []V // [group]: its next group's x_kᵀz
 	block func(et []V, cp []float32, n int, z []V, xt []float32, dots []V)
 }
@@ -153,29 +176,89 @@ func (lr *lowRank) carrier(rows int) carrier {
 func newLowCarry[V lanes, M masks](lr *lowRank, rows int, block func(et []V, cp []float32, n int, z []V, xt []float32, dots []V)) *lowCarry[V, M] {
 	var v V
 	blocks := (rows + len(v) - 1) / len(v)
-	return &lowCarry[V, M]{lr: lr, rows: rows, z: make([]V, blocks*lr.n), et: make([]V, group), dots: make([]V, group), block: block}
+	return &lowCarry[V, M]{lr: lr, rows: rows, z: make([]V, blocks*lr.n), el: make([]V, blocks*group), dots: make([]V, group), block: block}
+}
+
+// setErrs sets the errors of row r for the next carry: e_k = −ne[k][c].
+func (c *lowCarry[V, M]) setErrs(r int, ne *[group][scoreLanes]float32, c0 int) {
+	var v V
+	width := len(v)
+	el, l := c.el[r/width*group:][:group], r%width
+	for k := range el {
+		el[k][l] = -ne[k][c0]
+	}
+}
+
+// setErrLanes sets the errors of the nr rows from r0 (a multiple of
+// scoreLanes) for the next carry from a pass with a row per lane: row
+// r0+i's e_k = −ne[k][i]; lanes of no row are 0.
+func (c *lowCarry[V, M]) setErrLanes(r0, nr int, ne *[group][scoreLanes]float32) {
+	var v V
+	width := len(v)
+	for b := 0; b*width < scoreLanes && r0+b*width < c.rows; b++ {
+		el := c.el[(r0/width+b)*group:][:group]
+		m := min(width, nr-b*width)
+		for k := range el {
+			src := ne[k][b*width:]
+			for l := 0; l < m; l++ {
+				el[k][l] = -src[l]
+			}
+			for l := max(m, 0); l < width; l++ {
+				el[k][l] = 0
+			}
+		}
+	}
 }
 
 func (c *lowCarry[V, M]) carry(W []float32, errs []float32, g0, g1 int) {
+	var v V
+	width := len(v)
+	clear(c.el)
+	for r := 0; r < c.rows; r++ {
+		for jj, e := range errs[r*group : r*group+g1-g0] {
+			c.el[r/width*group+jj][r%width] = e
+		}
+	}
+	c.carryTo(W, c.lr.cols, g1, W, g0, g1)
+}
+
+// carryNext is carry with the errors set by setErrs or setErrLanes and
+// the next group's compensated weights written to next ([rows][group]:
+// w_k + x_kᵀ z for the columns k from g1, w the source rows) instead of
+// into a copy of the whole matrix: the same values, since each column's
+// weight is carried to once.
+func (c *lowCarry[V, M]) carryNext(next, w []float32, g0, g1 int) {
+	c.carryTo(next, group, 0, w, g0, g1)
+}
+
+// carryTo carries the errors c.el of columns [g0, g1):
+// out[r*stride+off+k] = src[r*cols+g1+k] + x_{g1+k}ᵀ z_r for the next
+// group's columns k.
+func (c *lowCarry[V, M]) carryTo(out []float32, stride, off int, src []float32, g0, g1 int) {
 	lr := c.lr
 	n, cols := lr.n, lr.cols
 	g2 := min(g1+group, cols)
-	width := len(c.et[0])
-	et, dots := c.et[:g1-g0], c.dots[:g2-g1]
+	var v V
+	width := len(v)
+	dots := c.dots[:g2-g1]
+	if g2-g1 == group {
+		prefetchGroups(src[g1:], cols, min(width, c.rows))
+	}
 	for r0 := 0; r0 < c.rows; r0 += width {
 		nr := min(width, c.rows-r0)
-		clear(et)
-		for l := 0; l < nr; l++ {
-			for jj, e := range errs[(r0+l)*group : (r0+l)*group+g1-g0] {
-				et[jj][l] = e
-			}
+		if g2-g1 == group && r0+width < c.rows { // the next block's source rows
+			prefetchGroups(src[(r0+width)*cols+g1:], cols, min(width, c.rows-r0-width))
 		}
+		et := c.el[r0/width*group:][:g1-g0]
 		z := c.z[r0/width*n : (r0/width+1)*n]
 		c.block(et, lr.cp[g0*n:g1*n], n, z, lr.xt[g1*n:g2*n], dots)
-		// Columns from g1 on were not touched yet: w_k + x_kᵀ z.
-		for k, d := range dots {
-			for l := 0; l < nr; l++ {
-				W[(r0+l)*cols+g1+k] += d[l]
+		// Columns from g1 on were not touched yet: w_k + x_kᵀ z, row by
+		// row (each row's columns are contiguous).
+		for l := 0; l < nr; l++ {
+			r := r0 + l
+			or, sr := out[r*stride+off:r*stride+off+len(dots)], src[r*cols+g1:r*cols+g1+len(dots)]
+			for k := range or {
+				or[k] = sr[k] + dots[k][l]
 			}
 		}
 	}
@@ -292,15 +375,29 @@ func (lr *lowRank) downTarget(w, a []float32, D int) []float32 {
 	}
 	solveCholesky(k, n, p, D)
 	out := append([]float32(nil), w...)
+	as, ts := make([]float32, n), make([]int32, n)
 	for r := 0; r < D; r++ {
-		or := out[r*F : (r+1)*F]
+		na := 0
 		for t, y := range p[r*n : (r+1)*n] {
 			if y != 0 {
-				kernels.Axpy(or, float32(y), ah[t*F:(t+1)*F])
+				as[na], ts[na] = float32(y), int32(t)
+				na++
 			}
 		}
+		axpyTokens(out[r*F:(r+1)*F], as[:na], ts[:na], ah)
 	}
 	return out
+}
+
+// axpyTokens adds a[k]·x_{t[k]} to o for k in order (x_t the row t of x,
+// len(o) long), each a kernels.Axpy: the product rounded, then the add.
+var axpyTokens = axpyTokensGo
+
+func axpyTokensGo(o, a []float32, t []int32, x []float32) {
+	F := len(o)
+	for k, ak := range a {
+		kernels.Axpy(o, ak, x[int(t[k])*F:int(t[k])*F+F])
+	}
 }
 
 // quantizeDownLowRank is quantizeDown's target and quantization for n < F

@@ -16,6 +16,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/stratactl/stratactl/kernels"
 	"github.com/stratactl/stratactl/quant"
@@ -352,7 +353,11 @@ type searcher struct {
 	raw    []float32       // the grid's scales before their rounding to fp16
 	w      blockRows
 	lw     *laneWeights // one candidate a row (no grid): a row per lane
-	score  []groupScore
+	// ratiosQ2 are the plain search's ratios where plainLanes takes its
+	// picks (with lw), picks the picks of a pass's lanes.
+	ratiosQ2 []float32
+	picks    [scoreLanes]float32
+	score    []groupScore
 }
 
 func newSearcher(f *factors, opt Options) *searcher {
@@ -365,6 +370,9 @@ func newSearcher(f *factors, opt Options) *searcher {
 	if len(s.ratios) == 0 && scoreLaneRows != nil && scoreBatchMax > 1 {
 		// The plain pick alone: a lane per row (the same passes).
 		s.slot, s.batch, s.lw = 1, scoreLanes, new(laneWeights)
+		if plainLanes != nil && opt.Q2Candidates >= 0 {
+			s.ratiosQ2 = quant.Q2SearchRatios(opt.Q2Candidates)
+		}
 	}
 	s.cand = make([][]float32, s.batch)
 	s.score = make([]groupScore, (s.batch*s.slot+scoreLanes-1)/scoreLanes)
@@ -381,36 +389,79 @@ func (f *factors) quantize(w []float32, rows int, opt Options) *quantized {
 	groups := cols / group
 	q := &quantized{rows: rows, cols: cols, levels: make([]int8, rows*cols), scales: make([]float32, rows*groups)}
 	s := newSearcher(f, opt)
-	W := append([]float32(nil), w...)
-	errs := make([]float32, rows*group)
 	carry := f.carrier(rows)
+	// The compensated weights: a copy of the matrix (the dense carry moves
+	// every later column), or on the low-rank path only the group's
+	// ([rows][group]), which the carry writes from w for the next group.
+	var W, errs []float32
+	stride := cols
+	next, low := carry.(nextCarrier)
+	if low {
+		W, stride = make([]float32, rows*group), group
+		for r := 0; r < rows; r++ {
+			copy(W[r*group:(r+1)*group], w[r*cols:r*cols+group])
+		}
+	} else {
+		W, errs = append([]float32(nil), w...), make([]float32, rows*group)
+	}
 	for g := 0; g < groups; g++ {
 		g0, g1 := g*group, (g+1)*group
 		for j := g0; j < g1; j++ {
 			s.imp[j-g0] = f.invDiag[j] * f.invDiag[j]
 		}
+		off := g0
+		if low {
+			off = 0
+		}
 		for r0 := 0; r0 < rows; r0 += s.batch {
 			nr := min(s.batch, rows-r0)
-			s.scoreBatch(W, r0, nr, g0)
+			s.scoreBatch(W, stride, off, r0, nr, g0)
 			for i := 0; i < nr; i++ {
 				r := r0 + i
 				d, gs, c := s.pick(i)
 				q.scales[r*groups+g] = d
 				// The chosen lane's pass is the group's: its levels and errors.
-				er := errs[r*group : (r+1)*group]
-				lv := q.levels[r*cols+g0 : r*cols+g1]
+				// The levels go to the row in one 64-byte copy (a store per
+				// byte into a line not yet in cache stalled the stores).
+				var lv [group]int8
 				for k := range group {
 					lv[k] = int8(gs.l[k][c])
-					er[k] = -gs.ne[k][c]
 				}
+				*(*[group]int8)(q.levels[r*cols+g0:]) = lv
+				switch {
+				case !low:
+					er := (*[group]float32)(errs[r*group:])
+					for k := range group {
+						er[k] = -gs.ne[k][c]
+					}
+				case s.lw == nil:
+					next.setErrs(r, &gs.ne, c)
+				}
+			}
+			if low && s.lw != nil { // row i in lane i
+				next.setErrLanes(r0, nr, &s.score[0].ne)
 			}
 		}
 		if g1 == cols {
 			break
 		}
-		carry.carry(W, errs, g0, g1)
+		if low {
+			next.carryNext(W, w, g0, g1)
+		} else {
+			carry.carry(W, errs, g0, g1)
+		}
 	}
 	return q
+}
+
+// nextCarrier is a carrier that can write the next group's compensated
+// weights alone (lowCarry.carryNext).
+type nextCarrier interface {
+	// setErrs sets row r's errors of the group, −ne[k][c]; setErrLanes
+	// those of the nr rows from r0, row r0+i's −ne[k][i].
+	setErrs(r int, ne *[group][scoreLanes]float32, c int)
+	setErrLanes(r0, nr int, ne *[group][scoreLanes]float32)
+	carryNext(next, w []float32, g0, g1 int)
 }
 
 // carrier moves one OPTQ pass's group errors on to the later columns.
@@ -478,15 +529,17 @@ func gridRatios(n int) []float32 {
 // current, compensated weights) of the batch's row i: the plain search's
 // pick under the weights 1/U_jj² (kept unless another is clearly better),
 // then a grid of both signs.
-func (s *searcher) candidates(i int, wg []float32) {
+//
+// With pick set, pick0 is the plain search's pick, taken by plainLanes.
+func (s *searcher) candidates(i int, wg []float32, pick bool, pick0 float32) {
 	amax := absMax(wg)
 	cand := s.cand[i][:0]
 	if amax == 0 {
 		s.cand[i] = append(cand, 0)
 		return
 	}
-	var d0 float32
-	if s.plain != nil {
+	d0 := pick0
+	if s.plain != nil && !pick {
 		s.plain.Block((*[group]float32)(wg), &s.block)
 		d0 = quant.FP16ToFloat32(binary.LittleEndian.Uint16(s.block[:]))
 	}
@@ -513,25 +566,35 @@ func (s *searcher) candidates(i int, wg []float32) {
 }
 
 // scoreBatch scores the candidates of the group starting at column g0 for the
-// nr rows from r0 of W: the batch's row i takes the lanes from i·s.slot
+// nr rows from r0 of W (row r's group at W[r*stride+off:], 64 weights): the
+// batch's row i takes the lanes from i·s.slot
 // on (over as many passes as they need), each candidate the in-group OPTQ
 // pass that quantizes the group column by column with its compensation,
 // leaving the loss Σ_j ((w_j − q_j)/U_jj)².
-func (s *searcher) scoreBatch(W []float32, r0, nr, g0 int) {
-	cols := s.f.cols
-	for i := 0; i < nr; i++ {
-		s.candidates(i, W[(r0+i)*cols+g0:(r0+i)*cols+g0+group])
-	}
+func (s *searcher) scoreBatch(W []float32, stride, off, r0, nr, g0 int) {
 	if s.lw != nil {
 		for c := range scoreLanes {
-			for k, v := range (*[group]float32)(W[(r0+min(c, nr-1))*cols+g0:]) {
+			for k, v := range (*[group]float32)(W[(r0+min(c, nr-1))*stride+off:]) {
 				s.lw[k][c] = v
 			}
 		}
+		// The plain search's picks of every lane at once (the lanes it
+		// leaves, and a searcher without one, take Block).
+		left := ^uint32(0)
+		if s.ratiosQ2 != nil && s.plain != nil {
+			pw := plainWeights(&s.imp)
+			left = plainLanes(s.lw, &pw, s.ratiosQ2, &s.picks)
+		}
+		for i := 0; i < nr; i++ {
+			s.candidates(i, W[(r0+i)*stride+off:(r0+i)*stride+off+group], left>>i&1 == 0, s.picks[i])
+		}
 	} else {
+		for i := 0; i < nr; i++ {
+			s.candidates(i, W[(r0+i)*stride+off:(r0+i)*stride+off+group], false, 0)
+		}
 		for b := range s.w {
 			i := min(b*laneBlock/s.slot, nr-1)
-			copy(s.w[b][:], W[(r0+i)*cols+g0:(r0+i)*cols+g0+group])
+			copy(s.w[b][:], W[(r0+i)*stride+off:(r0+i)*stride+off+group])
 		}
 	}
 	id := (*[group]float32)(s.f.invDiag[g0 : g0+group])
@@ -744,17 +807,24 @@ func (d *denseQuad) groupMoved(dd float32) { kernels.Axpy(d.g, -dd, d.v) }
 // at bits 2*(j%4) of byte j/4.
 func (q *quantized) pack(dst []byte) {
 	groups := q.cols / group
+	if len(q.levels) == 0 {
+		return
+	}
+	lb := unsafe.Slice((*byte)(unsafe.Pointer(&q.levels[0])), len(q.levels)) // int8 and byte: the same bits
 	for r := 0; r < q.rows; r++ {
 		for b := 0; b < groups; b++ {
 			out := dst[(r*groups+b)*quant.Q2BlockBytes:][:quant.Q2BlockBytes]
 			binary.LittleEndian.PutUint16(out, quant.Float32ToFP16(q.scales[r*groups+b]))
-			lv := q.levels[r*q.cols+b*group:][:group]
-			for i := 0; i < 16; i++ {
-				var c byte
-				for k := 0; k < 4; k++ {
-					c |= byte(lv[4*i+k]+1) << (2 * k)
-				}
-				out[2+i] = c
+			// Eight codes at a time: the levels' bytes (-1..2) as a uint64,
+			// each byte + 1 without carries (0..3), to 2 bits each, element
+			// j at bits 2*(j%4) of byte j/4.
+			lv := lb[r*q.cols+b*group:][:group]
+			for i := 0; i < 8; i++ {
+				v := binary.LittleEndian.Uint64(lv[8*i:])
+				v = (v&0x7f7f7f7f7f7f7f7f + 0x0101010101010101) ^ v&0x8080808080808080
+				v = v&0x0303030303030303 | v>>6&0x0c0c0c0c0c0c0c0c | v>>12&0x3030303030303030 | v>>18&0xc0c0c0c0c0c0c0c0
+				out[2+2*i] = byte(v)
+				out[3+2*i] = byte(v >> 32)
 			}
 		}
 	}

@@ -138,8 +138,10 @@ func refineLowBy[V lanes, M masks](q *quantized, t []float32, lr *lowRank, passe
 	cols, groups, n := q.cols, q.cols/group, lr.n
 	b := &laneRows[V, M]{e: make([]V, cols), lv: make([]V, cols), sc: make([]V, groups),
 		r: make([]V, n), u: make([]V, n), k: k}
-	e, re := make([]float32, cols), make([]float32, n)
 	width := len(b.e[0])
+	// The rows' errors row by row (for X e), then into the lanes a group
+	// at a time (a group's lanes stay in cache while every row fills them).
+	es, re := make([]float32, width*cols), make([]float32, n)
 	for r0 := 0; r0 < q.rows; r0 += width {
 		nr := min(width, q.rows-r0)
 		clear(b.lv)
@@ -150,22 +152,29 @@ func refineLowBy[V lanes, M masks](q *quantized, t []float32, lr *lowRank, passe
 			lv := q.levels[r*cols : (r+1)*cols]
 			sc := q.scales[r*groups : (r+1)*groups]
 			tr := t[r*cols : (r+1)*cols]
+			e := es[l*cols : (l+1)*cols]
 			for g, d := range sc {
 				j0 := g * group
 				eg, tg, lg := (*[group]float32)(e[j0:]), (*[group]float32)(tr[j0:]), (*[group]int8)(lv[j0:])
-				be, bl := b.e[j0:j0+group], b.lv[j0:j0+group]
 				for i := range eg {
 					eg[i] = tg[i] - d*float32(lg[i])
-					be[i][l] = eg[i]
-					bl[i][l] = float32(lg[i])
 				}
-			}
-			for g, d := range sc {
 				b.sc[g][l] = d
 			}
 			dotMany(re, e, lr.x, cols) // X e
 			for k, v := range re {
 				b.r[k][l] = v
+			}
+		}
+		for g := 0; g < groups; g++ {
+			j0 := g * group
+			be, bl := (*[group]V)(b.e[j0:]), (*[group]V)(b.lv[j0:])
+			for l := 0; l < nr; l++ {
+				eg, lg := (*[group]float32)(es[l*cols+j0:]), (*[group]int8)(q.levels[(r0+l)*cols+j0:])
+				for i := range eg {
+					be[i][l] = eg[i]
+					bl[i][l] = float32(lg[i])
+				}
 			}
 		}
 		for l := nr; l < width; l++ { // idle lanes: scale 0, no moves
@@ -178,11 +187,15 @@ func refineLowBy[V lanes, M masks](q *quantized, t []float32, lr *lowRank, passe
 				break
 			}
 		}
-		out := q.levels[r0*cols : (r0+nr)*cols]
-		for j := range b.lv {
-			lj := b.lv[j]
+		for g := 0; g < groups; g++ {
+			j0 := g * group
+			bl := (*[group]V)(b.lv[j0:])
 			for l := 0; l < nr; l++ {
-				out[l*cols+j] = int8(lj[l])
+				var lg [group]int8
+				for i := range lg {
+					lg[i] = int8(bl[i][l])
+				}
+				*(*[group]int8)(q.levels[(r0+l)*cols+j0:]) = lg
 			}
 		}
 		for l := 0; l < nr; l++ {

@@ -100,6 +100,39 @@ func scoreLaneRowsGo(w *laneWeights, invDiag *[group]float32, bandT *[group * gr
 	s.loss = sum
 }
 
+// plainLanes, where the CPU has a vector path for it (nil elsewhere), sets
+// out[c] to the plain search's scale of lane c's 64 weights w[k][c]: the
+// scale quant.Q2Blocks.Block stores for them with the importance imp
+// (imp as quant takes it: a weight that is not positive and finite
+// counts 0, and all 0 are all 1, plainWeights), over the candidate
+// ratios of quant.Q2SearchRatios, the same sums in the same order. The
+// lanes set in the bits it returns are left to Block: max|w| not finite,
+// or a candidate scale that rounds to fp16 0 (fewer candidates).
+var plainLanes func(w *laneWeights, imp *[group]float32, ratios []float32, out *[scoreLanes]float32) uint32
+
+// plainWeights is quant's reading of the importance imp of one block
+// (q2Searcher.weights): the weights that are not positive and finite
+// count 0, and when all are 0 every weight is 1 (the search unweighted:
+// its sums x·l and l·l are (1·x)·l and (1·l)·l bit for bit).
+func plainWeights(imp *[group]float32) [group]float32 {
+	var w [group]float32
+	var any uint32
+	for j, v := range imp {
+		b := math.Float32bits(v)
+		if b-1 >= 0x7f7fffff {
+			b = 0
+		}
+		any |= b
+		w[j] = math.Float32frombits(b)
+	}
+	if any == 0 {
+		for j := range w {
+			w[j] = 1
+		}
+	}
+	return w
+}
+
 // fp16Round sets each v[i], finite and within ±65504, to roundFP16(v[i]).
 var fp16Round = fp16RoundGo
 

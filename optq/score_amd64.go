@@ -75,3 +75,26 @@ func init() {
 		scoreLaneRows = scoreLanesVector512
 	}
 }
+
+// plainLanesAVX512 is plainLanes in ZMM registers, 16 lanes at a time
+// (plain512_amd64.s): each lane's candidates, sums, scores and
+// least-squares refinements are quant's q2Searcher.block's on its row
+// (the sums by column mod 8 in order, then the same reduction tree; VMULPS
+// then VADDPS, never FMA; VRNDSCALEPS to nearest even; the fp16 rounding
+// by VCVTPS2PH).
+//
+//go:noescape
+func plainLanesAVX512(w, imp, ratios *float32, n int, out *float32) uint32
+
+func plainLanesVector(w *laneWeights, imp *[group]float32, ratios []float32, out *[scoreLanes]float32) uint32 {
+	if len(ratios) == 0 {
+		return ^uint32(0)
+	}
+	return plainLanesAVX512(&w[0][0], &imp[0], &ratios[0], len(ratios), &out[0])
+}
+
+func init() {
+	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.AVX512F) {
+		plainLanes = plainLanesVector
+	}
+}

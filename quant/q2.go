@@ -241,6 +241,16 @@ func newQ2Searcher(opt *QuantizeOptions, k *Q2SearchKernels) *q2Searcher {
 	return s
 }
 
+// Q2SearchRatios are the candidate ratios d/max|x| of one sign that the
+// search takes with QuantizeOptions.Q2Candidates q (0: the default), in
+// the order it scores them (each sign's scale then the negated ones).
+func Q2SearchRatios(q int) []float32 {
+	if q <= 0 {
+		q = DefaultQ2Candidates
+	}
+	return q2SearchRatios(q)
+}
+
 // q2SearchRatios are the n candidate ratios d/max|x| of one sign.
 func q2SearchRatios(n int) []float32 {
 	r := make([]float32, n)

@@ -88,6 +88,7 @@ The field-scale default needs about 75 GB of free disk in --dir.`,
 	cli.IntVar(f, &cfg.Keep, "keep", 256, 1, maxExperts, "experts kept per layer")
 	cli.Threads(f, &cfg.Jobs, "worker threads (0: all cores)")
 	f.BoolVar(&cfg.KeepFiles, "keep-files", false, "leave the model and pack in --dir")
+	f.BoolVar(&cfg.SlotTimes, "slot-times", false, "put each slot's start and end in the packs' phases (--json)")
 	cli.IntVar(f, &cal.Windows, "calib-windows", 0, 0, 1<<20, "also pack with the calibrated quantizer, calibrated on this many windows of random token ids (0: no calibrated pack)")
 	cli.IntVar(f, &cal.Ctx, "calib-ctx", 256, 2, 1<<20, "tokens per calibration window")
 	f.Uint64Var(&cal.Seed, "seed", 1, "seed of the calibration windows (window i uses seed+i)")

@@ -54,7 +54,7 @@ func TestBenchPackQwen35(t *testing.T) {
 // output error of every part (which the plain search has none of).
 func TestBenchPackCalibrated(t *testing.T) {
 	code, out, errs := runCmd(t, "bench", "pack", "--dir", t.TempDir(), "--layers", "2", "--experts", "16", "--embd", "256", "--ff", "128",
-		"--keep", "8", "--calib-windows", "16", "--calib-ctx", "16", "--json")
+		"--keep", "8", "--calib-windows", "16", "--calib-ctx", "16", "--json", "--slot-times")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -83,5 +83,20 @@ func TestBenchPackCalibrated(t *testing.T) {
 	}
 	if res.Calibrated == nil || !(c.RelMSE > 0) {
 		t.Fatalf("rel. MSE %v", c.RelMSE)
+	}
+	// The phases: each pack's, every slot timed, and the calibration run's.
+	for _, p := range []*convert.PackTimes{res.Phases, c.Phases} {
+		if p == nil || !(p.Experts > 0 && p.Experts <= p.Seconds && p.BusyWorkers > 0) || len(p.Slots) != 2*8 {
+			t.Fatalf("phases %+v", p)
+		}
+		for i, s := range p.Slots {
+			if !(s[0] >= 0 && s[1] >= s[0] && s[1] <= p.Experts) {
+				t.Fatalf("slot %d from %v to %v s of an experts phase of %v s", i, s[0], s[1], p.Experts)
+			}
+		}
+	}
+	cp, ok := c.CollectPhases.(map[string]any)
+	if !ok || cp["s"] != c.CollectSeconds || len(cp["layer_s"].([]any)) != 2 {
+		t.Fatalf("calibration run's phases %v", c.CollectPhases)
 	}
 }
