@@ -213,10 +213,15 @@ func (c *lowCarry[V, M]) setErrLanes(r0, nr int, ne *[group][scoreLanes]float32)
 func (c *lowCarry[V, M]) carry(W []float32, errs []float32, g0, g1 int) {
 	var v V
 	width := len(v)
-	clear(c.el)
-	for r := 0; r < c.rows; r++ {
-		for jj, e := range errs[r*group : r*group+g1-g0] {
-			c.el[r/width*group+jj][r%width] = e
+	for r0 := 0; r0 < c.rows; r0 += width {
+		el := c.el[r0/width*group:][:group]
+		if r0+width > c.rows {
+			clear(el)
+		}
+		for l := 0; l < min(width, c.rows-r0); l++ {
+			for jj, e := range errs[(r0+l)*group : (r0+l)*group+g1-g0] {
+				el[jj][l] = e
+			}
 		}
 	}
 	c.carryTo(W, c.lr.cols, g1, W, g0, g1)
