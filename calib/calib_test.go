@@ -130,7 +130,7 @@ func testCollectRoutedInputs(t *testing.T, batch int) {
 // TestQuantizerDeterministic: the same bytes with 1 or 2 matmul threads in
 // the calibration run and 1 or 2 goroutines asking in different orders, the
 // results held in memory or (no budget) every one in the spill file, and
-// with the run in the background (Start: the experts of layer 1 wait for
+// with the run in the background (start: the experts of layer 1 wait for
 // it, and may run while it computes layer 3).
 func TestQuantizerDeterministic(t *testing.T) {
 	const experts = 3
@@ -138,7 +138,7 @@ func TestQuantizerDeterministic(t *testing.T) {
 		m := openTiny(t, threads)
 		collect, blocks := Collect, []int{1}
 		if background {
-			collect, blocks = Start, []int{1, 3}
+			collect, blocks = start, []int{1, 3}
 		}
 		set, err := collect(context.Background(), m, blocks, tinyWindows(t, 2, 64), Options{Dir: t.TempDir()})
 		if err != nil {
@@ -224,7 +224,7 @@ func TestQuantizerDeterministic(t *testing.T) {
 func TestStartClose(t *testing.T) {
 	m := openTiny(t, 0)
 	dir := t.TempDir()
-	set, err := Start(context.Background(), m, []int{0, 3}, tinyWindows(t, 4, 64), Options{Dir: dir, BatchTokens: 64})
+	set, err := start(context.Background(), m, []int{0, 3}, tinyWindows(t, 4, 64), Options{Dir: dir, BatchTokens: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,16 +237,16 @@ func TestStartClose(t *testing.T) {
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Fatalf("%d files left in the spill folder", len(left))
 	}
-	// A run that ended: Wait gives its error (none), twice.
-	set, err = Start(context.Background(), m, []int{0}, tinyWindows(t, 1, 16), Options{Dir: dir})
+	// A run that ended: wait gives its error (none), twice.
+	set, err = start(context.Background(), m, []int{0}, tinyWindows(t, 1, 16), Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer set.Close()
-	if err := set.Wait(); err != nil {
+	if err := set.wait(); err != nil {
 		t.Fatal(err)
 	}
-	if err := set.Wait(); err != nil {
+	if err := set.wait(); err != nil {
 		t.Fatal(err)
 	}
 	if set.Tokens != 16 {

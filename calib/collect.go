@@ -42,10 +42,6 @@ type Options struct {
 	// grows with it, its speed too, while each expert sees more tokens
 	// per decode of its weights. It changes no result.
 	BatchTokens int
-	// Background makes Prepare return once the run started (Start), so
-	// that the experts of its first layers are quantized while it runs
-	// the later ones. The results are the same.
-	Background bool
 }
 
 // DefaultBatchTokens is the engine's batch of windows.
@@ -185,25 +181,28 @@ func (c *collector) Layer(tr *engine.LayerTrace) {
 // records the MoE inputs of the layers blocks. Close the Set to remove its
 // spill files.
 func Collect(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32, opt Options) (*Set, error) {
-	s, err := Start(ctx, m, blocks, windows, opt)
+	s, err := start(ctx, m, blocks, windows, opt)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Wait(); err != nil {
+	if err := s.wait(); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// Start is Collect in the background: it returns the Set at once, with
+// start is Collect in the background: it returns the Set at once, with
 // its token counts, while the run goes on. Each layer's routing and inputs
-// (Layer) are there once every window passed the layer: with the windows
-// in one batch, while the run computes the later layers, so that their
-// experts can be quantized meanwhile. Wait returns the run's error; Close
-// stops the run (at its next batch) and removes the spill files. m must
-// stay open until Wait returned.
-func Start(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32, opt Options) (set *Set, err error) {
+// (Layer) are there once every window passed the layer (with the windows
+// in one batch, while the run computes the later layers); wait returns the
+// run's error; Close stops the run (at its next batch) and removes the
+// spill files. m must stay open until wait returned. (Quantizing a layer's
+// experts while the run computes the next ones was slower on the lent
+// 16-core Xeon, 64.3 -> 70.3 s at the field shape, and took 2.39 GB of
+// anonymous memory: docs/BENCHMARKS.md, "Where a calibrated pack's time
+// goes".)
+func start(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32, opt Options) (set *Set, err error) {
 	c := &m.Config
 	s := &Set{Embd: c.Embd, ExpertsUsed: c.ExpertsUsed, Experts: c.Experts, byBlock: map[int]int{}, Windows: len(windows), dir: opt.Dir,
 		done: make(chan struct{})}
@@ -317,8 +316,8 @@ func (l *layerSpill) finish() error {
 	return nil
 }
 
-// Wait returns once the calibration run ended, with its error.
-func (s *Set) Wait() error {
+// wait returns once the calibration run ended, with its error.
+func (s *Set) wait() error {
 	<-s.done
 	return s.err
 }

@@ -9,9 +9,7 @@ import (
 
 // Prepare runs m over windows, collecting the inputs of every MoE layer
 // (Collect), and returns them with the quantizer of m's experts (close
-// both: the Quantizer, then the Set). With copt.Background it returns as
-// soon as the run started (Start): the quantizer's experts then wait for
-// their layers, and the Set's Wait for the run's end.
+// both: the Quantizer, then the Set).
 func Prepare(ctx context.Context, m *engine.Model, windows [][]int32, copt Options, opt optq.Options) (*Set, *Quantizer, error) {
 	moe, err := m.File.MoE()
 	if err != nil {
@@ -21,11 +19,7 @@ func Prepare(ctx context.Context, m *engine.Model, windows [][]int32, copt Optio
 	for _, l := range moe.Layers {
 		blocks = append(blocks, l.Block)
 	}
-	collect := Collect
-	if copt.Background {
-		collect = Start
-	}
-	set, err := collect(ctx, m, blocks, windows, copt)
+	set, err := Collect(ctx, m, blocks, windows, copt)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"runtime"
 	"sort"
 	"sync"
 
@@ -44,20 +43,7 @@ type Quantizer struct {
 	spillEnd int64
 	spilled  int64 // experts spilled
 	budget   int64 // ResultBudget (tests lower it)
-	// during bounds the experts quantized while the calibration run still
-	// runs (Start): its batch's buffers and theirs share the memory, and
-	// its products the cores.
-	during chan struct{}
 }
-
-// DuringRun is how many experts a Quantizer quantizes at once while its
-// Set's calibration run still runs (Start), as a share of GOMAXPROCS:
-// the run's batch buffers (about 400 MB at 2,048 tokens of the field
-// width) and these experts' (about 100 MB each) are in memory together.
-func duringRun() int { return max(1, runtime.GOMAXPROCS(0)/2) }
-
-// Wait returns once the Set's calibration run ended, with its error.
-func (q *Quantizer) Wait() error { return q.set.Wait() }
 
 // ResultBudget bounds the bytes of quantized experts a Quantizer holds in
 // memory for callers that ask for them out of order.
@@ -97,7 +83,7 @@ func NewQuantizer(f *gguf.File, set *Set, opt optq.Options) (*Quantizer, error) 
 		return nil, err
 	}
 	q := &Quantizer{f: f, set: set, opt: opt, roles: map[string]role{}, layers: map[int]*layerState{},
-		errs: map[string]*optq.Errors{}, fallbak: map[string]int{}, budget: ResultBudget, during: make(chan struct{}, duringRun())}
+		errs: map[string]*optq.Errors{}, fallbak: map[string]int{}, budget: ResultBudget}
 	for i := range moe.Layers {
 		L := &moe.Layers[i]
 		if !set.Has(L.Block) {
@@ -255,11 +241,6 @@ func (q *Quantizer) expert(ctx context.Context, r role, e int) (*expertState, er
 		ls.mu.Unlock()
 		if es.err != nil {
 			return
-		}
-		select {
-		case <-q.set.done:
-		case q.during <- struct{}{}:
-			defer func() { <-q.during }()
 		}
 		var res *optq.ExpertResult
 		if res, es.err = q.run(r.layer, in, e); es.err == nil {

@@ -38,11 +38,9 @@ type BenchPackConfig struct {
 }
 
 // BenchCalibrate prepares the calibrated quantizer of the model at path
-// (calibration forward pass included; it may still run when eq is
-// returned, then eq has a Wait method, which Pack calls before the
-// manifest); done releases it. times, called once the pack is done, is
-// the calibration run's time and CPU time and where they went (put in
-// the report as it is: calib.CollectTimes).
+// (calibration forward pass included); done releases it. times is the
+// calibration run's time and CPU time and where they went (put in the
+// report as it is: calib.CollectTimes).
 type BenchCalibrate func(ctx context.Context, path string) (eq ExpertQuantizer, info *CalibInfo, times func() (s, cpu float64, detail any), done func(), err error)
 
 // BenchCalibrated is the calibrated pack's measurement.
@@ -51,13 +49,9 @@ type BenchCalibrated struct {
 	// PackSeconds is the whole calibrated pack, from opening the model for
 	// the calibration run to the pack's commit.
 	PackSeconds float64 `json:"pack_s"`
-	// CollectSeconds is its calibration run (forward pass and spill),
-	// from its start to its end; the pack's first experts are quantized
-	// meanwhile (calib.Options.Background).
+	// CollectSeconds is its calibration run (forward pass and spill).
 	CollectSeconds float64 `json:"collect_s"`
-	// CPUSeconds and CollectCPUSeconds are the same in CPU time, the
-	// latter the whole process's over the calibration run (with the
-	// experts quantized meanwhile).
+	// CPUSeconds and CollectCPUSeconds are the same in CPU time.
 	CPUSeconds        float64 `json:"pack_cpu_s"`
 	CollectCPUSeconds float64 `json:"collect_cpu_s"`
 	// Ratio is PackSeconds over the plain pack's, CPURatio the same in

@@ -225,13 +225,6 @@ func Pack(ctx context.Context, cfg PackConfig) (*strata.Manifest, error) {
 		return nil, interrupted(err, "pack")
 	}
 	tt.HashWait, _ = lap(&t0, &c0)
-	// A quantizer whose calibration run went on beside the pack: the run's
-	// record (cfg.Calib) is complete once it ended.
-	if w, ok := cfg.Experts.(interface{ Wait() error }); ok {
-		if err := w.Wait(); err != nil {
-			return nil, interrupted(err, "pack")
-		}
-	}
 
 	man := &strata.Manifest{
 		Tool: "stratactl", ToolVersion: cfg.Version,
@@ -309,15 +302,7 @@ func writeExperts(ctx context.Context, pw *strata.PackWriter, f *gguf.File, m *g
 		tt.Slots = make([][2]float64, h.NSlot())
 	}
 	lastEmit := t0
-	// A calibrated expert's cost follows its tokens (several times from
-	// one expert to the next): with ordered's 2×jobs results at once, a
-	// slow one idles the workers that finished the window behind it.
-	// Its results are its Q2_0 bytes alone (1.5 MB at the field shape).
-	window := 2 * jobsOr(cfg.Jobs)
-	if cfg.Experts != nil {
-		window *= 2
-	}
-	err := orderedWindow(ctx, h.NSlot(), cfg.Jobs, window, func(ctx context.Context, i int) (slotResult, error) {
+	err := ordered(ctx, h.NSlot(), cfg.Jobs, func(ctx context.Context, i int) (slotResult, error) {
 		ts := time.Now()
 		defer func() {
 			te := time.Now()

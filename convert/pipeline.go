@@ -50,17 +50,9 @@ func jobsOr(j int) int {
 // results exist at once, so memory is bounded by the window, not by n. The
 // first error (or ctx's cancellation) stops everything.
 func ordered[R any](ctx context.Context, n, jobs int, work func(ctx context.Context, i int) (R, error), emit func(i int, r R) error) error {
-	return orderedWindow(ctx, n, jobs, 2*jobsOr(jobs), work, emit)
-}
-
-// orderedWindow is ordered with at most window results (at least jobs) at
-// once: work i starts only once result i-window was emitted, so a slow
-// unit holds back the start of the units window after it. Units of uneven
-// cost keep every worker busy only with a window several times jobs.
-func orderedWindow[R any](ctx context.Context, n, jobs, window int, work func(ctx context.Context, i int) (R, error), emit func(i int, r R) error) error {
 	jobs = jobsOr(jobs)
 	g, ctx := errgroup.WithContext(ctx)
-	win := make(chan struct{}, max(window, jobs))
+	win := make(chan struct{}, 2*jobs)
 	results := make([]chan R, n)
 	for i := range results {
 		results[i] = make(chan R, 1)

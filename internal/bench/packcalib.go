@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 
 	"github.com/stratactl/stratactl/calib"
 	"github.com/stratactl/stratactl/convert"
@@ -57,40 +56,20 @@ func (p PackCalibration) Calibrate(ctx context.Context, path string) (convert.Ex
 		return nil, nil, nil, nil, fmt.Errorf("synthetic calibration: windows of %d tokens exceed the context length %d of %s", p.Ctx, m.Config.Context, path)
 	}
 	opt := optq.Defaults()
-	// The run goes on in the background: the pack quantizes each layer's
-	// experts once the run passed the layer.
-	set, q, err := calib.Prepare(ctx, m, p.RandomWindows(m.Config.Vocab), calib.Options{Dir: p.Dir, Background: true}, opt)
+	set, q, err := calib.Prepare(ctx, m, p.RandomWindows(m.Config.Vocab), calib.Options{Dir: p.Dir}, opt)
 	if err != nil {
 		m.Close()
 		return nil, nil, nil, nil, err
 	}
-	info := &convert.CalibInfo{Source: p.Source(), Ctx: p.Ctx, Windows: set.Windows, Tokens: set.Tokens, HeldTokens: set.HeldTokens}
+	info := &convert.CalibInfo{Source: p.Source(), Ctx: p.Ctx, Windows: set.Windows, Tokens: set.Tokens, HeldTokens: set.HeldTokens,
+		Seconds: set.Times.Seconds}
 	calib.RecordOptions(info, opt)
-	bq := &backgroundQuantizer{Quantizer: q}
-	bq.wait = sync.OnceValue(func() error {
-		err := set.Wait()
-		info.Seconds = set.Times.Seconds
-		return err
-	})
-	times := func() (float64, float64, any) {
-		bq.wait()
-		return set.Times.Seconds, set.Times.CPUSeconds, &set.Times
-	}
+	times := func() (float64, float64, any) { return set.Times.Seconds, set.Times.CPUSeconds, &set.Times }
 	done := func() {
 		calib.RecordResults(info, q)
 		q.Close()
 		set.Close()
 		m.Close()
 	}
-	return bq, info, times, done, nil
+	return q, info, times, done, nil
 }
-
-// backgroundQuantizer is a calibrated quantizer whose calibration run may
-// still run; Wait waits for it and records its time in the calibration
-// record.
-type backgroundQuantizer struct {
-	*calib.Quantizer
-	wait func() error
-}
-
-func (b *backgroundQuantizer) Wait() error { return b.wait() }
