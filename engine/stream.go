@@ -22,7 +22,8 @@ type StreamOptions struct {
 	// ArenaMB is the memory for resident experts; 0 holds every expert, up
 	// to DefaultArenaCap (half the machine's RAM).
 	ArenaMB float64
-	// Readers is the number of goroutines reading slots; 0 means 4.
+	// Readers is the number of goroutines reading slots; 0 means
+	// DefaultReaders.
 	Readers int
 	// NoReadAhead turns off guessing the coming layers' experts.
 	NoReadAhead bool
@@ -241,7 +242,7 @@ func newPackStore(p *strata.Pack, c *Config, opt StreamOptions) (*PackStore, err
 	}
 	readers := opt.Readers
 	if readers <= 0 {
-		readers = 4
+		readers = DefaultReaders
 	}
 	s.work = sync.NewCond(&s.mu)
 	for i := 0; i < readers; i++ {
@@ -827,6 +828,13 @@ func (s *PackStore) Ready(layer, e int) bool {
 	i := s.where[layer*s.cfg.Experts+e]
 	return i >= 0 && s.slots[i].state == slotReady
 }
+
+// DefaultReaders is StreamOptions.Readers's default: on the lent 16-vCPU
+// Xeon (slot reads about 1.1-1.7 GB/s), bench decode's streaming run at
+// -j2 waited 3.4 ms per token with 8 readers against 4.0-4.3 with 4 (two
+// runs each, docs/BENCHMARKS.md): a layer's read-ahead and demand pieces
+// all start at once.
+const DefaultReaders = 8
 
 // DefaultReadAheadLayers is StreamOptions.ReadAheadLayers's default.
 const DefaultReadAheadLayers = 1

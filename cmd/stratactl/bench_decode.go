@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"github.com/stratactl/stratactl/engine"
 	"github.com/stratactl/stratactl/internal/bench"
 	"github.com/stratactl/stratactl/internal/cli"
 )
@@ -64,7 +65,7 @@ the rest.`,
 	cli.Float64VarOpen(fl, &f.arenaFrac, "arena-frac", 0.25, 0, 1, "arena of the streaming run, as a fraction of all experts")
 	cli.IntVar(fl, &f.prompt, "prompt", 16, 1, maxCtx, "prompt tokens (random ids)")
 	cli.IntVarP(fl, &f.tokens, "tokens", "n", 32, 2, maxCtx, "tokens to decode per run")
-	cli.IntVar(fl, &f.readers, "readers", 4, 1, maxReaders, "slot reader goroutines")
+	cli.IntVar(fl, &f.readers, "readers", engine.DefaultReaders, 1, maxReaders, "slot reader goroutines")
 	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS)")
 	cli.IntVar(fl, &f.memMB, "mem-mb", 512, 1, 1<<16, "buffer for the memory bandwidth measurement (a plain streaming read on every thread), MiB")
 	cli.IntVar(fl, &f.memPasses, "mem-passes", 5, 1, 1000, "passes of the memory bandwidth measurement (the best counts)")

@@ -75,7 +75,7 @@ of the vocabulary size.`,
 	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS); results do not depend on it")
 	exactFlag(fl, &f.exact, "the model")
 	cli.Float64Var(fl, &f.arenaMB, "arena-mb", 0, 0, maxArenaMB, "pack: memory for resident experts in MiB (0: every expert, up to half the machine's RAM)")
-	cli.IntVar(fl, &f.readers, "readers", 4, 1, maxReaders, "pack: goroutines reading expert slots")
+	cli.IntVar(fl, &f.readers, "readers", engine.DefaultReaders, 1, maxReaders, "pack: goroutines reading expert slots")
 	fl.BoolVar(&f.noReadAhead, "no-readahead", false, "pack: do not guess and read the next layer's experts early")
 	fl.BoolVar(&f.buffered, "buffered", false, "pack: read through the page cache instead of O_DIRECT")
 	f.cache.add(fl)
