@@ -106,7 +106,8 @@ func (s *Session) raGuess(l, T int, xs [raKinds][]float32, sc [raKinds]*raScore)
 	scores := s.sc.floats(n * T * E)
 	if T == 1 {
 		// One pass of row products (a batch's product of so few rows is
-		// slower).
+		// slower), on this goroutine: a few hundred KiB of weights, less
+		// than handing them to the pool's workers costs.
 		v := &s.sc.vecs
 		ms, as, outs := v.raMs[:0], v.as[:0], v.raOuts[:0]
 		for j := 0; j < n; j++ {
@@ -115,7 +116,7 @@ func (s *Session) raGuess(l, T int, xs [raKinds][]float32, sc [raKinds]*raScore)
 			ms, as, outs = append(ms, L.RouterQ8), append(as, a), append(outs, scores[j*E:(j+1)*E])
 		}
 		v.raMs, v.raOuts = ms, outs
-		matVecs(m.Pool, ms, as, outs, v)
+		matVecs(serialPool, ms, as, outs, v)
 		v.as = as
 	} else {
 		a := &s.raActs[0]

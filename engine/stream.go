@@ -565,31 +565,44 @@ func (s *PackStore) readAt(buf []byte, off int64) error {
 // on read timing (a trace replays exactly, cachesim). A victim still being
 // read goes at once, without waiting: the pieces of its read no one has
 // taken are dropped, and those in flight are dropped as they land, before
-// which no piece of the new read starts (arenaSlot.stale). It returns -1
+// which no piece of the new read starts (arenaSlot.stale); only a victim
+// of the current call's own (Spared, the last resort) is waited for while
+// it is read, and the victim then picked anew. It returns -1
 // when every slot is pinned or the store is closed. Called with s.mu held;
 // it counts the read the caller starts.
 func (s *PackStore) claim(key int) int {
-	if s.closed {
-		return -1 // no reader would take the job
-	}
 	best := -1
-	v := cachesim.NewVictim(s.useWeight)
-	for i := range s.slots {
-		sl := &s.slots[i]
-		if sl.key < 0 || sl.state == slotFailed {
-			best = i
+	for {
+		if s.closed {
+			return -1 // no reader would take the job
+		}
+		best = -1
+		v := cachesim.NewVictim(s.useWeight)
+		for i := range s.slots {
+			sl := &s.slots[i]
+			if sl.key < 0 || sl.state == slotFailed {
+				best = i
+				break
+			}
+			if sl.pins > 0 {
+				continue
+			}
+			v.Offer(i, sl.key, s.keyLast[sl.key], s.keyUses[sl.key], cachesim.ClassOf(sl.call == s.call, sl.want))
+		}
+		if best < 0 {
+			best = v.Pick()
+		}
+		if best < 0 {
+			return -1
+		}
+		// A victim the current call claimed or hit and still being read
+		// (a batch needing more experts than the arena spares) is waited
+		// for, as before, rather than dropped: the call's Gets could
+		// otherwise drop each other's reads over and over.
+		if sl := &s.slots[best]; sl.state != slotLoading || sl.call != s.call {
 			break
 		}
-		if sl.pins > 0 {
-			continue
-		}
-		v.Offer(i, sl.key, s.keyLast[sl.key], s.keyUses[sl.key], cachesim.ClassOf(sl.call == s.call, sl.want))
-	}
-	if best < 0 {
-		best = v.Pick()
-	}
-	if best < 0 {
-		return -1
+		s.cond.Wait()
 	}
 	s.counters.Reads++
 	s.counters.BytesRead += int64(s.slotBytes)

@@ -258,7 +258,7 @@ func (res *ExpertResult) measure(ex *Expert, in *Inputs) error {
 	var errs [3]Errors
 	var a []float32
 	if in.NH > 0 {
-		a = swiglu(ex.Gate, ex.Up, in.Held, in.NH, D, F)
+		a = flushTiny(swiglu(ex.Gate, ex.Up, in.Held, in.NH, D, F)) // as down's quantization takes them
 	}
 	for i, m := range []struct {
 		w, x       []float32

@@ -207,3 +207,17 @@ func projectRows(out, w []float32, rows, D int, x []float32, n int) {
 // rows to be brought into cache (a hint: no value changes); the portable
 // path does nothing.
 var prefetchGroups = func(p []float32, stride, rows int) {}
+
+// transpose16 sets dst[j*ds+i] = src[i*ss+j] for i, j < 16: one 16 × 16
+// tile (ds and ss the strides in values), in registers where the CPU has
+// a vector path (a permutation: the same values whatever the path).
+var transpose16 = transpose16Go
+
+func transpose16Go(dst []float32, ds int, src []float32, ss int) {
+	_, _ = dst[15*ds+15], src[15*ss+15]
+	for i := 0; i < 16; i++ {
+		for j := 0; j < 16; j++ {
+			dst[j*ds+i] = src[i*ss+j]
+		}
+	}
+}

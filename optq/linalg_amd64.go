@@ -74,3 +74,20 @@ func init() {
 		axpyTokens = axpyTokensVector
 	}
 }
+
+// transpose16AVX512 is transpose16Go in ZMM registers (the 16 rows
+// loaded, unpacked and their 128-bit lanes shuffled; ds and ss in bytes).
+//
+//go:noescape
+func transpose16AVX512(dst *float32, ds int, src *float32, ss int)
+
+func transpose16Vector(dst []float32, ds int, src []float32, ss int) {
+	_, _ = dst[15*ds+15], src[15*ss+15]
+	transpose16AVX512(&dst[0], ds*4, &src[0], ss*4)
+}
+
+func init() {
+	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.AVX512F) {
+		transpose16 = transpose16Vector
+	}
+}
