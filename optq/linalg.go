@@ -221,3 +221,18 @@ func transpose16Go(dst []float32, ds int, src []float32, ss int) {
 		}
 	}
 }
+
+// negLanes sets dst[k*width+l] = −ne[k][off+l] for k < group, l < width
+// (width 8 or 16, off+width <= scoreLanes): a pass's errors into the
+// carry's lanes, in registers where the CPU has a vector path.
+var negLanes = negLanesGo
+
+func negLanesGo(dst []float32, width int, ne [][scoreLanes]float32, off int) {
+	dst, ne = dst[:group*width], ne[:group]
+	for k := range ne {
+		src, d := ne[k][off:off+width], dst[k*width:(k+1)*width]
+		for l, v := range src {
+			d[l] = -v
+		}
+	}
+}

@@ -91,3 +91,24 @@ func init() {
 		transpose16 = transpose16Vector
 	}
 }
+
+// negLanes16AVX512 is negLanesGo at width 16: a ZMM load, the sign
+// flipped (VXORPS), a store, per column.
+//
+//go:noescape
+func negLanes16AVX512(dst *float32, src *float32)
+
+func negLanesVector(dst []float32, width int, ne [][scoreLanes]float32, off int) {
+	if width != 16 || off < 0 || off+16 > scoreLanes {
+		negLanesGo(dst, width, ne, off)
+		return
+	}
+	_, _ = dst[group*16-1], ne[group-1]
+	negLanes16AVX512(&dst[0], &ne[0][off])
+}
+
+func init() {
+	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.AVX512F) {
+		negLanes = negLanesVector
+	}
+}

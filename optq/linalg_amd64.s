@@ -328,3 +328,20 @@ TEXT ·transpose16AVX512(SB), NOSPLIT, $0-32
 	VMOVUPS Z23, (DI)(AX*1)
 	VZEROUPPER
 	RET
+
+// func negLanes16AVX512(dst *float32, src *float32)
+TEXT ·negLanes16AVX512(SB), NOSPLIT, $0-16
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVL $0x80000000, AX
+	VPBROADCASTD AX, Z1
+	MOVQ $64, CX
+negloop:
+	VXORPS (SI), Z1, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ $128, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  negloop
+	VZEROUPPER
+	RET
