@@ -110,6 +110,7 @@ type collector struct {
 	markCPU float64
 	// final: the batch in flight is the run's last, its windows together.
 	final bool
+	pf    *prefetcher
 }
 
 // lapLayer counts the time since the last mark as layer l's.
@@ -127,6 +128,7 @@ func (c *collector) lapLayer(l int) {
 func (c *collector) Layer(tr *engine.LayerTrace) {
 	if tr.Seq == 0 {
 		c.lapLayer(tr.Layer)
+		c.pf.reached(tr.Layer + 1)
 	}
 	defer func() {
 		now, cpu := time.Now(), osutil.CPUSeconds()
@@ -252,7 +254,10 @@ func start(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32
 
 // run is Start's calibration run.
 func (s *Set) run(ctx context.Context, m *engine.Model, windows [][]int32, opt Options, budget int, held func(int) bool) error {
-	col := &collector{s: s}
+	// The first batch reads the model: its layers are asked of the disk
+	// ahead of the run.
+	col := &collector{s: s, pf: newPrefetcher(m.File, len(m.Layers))}
+	defer col.pf.close()
 	t0, c0 := time.Now(), osutil.CPUSeconds()
 	var steps engine.StepTimes
 	err := m.RunWindows(ctx, windows, engine.WindowsOptions{BatchTokens: budget, Observer: col, Timing: &steps,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 
@@ -43,6 +44,16 @@ type Quantizer struct {
 	spillEnd int64
 	spilled  int64 // experts spilled
 	budget   int64 // ResultBudget (tests lower it)
+	// bufs recycles the decoded weights of an expert (*decodeBufs): at
+	// the field shape 20 MB an expert, cleared by the allocator when new.
+	bufs sync.Pool
+}
+
+// decodeBufs are one expert's source bytes and decoded matrices (gate or
+// the fused gate and up, up, down).
+type decodeBufs struct {
+	raw []byte
+	w   [3][]float32
 }
 
 // ResultBudget bounds the bytes of quantized experts a Quantizer holds in
@@ -274,12 +285,19 @@ func (q *Quantizer) run(L *gguf.MoELayer, in *Layer, e int) (*optq.ExpertResult,
 	var ex optq.Expert
 	ex.D, ex.F = int(L.Embd), int(L.ExpertFF)
 	var err error
+	// The decoded weights are optq's input only (its results are new
+	// bytes), so they serve the next expert once it returned.
+	b, _ := q.bufs.Get().(*decodeBufs)
+	if b == nil {
+		b = &decodeBufs{}
+	}
+	defer q.bufs.Put(b)
 	// tensors: where each of gate, up, down comes from.
 	tensors := []*gguf.TensorInfo{L.Gate, L.Up, L.Down}
 	if L.GateUp != nil {
 		// The fused slice: the gate's rows, then the up's.
 		var gu []float32
-		if gu, err = q.decode(L.GateUp, e); err != nil {
+		if gu, err = q.decode(L.GateUp, e, b, 0); err != nil {
 			return nil, err
 		}
 		n := ex.D * ex.F
@@ -289,14 +307,14 @@ func (q *Quantizer) run(L *gguf.MoELayer, in *Layer, e int) (*optq.ExpertResult,
 		ex.Gate, ex.Up = gu[:n], gu[n:]
 		tensors = []*gguf.TensorInfo{L.GateUp, L.GateUp, L.Down}
 	} else {
-		if ex.Gate, err = q.decode(L.Gate, e); err != nil {
+		if ex.Gate, err = q.decode(L.Gate, e, b, 0); err != nil {
 			return nil, err
 		}
-		if ex.Up, err = q.decode(L.Up, e); err != nil {
+		if ex.Up, err = q.decode(L.Up, e, b, 1); err != nil {
 			return nil, err
 		}
 	}
-	if ex.Down, err = q.decode(L.Down, e); err != nil {
+	if ex.Down, err = q.decode(L.Down, e, b, 2); err != nil {
 		return nil, err
 	}
 	inputs, err := in.Inputs(e)
@@ -326,18 +344,21 @@ func (q *Quantizer) run(L *gguf.MoELayer, in *Layer, e int) (*optq.ExpertResult,
 	return res, nil
 }
 
-// decode reads expert e's matrix of tensor t as float32, refusing
-// non-finite weights.
-func (q *Quantizer) decode(t *gguf.TensorInfo, e int) ([]float32, error) {
+// decode reads expert e's matrix of tensor t as float32 into b.w[i],
+// refusing non-finite weights.
+func (q *Quantizer) decode(t *gguf.TensorInfo, e int, b *decodeBufs, i int) ([]float32, error) {
 	off, size, err := gguf.ExpertSlice(t, e)
 	if err != nil {
 		return nil, err
 	}
-	raw := make([]byte, size)
+	raw := slices.Grow(b.raw[:0], int(size))[:size]
+	b.raw = raw
 	if err := q.f.ReadTensorAt(t, raw, off); err != nil {
 		return nil, err
 	}
-	x := make([]float32, t.Dims[0]*t.Ne(1))
+	n := int(t.Dims[0] * t.Ne(1))
+	x := slices.Grow(b.w[i][:0], n)[:n] // every element written below
+	b.w[i] = x
 	if err := kernels.Dequantize(t.Type, raw, x); err != nil {
 		return nil, fmt.Errorf("%s: tensor %q expert %d: %w", q.f.Path, t.Name, e, err)
 	}

@@ -207,3 +207,32 @@ func projectRows(out, w []float32, rows, D int, x []float32, n int) {
 // rows to be brought into cache (a hint: no value changes); the portable
 // path does nothing.
 var prefetchGroups = func(p []float32, stride, rows int) {}
+
+// transpose16 sets dst[j*ds+i] = src[i*ss+j] for i, j < 16: one 16 × 16
+// tile (ds and ss the strides in values), in registers where the CPU has
+// a vector path (a permutation: the same values whatever the path).
+var transpose16 = transpose16Go
+
+func transpose16Go(dst []float32, ds int, src []float32, ss int) {
+	_, _ = dst[15*ds+15], src[15*ss+15]
+	for i := 0; i < 16; i++ {
+		for j := 0; j < 16; j++ {
+			dst[j*ds+i] = src[i*ss+j]
+		}
+	}
+}
+
+// negLanes sets dst[k*width+l] = −ne[k][off+l] for k < group, l < width
+// (width 8 or 16, off+width <= scoreLanes): a pass's errors into the
+// carry's lanes, in registers where the CPU has a vector path.
+var negLanes = negLanesGo
+
+func negLanesGo(dst []float32, width int, ne [][scoreLanes]float32, off int) {
+	dst, ne = dst[:group*width], ne[:group]
+	for k := range ne {
+		src, d := ne[k][off:off+width], dst[k*width:(k+1)*width]
+		for l, v := range src {
+			d[l] = -v
+		}
+	}
+}

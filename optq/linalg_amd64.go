@@ -74,3 +74,41 @@ func init() {
 		axpyTokens = axpyTokensVector
 	}
 }
+
+// transpose16AVX512 is transpose16Go in ZMM registers (the 16 rows
+// loaded, unpacked and their 128-bit lanes shuffled; ds and ss in bytes).
+//
+//go:noescape
+func transpose16AVX512(dst *float32, ds int, src *float32, ss int)
+
+func transpose16Vector(dst []float32, ds int, src []float32, ss int) {
+	_, _ = dst[15*ds+15], src[15*ss+15]
+	transpose16AVX512(&dst[0], ds*4, &src[0], ss*4)
+}
+
+func init() {
+	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.AVX512F) {
+		transpose16 = transpose16Vector
+	}
+}
+
+// negLanes16AVX512 is negLanesGo at width 16: a ZMM load, the sign
+// flipped (VXORPS), a store, per column.
+//
+//go:noescape
+func negLanes16AVX512(dst *float32, src *float32)
+
+func negLanesVector(dst []float32, width int, ne [][scoreLanes]float32, off int) {
+	if width != 16 || off < 0 || off+16 > scoreLanes {
+		negLanesGo(dst, width, ne, off)
+		return
+	}
+	_, _ = dst[group*16-1], ne[group-1]
+	negLanes16AVX512(&dst[0], &ne[0][off])
+}
+
+func init() {
+	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.AVX512F) {
+		negLanes = negLanesVector
+	}
+}

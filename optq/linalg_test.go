@@ -153,3 +153,68 @@ func TestPackCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestTranspose16: transpose16 (the vector path where the CPU has it)
+// moves every value of a 16 × 16 tile to its transposed place, at strides
+// 16 to 2600, and touches nothing else of dst.
+func TestTranspose16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(55, 56))
+	for _, st := range [][2]int{{16, 16}, {16, 64}, {32, 2560}, {2600, 17}, {64, 640}} {
+		ds, ss := st[0], st[1]
+		src := randMatrix(rng, 15*ss+16, 1)
+		got, want := make([]float32, 15*ds+16+8), make([]float32, 15*ds+16+8)
+		for i := range got {
+			got[i], want[i] = 7, 7
+		}
+		transpose16Go(want, ds, src, ss)
+		transpose16(got, ds, src, ss)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("strides %d, %d: dst[%d] = %g, want %g", ds, ss, i, got[i], want[i])
+			}
+		}
+		for i := 0; i < 16; i++ {
+			for j := 0; j < 16; j++ {
+				if want[j*ds+i] != src[i*ss+j] {
+					t.Fatalf("strides %d, %d: the definition moved (%d, %d) wrong", ds, ss, i, j)
+				}
+			}
+		}
+	}
+}
+
+// TestNegLanes: negLanes (the vector path where the CPU has it) gives
+// negLanesGo's bits (signed zeros and NaN included) at widths 8 and 16
+// and every offset, and writes nothing past its lanes.
+func TestNegLanes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(57, 58))
+	var ne [group][scoreLanes]float32
+	for k := range ne {
+		for c := range ne[k] {
+			ne[k][c] = float32(rng.NormFloat64())
+			switch rng.IntN(20) {
+			case 0:
+				ne[k][c] = 0
+			case 1:
+				ne[k][c] = float32(math.Copysign(0, -1))
+			case 2:
+				ne[k][c] = float32(math.NaN())
+			}
+		}
+	}
+	for _, width := range []int{8, 16} {
+		for off := 0; off+width <= scoreLanes; off += width {
+			got, want := make([]float32, group*width+4), make([]float32, group*width+4)
+			for i := range got {
+				got[i], want[i] = 7, 7
+			}
+			negLanesGo(want, width, ne[:], off)
+			negLanes(got, width, ne[:], off)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("width %d, off %d: dst[%d] bits %#x, want %#x", width, off, i, math.Float32bits(got[i]), math.Float32bits(want[i]))
+				}
+			}
+		}
+	}
+}

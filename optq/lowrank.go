@@ -2,6 +2,7 @@ package optq
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/stratactl/stratactl/kernels"
 )
@@ -198,6 +199,10 @@ func (c *lowCarry[V, M]) setErrLanes(r0, nr int, ne *[group][scoreLanes]float32)
 	for b := 0; b*width < scoreLanes && r0+b*width < c.rows; b++ {
 		el := c.el[(r0/width+b)*group:][:group]
 		m := min(width, nr-b*width)
+		if m == width {
+			negLanes(unsafe.Slice(&el[0][0], group*width), width, ne[:], b*width)
+			continue
+		}
 		for k := range el {
 			src := ne[k][b*width:]
 			for l := 0; l < m; l++ {

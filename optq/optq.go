@@ -357,6 +357,7 @@ type searcher struct {
 	// picks (with lw), picks the picks of a pass's lanes.
 	ratiosQ2 []float32
 	picks    [scoreLanes]float32
+	lvT      []float32 // a full pass's levels by row ([scoreLanes][group]), with lw
 	score    []groupScore
 }
 
@@ -369,7 +370,7 @@ func newSearcher(f *factors, opt Options) *searcher {
 	s.batch = max(1, min(scoreBatchMax, scoreLanes/s.slot))
 	if len(s.ratios) == 0 && scoreLaneRows != nil && scoreBatchMax > 1 {
 		// The plain pick alone: a lane per row (the same passes).
-		s.slot, s.batch, s.lw = 1, scoreLanes, new(laneWeights)
+		s.slot, s.batch, s.lw, s.lvT = 1, scoreLanes, new(laneWeights), make([]float32, scoreLanes*group)
 		if plainLanes != nil && opt.Q2Candidates >= 0 {
 			s.ratiosQ2 = quant.Q2SearchRatios(opt.Q2Candidates)
 		}
@@ -416,6 +417,17 @@ func (f *factors) quantize(w []float32, rows int, opt Options) *quantized {
 		for r0 := 0; r0 < rows; r0 += s.batch {
 			nr := min(s.batch, rows-r0)
 			s.scoreBatch(W, stride, off, r0, nr, g0)
+			// A full pass of a row per lane: its levels by row in 16 x 16
+			// tiles (row i is lane i).
+			tiled := s.lw != nil && nr == scoreLanes
+			if tiled {
+				lf := (*[group * scoreLanes]float32)(unsafe.Pointer(&s.score[0].l))[:]
+				for i0 := 0; i0 < scoreLanes; i0 += 16 {
+					for k0 := 0; k0 < group; k0 += 16 {
+						transpose16(s.lvT[i0*group+k0:], group, lf[k0*scoreLanes+i0:], scoreLanes)
+					}
+				}
+			}
 			for i := 0; i < nr; i++ {
 				r := r0 + i
 				d, gs, c := s.pick(i)
@@ -424,8 +436,14 @@ func (f *factors) quantize(w []float32, rows int, opt Options) *quantized {
 				// The levels go to the row in one 64-byte copy (a store per
 				// byte into a line not yet in cache stalled the stores).
 				var lv [group]int8
-				for k := range group {
-					lv[k] = int8(gs.l[k][c])
+				if tiled {
+					for k, v := range (*[group]float32)(s.lvT[i*group:]) {
+						lv[k] = int8(v)
+					}
+				} else {
+					for k := range group {
+						lv[k] = int8(gs.l[k][c])
+					}
 				}
 				*(*[group]int8)(q.levels[r*cols+g0:]) = lv
 				switch {
@@ -573,9 +591,18 @@ func (s *searcher) candidates(i int, wg []float32, pick bool, pick0 float32) {
 // leaving the loss Σ_j ((w_j − q_j)/U_jj)².
 func (s *searcher) scoreBatch(W []float32, stride, off, r0, nr, g0 int) {
 	if s.lw != nil {
-		for c := range scoreLanes {
-			for k, v := range (*[group]float32)(W[(r0+min(c, nr-1))*stride+off:]) {
-				s.lw[k][c] = v
+		if nr == scoreLanes { // 16 x 16 tiles
+			lw := (*[group * scoreLanes]float32)(unsafe.Pointer(s.lw))[:]
+			for i0 := 0; i0 < scoreLanes; i0 += 16 {
+				for k0 := 0; k0 < group; k0 += 16 {
+					transpose16(lw[k0*scoreLanes+i0:], scoreLanes, W[(r0+i0)*stride+off+k0:], stride)
+				}
+			}
+		} else {
+			for c := range scoreLanes {
+				for k, v := range (*[group]float32)(W[(r0+min(c, nr-1))*stride+off:]) {
+					s.lw[k][c] = v
+				}
 			}
 		}
 		// The plain search's picks of every lane at once (the lanes it

@@ -1,5 +1,7 @@
 package optq
 
+import "unsafe"
+
 // The low-rank refinement runs rowLanes rows at once, one row per lane:
 // every lane does exactly what descend does on its row with lowQuad (the
 // same products, sums and their order, kernels.DotF32's for every dot
@@ -142,11 +144,23 @@ func refineLowBy[V lanes, M masks](q *quantized, t []float32, lr *lowRank, passe
 	// The rows' errors row by row (for X e), then into the lanes a group
 	// at a time (a group's lanes stay in cache while every row fills them).
 	es, re := make([]float32, width*cols), make([]float32, n)
+	// Where a block fills all 16 lanes, the levels go row by row as
+	// floats (ls) and into and out of the lanes by 16 × 16 tiles.
+	tiles := width == 16
+	var ls, beF, blF []float32
+	if tiles {
+		ls = make([]float32, width*cols)
+		beF = unsafe.Slice((*float32)(unsafe.Pointer(&b.e[0])), cols*width)
+		blF = unsafe.Slice((*float32)(unsafe.Pointer(&b.lv[0])), cols*width)
+	}
 	for r0 := 0; r0 < q.rows; r0 += width {
 		nr := min(width, q.rows-r0)
-		clear(b.lv)
+		full := tiles && nr == width
 		clear(b.sc)
-		clear(b.e)
+		if !full {
+			clear(b.lv)
+			clear(b.e)
+		}
 		for l := 0; l < nr; l++ {
 			r := r0 + l
 			lv := q.levels[r*cols : (r+1)*cols]
@@ -156,8 +170,16 @@ func refineLowBy[V lanes, M masks](q *quantized, t []float32, lr *lowRank, passe
 			for g, d := range sc {
 				j0 := g * group
 				eg, tg, lg := (*[group]float32)(e[j0:]), (*[group]float32)(tr[j0:]), (*[group]int8)(lv[j0:])
-				for i := range eg {
-					eg[i] = tg[i] - d*float32(lg[i])
+				if full {
+					lf := (*[group]float32)(ls[l*cols+j0:])
+					for i := range eg {
+						lf[i] = float32(lg[i])
+						eg[i] = tg[i] - d*lf[i]
+					}
+				} else {
+					for i := range eg {
+						eg[i] = tg[i] - d*float32(lg[i])
+					}
 				}
 				b.sc[g][l] = d
 			}
@@ -166,7 +188,11 @@ func refineLowBy[V lanes, M masks](q *quantized, t []float32, lr *lowRank, passe
 				b.r[k][l] = v
 			}
 		}
-		for g := 0; g < groups; g++ {
+		for j0 := 0; full && j0 < cols; j0 += 16 {
+			transpose16(beF[j0*width:], width, es[j0:], cols)
+			transpose16(blF[j0*width:], width, ls[j0:], cols)
+		}
+		for g := 0; !full && g < groups; g++ {
 			j0 := g * group
 			be, bl := (*[group]V)(b.e[j0:]), (*[group]V)(b.lv[j0:])
 			for l := 0; l < nr; l++ {
@@ -187,7 +213,18 @@ func refineLowBy[V lanes, M masks](q *quantized, t []float32, lr *lowRank, passe
 				break
 			}
 		}
-		for g := 0; g < groups; g++ {
+		if full {
+			for j0 := 0; j0 < cols; j0 += 16 {
+				transpose16(ls[j0:], cols, blF[j0*width:], width)
+			}
+			for l := 0; l < nr; l++ {
+				out, lf := q.levels[(r0+l)*cols:(r0+l+1)*cols], ls[l*cols:(l+1)*cols]
+				for i, v := range lf {
+					out[i] = int8(v)
+				}
+			}
+		}
+		for g := 0; !full && g < groups; g++ {
 			j0 := g * group
 			bl := (*[group]V)(b.lv[j0:])
 			for l := 0; l < nr; l++ {
