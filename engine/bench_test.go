@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stratactl/stratactl/internal/testutil"
@@ -78,6 +79,11 @@ func BenchmarkDecodeSynthetic(b *testing.B) {
 			if st.Steps > 0 {
 				b.ReportMetric(float64(prod)/1e6/float64(st.Steps), "products-ms/tok")
 				b.ReportMetric(float64(rest)/1e6/float64(st.Steps), "rest-ms/tok")
+				for p := Phase(0); p < NumPhases; p++ {
+					if st.Nanos[p] > 0 {
+						b.ReportMetric(float64(st.Nanos[p])/1e6/float64(st.Steps), strings.ReplaceAll(p.String(), " ", "-")+"-ms/tok")
+					}
+				}
 			}
 		})
 	}

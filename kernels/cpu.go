@@ -52,6 +52,8 @@ type kernelSet struct {
 	paths string
 	// dotF32 takes n a multiple of 32 (dot.go's order).
 	dotF32 func(w, x *float32, n int) float32
+	// dotF32x2 is dotF32 on two rows at once (*oi = dotF32(wi, x, n)).
+	dotF32x2 func(w0, w1, x *float32, n int, o0, o1 *float32)
 	// axpy takes n a multiple of 8.
 	axpy func(y *float32, a float32, x *float32, n int)
 	// dot is the fused dot product per stored type.

@@ -18,6 +18,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 	}
 	if c.avx {
 		k.dotF32 = dotF32AVX2
+		k.dotF32x2 = dotF32x2AVX2
 		k.axpy = axpyAVX2
 		fused(quant.F32, 32, dotF32Vector)
 		k.q2 = &quant.Q2SearchKernels{Score: q2ScoreVector, Pack: quant.Q2SearchRef.Pack}

@@ -1,7 +1,10 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
+	"unsafe"
 
 	"github.com/stratactl/stratactl/quant"
 )
@@ -81,6 +84,27 @@ func (k *kernelSet) dotF32Slices(w, x []float32) float32 {
 		r += float32(w[i] * x[i])
 	}
 	return r
+}
+
+// dotF32Rows2 sets *o0 and *o1 to dotRow(F32, r0, x) and dotRow(F32, r1,
+// x): two float32 rows (little-endian bytes) against one x, with dotF32x2
+// two at once, each in DotF32's order (the whole chunks in the kernel,
+// then the tail one element at a time), so each is the bits of dotRow
+// alone. buf (at least len(x)) is dotRow's scratch, for the path without
+// the kernel. (The outputs are the caller's: a local would escape through
+// the kernel's function value, an allocation per pair.)
+func (k *kernelSet) dotF32Rows2(r0, r1 []byte, x, buf []float32, o0, o1 *float32) {
+	n := len(x)
+	if k.dotF32x2 == nil || n < 32 || len(r0) < 4*n || len(r1) < 4*n {
+		*o0, *o1 = k.dotRow(quant.F32, r0, x, buf), k.dotRow(quant.F32, r1, x, buf)
+		return
+	}
+	c := n &^ 31
+	k.dotF32x2((*float32)(unsafe.Pointer(&r0[0])), (*float32)(unsafe.Pointer(&r1[0])), &x[0], c, o0, o1)
+	for i := c; i < n; i++ {
+		*o0 += float32(math.Float32frombits(binary.LittleEndian.Uint32(r0[4*i:])) * x[i])
+		*o1 += float32(math.Float32frombits(binary.LittleEndian.Uint32(r1[4*i:])) * x[i])
+	}
 }
 
 // Axpy adds a*x[i] to y[i] (len(y) <= len(x)), the product rounded before

@@ -16,6 +16,9 @@ import (
 func dotF32AVX2(w, x *float32, n int) float32
 
 //go:noescape
+func dotF32x2AVX2(w0, w1, x *float32, n int, o0, o1 *float32)
+
+//go:noescape
 func dotBF16AVX2(w *byte, x *float32, n int) float32
 
 //go:noescape

@@ -312,3 +312,72 @@ axpyloop:
 axpydone:
 	VZEROUPPER
 	RET
+
+// REDUCEKEEP is REDUCE without the VZEROUPPER: Y8..Y11 survive it.
+#define REDUCEKEEP \
+	VADDPS Y1, Y0, Y0 \
+	VADDPS Y3, Y2, Y2 \
+	VADDPS Y2, Y0, Y0 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS X1, X0, X0 \
+	VMOVHLPS X0, X0, X1 \
+	VADDPS X1, X0, X0 \
+	VMOVSHDUP X0, X1 \
+	VADDSS X1, X0, X0
+
+// func dotF32x2AVX2(w0, w1, x *float32, n int, o0, o1 *float32)
+// Two rows at once, each in dotF32AVX2's order exactly (its own Y0..Y3,
+// or Y8..Y11, accumulators; the products w*x rounded, then added): two
+// streams of weights in flight per thread, x loaded once for both.
+TEXT ·dotF32x2AVX2(SB), NOSPLIT, $0-48
+	MOVQ w0+0(FP), SI
+	MOVQ w1+8(FP), DX
+	MOVQ x+16(FP), DI
+	MOVQ n+24(FP), CX
+	MOVQ o0+32(FP), AX
+	MOVQ o1+40(FP), BX
+	ZERO4
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	SHRQ $5, CX
+	JZ   f32x2done
+
+f32x2loop:
+	VMOVUPS 0(DI), Y12
+	VMOVUPS 32(DI), Y13
+	VMOVUPS 64(DI), Y14
+	VMOVUPS 96(DI), Y15
+	VMULPS  0(SI), Y12, Y4
+	VMULPS  32(SI), Y13, Y5
+	VMULPS  64(SI), Y14, Y6
+	VMULPS  96(SI), Y15, Y7
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VMULPS  0(DX), Y12, Y4
+	VMULPS  32(DX), Y13, Y5
+	VMULPS  64(DX), Y14, Y6
+	VMULPS  96(DX), Y15, Y7
+	VADDPS  Y4, Y8, Y8
+	VADDPS  Y5, Y9, Y9
+	VADDPS  Y6, Y10, Y10
+	VADDPS  Y7, Y11, Y11
+	ADDQ    $128, SI
+	ADDQ    $128, DX
+	ADDQ    $128, DI
+	DECQ    CX
+	JNZ     f32x2loop
+
+f32x2done:
+	REDUCEKEEP
+	MOVSS X0, 0(AX)
+	VMOVAPS Y8, Y0
+	VMOVAPS Y9, Y1
+	VMOVAPS Y10, Y2
+	VMOVAPS Y11, Y3
+	REDUCE
+	MOVSS X0, 0(BX)
+	RET

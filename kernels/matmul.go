@@ -68,6 +68,16 @@ func (t *task) runMatMul(lo, hi int) {
 	cols, rows := m.Cols, m.Rows
 	bp := p.buf(cols)
 	buf := *bp
+	if ntok == 1 && m.Type == quant.F32 && host.dotF32x2 != nil {
+		// Float32 rows (the router) two at a time, in two lanes: rows
+		// lo+i and lo+half+i, two sequential streams of weights per
+		// thread; each row's dot the bits of Dot.
+		half := (hi - lo) / 2
+		for i := lo; i < lo+half; i++ {
+			host.dotF32Rows2(m.Row(i), m.Row(i+half), xs[:cols], buf, &out[i], &out[i+half])
+		}
+		lo += 2 * half
+	}
 	for r := lo; r < hi; r++ {
 		row := m.Row(r)
 		if ntok == 1 {
