@@ -42,7 +42,9 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 			r.angles(textPos(pos), sc.ropeCos, sc.ropeSin)
 			sc.ropePos, sc.ropeSet = pos, true
 		}
-		s.normRotate(L, q[:qstride], k[:kdim], hstride, sc.ropeCos, sc.ropeSin)
+		// The keys here (the cache takes them next); each query head in
+		// attention's pass, before its scores, on the pool's threads.
+		s.normRotateKeys(L, k[:kdim], sc.ropeCos, sc.ropeSin)
 	} else {
 		m.Pool.Parallel(T, (c.Heads+c.HeadsKV)*hd*8, func(lo, hi int) {
 			cos, sin := make([]float32, len(r.inv)), make([]float32, len(r.inv))
@@ -69,6 +71,9 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 	}
 	*a = attnPass{c: c, L: L, l: l, spans: spans, q: q, out: out, maxN: maxN, qstride: qstride, hstride: hstride,
 		scale: float32(1 / math.Sqrt(float64(hd))), fast: m.Mode == Fast, fn: a.fn}
+	if T == 1 {
+		a.cos, a.sin = sc.ropeCos, sc.ropeSin
+	}
 	// One decode token's heads score into rows of one reused buffer; a
 	// batch's ranges each make their own.
 	if T == 1 {
@@ -98,7 +103,11 @@ type attnPass struct {
 	// fast takes the softmax's exponentials in float32 (kernels.ExpF32,
 	// vector code), where exact mode rounds float64 ones.
 	fast bool
-	fn   func(lo, hi int)
+	// cos and sin, when set (a decode token), are its angles: each query
+	// head is normed and rotated here (normRotateHead) before its scores,
+	// once, as normRotate would have before the pass.
+	cos, sin []float32
+	fn       func(lo, hi int)
 }
 
 func (a *attnPass) run(lo, hi int) {
@@ -121,6 +130,9 @@ func (a *attnPass) run(lo, hi int) {
 		kvh := h / group
 		n := pos + 1
 		qh := q[t*qstride+h*hstride : t*qstride+h*hstride+hd]
+		if a.cos != nil {
+			normRotateHead(qh, L.QNorm, c.Eps, a.cos, a.sin)
+		}
 		// score_j = DotF32(key j, q) * scale; o = sum_j p_j * value j
 		// in position order (kernels.AttnScores, AttnSum).
 		sc := scores[:n]
@@ -168,15 +180,25 @@ func (s *Session) normRotate(L *Layer, q, k []float32, hstride int, cos, sin []f
 	c := &s.m.Config
 	hd := c.HeadDim
 	for h := 0; h < c.Heads; h++ {
-		qh := q[h*hstride : h*hstride+hd]
-		rmsNorm(qh, qh, L.QNorm, c.Eps)
-		rotate(qh, cos, sin)
+		normRotateHead(q[h*hstride:h*hstride+hd], L.QNorm, c.Eps, cos, sin)
 	}
+	s.normRotateKeys(L, k, cos, sin)
+}
+
+// normRotateKeys is normRotate's key heads alone.
+func (s *Session) normRotateKeys(L *Layer, k []float32, cos, sin []float32) {
+	c := &s.m.Config
+	hd := c.HeadDim
 	for h := 0; h < c.HeadsKV; h++ {
-		kh := k[h*hd : (h+1)*hd]
-		rmsNorm(kh, kh, L.KNorm, c.Eps)
-		rotate(kh, cos, sin)
+		normRotateHead(k[h*hd:(h+1)*hd], L.KNorm, c.Eps, cos, sin)
 	}
+}
+
+// normRotateHead RMS-normalizes one head x in place by the weights w, then
+// rotates it by the angles cos and sin.
+func normRotateHead(x, w []float32, eps float32, cos, sin []float32) {
+	rmsNorm(x, x, w, eps)
+	rotate(x, cos, sin)
 }
 
 // rope is the rotary embedding of a model: theta_i = base^(-2i/RopeDims)
