@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stratactl/stratactl/gguf"
+	"github.com/stratactl/stratactl/internal/osutil"
 	"github.com/stratactl/stratactl/quant"
 	"github.com/stratactl/stratactl/strata"
 )
@@ -179,13 +180,13 @@ func BenchPack(ctx context.Context, cfg BenchPackConfig) (*BenchPackResult, erro
 	// The pack runs in this process; its peak RSS is measured from its
 	// start where the kernel lets the high-water mark be reset.
 	scoped := resetPeakRSS()
-	t0, c0 := time.Now(), cpuSeconds()
+	t0, c0 := time.Now(), osutil.CPUSeconds()
 	res.Phases = &PackTimes{SlotTimes: cfg.SlotTimes}
 	man, err := Pack(ctx, PackConfig{In: in, OutDir: out, Type: quant.Q2_0, Keep: keepPath, Jobs: cfg.Jobs, Progress: cfg.Progress, Times: res.Phases})
 	if err != nil {
 		return nil, err
 	}
-	res.PackSeconds, res.PackCPUSeconds = time.Since(t0).Seconds(), cpuSeconds()-c0
+	res.PackSeconds, res.PackCPUSeconds = time.Since(t0).Seconds(), osutil.CPUSeconds()-c0
 	if scoped {
 		res.PeakRSSBytes, res.RSSScope = peakRSS(), "this process from the start of the pack"
 	} else {
@@ -258,7 +259,7 @@ func benchCalibrated(ctx context.Context, cfg BenchPackConfig, in, keepPath, out
 			<-peakAnon
 		}
 	}()
-	t0, c0 := time.Now(), cpuSeconds()
+	t0, c0 := time.Now(), osutil.CPUSeconds()
 	eq, info, times, done, err := cfg.Calibrate(ctx, in)
 	if err != nil {
 		return nil, err
@@ -269,7 +270,7 @@ func benchCalibrated(ctx context.Context, cfg BenchPackConfig, in, keepPath, out
 	if err != nil {
 		return nil, err
 	}
-	r := &BenchCalibrated{Calibration: info, PackSeconds: time.Since(t0).Seconds(), RelMSE: man.RelMSE, CPUSeconds: cpuSeconds() - c0, Phases: phases}
+	r := &BenchCalibrated{Calibration: info, PackSeconds: time.Since(t0).Seconds(), RelMSE: man.RelMSE, CPUSeconds: osutil.CPUSeconds() - c0, Phases: phases}
 	r.CollectSeconds, r.CollectCPUSeconds, r.CollectPhases = times()
 	close(stop)
 	r.PeakAnonBytes, stop = <-peakAnon, nil

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,15 +34,6 @@ func selfPeakRSS() int64 {
 		return 0
 	}
 	return ru.Maxrss * 1024
-}
-
-// cpuSeconds is the CPU time (user + system) this process used so far.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // resetPeakRSS hands the memory the Go runtime holds back to the kernel

@@ -11,6 +11,3 @@ func selfPeakRSS() int64 { return 0 }
 func resetPeakRSS() bool { return false }
 func peakRSS() int64     { return 0 }
 func anonRSS() int64     { return 0 }
-
-// CPU time is measured on Linux only; 0 means unknown.
-func cpuSeconds() float64 { return 0 }
