@@ -130,17 +130,16 @@ func testCollectRoutedInputs(t *testing.T, batch int) {
 // TestQuantizerDeterministic: the same bytes with 1 or 2 matmul threads in
 // the calibration run and 1 or 2 goroutines asking in different orders, the
 // results held in memory or (no budget) every one in the spill file, and
-// with the run in the background (start: the experts of layer 1 wait for
-// it, and may run while it computes layer 3).
+// with a later layer (3) collected beside layer 1.
 func TestQuantizerDeterministic(t *testing.T) {
 	const experts = 3
-	run := func(threads, workers int, budget int64, background bool) [][]byte {
+	run := func(threads, workers int, budget int64, more bool) [][]byte {
 		m := openTiny(t, threads)
-		collect, blocks := Collect, []int{1}
-		if background {
-			collect, blocks = start, []int{1, 3}
+		blocks := []int{1}
+		if more {
+			blocks = []int{1, 3}
 		}
-		set, err := collect(context.Background(), m, blocks, tinyWindows(t, 2, 64), Options{Dir: t.TempDir()})
+		set, err := Collect(context.Background(), m, blocks, tinyWindows(t, 2, 64), Options{Dir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,17 +213,17 @@ func TestQuantizerDeterministic(t *testing.T) {
 			t.Fatalf("expert %d matrix %d differs between -j 1 and -j 2", i/3, i%3)
 		}
 		if !bytes.Equal(a[i], c[i]) {
-			t.Fatalf("expert %d matrix %d differs with the calibration run in the background", i/3, i%3)
+			t.Fatalf("expert %d matrix %d differs with layer 3 collected too", i/3, i%3)
 		}
 	}
 }
 
-// TestStartClose: a Set closed while its run goes on stops it and removes
-// its files; its layers then give an error, not partial routing.
-func TestStartClose(t *testing.T) {
+// TestClose: a closed Set has removed its files; its layers then give an
+// error, not routing without inputs.
+func TestClose(t *testing.T) {
 	m := openTiny(t, 0)
 	dir := t.TempDir()
-	set, err := start(context.Background(), m, []int{0, 3}, tinyWindows(t, 4, 64), Options{Dir: dir, BatchTokens: 64})
+	set, err := Collect(context.Background(), m, []int{0, 3}, tinyWindows(t, 4, 64), Options{Dir: dir, BatchTokens: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,18 +236,11 @@ func TestStartClose(t *testing.T) {
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Fatalf("%d files left in the spill folder", len(left))
 	}
-	// A run that ended: wait gives its error (none), twice.
-	set, err = start(context.Background(), m, []int{0}, tinyWindows(t, 1, 16), Options{Dir: dir})
+	set, err = Collect(context.Background(), m, []int{0}, tinyWindows(t, 1, 16), Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer set.Close()
-	if err := set.wait(); err != nil {
-		t.Fatal(err)
-	}
-	if err := set.wait(); err != nil {
-		t.Fatal(err)
-	}
 	if set.Tokens != 16 {
 		t.Fatalf("%d tokens, want 16", set.Tokens)
 	}

@@ -55,11 +55,6 @@ type Set struct {
 	layers                     []*layerSpill
 	byBlock                    map[int]int
 	dir                        string // where spill files go
-	// done is closed when the calibration run ended, with err; cancel
-	// stops it.
-	done   chan struct{}
-	err    error
-	cancel context.CancelFunc
 	// Times is where the calibration run's time went.
 	Times CollectTimes
 }
@@ -93,10 +88,6 @@ type layerSpill struct {
 	w     *bufio.Writer
 	ids   []int32 // [tokens][K]
 	held  []bool  // per token
-	// ready is closed once every window's inputs are in the file
-	// (complete): from then on ids and held no longer change.
-	ready    chan struct{}
-	complete bool
 }
 
 type collector struct {
@@ -108,9 +99,7 @@ type collector struct {
 	// began or ended: a layer's forward pass runs from one to the next.
 	mark    time.Time
 	markCPU float64
-	// final: the batch in flight is the run's last, its windows together.
-	final bool
-	pf    *prefetcher
+	pf      *prefetcher
 }
 
 // lapLayer counts the time since the last mark as layer l's.
@@ -172,45 +161,19 @@ func (c *collector) Layer(tr *engine.LayerTrace) {
 	for range tr.Tokens {
 		l.held = append(l.held, c.held[tr.Seq])
 	}
-	if c.final && tr.Seq == len(c.held)-1 {
-		if err := l.finish(); err != nil {
-			c.err = err
-		}
-	}
 }
 
 // Collect runs m over windows (each from position 0, as profile does) and
 // records the MoE inputs of the layers blocks. Close the Set to remove its
-// spill files.
-func Collect(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32, opt Options) (*Set, error) {
-	s, err := start(ctx, m, blocks, windows, opt)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.wait(); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
-}
-
-// start is Collect in the background: it returns the Set at once, with
-// its token counts, while the run goes on. Each layer's routing and inputs
-// (Layer) are there once every window passed the layer (with the windows
-// in one batch, while the run computes the later layers); wait returns the
-// run's error; Close stops the run (at its next batch) and removes the
-// spill files. m must stay open until wait returned. (Quantizing a layer's
-// experts while the run computes the next ones was slower on the lent
-// 16-core Xeon, 64.3 -> 70.3 s at the field shape, and took 2.39 GB of
-// anonymous memory: docs/BENCHMARKS.md, "Where a calibrated pack's time
-// goes".)
-func start(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32, opt Options) (set *Set, err error) {
+// spill files. (Quantizing a layer's experts while the run computed the
+// next ones was tried: slower on the lent 16-core Xeon, 64.3 -> 70.3 s at
+// the field shape, and 2.39 GB of anonymous memory: docs/BENCHMARKS.md,
+// "Where a calibrated pack's time goes".)
+func Collect(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32, opt Options) (set *Set, err error) {
 	c := &m.Config
-	s := &Set{Embd: c.Embd, ExpertsUsed: c.ExpertsUsed, Experts: c.Experts, byBlock: map[int]int{}, Windows: len(windows), dir: opt.Dir,
-		done: make(chan struct{})}
+	s := &Set{Embd: c.Embd, ExpertsUsed: c.ExpertsUsed, Experts: c.Experts, byBlock: map[int]int{}, Windows: len(windows), dir: opt.Dir}
 	defer func() {
 		if err != nil {
-			close(s.done)
 			s.Close()
 		}
 	}()
@@ -223,7 +186,7 @@ func start(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32
 		// nothing is left behind even on a crash; it is read back through
 		// the open handle.
 		os.Remove(f.Name())
-		s.layers = append(s.layers, &layerSpill{block: b, file: f, w: bufio.NewWriterSize(f, 1<<20), ready: make(chan struct{})})
+		s.layers = append(s.layers, &layerSpill{block: b, file: f, w: bufio.NewWriterSize(f, 1<<20)})
 		s.byBlock[b] = i
 	}
 	hold := opt.HoldEvery
@@ -242,17 +205,13 @@ func start(ctx context.Context, m *engine.Model, blocks []int, windows [][]int32
 	if budget <= 0 {
 		budget = DefaultBatchTokens
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	s.cancel = cancel
-	go func() {
-		defer close(s.done)
-		defer cancel()
-		s.err = s.run(runCtx, m, windows, opt, budget, held)
-	}()
+	if err := s.run(ctx, m, windows, opt, budget, held); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
-// run is Start's calibration run.
+// run is Collect's calibration run.
 func (s *Set) run(ctx context.Context, m *engine.Model, windows [][]int32, opt Options, budget int, held func(int) bool) error {
 	// The first batch reads the model: its layers are asked of the disk
 	// ahead of the run.
@@ -267,10 +226,6 @@ func (s *Set) run(ctx context.Context, m *engine.Model, windows [][]int32, opt O
 			for i := lo; i < hi; i++ {
 				col.held = append(col.held, held(i))
 			}
-			// The last batch, when the windows run together (not one long
-			// window in pieces): each layer is complete once its last
-			// sequence's trace is spilled.
-			col.final = hi == len(windows) && (hi-lo > 1 || len(windows[lo]) <= budget)
 			return nil
 		},
 		After: func(lo, hi int) error {
@@ -289,8 +244,8 @@ func (s *Set) run(ctx context.Context, m *engine.Model, windows [][]int32, opt O
 	}
 	t1 := time.Now()
 	for _, l := range s.layers {
-		if err := l.finish(); err != nil {
-			return err
+		if err := l.w.Flush(); err != nil {
+			return fmt.Errorf("calibration spill %s: %w", l.file.Name(), err)
 		}
 	}
 	t := &s.Times
@@ -308,32 +263,8 @@ func (s *Set) run(ctx context.Context, m *engine.Model, windows [][]int32, opt O
 	return nil
 }
 
-// finish flushes the layer's spill and marks it complete (once).
-func (l *layerSpill) finish() error {
-	if l.complete {
-		return nil
-	}
-	if err := l.w.Flush(); err != nil {
-		return fmt.Errorf("calibration spill %s: %w", l.file.Name(), err)
-	}
-	l.complete = true
-	close(l.ready)
-	return nil
-}
-
-// wait returns once the calibration run ended, with its error.
-func (s *Set) wait() error {
-	<-s.done
-	return s.err
-}
-
-// Close stops the calibration run if it still runs (at its next batch)
-// and removes the spill files.
+// Close removes the spill files.
 func (s *Set) Close() error {
-	if s.cancel != nil {
-		s.cancel()
-	}
-	<-s.done
 	var first error
 	for _, l := range s.layers {
 		if l.file == nil {
@@ -368,13 +299,6 @@ func (s *Set) Layer(block int) (*Layer, error) {
 		return nil, fmt.Errorf("calibration has no layer %d", block)
 	}
 	l := s.layers[li]
-	select {
-	case <-l.ready:
-	case <-s.done:
-		if s.err != nil {
-			return nil, s.err
-		}
-	}
 	if l.file == nil {
 		return nil, fmt.Errorf("calibration of layer %d: the set is closed", block)
 	}
