@@ -253,7 +253,7 @@ func TestLowCarryIsRowByRow(t *testing.T) {
 	defer func() { useWide = saved }()
 	for _, wide := range []bool{false, true} {
 		useWide = wide
-		for _, c := range []struct{ n, rows int }{{37, 11}, {32, 21}, {70, 16}} {
+		for _, c := range []struct{ n, rows int }{{37, 11}, {32, 21}, {70, 16}, {37, 45}, {32, 64}} {
 			lowCarryIsRowByRow(t, c.n, c.rows)
 		}
 	}
@@ -269,8 +269,15 @@ func lowCarryIsRowByRow(t *testing.T, n, rows int) {
 	rng := rand.New(rand.NewPCG(2, 3))
 	w := randMatrix(rng, rows*cols, 1)
 	want := append([]float32(nil), w...)
+	src := append([]float32(nil), w...)
 	z := make([]float32, rows*n)
 	c := lr.carrier(rows)
+	// The path quantize takes: the errors set row by row (setErrs) or a
+	// pass of scoreLanes rows at a time (setErrLanes), the next group's
+	// weights written from the source rows (carryNext).
+	byRow, byLanes := lr.carrier(rows).(nextCarrier), lr.carrier(rows).(nextCarrier)
+	next := make([]float32, rows*group)
+	var ne [group][scoreLanes]float32
 	for g := 0; g+1 < cols/group; g++ {
 		g0, g1 := g*group, (g+1)*group
 		errs := randMatrix(rng, rows*group, 1)
@@ -278,6 +285,21 @@ func lowCarryIsRowByRow(t *testing.T, n, rows int) {
 			errs[i] = 0
 		}
 		c.carry(w, errs, g0, g1)
+		for r0 := 0; r0 < rows; r0 += scoreLanes {
+			nr := min(scoreLanes, rows-r0)
+			for i := range scoreLanes {
+				for k := range group {
+					ne[k][i] = float32(math.NaN()) // lanes of no row must not count
+					if i < nr {
+						ne[k][i] = -errs[(r0+i)*group+k]
+					}
+				}
+			}
+			for i := range nr {
+				byRow.setErrs(r0+i, &ne, i)
+			}
+			byLanes.setErrLanes(r0, nr, &ne)
+		}
 		for r := 0; r < rows; r++ {
 			zr := z[r*n : (r+1)*n]
 			for jj, e := range errs[r*group : (r+1)*group] {
@@ -292,6 +314,16 @@ func lowCarryIsRowByRow(t *testing.T, n, rows int) {
 		for i := range w {
 			if math.Float32bits(w[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("after group %d: weight %d is %v, row by row %v", g, i, w[i], want[i])
+			}
+		}
+		for name, nc := range map[string]nextCarrier{"setErrs": byRow, "setErrLanes": byLanes} {
+			nc.carryNext(next, src, g0, g1)
+			for r := range rows {
+				for k := range group {
+					if got, w := next[r*group+k], want[r*cols+g1+k]; math.Float32bits(got) != math.Float32bits(w) {
+						t.Fatalf("%s, after group %d: row %d next weight %d is %v, row by row %v", name, g, r, k, got, w)
+					}
+				}
 			}
 		}
 	}
