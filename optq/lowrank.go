@@ -208,7 +208,7 @@ func (c *lowCarry[V, M]) setErrLanes(r0, nr int, ne *[group][scoreLanes]float32)
 			for l := 0; l < m; l++ {
 				el[k][l] = -src[l]
 			}
-			for l := max(m, 0); l < width; l++ {
+			for l := m; l < width; l++ {
 				el[k][l] = 0
 			}
 		}

@@ -354,8 +354,10 @@ type searcher struct {
 	w      blockRows
 	lw     *laneWeights // one candidate a row (no grid): a row per lane
 	// ratiosQ2 are the plain search's ratios where plainLanes takes its
-	// picks (with lw), picks the picks of a pass's lanes.
+	// picks (with lw and the group's weights pw, plainWeights of imp),
+	// picks the picks of a pass's lanes.
 	ratiosQ2 []float32
+	pw       [group]float32
 	picks    [scoreLanes]float32
 	lvT      []float32 // a full pass's levels by row ([scoreLanes][group]), with lw
 	score    []groupScore
@@ -371,7 +373,7 @@ func newSearcher(f *factors, opt Options) *searcher {
 	if len(s.ratios) == 0 && scoreLaneRows != nil && scoreBatchMax > 1 {
 		// The plain pick alone: a lane per row (the same passes).
 		s.slot, s.batch, s.lw, s.lvT = 1, scoreLanes, new(laneWeights), make([]float32, scoreLanes*group)
-		if plainLanes != nil && opt.Q2Candidates >= 0 {
+		if plainLanes != nil && s.plain != nil {
 			s.ratiosQ2 = quant.Q2SearchRatios(opt.Q2Candidates)
 		}
 	}
@@ -409,6 +411,9 @@ func (f *factors) quantize(w []float32, rows int, opt Options) *quantized {
 		g0, g1 := g*group, (g+1)*group
 		for j := g0; j < g1; j++ {
 			s.imp[j-g0] = f.invDiag[j] * f.invDiag[j]
+		}
+		if s.ratiosQ2 != nil {
+			s.pw = plainWeights(&s.imp)
 		}
 		off := g0
 		if low {
@@ -608,9 +613,8 @@ func (s *searcher) scoreBatch(W []float32, stride, off, r0, nr, g0 int) {
 		// The plain search's picks of every lane at once (the lanes it
 		// leaves, and a searcher without one, take Block).
 		left := ^uint32(0)
-		if s.ratiosQ2 != nil && s.plain != nil {
-			pw := plainWeights(&s.imp)
-			left = plainLanes(s.lw, &pw, s.ratiosQ2, &s.picks)
+		if s.ratiosQ2 != nil {
+			left = plainLanes(s.lw, &s.pw, s.ratiosQ2, &s.picks)
 		}
 		for i := 0; i < nr; i++ {
 			s.candidates(i, W[(r0+i)*stride+off:(r0+i)*stride+off+group], left>>i&1 == 0, s.picks[i])

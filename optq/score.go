@@ -116,16 +116,7 @@ var plainLanes func(w *laneWeights, imp *[group]float32, ratios []float32, out *
 // its sums x·l and l·l are (1·x)·l and (1·l)·l bit for bit).
 func plainWeights(imp *[group]float32) [group]float32 {
 	var w [group]float32
-	var any uint32
-	for j, v := range imp {
-		b := math.Float32bits(v)
-		if b-1 >= 0x7f7fffff {
-			b = 0
-		}
-		any |= b
-		w[j] = math.Float32frombits(b)
-	}
-	if any == 0 {
+	if !quant.Q2BlockWeights(&w, imp) {
 		for j := range w {
 			w[j] = 1
 		}

@@ -241,6 +241,23 @@ func newQ2Searcher(opt *QuantizeOptions, k *Q2SearchKernels) *q2Searcher {
 	return s
 }
 
+// Q2BlockWeights sets w to the importance imp of one block as the search
+// weighs it: a weight is kept when its bits are those of a positive finite
+// float32, 1..0x7f7fffff (what v > 0 && v <= MaxFloat32 is), else 0. It
+// reports whether any was kept (none: the search runs unweighted).
+func Q2BlockWeights(w, imp *[64]float32) bool {
+	var any uint32
+	for j, v := range imp {
+		b := math.Float32bits(v)
+		if b-1 >= 0x7f7fffff {
+			b = 0
+		}
+		any |= b
+		w[j] = math.Float32frombits(b)
+	}
+	return any != 0
+}
+
 // Q2SearchRatios are the candidate ratios d/max|x| of one sign that the
 // search takes with QuantizeOptions.Q2Candidates q (0: the default), in
 // the order it scores them (each sign's scale then the negated ones).
@@ -379,19 +396,7 @@ const q2Refinements = 2
 func (s *q2Searcher) weights(base int) *[64]float32 {
 	c := base % s.rowLen
 	if c+len(s.w) <= s.rowLen {
-		// No wrap: a weight is kept when its bits are those of a positive
-		// finite float32, 1..0x7f7fffff (what v > 0 && v <= MaxFloat32 is).
-		var any uint32
-		for j, v := range (*[64]float32)(s.imp[c : c+len(s.w)]) {
-			b := math.Float32bits(v)
-			keep := b-1 < 0x7f7fffff
-			if !keep {
-				b = 0
-			}
-			any |= b
-			s.w[j] = math.Float32frombits(b)
-		}
-		if any == 0 {
+		if !Q2BlockWeights(&s.w, (*[64]float32)(s.imp[c:c+len(s.w)])) {
 			return nil
 		}
 		return &s.w
