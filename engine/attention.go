@@ -71,12 +71,11 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 	}
 	*a = attnPass{c: c, L: L, l: l, spans: spans, q: q, out: out, maxN: maxN, qstride: qstride, hstride: hstride,
 		scale: float32(1 / math.Sqrt(float64(hd))), fast: m.Mode == Fast, fn: a.fn}
+	// One decode token's queries are normed and rotated in the pass, and
+	// its heads score into rows of one reused buffer; a batch's ranges
+	// each make their own.
 	if T == 1 {
 		a.cos, a.sin = sc.ropeCos, sc.ropeSin
-	}
-	// One decode token's heads score into rows of one reused buffer; a
-	// batch's ranges each make their own.
-	if T == 1 {
 		// Room for every position the cache has room for, so that the
 		// buffer grows with the cache, not with each step.
 		a.perHead = grow(&sc.scores, c.Heads*max(maxN, cap(spans[0].s.kcache[l])/kdim))[:c.Heads*maxN]

@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"math"
+	"fmt"
 	"testing"
 
 	"github.com/stratactl/stratactl/quant"
@@ -27,28 +27,14 @@ func TestDecodeRotatesQueriesInPass(t *testing.T) {
 		}
 		for _, mode := range []Mode{Exact, Fast} {
 			for _, threads := range []int{1, 2, 3, 7} {
-				m, err := Open(dir, Options{Mode: mode, Threads: threads})
-				if err != nil {
-					t.Fatal(err)
-				}
-				V := m.Config.Vocab
-				all, err := m.NewSession().Forward(ids, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				s := m.NewSession()
-				for i, id := range ids {
-					got, err := s.Forward([]int32{id}, false)
+				t.Run(fmt.Sprintf("%s/%s/j%d", name, mode, threads), func(t *testing.T) {
+					m, err := Open(dir, Options{Mode: mode, Threads: threads})
 					if err != nil {
 						t.Fatal(err)
 					}
-					for j, v := range got {
-						if w := all[i*V+j]; math.Float32bits(v) != math.Float32bits(w) {
-							t.Fatalf("%s %s, %d threads: position %d logit %d: decode %g, prefill %g", name, mode, threads, i, j, v, w)
-						}
-					}
-				}
-				m.Close()
+					defer m.Close()
+					prefillEqualsDecode(t, m, ids)
+				})
 			}
 		}
 	}

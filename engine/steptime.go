@@ -15,12 +15,12 @@ const (
 	PhaseNorm                    // RMS norms, residual adds, non-finite checks
 	PhaseQuant                   // activations quantized (or rounded) for the products
 	PhaseQKV                     // the q, k and v products (a delta net's input products)
-	PhaseRoPE                    // q/k norms and rotation
-	PhaseAttn                    // scores and sums over the KV cache (a delta net's recurrence)
+	PhaseRoPE                    // k norms and rotation (a batch's q too; a decode token's q in PhaseAttn)
+	PhaseAttn                    // scores and sums over the KV cache, a decode token's q norm and rotation (a delta net's recurrence)
 	PhaseO                       // the mixer's output product
 	PhaseRouter                  // the router product
 	PhaseRoute                   // softmax, top-k, the experts' bookkeeping
-	PhaseReadAhead               // read-ahead's guesses (a norm and the Q8_0 router copy's product per layer)
+	PhaseReadAhead               // read-ahead's guesses (per layer up to three norms and the Q8_0 router copy's row products)
 	PhaseWait                    // waiting for experts' reads, and pinning them
 	PhaseExpertUp                // the routed and shared experts' gate and up products, SwiGLU
 	PhaseExpertDown              // their down products
@@ -47,7 +47,8 @@ func (p Phase) Products() bool {
 
 // StepTimes accumulates where decode steps spend their time, phase by
 // phase: set Session.Timing and every Step (and Generate's sampling)
-// adds to it. Each phase's time runs from the end of the one before to its
+// adds to it, or Group.Timing (WindowsOptions.Timing) and every Forward
+// of a batch of windows does. Each phase's time runs from the end of the one before to its
 // own end on one monotonic clock, so the phases of a step add up to the
 // step's whole time; Bytes are the weight bytes the phase's products read.
 // Timing costs two clock reads per phase, a few microseconds a step.

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -391,10 +392,7 @@ func (p *Pool) parallelRows(t *task, mult int, fn func(lo, hi int)) {
 		return
 	}
 	j := p.job(threads)
-	t.rb = t.rb[:0]
-	for range threads + 1 {
-		t.rb = append(t.rb, 0)
-	}
+	t.rb = slices.Grow(t.rb[:0], threads+1)[:threads+1] // rowBounds sets every bound
 	rowBounds(ms, start, total, t.rb)
 	t.pieceShares(p, t.rb, j.bounds)
 	p.runJob(j, max(1, unitBytes/(mult*maxStep)), fn)
