@@ -493,12 +493,16 @@ func TestEvictionDropsReadUnderWay(t *testing.T) {
 		got <- err
 	}()
 	// Get cannot read x itself while the held piece may still land in
-	// its memory; it waits for it.
-	ps.mu.Lock()
-	next := ps.slots[i].next
-	ps.mu.Unlock()
-	if next != 0 {
-		t.Fatalf("%d pieces of expert %d's read taken before the stale piece landed", next, x)
+	// its memory; it waits for it. Watched for a while, so that the Get
+	// and the readers have had their chance to take a piece.
+	for range 50 {
+		ps.mu.Lock()
+		next := ps.slots[i].next
+		ps.mu.Unlock()
+		if next != 0 {
+			t.Fatalf("%d pieces of expert %d's read taken before the stale piece landed", next, x)
+		}
+		time.Sleep(time.Millisecond)
 	}
 	close(release)
 	released = true
