@@ -40,9 +40,15 @@ type BenchPackConfig struct {
 
 // BenchCalibrate prepares the calibrated quantizer of the model at path
 // (calibration forward pass included); done releases it. times is the
-// calibration run's time and CPU time and where they went (put in the
-// report as it is: calib.CollectTimes).
-type BenchCalibrate func(ctx context.Context, path string) (eq ExpertQuantizer, info *CalibInfo, times func() (s, cpu float64, detail any), done func(), err error)
+// calibration run's time.
+type BenchCalibrate func(ctx context.Context, path string) (eq ExpertQuantizer, info *CalibInfo, times BenchCollectTimes, done func(), err error)
+
+// BenchCollectTimes is a calibration run's time and CPU time, and where
+// they went (put in the report as it is: calib.CollectTimes).
+type BenchCollectTimes struct {
+	Seconds, CPUSeconds float64
+	Detail              any
+}
 
 // BenchCalibrated is the calibrated pack's measurement.
 type BenchCalibrated struct {
@@ -271,7 +277,7 @@ func benchCalibrated(ctx context.Context, cfg BenchPackConfig, in, keepPath, out
 		return nil, err
 	}
 	r := &BenchCalibrated{Calibration: info, PackSeconds: time.Since(t0).Seconds(), RelMSE: man.RelMSE, CPUSeconds: osutil.CPUSeconds() - c0, Phases: phases}
-	r.CollectSeconds, r.CollectCPUSeconds, r.CollectPhases = times()
+	r.CollectSeconds, r.CollectCPUSeconds, r.CollectPhases = times.Seconds, times.CPUSeconds, times.Detail
 	close(stop)
 	r.PeakAnonBytes, stop = <-peakAnon, nil
 	if scoped {

@@ -43,29 +43,29 @@ func (p PackCalibration) RandomWindows(vocab int) [][]int32 {
 
 // Calibrate is a convert.BenchCalibrate: it opens the model at path, runs
 // the windows through it and returns the quantizer of its experts.
-func (p PackCalibration) Calibrate(ctx context.Context, path string) (convert.ExpertQuantizer, *convert.CalibInfo, func() (float64, float64, any), func(), error) {
+func (p PackCalibration) Calibrate(ctx context.Context, path string) (eq convert.ExpertQuantizer, info *convert.CalibInfo, times convert.BenchCollectTimes, done func(), err error) {
 	if p.Windows < 1 || p.Ctx < 2 {
-		return nil, nil, nil, nil, fmt.Errorf("synthetic calibration of %d windows of %d tokens: need >= 1 window of >= 2", p.Windows, p.Ctx)
+		return nil, nil, times, nil, fmt.Errorf("synthetic calibration of %d windows of %d tokens: need >= 1 window of >= 2", p.Windows, p.Ctx)
 	}
 	m, err := engine.Open(path, engine.Options{Threads: p.Threads})
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, times, nil, err
 	}
 	if p.Ctx > m.Config.Context {
 		m.Close()
-		return nil, nil, nil, nil, fmt.Errorf("synthetic calibration: windows of %d tokens exceed the context length %d of %s", p.Ctx, m.Config.Context, path)
+		return nil, nil, times, nil, fmt.Errorf("synthetic calibration: windows of %d tokens exceed the context length %d of %s", p.Ctx, m.Config.Context, path)
 	}
 	opt := optq.Defaults()
 	set, q, err := calib.Prepare(ctx, m, p.RandomWindows(m.Config.Vocab), calib.Options{Dir: p.Dir}, opt)
 	if err != nil {
 		m.Close()
-		return nil, nil, nil, nil, err
+		return nil, nil, times, nil, err
 	}
-	info := &convert.CalibInfo{Source: p.Source(), Ctx: p.Ctx, Windows: set.Windows, Tokens: set.Tokens, HeldTokens: set.HeldTokens,
+	info = &convert.CalibInfo{Source: p.Source(), Ctx: p.Ctx, Windows: set.Windows, Tokens: set.Tokens, HeldTokens: set.HeldTokens,
 		Seconds: set.Times.Seconds}
 	calib.RecordOptions(info, opt)
-	times := func() (float64, float64, any) { return set.Times.Seconds, set.Times.CPUSeconds, &set.Times }
-	done := func() {
+	times = convert.BenchCollectTimes{Seconds: set.Times.Seconds, CPUSeconds: set.Times.CPUSeconds, Detail: &set.Times}
+	done = func() {
 		calib.RecordResults(info, q)
 		q.Close()
 		set.Close()
