@@ -127,6 +127,10 @@ type arenaSlot struct {
 	ex          Expert
 }
 
+// startable reports whether a piece of the slot's read can be taken now:
+// one waits, and no evicted read still writes the slot's memory.
+func (sl *arenaSlot) startable() bool { return sl.queued && sl.stale == 0 }
+
 // PackStore keeps experts of a pack in an arena of fixed slots, evicting
 // the expert cachesim.Victim picks (the lowest cachesim.Keep score, recency
 // plus frequency of demands, read-ahead guesses adding neither); misses
@@ -749,7 +753,7 @@ func (s *PackStore) Get(layer, e int) (*Expert, error) {
 		}
 		sl := &s.slots[i]
 		for sl.key == key && sl.state == slotLoading {
-			if sl.queued && sl.stale == 0 {
+			if sl.startable() {
 				s.readPiece(i) // rather than wait for busy readers
 				continue
 			}
@@ -801,7 +805,7 @@ func (s *PackStore) WaitAny(layer int, ids []int) {
 		// Rather than wait for pieces no reader has started, read them here.
 		read := false
 		for _, e := range ids {
-			if i := s.where[layer*s.cfg.Experts+e]; s.slots[i].queued && s.slots[i].stale == 0 {
+			if i := s.where[layer*s.cfg.Experts+e]; s.slots[i].startable() {
 				s.readPiece(i)
 				read = true
 				break
