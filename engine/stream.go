@@ -67,6 +67,10 @@ func (c StreamCounters) sub(o StreamCounters) StreamCounters {
 		DroppedBytes: c.DroppedBytes - o.DroppedBytes, LateHits: c.LateHits - o.LateHits}
 }
 
+// LandedMBPerToken is ReadMBPerToken less DroppedMBPerToken: the bytes per
+// token the disk really read.
+func (r *StreamReport) LandedMBPerToken() float64 { return r.ReadMBPerToken - r.DroppedMBPerToken }
+
 // StreamReport is the summary run prints for a pack.
 type StreamReport struct {
 	Tokens         int      `json:"tokens"`

@@ -128,7 +128,7 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 		fmt.Fprintf(w, "  bounds: memory %.2f tokens/s (%.1f MB/token%s at %.2f GB/s, the best pass; this run's own %.2f), compute %.2f tokens/s",
 			d.MemLimit, d.BytesPerToken, checked, rep.MemReadGBs, d.MemReadGBs, d.ComputeLimit)
 		if d.DiskLimit > 0 {
-			fmt.Fprintf(w, ", disk %.2f tokens/s (%.2f MB read/token)", d.DiskLimit, d.Stream.ReadMBPerToken-d.Stream.DroppedMBPerToken)
+			fmt.Fprintf(w, ", disk %.2f tokens/s (%.2f MB read/token)", d.DiskLimit, d.Stream.LandedMBPerToken())
 		}
 		fmt.Fprintf(w, "\n  median step: %.0f%% of the memory bound, %.0f%% of the compute bound, %.0f%% of the tighter of memory and disk (%.2f tokens/s); best step: %.0f%% of the memory bound\n",
 			100*d.MemFraction, 100*d.ComputeFraction, 100*d.Fraction, d.Limit, 100*d.BestMemFraction)

@@ -305,7 +305,7 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 		if cpuOK && cpuOK1 && cpu1 > cpu0 && res.DecodeSteps > 0 {
 			r.CPUTokensPerS = float64(res.DecodeSteps) / (cpu1 - cpu0).Seconds()
 		}
-		if read := st.ReadMBPerToken - st.DroppedMBPerToken; measureDisk && read > 0 {
+		if read := st.LandedMBPerToken(); measureDisk && read > 0 {
 			r.DiskLimit = rep.DiskReadMBs / (read * (1 << 20) / 1e6)
 		}
 		return r, nil
@@ -343,7 +343,7 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 func (r *DecodeRun) bound(rep *DecodeReport) {
 	r.MemBytesPerToken = r.BytesPerToken
 	if r.Stream != nil {
-		r.MemBytesPerToken += (r.Stream.ReadMBPerToken - r.Stream.DroppedMBPerToken) * (1 << 20) / 1e6
+		r.MemBytesPerToken += r.Stream.LandedMBPerToken() * (1 << 20) / 1e6
 	}
 	mem := r.MemBytesPerToken * 1e6
 	if mem > 0 {
