@@ -262,8 +262,6 @@ func matMulTo(pool *kernels.Pool, mat *kernels.Matrix, a *acts, outs [][]float32
 // none.
 type matVecArgs struct {
 	as               []*acts
-	raMs             []*kernels.Matrix // read-ahead's (raGuess)
-	raOuts           [][]float32
 	exact, qm, bm    []*kernels.Matrix
 	exactX, exactOut [][]float32
 	qout, bout       [][]float32

@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/stratactl/stratactl/kernels"
+
 // readAhead runs before layer next's token mixer, with x the residual
 // stream then: when experts stream, it guesses the experts of layers next
 // .. next+ReadAhead()-1 from x (each layer's ffn_norm and Q8_0 router
@@ -108,16 +110,15 @@ func (s *Session) raGuess(l, T int, xs [raKinds][]float32, sc [raKinds]*raScore)
 		// One pass of row products (a batch's product of so few rows is
 		// slower), on this goroutine: a few hundred KiB of weights, less
 		// than handing them to the pool's workers costs.
-		v := &s.sc.vecs
-		ms, as, outs := v.raMs[:0], v.as[:0], v.raOuts[:0]
+		var ms [raKinds]*kernels.Matrix
+		var as [raKinds]*acts
+		var outs [raKinds][]float32
 		for j := 0; j < n; j++ {
 			a := &s.raActs[j]
 			a.rewrap(xn[j*D:(j+1)*D], D, Fast)
-			ms, as, outs = append(ms, L.RouterQ8), append(as, a), append(outs, scores[j*E:(j+1)*E])
+			ms[j], as[j], outs[j] = L.RouterQ8, a, scores[j*E:(j+1)*E]
 		}
-		v.raMs, v.raOuts = ms, outs
-		matVecs(serialPool, ms, as, outs, v)
-		v.as = as
+		matVecs(serialPool, ms[:n], as[:n], outs[:n], &s.sc.vecs)
 	} else {
 		a := &s.raActs[0]
 		a.rewrap(xn, D, Fast)
