@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -364,5 +365,76 @@ func BenchmarkQ2RowsCache(b *testing.B) {
 				reportCPURate(b, work*float64(sh.rows*sh.cols), cpu, "cpu-Gw/s")
 			})
 		}
+	}
+}
+
+// BenchmarkQ2RowsDuel is BenchmarkQ2RowsCache's two shapes with the
+// variants interleaved: rounds of q2DuelPasses calls of each variant in
+// turn (STRATACTL_Q2_VARIANTS, comma-separated names of
+// rowsDRAMVariants(Q2_0), default host and the "-pf2048" kernels), each
+// round timed in the thread's CPU time (threadClock), so that every variant meets the
+// same machine (a shared host's other work, the other hyperthread's, the
+// clock); it reports each variant's best round and median round as
+// "NAME-best-Gw/s" and "NAME-med-Gw/s" (weights per second):
+//
+//	go test ./kernels -run XXX -bench Q2RowsDuel -benchtime 100x -cpu 1
+//
+// b.N is the number of rounds.
+func BenchmarkQ2RowsDuel(b *testing.B) {
+	const q2DuelPasses = 20
+	names := map[string]bool{}
+	if s := os.Getenv("STRATACTL_Q2_VARIANTS"); s != "" {
+		for _, n := range strings.Split(s, ",") {
+			names[n] = true
+		}
+	}
+	var vs []rowsVariant
+	for _, v := range rowsDRAMVariants(quant.Q2_0) {
+		if len(names) > 0 && names[v.name] || len(names) == 0 && (v.name == "host" || strings.HasSuffix(v.name, "-pf2048")) {
+			vs = append(vs, v)
+		}
+	}
+	rng := rand.New(rand.NewPCG(6, 7))
+	for _, sh := range []struct {
+		name       string
+		cols, rows int
+	}{{"x2560", 2560, 640}, {"x640", 640, 2560}} {
+		var data []byte
+		for r := 0; r < sh.rows; r++ {
+			data = append(data, randomRow(rng, quant.Q2_0, sh.cols)...)
+		}
+		m, err := NewMatrix(quant.Q2_0, data, sh.cols, sh.rows)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var x Q8Row
+		if err := QuantizeQ8Row(gaussians(rng, sh.cols, 1), &x); err != nil {
+			b.Fatal(err)
+		}
+		out := make([]float32, sh.rows)
+		b.Run(sh.name, func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			rounds := make([][]time.Duration, len(vs))
+			for _, v := range vs {
+				v.run(&m, &x, out)
+			}
+			for b.Loop() {
+				for i, v := range vs {
+					c0 := threadClock(b)
+					for range q2DuelPasses {
+						v.run(&m, &x, out)
+					}
+					rounds[i] = append(rounds[i], threadClock(b)-c0)
+				}
+			}
+			work := float64(q2DuelPasses * sh.rows * sh.cols)
+			for i, v := range vs {
+				r := rounds[i]
+				slices.Sort(r)
+				reportCPURate(b, work, r[0], v.name+"-best-Gw/s")
+				reportCPURate(b, work, r[len(r)/2], v.name+"-med-Gw/s")
+			}
+		})
 	}
 }
