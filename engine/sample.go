@@ -35,16 +35,9 @@ func NewSampler(temp, topP float64, seed uint64) *Sampler {
 	return &Sampler{Temp: temp, TopP: topP, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 }
 
-// Argmax is the index of the largest logit, ties to the lower id.
-func Argmax(logits []float32) int32 {
-	best := 0
-	for i, v := range logits {
-		if v > logits[best] {
-			best = i
-		}
-	}
-	return int32(best)
-}
+// Argmax is the index of the largest logit, ties to the lower id
+// (kernels.Argmax: vector code).
+func Argmax(logits []float32) int32 { return int32(kernels.Argmax(logits)) }
 
 // Sample draws one token id: the candidates in descending probability
 // (ties to the lower id), cut to the smallest prefix whose probabilities
