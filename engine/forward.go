@@ -461,11 +461,7 @@ func (s *Session) addRows(x, o []float32, T int) {
 	s.m.Pool.Parallel(T, 2*D, func(lo, hi int) { addTo(x[lo*D:hi*D], o[lo*D:hi*D]) })
 }
 
-func addTo(x, o []float32) {
-	for i := range x {
-		x[i] += o[i]
-	}
-}
+func addTo(x, o []float32) { kernels.AddTo(x, o) }
 
 // traceHidden completes the layer trace from moe (routing, expert outputs)
 // to the end of the layer (hidden state) and hands it to the Observer, a
@@ -520,9 +516,7 @@ func rmsNorm(y, x, w []float32, eps float32) {
 		ss += float64(v) * float64(v)
 	}
 	scale := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
-	for i, v := range x {
-		y[i] = (v * scale) * w[i]
-	}
+	kernels.ScaleMul(y[:len(x)], x, w, scale) // y[i] = (x[i]*scale)*w[i]
 }
 
 // firstNonFinite is the index of the first NaN or infinity in v, or -1.

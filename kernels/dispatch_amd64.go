@@ -21,6 +21,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.dotF32x2 = dotF32x2AVX2
 		k.axpy = axpyAVX2
 		k.maxF32, k.findF32 = maxF32AVX, findF32AVX
+		k.add, k.scaleMulVec = addAVX, scaleMulAVX
 		fused(quant.F32, 32, dotF32Vector)
 		k.q2 = &quant.Q2SearchKernels{Score: q2ScoreVector, Pack: quant.Q2SearchRef.Pack}
 		k.paths = "avx"
