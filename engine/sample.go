@@ -119,14 +119,9 @@ func (s *Sampler) sample(logits []float32, pool *kernels.Pool) int32 {
 // [lo, hi).
 func (s *Sampler) weigh(logits []float32, mx float64, lo, hi int, keyed bool) {
 	p, x := s.p[lo:hi], s.x[lo:hi]
-	inv := 1 / s.Temp
-	for j, v := range logits[lo:hi] {
-		x[j] = float32((float64(v) - mx) * inv)
-	}
+	kernels.ShiftScale(x, logits[lo:hi], mx, 1/s.Temp) // float32((float64(v) - mx) * (1/Temp))
 	kernels.ExpF32(x, x)
-	for j, e := range x {
-		p[j] = float64(e)
-	}
+	kernels.Widen(p, x)
 	if keyed {
 		keys := s.keys[lo:hi]
 		for j, v := range logits[lo:hi] {

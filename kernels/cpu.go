@@ -110,10 +110,13 @@ type kernelSet struct {
 	// positive multiple of 8.
 	swiglu func(h, u *float32, n int)
 	exp    func(dst, x *float32, n int)
-	// add and scaleMulVec are AddTo's and ScaleMul's loops over n values,
-	// n a positive multiple of 8.
-	add         func(x, o *float32, n int)
-	scaleMulVec func(y, x, w *float32, s float32, n int)
+	// add, scaleMulVec, shiftScaleVec and widenVec are AddTo's,
+	// ScaleMul's, ShiftScale's and Widen's loops over n values, n a
+	// positive multiple of 8.
+	add           func(x, o *float32, n int)
+	scaleMulVec   func(y, x, w *float32, s float32, n int)
+	shiftScaleVec func(x, v *float32, sub, mul float64, n int)
+	widenVec      func(p *float64, x *float32, n int)
 	// maxF32 and findF32 are Argmax's two passes over n values, n a
 	// positive multiple of 8: the largest value that is not NaN (x[0] not
 	// NaN), then the first index holding it (n where none does).

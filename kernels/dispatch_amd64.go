@@ -22,6 +22,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.axpy = axpyAVX2
 		k.maxF32, k.findF32 = maxF32AVX, findF32AVX
 		k.add, k.scaleMulVec = addAVX, scaleMulAVX
+		k.shiftScaleVec, k.widenVec = shiftScaleAVX, widenAVX
 		fused(quant.F32, 32, dotF32Vector)
 		k.q2 = &quant.Q2SearchKernels{Score: q2ScoreVector, Pack: quant.Q2SearchRef.Pack}
 		k.paths = "avx"

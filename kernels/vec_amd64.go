@@ -9,3 +9,9 @@ func addAVX(x, o *float32, n int)
 
 //go:noescape
 func scaleMulAVX(y, x, w *float32, s float32, n int)
+
+//go:noescape
+func shiftScaleAVX(x, v *float32, sub, mul float64, n int)
+
+//go:noescape
+func widenAVX(p *float64, x *float32, n int)

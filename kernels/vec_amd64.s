@@ -99,3 +99,49 @@ sm8:
 smdone:
 	VZEROUPPER
 	RET
+
+// func shiftScaleAVX(x *float32, v *float32, sub float64, mul float64, n int)
+// x[i] = float32((float64(v[i]) - sub) * mul), 8 at a time in two halves.
+TEXT ·shiftScaleAVX(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), DI
+	MOVQ v+8(FP), SI
+	VBROADCASTSD sub+16(FP), Y6
+	VBROADCASTSD mul+24(FP), Y7
+	MOVQ n+32(FP), CX
+
+ssloop:
+	VCVTPS2PD 0(SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VSUBPD    Y6, Y0, Y0
+	VSUBPD    Y6, Y1, Y1
+	VMULPD    Y7, Y0, Y0
+	VMULPD    Y7, Y1, Y1
+	VCVTPD2PSY Y0, X0
+	VCVTPD2PSY Y1, X1
+	VMOVUPS   X0, 0(DI)
+	VMOVUPS   X1, 16(DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ  ssloop
+	VZEROUPPER
+	RET
+
+// func widenAVX(p *float64, x *float32, n int)
+// p[i] = float64(x[i]), exact.
+TEXT ·widenAVX(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+
+wdloop:
+	VCVTPS2PD 0(SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VMOVUPD   Y0, 0(DI)
+	VMOVUPD   Y1, 32(DI)
+	ADDQ $32, SI
+	ADDQ $64, DI
+	SUBQ $8, CX
+	JNZ  wdloop
+	VZEROUPPER
+	RET
