@@ -59,8 +59,12 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 	maxN, lo := 0, 0
 	for _, sp := range spans {
 		ss := sp.s
-		ss.kcache[l] = append(ss.kcache[l], k[lo*kdim:(lo+sp.n)*kdim]...)
-		ss.vcache[l] = append(ss.vcache[l], v[lo*vdim:(lo+sp.n)*vdim]...)
+		for t := lo; t < lo+sp.n; t++ {
+			for h := range ss.kcache[l] {
+				ss.kcache[l][h] = append(ss.kcache[l][h], k[t*kdim+h*hd:t*kdim+(h+1)*hd]...)
+				ss.vcache[l][h] = append(ss.vcache[l][h], v[t*vdim+h*vd:t*vdim+(h+1)*vd]...)
+			}
+		}
 		maxN = max(maxN, ss.Pos+sp.n)
 		lo += sp.n
 	}
@@ -78,7 +82,7 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 		a.cos, a.sin = sc.ropeCos, sc.ropeSin
 		// Room for every position the cache has room for, so that the
 		// buffer grows with the cache, not with each step.
-		a.perHead = grow(&sc.scores, c.Heads*max(maxN, cap(spans[0].s.kcache[l])/kdim))[:c.Heads*maxN]
+		a.perHead = grow(&sc.scores, c.Heads*max(maxN, cap(spans[0].s.kcache[l][0])/hd))[:c.Heads*maxN]
 	}
 	m.Pool.Parallel(T*c.Heads, maxN*(hd+vd), a.fn)
 	*a = attnPass{fn: a.fn}
@@ -112,7 +116,6 @@ type attnPass struct {
 func (a *attnPass) run(lo, hi int) {
 	c, L, q, out := a.c, a.L, a.q, a.out
 	hd, vd := c.HeadDim, c.ValueDim
-	kdim, vdim := c.HeadsKV*hd, c.HeadsKV*vd
 	group := c.Heads / c.HeadsKV
 	qstride, hstride, maxN := a.qstride, a.hstride, a.maxN
 	var scores []float32
@@ -125,8 +128,8 @@ func (a *attnPass) run(lo, hi int) {
 		}
 		t, h := i/c.Heads, i%c.Heads
 		j, pos := spanOf(a.spans, t)
-		kc, vc := a.spans[j].s.kcache[a.l], a.spans[j].s.vcache[a.l]
 		kvh := h / group
+		kc, vc := a.spans[j].s.kcache[a.l][kvh], a.spans[j].s.vcache[a.l][kvh]
 		n := pos + 1
 		qh := q[t*qstride+h*hstride : t*qstride+h*hstride+hd]
 		if a.cos != nil {
@@ -135,7 +138,7 @@ func (a *attnPass) run(lo, hi int) {
 		// score_j = DotF32(key j, q) * scale; o = sum_j p_j * value j
 		// in position order (kernels.AttnScores, AttnSum).
 		sc := scores[:n]
-		kernels.AttnScores(sc, qh, kc[kvh*hd:], kdim, a.scale)
+		kernels.AttnScores(sc, qh, kc, hd, a.scale)
 		mx := float32(math.Inf(-1))
 		for _, v := range sc {
 			mx = max(mx, v)
@@ -162,7 +165,7 @@ func (a *attnPass) run(lo, hi int) {
 		}
 		o := out[t*c.Heads*vd+h*vd : t*c.Heads*vd+(h+1)*vd]
 		clear(o)
-		kernels.AttnSum(o, sc, vc[kvh*vd:], vdim)
+		kernels.AttnSum(o, sc, vc, vd)
 		if L.QGate {
 			g := q[t*qstride+h*hstride+hd : t*qstride+(h+1)*hstride]
 			for i := range o {
