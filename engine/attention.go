@@ -122,6 +122,17 @@ func (a *attnPass) run(lo, hi int) {
 	if a.perHead == nil {
 		scores = make([]float32, maxN)
 	}
+	if a.cos != nil {
+		// A decode token's query heads (i = h), two at a time.
+		head := func(h int) []float32 { return q[h*hstride : h*hstride+hd] }
+		for h := lo; h < hi; h += 2 {
+			if h+1 < hi {
+				normRotatePair(head(h), head(h+1), L.QNorm, c.Eps, a.cos, a.sin)
+			} else {
+				normRotateHead(head(h), L.QNorm, c.Eps, a.cos, a.sin)
+			}
+		}
+	}
 	for i := lo; i < hi; i++ {
 		if a.perHead != nil {
 			scores = a.perHead[i*maxN : (i+1)*maxN]
@@ -132,9 +143,6 @@ func (a *attnPass) run(lo, hi int) {
 		kc, vc := a.spans[j].s.kcache[a.l][kvh], a.spans[j].s.vcache[a.l][kvh]
 		n := pos + 1
 		qh := q[t*qstride+h*hstride : t*qstride+h*hstride+hd]
-		if a.cos != nil {
-			normRotateHead(qh, L.QNorm, c.Eps, a.cos, a.sin)
-		}
 		// score_j = DotF32(key j, q) * scale; o = sum_j p_j * value j
 		// in position order (kernels.AttnScores, AttnSum).
 		sc := scores[:n]
@@ -191,7 +199,11 @@ func (s *Session) normRotate(L *Layer, q, k []float32, hstride int, cos, sin []f
 func (s *Session) normRotateKeys(L *Layer, k []float32, cos, sin []float32) {
 	c := &s.m.Config
 	hd := c.HeadDim
-	for h := 0; h < c.HeadsKV; h++ {
+	h := 0
+	for ; h+1 < c.HeadsKV; h += 2 {
+		normRotatePair(k[h*hd:(h+1)*hd], k[(h+1)*hd:(h+2)*hd], L.KNorm, c.Eps, cos, sin)
+	}
+	if h < c.HeadsKV {
 		normRotateHead(k[h*hd:(h+1)*hd], L.KNorm, c.Eps, cos, sin)
 	}
 }
@@ -201,6 +213,15 @@ func (s *Session) normRotateKeys(L *Layer, k []float32, cos, sin []float32) {
 func normRotateHead(x, w []float32, eps float32, cos, sin []float32) {
 	rmsNorm(x, x, w, eps)
 	rotate(x, cos, sin)
+}
+
+// normRotatePair is normRotateHead of two heads of one length, their sums
+// of squares side by side (rmsNorm2): the serial float64 sum is most of a
+// head's norm, and two run in the time of one.
+func normRotatePair(x0, x1, w []float32, eps float32, cos, sin []float32) {
+	rmsNorm2(x0, x1, w, eps)
+	rotate(x0, cos, sin)
+	rotate(x1, cos, sin)
 }
 
 // rope is the rotary embedding of a model: theta_i = base^(-2i/RopeDims)

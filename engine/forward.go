@@ -528,6 +528,22 @@ func rmsNorm(y, x, w []float32, eps float32) {
 	kernels.ScaleMul(y[:len(x)], x, w, scale) // y[i] = (x[i]*scale)*w[i]
 }
 
+// rmsNorm2 is rmsNorm(x0, x0, w, eps) and rmsNorm(x1, x1, w, eps), x0 and
+// x1 of one length, in one loop: each sum of squares in its own order, the
+// two chains side by side.
+func rmsNorm2(x0, x1, w []float32, eps float32) {
+	x1 = x1[:len(x0)]
+	var ss0, ss1 float64
+	for i, v := range x0 {
+		u := x1[i]
+		ss0 += float64(v) * float64(v)
+		ss1 += float64(u) * float64(u)
+	}
+	n := float64(len(x0))
+	kernels.ScaleMul(x0, x0, w, float32(1/math.Sqrt(ss0/n+float64(eps))))
+	kernels.ScaleMul(x1, x1, w, float32(1/math.Sqrt(ss1/n+float64(eps))))
+}
+
 // firstNonFinite is the index of the first NaN or infinity in v, or -1.
 // A finite sum of squares (kernels.DotF32, vector code) proves every
 // element finite; only a non-finite one, or an overflow, needs the scan.
