@@ -519,7 +519,16 @@ func rmsNorm(y, x, w []float32, eps float32) {
 	for _, v := range x {
 		ss += float64(v) * float64(v)
 	}
-	scale := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
+	scaleRow(y, x, w, rmsScale(ss, len(x), eps))
+}
+
+// rmsScale is the RMS norm's scale of n values whose squares sum to ss.
+func rmsScale(ss float64, n int, eps float32) float32 {
+	return float32(1 / math.Sqrt(ss/float64(n)+float64(eps)))
+}
+
+// scaleRow sets y[i] = (x[i] * scale) * w[i].
+func scaleRow(y, x, w []float32, scale float32) {
 	for i, v := range x {
 		y[i] = (v * scale) * w[i]
 	}
