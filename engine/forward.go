@@ -524,8 +524,17 @@ func rmsNorm(y, x, w []float32, eps float32) {
 	for _, v := range x {
 		ss += float64(v) * float64(v)
 	}
-	scale := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
-	kernels.ScaleMul(y[:len(x)], x, w, scale) // y[i] = (x[i]*scale)*w[i]
+	scaleRow(y, x, w, rmsScale(ss, len(x), eps))
+}
+
+// rmsScale is the RMS norm's scale of n values whose squares sum to ss.
+func rmsScale(ss float64, n int, eps float32) float32 {
+	return float32(1 / math.Sqrt(ss/float64(n)+float64(eps)))
+}
+
+// scaleRow sets y[i] = (x[i] * scale) * w[i] (kernels.ScaleMul, the scalar loop's bits).
+func scaleRow(y, x, w []float32, scale float32) {
+	kernels.ScaleMul(y[:len(x)], x, w, scale)
 }
 
 // rmsNorm2 is rmsNorm(x0, x0, w, eps) and rmsNorm(x1, x1, w, eps), x0 and
