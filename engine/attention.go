@@ -59,8 +59,12 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 	maxN, lo := 0, 0
 	for _, sp := range spans {
 		ss := sp.s
-		ss.kcache[l] = append(ss.kcache[l], k[lo*kdim:(lo+sp.n)*kdim]...)
-		ss.vcache[l] = append(ss.vcache[l], v[lo*vdim:(lo+sp.n)*vdim]...)
+		for t := lo; t < lo+sp.n; t++ {
+			for h := range ss.kcache[l] {
+				ss.kcache[l][h] = append(ss.kcache[l][h], k[t*kdim+h*hd:t*kdim+(h+1)*hd]...)
+				ss.vcache[l][h] = append(ss.vcache[l][h], v[t*vdim+h*vd:t*vdim+(h+1)*vd]...)
+			}
+		}
 		maxN = max(maxN, ss.Pos+sp.n)
 		lo += sp.n
 	}
@@ -78,7 +82,7 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 		a.cos, a.sin = sc.ropeCos, sc.ropeSin
 		// Room for every position the cache has room for, so that the
 		// buffer grows with the cache, not with each step.
-		a.perHead = grow(&sc.scores, c.Heads*max(maxN, cap(spans[0].s.kcache[l])/kdim))[:c.Heads*maxN]
+		a.perHead = grow(&sc.scores, c.Heads*max(maxN, cap(spans[0].s.kcache[l][0])/hd))[:c.Heads*maxN]
 	}
 	m.Pool.Parallel(T*c.Heads, maxN*(hd+vd), a.fn)
 	*a = attnPass{fn: a.fn}
@@ -112,12 +116,22 @@ type attnPass struct {
 func (a *attnPass) run(lo, hi int) {
 	c, L, q, out := a.c, a.L, a.q, a.out
 	hd, vd := c.HeadDim, c.ValueDim
-	kdim, vdim := c.HeadsKV*hd, c.HeadsKV*vd
 	group := c.Heads / c.HeadsKV
 	qstride, hstride, maxN := a.qstride, a.hstride, a.maxN
 	var scores []float32
 	if a.perHead == nil {
 		scores = make([]float32, maxN)
+	}
+	if a.cos != nil {
+		// A decode token's query heads (i = h), two at a time.
+		head := func(h int) []float32 { return q[h*hstride : h*hstride+hd] }
+		for h := lo; h < hi; h += 2 {
+			if h+1 < hi {
+				normRotatePair(head(h), head(h+1), L.QNorm, c.Eps, a.cos, a.sin)
+			} else {
+				normRotateHead(head(h), L.QNorm, c.Eps, a.cos, a.sin)
+			}
+		}
 	}
 	for i := lo; i < hi; i++ {
 		if a.perHead != nil {
@@ -125,17 +139,14 @@ func (a *attnPass) run(lo, hi int) {
 		}
 		t, h := i/c.Heads, i%c.Heads
 		j, pos := spanOf(a.spans, t)
-		kc, vc := a.spans[j].s.kcache[a.l], a.spans[j].s.vcache[a.l]
 		kvh := h / group
+		kc, vc := a.spans[j].s.kcache[a.l][kvh], a.spans[j].s.vcache[a.l][kvh]
 		n := pos + 1
 		qh := q[t*qstride+h*hstride : t*qstride+h*hstride+hd]
-		if a.cos != nil {
-			normRotateHead(qh, L.QNorm, c.Eps, a.cos, a.sin)
-		}
 		// score_j = DotF32(key j, q) * scale; o = sum_j p_j * value j
 		// in position order (kernels.AttnScores, AttnSum).
 		sc := scores[:n]
-		kernels.AttnScores(sc, qh, kc[kvh*hd:], kdim, a.scale)
+		kernels.AttnScores(sc, qh, kc, hd, a.scale)
 		mx := float32(math.Inf(-1))
 		for _, v := range sc {
 			mx = max(mx, v)
@@ -162,7 +173,7 @@ func (a *attnPass) run(lo, hi int) {
 		}
 		o := out[t*c.Heads*vd+h*vd : t*c.Heads*vd+(h+1)*vd]
 		clear(o)
-		kernels.AttnSum(o, sc, vc[kvh*vd:], vdim)
+		kernels.AttnSum(o, sc, vc, vd)
 		if L.QGate {
 			g := q[t*qstride+h*hstride+hd : t*qstride+(h+1)*hstride]
 			for i := range o {
@@ -188,7 +199,11 @@ func (s *Session) normRotate(L *Layer, q, k []float32, hstride int, cos, sin []f
 func (s *Session) normRotateKeys(L *Layer, k []float32, cos, sin []float32) {
 	c := &s.m.Config
 	hd := c.HeadDim
-	for h := 0; h < c.HeadsKV; h++ {
+	h := 0
+	for ; h+1 < c.HeadsKV; h += 2 {
+		normRotatePair(k[h*hd:(h+1)*hd], k[(h+1)*hd:(h+2)*hd], L.KNorm, c.Eps, cos, sin)
+	}
+	if h < c.HeadsKV {
 		normRotateHead(k[h*hd:(h+1)*hd], L.KNorm, c.Eps, cos, sin)
 	}
 }
@@ -198,6 +213,15 @@ func (s *Session) normRotateKeys(L *Layer, k []float32, cos, sin []float32) {
 func normRotateHead(x, w []float32, eps float32, cos, sin []float32) {
 	rmsNorm(x, x, w, eps)
 	rotate(x, cos, sin)
+}
+
+// normRotatePair is normRotateHead of two heads of one length, their sums
+// of squares side by side (rmsNorm2): the serial float64 sum is most of a
+// head's norm, and two run in the time of one.
+func normRotatePair(x0, x1, w []float32, eps float32, cos, sin []float32) {
+	rmsNorm2(x0, x1, w, eps)
+	rotate(x0, cos, sin)
+	rotate(x1, cos, sin)
 }
 
 // rope is the rotary embedding of a model: theta_i = base^(-2i/RopeDims)

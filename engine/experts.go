@@ -26,6 +26,9 @@ type ExpertStore interface {
 	Guess(layer int, ids []int)
 	// Resident reports whether the expert is in memory or being read.
 	Resident(layer, e int) bool
+	// Absent appends to dst the experts of ids of layer that are not
+	// Resident, in ids' order, from one look at the store.
+	Absent(layer int, ids, dst []int) []int
 	// Ready reports whether Get would return at once (in memory, read).
 	Ready(layer, e int) bool
 	// WaitAny waits until Get of one of experts ids of layer would not
@@ -132,6 +135,9 @@ func (s *mappedExperts) Ready(layer, e int) bool           { return true }
 func (s *mappedExperts) WaitAny(layer int, ids []int)      {}
 func (s *mappedExperts) ReadAhead() int                    { return 0 }
 func (s *mappedExperts) Close() error                      { return nil }
+
+// Absent is none: every expert is mapped.
+func (s *mappedExperts) Absent(layer int, ids, dst []int) []int { return dst }
 
 func isDir(path string) bool {
 	st, err := os.Stat(path)

@@ -68,8 +68,12 @@ type Routing struct {
 type Session struct {
 	m   *Model
 	Pos int
-	// kcache/vcache per attention layer: position-major [pos][HeadsKV*dim].
-	kcache, vcache [][]float32
+	// kcache/vcache per attention layer, per KV head: position-major
+	// [pos][dim], each head's positions contiguous (a query head's scores
+	// and sums walk one head's keys and values: at a stride of all the heads'
+	// the positions of one head met in a few of L1's sets and evicted each
+	// other).
+	kcache, vcache [][][]float32
 	// delta per layer: the recurrent state, nil for attention layers.
 	delta    []*deltaState
 	Observer Observer
@@ -114,15 +118,17 @@ type SessionStats struct {
 func (m *Model) NewSession() *Session {
 	s := &Session{
 		m:        m,
-		kcache:   make([][]float32, m.Config.Layers),
-		vcache:   make([][]float32, m.Config.Layers),
+		kcache:   make([][][]float32, m.Config.Layers),
+		vcache:   make([][][]float32, m.Config.Layers),
 		delta:    make([]*deltaState, m.Config.Layers),
 		MaxBatch: 64,
 	}
 	for l := range m.Layers {
 		if m.Layers[l].Delta != nil {
 			s.delta[l] = newDeltaState(&m.Config.SSM)
+			continue
 		}
+		s.kcache[l], s.vcache[l] = make([][]float32, m.Config.HeadsKV), make([][]float32, m.Config.HeadsKV)
 	}
 	return s
 }
@@ -138,8 +144,10 @@ func (s *Session) Reserve(n int) {
 		if s.delta[l] != nil {
 			continue
 		}
-		s.kcache[l] = slices.Grow(s.kcache[l], n*c.HeadsKV*c.HeadDim-len(s.kcache[l]))
-		s.vcache[l] = slices.Grow(s.vcache[l], n*c.HeadsKV*c.ValueDim-len(s.vcache[l]))
+		for h := range s.kcache[l] {
+			s.kcache[l][h] = slices.Grow(s.kcache[l][h], n*c.HeadDim-len(s.kcache[l][h]))
+			s.vcache[l][h] = slices.Grow(s.vcache[l][h], n*c.ValueDim-len(s.vcache[l][h]))
+		}
 	}
 }
 
@@ -150,8 +158,10 @@ func (s *Session) Model() *Model { return s.m }
 func (s *Session) Reset() {
 	s.Pos = 0
 	for i := range s.kcache {
-		s.kcache[i] = s.kcache[i][:0]
-		s.vcache[i] = s.vcache[i][:0]
+		for h := range s.kcache[i] {
+			s.kcache[i][h] = s.kcache[i][h][:0]
+			s.vcache[i][h] = s.vcache[i][h][:0]
+		}
 		if s.delta[i] != nil {
 			s.delta[i].reset()
 		}
@@ -204,11 +214,10 @@ func (s *Session) forward(ids []int32, all bool, dst []float32) ([]float32, erro
 			// session stays usable at its last good position (the failed
 			// batch's recurrent states were never committed).
 			for l := range s.kcache {
-				if s.delta[l] != nil {
-					continue
+				for h := range s.kcache[l] {
+					s.kcache[l][h] = s.kcache[l][h][:s.Pos*c.HeadDim]
+					s.vcache[l][h] = s.vcache[l][h][:s.Pos*c.ValueDim]
 				}
-				s.kcache[l] = s.kcache[l][:s.Pos*c.HeadsKV*c.HeadDim]
-				s.vcache[l] = s.vcache[l][:s.Pos*c.HeadsKV*c.ValueDim]
 			}
 			s.trace = nil
 			return nil, err
@@ -461,11 +470,7 @@ func (s *Session) addRows(x, o []float32, T int) {
 	s.m.Pool.Parallel(T, 2*D, func(lo, hi int) { addTo(x[lo*D:hi*D], o[lo*D:hi*D]) })
 }
 
-func addTo(x, o []float32) {
-	for i := range x {
-		x[i] += o[i]
-	}
-}
+func addTo(x, o []float32) { kernels.AddTo(x, o) }
 
 // traceHidden completes the layer trace from moe (routing, expert outputs)
 // to the end of the layer (hidden state) and hands it to the Observer, a
@@ -519,10 +524,33 @@ func rmsNorm(y, x, w []float32, eps float32) {
 	for _, v := range x {
 		ss += float64(v) * float64(v)
 	}
-	scale := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
-	for i, v := range x {
-		y[i] = (v * scale) * w[i]
+	scaleRow(y, x, w, rmsScale(ss, len(x), eps))
+}
+
+// rmsScale is the RMS norm's scale of n values whose squares sum to ss.
+func rmsScale(ss float64, n int, eps float32) float32 {
+	return float32(1 / math.Sqrt(ss/float64(n)+float64(eps)))
+}
+
+// scaleRow sets y[i] = (x[i] * scale) * w[i] (kernels.ScaleMul, the scalar loop's bits).
+func scaleRow(y, x, w []float32, scale float32) {
+	kernels.ScaleMul(y[:len(x)], x, w, scale)
+}
+
+// rmsNorm2 is rmsNorm(x0, x0, w, eps) and rmsNorm(x1, x1, w, eps), x0 and
+// x1 of one length, in one loop: each sum of squares in its own order, the
+// two chains side by side.
+func rmsNorm2(x0, x1, w []float32, eps float32) {
+	x1 = x1[:len(x0)]
+	var ss0, ss1 float64
+	for i, v := range x0 {
+		u := x1[i]
+		ss0 += float64(v) * float64(v)
+		ss1 += float64(u) * float64(u)
 	}
+	n := float64(len(x0))
+	kernels.ScaleMul(x0, x0, w, float32(1/math.Sqrt(ss0/n+float64(eps))))
+	kernels.ScaleMul(x1, x1, w, float32(1/math.Sqrt(ss1/n+float64(eps))))
 }
 
 // firstNonFinite is the index of the first NaN or infinity in v, or -1.

@@ -98,13 +98,15 @@ func (s *Session) raGuess(l, T int, xs [raKinds][]float32, sc [raKinds]*raScore)
 		}
 	}
 	xn := s.sc.floats(n * T * D)
+	var ins, outs [raKinds][]float32
 	j := 0
 	for _, x := range xs {
 		if x != nil {
-			rmsNormRows(xn[j*T*D:(j+1)*T*D], x, L.FFNNorm, D, c.Eps)
+			ins[j], outs[j] = x, xn[j*T*D:(j+1)*T*D]
 			j++
 		}
 	}
+	rmsNormKinds(outs, ins, L.FFNNorm, D, c.Eps)
 	scores := s.sc.floats(n * T * E)
 	if T == 1 {
 		// One pass of row products (a batch's product of so few rows is
@@ -134,14 +136,46 @@ func (s *Session) raGuess(l, T int, xs [raKinds][]float32, sc [raKinds]*raScore)
 		j++
 		out[k] = append(s.raGuesses[k][:0], guess...)
 		s.raGuesses[k] = out[k]
-		sc[k].pending = sc[k].pending[:0]
-		for _, e := range guess {
-			if !m.Experts.Resident(l, e) {
-				sc[k].pending = append(sc[k].pending, e)
+		sc[k].pending = m.Experts.Absent(l, guess, sc[k].pending[:0])
+	}
+	return out
+}
+
+// rmsNormKinds is rmsNormRows(ys[k], xs[k], w, n, eps) for each kind k
+// whose xs[k] is not nil (xs[0] never is; every kind has as many rows):
+// the kinds' sums of squares run side by side, each in rmsNorm's order
+// (its bits), so the three latency-bound chains of float64 adds cost
+// about one.
+func rmsNormKinds(ys, xs [raKinds][]float32, w []float32, n int, eps float32) {
+	for r := 0; r+n <= len(xs[0]); r += n {
+		var in [raKinds][]float32
+		for k := range in {
+			in[k] = xs[0][r : r+n]
+			if xs[k] != nil {
+				in[k] = xs[k][r : r+n]
+			}
+		}
+		var ss [raKinds]float64
+		ss[0], ss[1], ss[2] = sumSquares3(in[0], in[1], in[2])
+		for k, x := range xs {
+			if x != nil {
+				scaleRow(ys[k][r:r+n], in[k], w, rmsScale(ss[k], n, eps))
 			}
 		}
 	}
-	return out
+}
+
+// sumSquares3 is the sums of squares of a, b and c (len(a) each), each
+// in float64 from the first element to the last, as rmsNorm sums.
+func sumSquares3(a, b, c []float32) (sa, sb, sc float64) {
+	b, c = b[:len(a)], c[:len(a)]
+	for i, u := range a {
+		v, w := b[i], c[i]
+		sa += float64(u) * float64(u)
+		sb += float64(v) * float64(v)
+		sc += float64(w) * float64(w)
+	}
+	return sa, sb, sc
 }
 
 // raMixer keeps the last token's token-mixer output o (its rows [T][Embd])

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -139,6 +141,45 @@ func TestReadAheadBeats(t *testing.T) {
 	} {
 		if got := tc.a.beats(&tc.b); got != tc.want {
 			t.Errorf("%+v beats %+v: %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// TestRMSNormKinds: read-ahead's norms of one to three kinds side by side
+// give rmsNormRows' bits for each kind, over rows of every length 1..70
+// and values of widely different magnitudes.
+func TestRMSNormKinds(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	val := func() float32 { return float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(9)-4))) }
+	for n := 1; n <= 70; n++ {
+		const T = 3
+		w := make([]float32, n)
+		for i := range w {
+			w[i] = val()
+		}
+		for _, kinds := range [][raKinds]bool{{true}, {true, true}, {true, false, true}, {true, true, true}} {
+			var xs, ys [raKinds][]float32
+			for k, on := range kinds {
+				if on {
+					xs[k], ys[k] = make([]float32, T*n), make([]float32, T*n)
+					for i := range xs[k] {
+						xs[k][i] = val()
+					}
+				}
+			}
+			rmsNormKinds(ys, xs, w, n, 1e-6)
+			for k, x := range xs {
+				if x == nil {
+					continue
+				}
+				want := make([]float32, T*n)
+				rmsNormRows(want, x, w, n, 1e-6)
+				for i := range want {
+					if math.Float32bits(ys[k][i]) != math.Float32bits(want[i]) {
+						t.Fatalf("n %d kinds %v: kind %d element %d: %v, rmsNormRows %v", n, kinds, k, i, ys[k][i], want[i])
+					}
+				}
+			}
 		}
 	}
 }

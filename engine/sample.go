@@ -35,16 +35,9 @@ func NewSampler(temp, topP float64, seed uint64) *Sampler {
 	return &Sampler{Temp: temp, TopP: topP, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 }
 
-// Argmax is the index of the largest logit, ties to the lower id.
-func Argmax(logits []float32) int32 {
-	best := 0
-	for i, v := range logits {
-		if v > logits[best] {
-			best = i
-		}
-	}
-	return int32(best)
-}
+// Argmax is the index of the largest logit, ties to the lower id
+// (kernels.Argmax: vector code).
+func Argmax(logits []float32) int32 { return int32(kernels.Argmax(logits)) }
 
 // Sample draws one token id: the candidates in descending probability
 // (ties to the lower id), cut to the smallest prefix whose probabilities
@@ -126,14 +119,9 @@ func (s *Sampler) sample(logits []float32, pool *kernels.Pool) int32 {
 // [lo, hi).
 func (s *Sampler) weigh(logits []float32, mx float64, lo, hi int, keyed bool) {
 	p, x := s.p[lo:hi], s.x[lo:hi]
-	inv := 1 / s.Temp
-	for j, v := range logits[lo:hi] {
-		x[j] = float32((float64(v) - mx) * inv)
-	}
+	kernels.ShiftScale(x, logits[lo:hi], mx, 1/s.Temp) // float32((float64(v) - mx) * (1/Temp))
 	kernels.ExpF32(x, x)
-	for j, e := range x {
-		p[j] = float64(e)
-	}
+	kernels.Widen(p, x)
 	if keyed {
 		keys := s.keys[lo:hi]
 		for j, v := range logits[lo:hi] {

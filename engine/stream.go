@@ -829,6 +829,19 @@ func (s *PackStore) Resident(layer, e int) bool {
 	return i >= 0 && s.slots[i].state != slotFailed
 }
 
+// Absent appends to dst the experts of ids of layer not in the arena (nor
+// on their way), taking the store's lock once.
+func (s *PackStore) Absent(layer int, ids, dst []int) []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range ids {
+		if i := s.where[layer*s.cfg.Experts+e]; i < 0 || s.slots[i].state == slotFailed {
+			dst = append(dst, e)
+		}
+	}
+	return dst
+}
+
 // Ready reports whether the expert is in the arena and read.
 func (s *PackStore) Ready(layer, e int) bool {
 	s.mu.Lock()

@@ -80,7 +80,8 @@ type kernelSet struct {
 	// q8dotDecoded adds their terms against one activation row to the lanes.
 	q8decode     [quant.NumTypes]func(row []byte, g0, ng int, d *q8Decoded)
 	q8dotDecoded func(d *q8Decoded, ng int, x *Q8Row, g0 int, l *[8]float32)
-	// q8quant is QuantizeQ8Row's loop over whole blocks; false when it
+	// q8quant is QuantizeQ8Row's loop over whole blocks, codes, scales,
+	// sums and the padded plane order q2 (q2PlaneOrder's); false when it
 	// met a NaN (the portable loop then quantizes the row).
 	q8quant func(x []float32, r *Q8Row) bool
 	// q8dotTile2 is q8dotDecoded for two activation rows at once against
@@ -109,6 +110,18 @@ type kernelSet struct {
 	// positive multiple of 8.
 	swiglu func(h, u *float32, n int)
 	exp    func(dst, x *float32, n int)
+	// add, scaleMulVec, shiftScaleVec and widenVec are AddTo's,
+	// ScaleMul's, ShiftScale's and Widen's loops over n values, n a
+	// positive multiple of 8.
+	add           func(x, o *float32, n int)
+	scaleMulVec   func(y, x, w *float32, s float32, n int)
+	shiftScaleVec func(x, v *float32, sub, mul float64, n int)
+	widenVec      func(p *float64, x *float32, n int)
+	// maxF32 and findF32 are Argmax's two passes over n values, n a
+	// positive multiple of 8: the largest value that is not NaN (x[0] not
+	// NaN), then the first index holding it (n where none does).
+	maxF32  func(x *float32, n int) float32
+	findF32 func(x *float32, n int, v float32) int
 	// xorReadVec is XORRead's loop over n bytes, n a positive multiple of
 	// xorReadUnit.
 	xorReadVec func(p *byte, n int) uint64

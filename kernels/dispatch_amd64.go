@@ -20,6 +20,9 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.dotF32 = dotF32AVX2
 		k.dotF32x2 = dotF32x2AVX2
 		k.axpy = axpyAVX2
+		k.maxF32, k.findF32 = maxF32AVX, findF32AVX
+		k.add, k.scaleMulVec = addAVX, scaleMulAVX
+		k.shiftScaleVec, k.widenVec = shiftScaleAVX, widenAVX
 		fused(quant.F32, 32, dotF32Vector)
 		k.q2 = &quant.Q2SearchKernels{Score: q2ScoreVector, Pack: quant.Q2SearchRef.Pack}
 		k.paths = "avx"
@@ -43,7 +46,6 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8dotTile2 = q8dotTile2Vector
 		k.q8dotTile2H = q8dotTile2HVector
 		k.q8decodeHalves[quant.Q6_K] = q8decodeQ6KHalves
-		k.q8quant = q8quantVector
 		k.bf16dot = bf16dotVector
 		k.xorReadVec = xorReadAVX2
 		k.swiglu = swigluAVX2
@@ -78,6 +80,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 			k.q8dot[t] = func(row []byte, x *Q8Row) ([8]float32, int) { return q8dotIQGroups(t, row, x) }
 		}
 		k.q8dotDecoded = q8dotDecodedVector
+		k.q8quant = q8quantVector
 		k.q8rows[quant.Q8_0] = rowsQ8_0AVX2Walk
 		k.q8rows[quant.Q2_0] = rowsQ2_0AVX2
 		k.q8decodeHalves[quant.Q3_K] = q8decodeQ3KHalves

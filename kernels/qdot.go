@@ -118,8 +118,8 @@ func (k *kernelSet) quantizeQ8Row(x []float32, r *Q8Row) error {
 			}
 			r.sums[b] = sum
 		}
+		q2PlaneOrder(r.q2[:32*pb], r.qs[:32*pb])
 	}
-	q2PlaneOrder(r.q2[:32*pb], r.qs[:32*pb])
 	r.q2 = r.q2[:n]
 	r.q2t = q2TailPlanes(r.q2t, r.q2[:32*pb], nb)
 	return nil

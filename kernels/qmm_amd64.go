@@ -81,21 +81,29 @@ func q8dotTile2Vector512(d *[qmmRows]q8Decoded, nr, whole, half int, x0, x1 *Q8R
 }
 
 //go:noescape
-func q8quantAVX2(x *float32, nb int, qs *int8, d *float32, sums *int32) bool
+func q8quantAVX2(x *float32, nb int, qs *int8, d *float32, sums *int32, q2 *int8) bool
 
-// q8quantVector is QuantizeQ8Row's loop on AVX2 (quant8_amd64.s); false
-// when the row holds a NaN (the portable loop takes it).
+//go:noescape
+func roundFP16F16C(d *float32, n int)
+
+// q8quantVector is QuantizeQ8Row's loop on AVX2 and F16C (quant8_amd64.s):
+// codes, sums and the codes' plane order in one pass, then the scales
+// through fp16 (the padding's zeros stay zero); false when the row holds a
+// NaN (the portable loop takes it).
 func q8quantVector(x []float32, r *Q8Row) bool {
 	nb := len(x) / 32
 	if nb == 0 {
 		return true
 	}
-	if q8quantAVX2(&x[0], nb, &r.qs[0], &r.d[0], &r.sums[0]) {
+	pb := (nb + 7) / 8 * 8
+	q2 := r.q2[:32*pb]
+	if nb%8 != 0 {
+		clear(q2[256*(nb/8):]) // the padding's planes, between the codes'
+	}
+	if q8quantAVX2(&x[0], nb, &r.qs[0], &r.d[0], &r.sums[0], &q2[0]) {
 		return false
 	}
-	for b, d := range r.d {
-		r.d[b] = quant.FP16ToFloat32(quant.Float32ToFP16(d))
-	}
+	roundFP16F16C(&r.d[:pb][0], pb)
 	return true
 }
 

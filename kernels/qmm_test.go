@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stratactl/stratactl/quant"
@@ -252,6 +253,10 @@ func TestQuantizeQ8RowSetsMatchPortable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(57, 58))
 	specials := []float32{float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), float32(math.Copysign(0, -1)),
 		1e-40, -3e-45, 3e38, -3e38, 127, -127, 126.5, -126.5, 0.5, -0.5, 2.5, -3.5, 1.4999999, -1.5000001}
+	reused := map[string]*Q8Row{}
+	for _, s := range testSets() {
+		reused[s.name] = new(Q8Row)
+	}
 	for n := 0; n <= 4096; n += 32 {
 		x := gaussians(rng, n, []float64{1e-30, 1e-3, 1, 1e4, 1e30}[rng.IntN(5)])
 		switch k := rng.IntN(4); {
@@ -275,6 +280,16 @@ func TestQuantizeQ8RowSetsMatchPortable(t *testing.T) {
 			if err := s.k.quantizeQ8Row(x, &got); err != nil {
 				t.Fatal(err)
 			}
+			checkQ8RowPlanes(t, fmt.Sprintf("n=%d on %s", n, s.name), &got, &want)
+			// A row reused after a longer one of other codes: its padding
+			// (codes and planes) is zero again.
+			if err := s.k.quantizeQ8Row(gaussians(rng, 4096, 1), reused[s.name]); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.k.quantizeQ8Row(x, reused[s.name]); err != nil {
+				t.Fatal(err)
+			}
+			checkQ8RowPlanes(t, fmt.Sprintf("n=%d on %s, reused", n, s.name), reused[s.name], &want)
 			for i := range want.qs {
 				if got.qs[i] != want.qs[i] {
 					t.Fatalf("n=%d on %s: code %d is %d, want %d (x %g)", n, s.name, i, got.qs[i], want.qs[i], x[i])
@@ -288,6 +303,35 @@ func TestQuantizeQ8RowSetsMatchPortable(t *testing.T) {
 			if len(got.qs) != n || !got.padded(8*((len(got.d)-1)/8)) && n > 0 {
 				t.Fatalf("n=%d on %s: %d codes, padded %v", n, s.name, len(got.qs), got.padded(0))
 			}
+		}
+	}
+}
+
+// checkQ8RowPlanes fails unless got holds want's codes, scales and sums
+// and its plane orders (q2 over the padded groups, q2t), padding included.
+func checkQ8RowPlanes(t *testing.T, what string, got, want *Q8Row) {
+	t.Helper()
+	nb := len(want.d)
+	pb := (nb + 7) / 8 * 8
+	if len(got.d) != nb || cap(got.qs) < 32*pb || cap(got.q2) < 32*pb || len(got.q2) != len(want.q2) {
+		t.Fatalf("%s: %d blocks (want %d), capacities %d, %d, q2 of %d (want %d)", what, len(got.d), nb, cap(got.qs), cap(got.q2), len(got.q2), len(want.q2))
+	}
+	for i, c := range want.qs[:32*pb] {
+		if g := got.qs[:32*pb][i]; g != c {
+			t.Fatalf("%s: code %d is %d, want %d", what, i, g, c)
+		}
+	}
+	for i, c := range want.q2[:32*pb] {
+		if g := got.q2[:32*pb][i]; g != c {
+			t.Fatalf("%s: plane byte %d is %d, want %d", what, i, g, c)
+		}
+	}
+	if !slices.Equal(got.q2t, want.q2t) {
+		t.Fatalf("%s: tail planes %v, want %v", what, got.q2t, want.q2t)
+	}
+	for b := 0; b < pb; b++ {
+		if !sameFloat(got.d[:pb][b], want.d[:pb][b]) || got.sums[:pb][b] != want.sums[:pb][b] {
+			t.Fatalf("%s: block %d: d %g sum %d, want %g %d", what, b, got.d[:pb][b], got.sums[:pb][b], want.d[:pb][b], want.sums[:pb][b])
 		}
 	}
 }
