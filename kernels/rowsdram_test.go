@@ -328,24 +328,8 @@ func benchRowsStep(b *testing.B) {
 //	go test ./kernels -run XXX -bench Q2RowsCache -benchtime 3x -cpu 1
 func BenchmarkQ2RowsCache(b *testing.B) {
 	const q2CachePasses = 200
-	rng := rand.New(rand.NewPCG(6, 7))
-	for _, sh := range []struct {
-		name       string
-		cols, rows int
-	}{{"x2560", 2560, 640}, {"x640", 640, 2560}} {
-		var data []byte
-		for r := 0; r < sh.rows; r++ {
-			data = append(data, randomRow(rng, quant.Q2_0, sh.cols)...)
-		}
-		m, err := NewMatrix(quant.Q2_0, data, sh.cols, sh.rows)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var x Q8Row
-		if err := QuantizeQ8Row(gaussians(rng, sh.cols, 1), &x); err != nil {
-			b.Fatal(err)
-		}
-		out := make([]float32, sh.rows)
+	for _, sh := range q2CacheShapes(b) {
+		m, x, out, data := sh.m, sh.x, sh.out, sh.m.Data
 		for _, v := range rowsDRAMVariants(quant.Q2_0) {
 			b.Run(sh.name+"/"+v.name, func(b *testing.B) {
 				runtime.LockOSThread()
@@ -394,24 +378,8 @@ func BenchmarkQ2RowsDuel(b *testing.B) {
 			vs = append(vs, v)
 		}
 	}
-	rng := rand.New(rand.NewPCG(6, 7))
-	for _, sh := range []struct {
-		name       string
-		cols, rows int
-	}{{"x2560", 2560, 640}, {"x640", 640, 2560}} {
-		var data []byte
-		for r := 0; r < sh.rows; r++ {
-			data = append(data, randomRow(rng, quant.Q2_0, sh.cols)...)
-		}
-		m, err := NewMatrix(quant.Q2_0, data, sh.cols, sh.rows)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var x Q8Row
-		if err := QuantizeQ8Row(gaussians(rng, sh.cols, 1), &x); err != nil {
-			b.Fatal(err)
-		}
-		out := make([]float32, sh.rows)
+	for _, sh := range q2CacheShapes(b) {
+		m, x, out := sh.m, sh.x, sh.out
 		b.Run(sh.name, func(b *testing.B) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
@@ -437,4 +405,39 @@ func BenchmarkQ2RowsDuel(b *testing.B) {
 			}
 		})
 	}
+}
+
+// q2CacheShape is one of the Q2_0 in-cache benchmarks' matrices (random
+// rows of the experts' two widths) with its activations and output.
+type q2CacheShape struct {
+	name string
+	cols int
+	rows int
+	m    Matrix
+	x    Q8Row
+	out  []float32
+}
+
+// q2CacheShapes makes BenchmarkQ2RowsCache's and BenchmarkQ2RowsDuel's
+// shapes, the same rows for both (seed 6, 7).
+func q2CacheShapes(b *testing.B) []q2CacheShape {
+	rng := rand.New(rand.NewPCG(6, 7))
+	var shs []q2CacheShape
+	for _, sh := range []q2CacheShape{{name: "x2560", cols: 2560, rows: 640}, {name: "x640", cols: 640, rows: 2560}} {
+		var data []byte
+		for r := 0; r < sh.rows; r++ {
+			data = append(data, randomRow(rng, quant.Q2_0, sh.cols)...)
+		}
+		m, err := NewMatrix(quant.Q2_0, data, sh.cols, sh.rows)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sh.m = m
+		if err := QuantizeQ8Row(gaussians(rng, sh.cols, 1), &sh.x); err != nil {
+			b.Fatal(err)
+		}
+		sh.out = make([]float32, sh.rows)
+		shs = append(shs, sh)
+	}
+	return shs
 }
