@@ -112,13 +112,15 @@ func llamaRow(ctx context.Context, cfg LlamaConfig, exe, path string, threads in
 		return nil, fmt.Errorf("%s: %d prompt or %d decode tokens exceed the context of %d", path, cfg.Prompt, cfg.Gen, m.Config.Context)
 	}
 	row := &LlamaRow{Model: filepath.Base(path), Threads: threads}
+	s := m.NewSession()
+	s.Reserve(max(cfg.Prompt, cfg.Gen))
 	// One untimed run first, as llama-bench warms up each test.
-	if _, _, err := oursPair(ctx, m, cfg, 0); err != nil {
+	if _, _, err := oursPair(ctx, s, cfg, 0); err != nil {
 		return nil, err
 	}
 	for p := 0; p < cfg.Pairs; p++ {
 		ours := func() error {
-			pp, tg, err := oursPair(ctx, m, cfg, uint64(p+1))
+			pp, tg, err := oursPair(ctx, s, cfg, uint64(p+1))
 			row.OursPrefill, row.OursDecode = append(row.OursPrefill, pp), append(row.OursDecode, tg)
 			return err
 		}
@@ -164,17 +166,19 @@ func llamaRow(ctx context.Context, cfg LlamaConfig, exe, path string, threads in
 }
 
 // oursPair is llama-bench's two tests through our engine: a prompt of
-// random tokens as one batch (the last position's logits), then from a new
-// context Gen single-token steps, each fed a random token (no sampling).
-func oursPair(ctx context.Context, m *engine.Model, cfg LlamaConfig, seed uint64) (pp, tg float64, err error) {
+// random tokens as one batch (the last position's logits), then from an
+// empty context Gen single-token steps, each fed a random token (no
+// sampling). As llama-bench keeps one context and clears it before each
+// test, s is one session, reset before each, so its working memory is
+// made once.
+func oursPair(ctx context.Context, s *engine.Session, cfg LlamaConfig, seed uint64) (pp, tg float64, err error) {
 	rng := rand.New(rand.NewPCG(seed, 0x11a3a))
-	vocab := m.Config.Vocab
+	vocab := s.Model().Config.Vocab
 	prompt := make([]int32, cfg.Prompt)
 	for i := range prompt {
 		prompt[i] = int32(rng.IntN(vocab))
 	}
-	s := m.NewSession()
-	s.Reserve(cfg.Prompt)
+	s.Reset()
 	t0 := time.Now()
 	if _, err := s.Forward(prompt, false); err != nil {
 		return 0, 0, err
@@ -183,8 +187,7 @@ func oursPair(ctx context.Context, m *engine.Model, cfg LlamaConfig, seed uint64
 	if err := ctx.Err(); err != nil {
 		return 0, 0, err
 	}
-	s = m.NewSession()
-	s.Reserve(cfg.Gen)
+	s.Reset()
 	ids := make([]int32, cfg.Gen)
 	for i := range ids {
 		ids[i] = int32(rng.IntN(vocab))
