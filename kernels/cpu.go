@@ -76,9 +76,9 @@ type kernelSet struct {
 	// claims of one goroutine continue the same streams.
 	q8lanes [quant.NumTypes]func(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool
 	lanes   [quant.NumTypes]int
-	// q8decode decodes groups g0..g0+ng-1 of a row for DotQ8Rows, and
-	// q8dotDecoded adds their terms against one activation row to the lanes.
-	q8decode     [quant.NumTypes]func(row []byte, g0, ng int, d *q8Decoded)
+	// q8decode decodes groups g0..g0+ng-1 of a row into d's groups
+	// at..at+ng-1 for DotQ8Rows, and q8dotDecoded adds their terms against one activation row to the lanes.
+	q8decode     [quant.NumTypes]func(row []byte, g0, ng int, d *q8Decoded, at int)
 	q8dotDecoded func(d *q8Decoded, ng int, x *Q8Row, g0 int, l *[8]float32)
 	// q8quant is QuantizeQ8Row's loop over whole blocks, codes, scales,
 	// sums and the padded plane order q2 (q2PlaneOrder's); false when it

@@ -111,8 +111,8 @@ func q8dotDecodedVector(d *q8Decoded, ng int, x *Q8Row, g0 int, l *[8]float32) {
 	q8dotDecodedAVX2(&d.w[0], &d.m[0], &d.dw[0], &x.qs[256*g0], &x.d[8*g0], ng, l)
 }
 
-func q8decodeIQ3SVector(row []byte, g0, ng int, d *q8Decoded) {
-	q8decodeIQ3SAVX2(&row[110*g0], ng, &iq3sGrid[0], &d.w[0], &d.m[0], &d.dw[0])
+func q8decodeIQ3SVector(row []byte, g0, ng int, d *q8Decoded, at int) {
+	q8decodeIQ3SAVX2(&row[110*g0], ng, &iq3sGrid[0], &d.w[256*at], &d.m[8*at], &d.dw[8*at])
 }
 
 //go:noescape

@@ -303,7 +303,7 @@ func BenchmarkDotQ8(b *testing.B) {
 
 // TestQ8DecodersMatchPortable: each vector decoder writes exactly the
 // portable decoder's weights, multipliers and scales, and only for the
-// groups asked.
+// groups asked, at the place asked.
 func TestQ8DecodersMatchPortable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(39, 40))
 	for _, typ := range q8Types {
@@ -316,20 +316,27 @@ func TestQ8DecodersMatchPortable(t *testing.T) {
 		row := randomBlocks(rng, typ, groups*256/ti.BlockElements)
 		for g0 := 0; g0 < groups; g0 += 3 {
 			for ng := 1; ng <= min(decodedGroups, groups-g0); ng++ {
-				var want, got q8Decoded
+				at := (g0 + ng) % (decodedGroups - ng + 1)
+				var p, want, got q8Decoded
 				for i := range got.w {
 					got.w[i], want.w[i] = 0x55, 0x55
 				}
-				decodeGroupsPortable(typ, row, g0, ng, &want)
-				dec(row, g0, ng, &got)
+				for i := range got.m {
+					got.m[i], want.m[i], got.dw[i], want.dw[i] = 0x77, 0x77, 3, 3
+				}
+				decodeGroupsPortable(typ, row, g0, ng, &p)
+				copy(want.w[256*at:256*(at+ng)], p.w[:])
+				copy(want.m[8*at:8*(at+ng)], p.m[:])
+				copy(want.dw[8*at:8*(at+ng)], p.dw[:])
+				dec(row, g0, ng, &got, at)
 				for i := range want.w {
 					if got.w[i] != want.w[i] {
-						t.Fatalf("%s groups %d+%d: weight %d is %d, want %d", typ, g0, ng, i, got.w[i], want.w[i])
+						t.Fatalf("%s groups %d+%d at %d: weight %d is %d, want %d", typ, g0, ng, at, i, got.w[i], want.w[i])
 					}
 				}
 				for i := range want.m {
 					if got.m[i] != want.m[i] || !sameFloat(got.dw[i], want.dw[i]) {
-						t.Fatalf("%s groups %d+%d: sub-block %d: m %d dw %g, want %d %g", typ, g0, ng, i, got.m[i], got.dw[i], want.m[i], want.dw[i])
+						t.Fatalf("%s groups %d+%d at %d: sub-block %d: m %d dw %g, want %d %g", typ, g0, ng, at, i, got.m[i], got.dw[i], want.m[i], want.dw[i])
 					}
 				}
 			}
@@ -351,7 +358,13 @@ func TestDotQ8RowsEqualsDotQ8(t *testing.T) {
 			if isKQuant(typ) || isIQHalves(typ) {
 				continue // no q8Decoded form (scales and mins per 16)
 			}
-			k.q8decode[typ] = func(row []byte, g0, ng int, d *q8Decoded) { decodeGroupsPortable(typ, row, g0, ng, d) }
+			k.q8decode[typ] = func(row []byte, g0, ng int, d *q8Decoded, at int) {
+				var p q8Decoded
+				decodeGroupsPortable(typ, row, g0, ng, &p)
+				copy(d.w[256*at:256*(at+ng)], p.w[:])
+				copy(d.m[8*at:8*(at+ng)], p.m[:])
+				copy(d.dw[8*at:8*(at+ng)], p.dw[:])
+			}
 		}
 		sets = append(sets, namedSet{"portable decoders", &k})
 	}

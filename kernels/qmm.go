@@ -74,6 +74,7 @@ func (k *kernelSet) tileMinInputs(t quant.Type) int {
 // lanes of every (row, activation row) output of the tile.
 type qmmScratch struct {
 	d     [qmmRows]q8Decoded
+	pad   [q8GroupBytesMax]byte
 	lanes [][8]float32
 }
 
@@ -191,7 +192,7 @@ func (k *kernelSet) matMulQ8Block(m *Matrix, xs []*Q8Row, outs [][]float32, r0, 
 		for g0 := 0; g0 < groups; g0 += decodedGroups {
 			ng := min(decodedGroups, groups-g0)
 			for i := 0; i < nr; i++ {
-				k.decodeChunk(m.Type, m.Row(rt+i), nsub, g0, ng, &sc.d[i])
+				k.decodeChunk(m.Type, m.Row(rt+i), nsub, g0, ng, &sc.d[i], &sc.pad)
 			}
 			whole, half := ng, 0
 			if halfLast && g0+ng == groups {
@@ -285,9 +286,14 @@ func halvesDot1(d *q8Decoded, ng int, x *Q8Row, g0 int, l *[8]float32) {
 	}
 }
 
+// q8GroupBytesMax is the most bytes a group of 8 sub-blocks takes among the
+// types with a vector decoder (Q8_0's 8 blocks of 34).
+const q8GroupBytesMax = 8 * 34
+
 // decodeChunk decodes groups g0..g0+ng-1 of a row of nsub sub-blocks into
-// d, the sub-blocks past nsub as zero weights with multiplier and scale 0.
-func (k *kernelSet) decodeChunk(t quant.Type, row []byte, nsub, g0, ng int, d *q8Decoded) {
+// d, the sub-blocks past nsub as zero weights with multiplier and scale 0;
+// pad is room for a partial last group beside zero blocks.
+func (k *kernelSet) decodeChunk(t quant.Type, row []byte, nsub, g0, ng int, d *q8Decoded, pad *[q8GroupBytesMax]byte) {
 	if tileHalves(t) {
 		done := 0
 		if dec := k.q8decodeHalves[t]; dec != nil {
@@ -312,10 +318,22 @@ func (k *kernelSet) decodeChunk(t quant.Type, row []byte, nsub, g0, ng int, d *q
 	}
 	whole := min(ng, nsub/8-g0)
 	s := 8 * g0
-	if whole > 0 {
-		if dec := k.q8decode[t]; dec != nil {
-			dec(row, g0, whole, d)
+	if dec := k.q8decode[t]; dec != nil {
+		if whole > 0 {
+			dec(row, g0, whole, d, 0)
 			s += 8 * whole
+		}
+		// The row's last group, when partial (a 640-wide row's last 4
+		// sub-blocks): its blocks copied beside zero blocks and decoded as
+		// a whole group; the sub-blocks past the row are cleared below.
+		ti, _ := quant.Info(t)
+		if rest := nsub - s; whole < ng && rest > 0 && 32*rest%ti.BlockElements == 0 {
+			if gb := 256 / ti.BlockElements * ti.BlockBytes; gb <= len(pad) {
+				n := copy(pad[:32*rest/ti.BlockElements*ti.BlockBytes], row[gb*(g0+whole):])
+				clear(pad[n:gb])
+				dec(pad[:gb], 0, 1, d, whole)
+				s = nsub
+			}
 		}
 	}
 	for ; s < 8*(g0+ng); s++ {

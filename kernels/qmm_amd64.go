@@ -115,12 +115,12 @@ func qmmDecodeQ2_0AVX(w *byte, groups int, out *int8, m *int16, dw *float32)
 
 // q8decodeQ8_0Vector and q8decodeQ2_0Vector decode whole groups for the
 // tiles (qmm_decode_amd64.s).
-func q8decodeQ8_0Vector(row []byte, g0, ng int, d *q8Decoded) {
-	qmmDecodeQ8_0AVX(&row[272*g0], ng, &d.w[0], &d.m[0], &d.dw[0])
+func q8decodeQ8_0Vector(row []byte, g0, ng int, d *q8Decoded, at int) {
+	qmmDecodeQ8_0AVX(&row[272*g0], ng, &d.w[256*at], &d.m[8*at], &d.dw[8*at])
 }
 
-func q8decodeQ2_0Vector(row []byte, g0, ng int, d *q8Decoded) {
-	qmmDecodeQ2_0AVX(&row[72*g0], ng, &d.w[0], &d.m[0], &d.dw[0])
+func q8decodeQ2_0Vector(row []byte, g0, ng int, d *q8Decoded, at int) {
+	qmmDecodeQ2_0AVX(&row[72*g0], ng, &d.w[256*at], &d.m[8*at], &d.dw[8*at])
 }
 
 //go:noescape
@@ -128,12 +128,12 @@ func qmmDecodeNibAVX(w *byte, groups int, table *int8, out *int8, m *int16, dw *
 
 // q8decodeQ4_0Vector and q8decodeIQ4NLVector decode whole groups of the
 // nibble types for the tiles (qmm_decode_amd64.s).
-func q8decodeQ4_0Vector(row []byte, g0, ng int, d *q8Decoded) {
-	qmmDecodeNibAVX(&row[144*g0], ng, &q4_0Values[0], &d.w[0], &d.m[0], &d.dw[0])
+func q8decodeQ4_0Vector(row []byte, g0, ng int, d *q8Decoded, at int) {
+	qmmDecodeNibAVX(&row[144*g0], ng, &q4_0Values[0], &d.w[256*at], &d.m[8*at], &d.dw[8*at])
 }
 
-func q8decodeIQ4NLVector(row []byte, g0, ng int, d *q8Decoded) {
-	qmmDecodeNibAVX(&row[144*g0], ng, &quant.KvaluesIQ4NL[0], &d.w[0], &d.m[0], &d.dw[0])
+func q8decodeIQ4NLVector(row []byte, g0, ng int, d *q8Decoded, at int) {
+	qmmDecodeNibAVX(&row[144*g0], ng, &quant.KvaluesIQ4NL[0], &d.w[256*at], &d.m[8*at], &d.dw[8*at])
 }
 
 //go:noescape

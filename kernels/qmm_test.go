@@ -31,10 +31,14 @@ func TestDecodeChunkMatchesWeightSub(t *testing.T) {
 				for g0 := 0; g0 < groups; g0 += 2 {
 					ng := min(decodedGroups, groups-g0, 1+rng.IntN(3))
 					var d q8Decoded
+					var pad [q8GroupBytesMax]byte
 					for i := range d.w {
 						d.w[i] = 0x55
 					}
-					s.k.decodeChunk(typ, row, nsub, g0, ng, &d)
+					for i := range pad {
+						pad[i] = 0x55
+					}
+					s.k.decodeChunk(typ, row, nsub, g0, ng, &d, &pad)
 					for i := 0; i < 8*ng; i++ {
 						sub := 8*g0 + i
 						var w [32]int8
