@@ -94,6 +94,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		// The VEX parts need AVX2 and F16C; the rest is AVX-512 F, BW, VNNI.
 		k.q8dot[quant.Q2_0] = q8dotQ2_0Vector512
 		k.q8dot[quant.IQ3_S] = q8dotIQ3SVector512
+		k.q8decode[quant.IQ3_S] = q8decodeIQ3SVector512
 		k.q8dot[quant.Q2_K] = q8dotQ2KVector512
 		k.q8dot[quant.Q3_K] = q8dotQ3KVector512
 		k.q8dot[quant.Q5_K] = q8dotQ5KVector512

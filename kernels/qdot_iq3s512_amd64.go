@@ -16,3 +16,13 @@ func q8dotIQ3SVector512(row []byte, x *Q8Row) (l [8]float32, taken int) {
 	}
 	return l, 8 * g
 }
+
+// q8decodeIQ3SAVX512 is q8decodeIQ3SAVX2 with the grid entries gathered
+// and the signs applied under masks; the same output.
+//
+//go:noescape
+func q8decodeIQ3SAVX512(w *byte, blocks int, grid *uint32, out *int8, m *int16, dw *float32)
+
+func q8decodeIQ3SVector512(row []byte, g0, ng int, d *q8Decoded, at int) {
+	q8decodeIQ3SAVX512(&row[110*g0], ng, &iq3sGrid[0], &d.w[256*at], &d.m[8*at], &d.dw[8*at])
+}

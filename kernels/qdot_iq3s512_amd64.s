@@ -100,3 +100,58 @@ iq3zdone:
 	VMOVUPS Y12, (R11)
 	VZEROUPPER
 	RET
+
+// IQ3DEC512(i): quarter i of the block at SI: its 64 grid bytes with the
+// signs applied (the grid's values are at most 15, so the negation is
+// exact), stored at DI+64i.
+#define IQ3DEC512(i) \
+	VPMOVZXBD  (2+16*i)(SI), Z0 \
+	KMOVW      (66+2*i)(SI), K1 \
+	VPORD      Z14, Z0, K1, Z0 \
+	KXNORW     K2, K2, K2 \
+	VPGATHERDD (R8)(Z0*4), K2, Z1 \
+	KMOVQ      (74+8*i)(SI), K3 \
+	VPSUBB     Z1, Z15, K3, Z1 \
+	VMOVDQU8   Z1, (64*i)(DI)
+
+// func q8decodeIQ3SAVX512(w *byte, blocks int, grid *uint32, out *int8, m *int16, dw *float32)
+// q8decodeIQ3SAVX2's output: one group per block, the grid bytes with the
+// signs applied, 1+2*scale per sub-block, and d eight times.
+TEXT ·q8decodeIQ3SAVX512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ blocks+8(FP), CX
+	MOVQ grid+16(FP), R8
+	MOVQ out+24(FP), DI
+	MOVQ m+32(FP), R9
+	MOVQ dw+40(FP), R11
+	MOVL    $256, AX
+	VPBROADCASTD AX, Z14
+	VPXORD  Z15, Z15, Z15
+	TESTQ CX, CX
+	JZ    iq3zddone
+
+iq3zdloop:
+	IQ3DEC512(0)
+	IQ3DEC512(1)
+	IQ3DEC512(2)
+	IQ3DEC512(3)
+	VPBROADCASTD (106)(SI), Y3
+	VPSRLVD iq3sShifts<>(SB), Y3, Y3
+	VPAND   iq3sNib<>(SB), Y3, Y3
+	VPADDD  Y3, Y3, Y3
+	VPOR    iq3sOnes<>(SB), Y3, Y3
+	VPMOVDW Z3, Y3
+	VMOVDQU X3, (R9)
+	VPBROADCASTW (SI), X13
+	VCVTPH2PS X13, Y13
+	VMOVUPS Y13, (R11)
+	ADDQ $110, SI
+	ADDQ $256, DI
+	ADDQ $16, R9
+	ADDQ $32, R11
+	DECQ CX
+	JNZ  iq3zdloop
+
+iq3zddone:
+	VZEROUPPER
+	RET
