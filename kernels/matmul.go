@@ -169,8 +169,11 @@ func (k *kernelSet) dotQ8Range(m *Matrix, lo, hi int, x *Q8Row, out []float32) {
 	if f := k.q8rows[m.Type]; f != nil && f(m, lo, hi, x, out) {
 		return
 	}
+	// Row by row, the shapes checked and the kernel looked up once.
+	checkDotQ8(m.Type, m.RowBytes, x)
+	f := k.q8dot[m.Type]
 	for r := lo; r < hi; r++ {
-		out[r] = k.dotQ8(m.Type, m.Row(r), x)
+		out[r] = dotQ8With(f, m.Type, m.Row(r), x)
 	}
 }
 

@@ -179,17 +179,31 @@ func VecDotQ8(t quant.Type) bool {
 func DotQ8(t quant.Type, row []byte, x *Q8Row) float32 { return host.dotQ8(t, row, x) }
 
 func (k *kernelSet) dotQ8(t quant.Type, row []byte, x *Q8Row) float32 {
+	checkDotQ8(t, len(row), x)
+	return dotQ8With(k.q8dot[t], t, row, x)
+}
+
+// checkDotQ8 panics unless DotQ8 takes a row of t of rowBytes bytes
+// against x.
+func checkDotQ8(t quant.Type, rowBytes int, x *Q8Row) {
 	n := x.Len()
 	ti, ok := quant.Info(t)
-	if !ok || !VecDotQ8(t) || n%ti.BlockElements != 0 || len(row) < n/ti.BlockElements*ti.BlockBytes {
-		panic(fmt.Sprintf("kernels: DotQ8 on %s: %d activations, %d row bytes", t, n, len(row)))
+	if !ok || !VecDotQ8(t) || n%ti.BlockElements != 0 || rowBytes < n/ti.BlockElements*ti.BlockBytes {
+		panic(fmt.Sprintf("kernels: DotQ8 on %s: %d activations, %d row bytes", t, n, rowBytes))
 	}
+}
+
+// dotQ8With is DotQ8 of a checked row through f, the kernelSet's q8dot
+// entry for t (nil: the portable terms alone).
+func dotQ8With(f func(row []byte, x *Q8Row) ([8]float32, int), t quant.Type, row []byte, x *Q8Row) float32 {
 	var l [8]float32
 	s0 := 0
-	if f := k.q8dot[t]; f != nil {
+	if f != nil {
 		l, s0 = f(row, x)
 	}
-	q8DotTail(t, row, x, s0, &l)
+	if s0 < len(x.d) {
+		q8DotTail(t, row, x, s0, &l)
+	}
 	return foldLanes(&l)
 }
 
