@@ -60,8 +60,20 @@ func q8dotIQGroups(t quant.Type, row []byte, x *Q8Row) (l [8]float32, taken int)
 // iqKernel runs t's kernel over ng <= iqBatch groups of w against the
 // activations from sub-block s0.
 func iqKernel(t quant.Type, w []byte, x *Q8Row, s0, ng int, l *[8]float32) {
-	gb := iqGroupBytes(t)
+	// A short row's one or two groups take a small array: clearing a
+	// whole batch's cost as much as their factors.
+	if ng <= 2 {
+		var dw [16]float32
+		iqFactorsKernel(t, w, x, s0, ng, l, dw[:8*ng])
+		return
+	}
 	var dw [8 * iqBatch]float32
+	iqFactorsKernel(t, w, x, s0, ng, l, dw[:8*ng])
+}
+
+// iqFactorsKernel is iqKernel with room for the ng groups' factors.
+func iqFactorsKernel(t quant.Type, w []byte, x *Q8Row, s0, ng int, l *[8]float32, dw []float32) {
+	gb := iqGroupBytes(t)
 	for g := 0; g < ng; g++ {
 		iqGroupFactors(t, w[gb*g:gb*(g+1)], (*[8]float32)(dw[8*g:]))
 	}
