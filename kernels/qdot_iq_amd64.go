@@ -31,6 +31,18 @@ func q8dotIQ1SAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lane
 //go:noescape
 func q8dotIQ1MAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64, signs *uint8)
 
+// The factors of groups of IQ4_XS, IQ3_XXS and IQ2_XXS in vectors
+// (iqGroupFactors' operations; AVX2, F16C), 8 per group at dw.
+//
+//go:noescape
+func iqFactorsIQ4XS(w *byte, groups int, dw *float32)
+
+//go:noescape
+func iqFactorsIQ3XXS(w *byte, groups int, dw *float32)
+
+//go:noescape
+func iqFactorsIQ2XXS(w *byte, groups int, dw *float32)
+
 // iqBatch is how many groups' factors the wrapper computes per call.
 const iqBatch = 16
 
@@ -74,8 +86,18 @@ func iqKernel(t quant.Type, w []byte, x *Q8Row, s0, ng int, l *[8]float32) {
 // iqFactorsKernel is iqKernel with room for the ng groups' factors.
 func iqFactorsKernel(t quant.Type, w []byte, x *Q8Row, s0, ng int, l *[8]float32, dw []float32) {
 	gb := iqGroupBytes(t)
-	for g := 0; g < ng; g++ {
-		iqGroupFactors(t, w[gb*g:gb*(g+1)], (*[8]float32)(dw[8*g:]))
+	_ = w[gb*ng-1]
+	switch t {
+	case quant.IQ4_XS:
+		iqFactorsIQ4XS(&w[0], ng, &dw[0])
+	case quant.IQ3_XXS:
+		iqFactorsIQ3XXS(&w[0], ng, &dw[0])
+	case quant.IQ2_XXS:
+		iqFactorsIQ2XXS(&w[0], ng, &dw[0])
+	default:
+		for g := 0; g < ng; g++ {
+			iqGroupFactors(t, w[gb*g:gb*(g+1)], (*[8]float32)(dw[8*g:]))
+		}
 	}
 	wp, xq, xd := &w[0], &x.qs[32*s0], &x.d[s0]
 	switch t {

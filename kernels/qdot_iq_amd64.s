@@ -453,3 +453,136 @@ iq1mloop:
 	VMOVUPS Y12, (R8)
 	VZEROUPPER
 	RET
+
+// ---- The groups' factors for the kernels above (AVX2, F16C), qdot_iq.go's
+// iqGroupFactors in vectors: the same float32 operations in the same order
+// (each a product or sum of float32s, rounded once), 8 per group at dw.
+
+DATA iqfShift4<>+0(SB)/8, $0x0000000400000000
+DATA iqfShift4<>+8(SB)/8, $0x0000000c00000008
+DATA iqfShift4<>+16(SB)/8, $0x0000001400000010
+DATA iqfShift4<>+24(SB)/8, $0x0000001c00000018
+GLOBL iqfShift4<>(SB), RODATA|NOPTR, $32
+
+DATA iqfShift2<>+0(SB)/8, $0x0000000200000000
+DATA iqfShift2<>+8(SB)/8, $0x0000000600000004
+DATA iqfShift2<>+16(SB)/8, $0x0000000a00000008
+DATA iqfShift2<>+24(SB)/8, $0x0000000e0000000c
+GLOBL iqfShift2<>(SB), RODATA|NOPTR, $32
+
+DATA iqfNib<>+0(SB)/4, $15
+GLOBL iqfNib<>(SB), RODATA|NOPTR, $4
+
+DATA iqfThree<>+0(SB)/4, $3
+GLOBL iqfThree<>(SB), RODATA|NOPTR, $4
+
+DATA iqf32<>+0(SB)/4, $32
+GLOBL iqf32<>(SB), RODATA|NOPTR, $4
+
+DATA iqfHalf<>+0(SB)/4, $0x3f000000
+GLOBL iqfHalf<>(SB), RODATA|NOPTR, $4
+
+DATA iqfQuarter<>+0(SB)/4, $0x3e800000
+GLOBL iqfQuarter<>(SB), RODATA|NOPTR, $4
+
+// IQFD: Y13 = the group's d (fp16 at SI) in every lane.
+#define IQFD \
+	VPBROADCASTW (SI), X13 \
+	VCVTPH2PS X13, Y13
+
+// func iqFactorsIQ4XS(w *byte, groups int, dw *float32)
+// d * float32(ls - 32), ls the 6-bit scale: its low 4 bits from
+// scales_l[ib/2] >> 4*(ib%2), its high 2 from scales_h >> 2*ib.
+TEXT ·iqFactorsIQ4XS(SB), NOSPLIT, $0-24
+	MOVQ w+0(FP), SI
+	MOVQ groups+8(FP), CX
+	MOVQ dw+16(FP), DI
+	VPBROADCASTD iqfNib<>(SB), Y14
+	VPBROADCASTD iqfThree<>(SB), Y15
+	VPBROADCASTD iqf32<>(SB), Y3
+	TESTQ CX, CX
+	JZ    iq4xsfdone
+
+iq4xsfloop:
+	VPBROADCASTD (4)(SI), Y1
+	VPSRLVD iqfShift4<>(SB), Y1, Y1
+	VPAND   Y14, Y1, Y1
+	VPBROADCASTW (2)(SI), Y2
+	VPSRLVD iqfShift2<>(SB), Y2, Y2
+	VPAND   Y15, Y2, Y2
+	VPSLLD  $4, Y2, Y2
+	VPOR    Y2, Y1, Y1
+	VPSUBD  Y3, Y1, Y1
+	VCVTDQ2PS Y1, Y1
+	IQFD
+	VMULPS  Y1, Y13, Y13
+	VMOVUPS Y13, (DI)
+	ADDQ $136, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  iq4xsfloop
+
+iq4xsfdone:
+	VZEROUPPER
+	RET
+
+// func iqFactorsIQ3XXS(w *byte, groups int, dw *float32)
+// d * (0.5 + float32(word >> 28)) * 0.5, the 8 words at 66.
+TEXT ·iqFactorsIQ3XXS(SB), NOSPLIT, $0-24
+	MOVQ w+0(FP), SI
+	MOVQ groups+8(FP), CX
+	MOVQ dw+16(FP), DI
+	VBROADCASTSS iqfHalf<>(SB), Y14
+	TESTQ CX, CX
+	JZ    iq3xxsfdone
+
+iq3xxsfloop:
+	VMOVDQU (66)(SI), Y1
+	VPSRLD  $28, Y1, Y1
+	VCVTDQ2PS Y1, Y1
+	VADDPS  Y14, Y1, Y1
+	IQFD
+	VMULPS  Y1, Y13, Y13
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS Y13, (DI)
+	ADDQ $98, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  iq3xxsfloop
+
+iq3xxsfdone:
+	VZEROUPPER
+	RET
+
+// func iqFactorsIQ2XXS(w *byte, groups int, dw *float32)
+// d * (0.5 + float32(word >> 28)) * 0.25, the words at 6+8*ib (the odd
+// dwords of the 64 bytes at 2).
+TEXT ·iqFactorsIQ2XXS(SB), NOSPLIT, $0-24
+	MOVQ w+0(FP), SI
+	MOVQ groups+8(FP), CX
+	MOVQ dw+16(FP), DI
+	VBROADCASTSS iqfHalf<>(SB), Y14
+	VBROADCASTSS iqfQuarter<>(SB), Y15
+	TESTQ CX, CX
+	JZ    iq2xxsfdone
+
+iq2xxsfloop:
+	VMOVDQU (2)(SI), Y1
+	VMOVDQU (34)(SI), Y2
+	VSHUFPS $0xdd, Y2, Y1, Y1
+	VPERMQ  $0xd8, Y1, Y1
+	VPSRLD  $28, Y1, Y1
+	VCVTDQ2PS Y1, Y1
+	VADDPS  Y14, Y1, Y1
+	IQFD
+	VMULPS  Y1, Y13, Y13
+	VMULPS  Y15, Y13, Y13
+	VMOVUPS Y13, (DI)
+	ADDQ $66, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  iq2xxsfloop
+
+iq2xxsfdone:
+	VZEROUPPER
+	RET
