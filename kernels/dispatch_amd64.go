@@ -77,7 +77,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8decode[quant.Q4_0] = q8decodeQ4_0Vector
 		k.q8decode[quant.IQ4_NL] = q8decodeIQ4NLVector
 		for _, t := range iqVectorTypes {
-			k.q8dot[t] = func(row []byte, x *Q8Row) ([8]float32, int) { return q8dotIQGroups(t, row, x) }
+			k.q8dot[t] = func(row []byte, x *Q8Row) ([8]float32, int) { return q8dotIQGroups(t, false, row, x) }
 		}
 		k.q8dotDecoded = q8dotDecodedVector
 		k.q8quant = q8quantVector
@@ -94,6 +94,9 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		// The VEX parts need AVX2 and F16C; the rest is AVX-512 F, BW, VNNI.
 		k.q8dot[quant.Q2_0] = q8dotQ2_0Vector512
 		k.q8dot[quant.IQ3_S] = q8dotIQ3SVector512
+		for _, t := range []quant.Type{quant.IQ3_XXS, quant.IQ2_XXS} {
+			k.q8dot[t] = func(row []byte, x *Q8Row) ([8]float32, int) { return q8dotIQGroups(t, true, row, x) }
+		}
 		k.q8decode[quant.IQ3_S] = q8decodeIQ3SVector512
 		k.q8dot[quant.Q2_K] = q8dotQ2KVector512
 		k.q8dot[quant.Q3_K] = q8dotQ3KVector512

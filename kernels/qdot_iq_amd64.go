@@ -19,6 +19,15 @@ func q8dotIQ2XXSAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, la
 //go:noescape
 func q8dotIQ3XXSAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint32, signs *uint8)
 
+// The IQ2_XXS and IQ3_XXS kernels in AVX-512 (qdot_iqxxs512_amd64.s): the
+// grid entries gathered, the signs as masks, VPDPBUSD; the same lanes.
+
+//go:noescape
+func q8dotIQ2XXSAVX512(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64)
+
+//go:noescape
+func q8dotIQ3XXSAVX512(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint32)
+
 //go:noescape
 func q8dotIQ2XSAVX2(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint64, signs *uint8)
 
@@ -51,13 +60,13 @@ const iqBatch = 16
 // then, for MXFP4 rows ending in a partial group, over a zero-padded copy of
 // it when the activations are padded (as qdot_amd64.go's wrappers: a
 // padded sub-block adds +0); it returns the lanes and the sub-blocks taken.
-func q8dotIQGroups(t quant.Type, row []byte, x *Q8Row) (l [8]float32, taken int) {
+func q8dotIQGroups(t quant.Type, wide bool, row []byte, x *Q8Row) (l [8]float32, taken int) {
 	nsub := len(x.d)
 	groups := nsub / 8
 	gb := iqGroupBytes(t)
 	for g0 := 0; g0 < groups; g0 += iqBatch {
 		ng := min(iqBatch, groups-g0)
-		iqKernel(t, row[gb*g0:], x, 8*g0, ng, &l)
+		iqKernel(t, wide, row[gb*g0:], x, 8*g0, ng, &l)
 	}
 	s0 := 8 * groups
 	if t != quant.MXFP4 || s0 == nsub || !x.padded(s0) {
@@ -65,26 +74,27 @@ func q8dotIQGroups(t quant.Type, row []byte, x *Q8Row) (l [8]float32, taken int)
 	}
 	var pad [136]byte
 	copy(pad[:], row[17*s0:17*nsub])
-	iqKernel(t, pad[:], x, s0, 1, &l)
+	iqKernel(t, wide, pad[:], x, s0, 1, &l)
 	return l, nsub
 }
 
 // iqKernel runs t's kernel over ng <= iqBatch groups of w against the
 // activations from sub-block s0.
-func iqKernel(t quant.Type, w []byte, x *Q8Row, s0, ng int, l *[8]float32) {
+func iqKernel(t quant.Type, wide bool, w []byte, x *Q8Row, s0, ng int, l *[8]float32) {
 	// A short row's one or two groups take a small array: clearing a
 	// whole batch's cost as much as their factors.
 	if ng <= 2 {
 		var dw [16]float32
-		iqFactorsKernel(t, w, x, s0, ng, l, dw[:8*ng])
+		iqFactorsKernel(t, wide, w, x, s0, ng, l, dw[:8*ng])
 		return
 	}
 	var dw [8 * iqBatch]float32
-	iqFactorsKernel(t, w, x, s0, ng, l, dw[:8*ng])
+	iqFactorsKernel(t, wide, w, x, s0, ng, l, dw[:8*ng])
 }
 
-// iqFactorsKernel is iqKernel with room for the ng groups' factors.
-func iqFactorsKernel(t quant.Type, w []byte, x *Q8Row, s0, ng int, l *[8]float32, dw []float32) {
+// iqFactorsKernel is iqKernel with room for the ng groups' factors; wide
+// selects the AVX-512 kernels where t has one (IQ3_XXS, IQ2_XXS).
+func iqFactorsKernel(t quant.Type, wide bool, w []byte, x *Q8Row, s0, ng int, l *[8]float32, dw []float32) {
 	gb := iqGroupBytes(t)
 	_ = w[gb*ng-1]
 	switch t {
@@ -106,9 +116,17 @@ func iqFactorsKernel(t quant.Type, w []byte, x *Q8Row, s0, ng int, l *[8]float32
 	case quant.MXFP4:
 		q8dotMXFP4AVX2(wp, xq, xd, &dw[0], ng, l, &mxfp4Values[0])
 	case quant.IQ2_XXS:
-		q8dotIQ2XXSAVX2(wp, xq, xd, &dw[0], ng, l, &iq2xxsGrid[0], &ksignsIQ2XS[0])
+		if wide {
+			q8dotIQ2XXSAVX512(wp, xq, xd, &dw[0], ng, l, &iq2xxsGrid[0])
+		} else {
+			q8dotIQ2XXSAVX2(wp, xq, xd, &dw[0], ng, l, &iq2xxsGrid[0], &ksignsIQ2XS[0])
+		}
 	case quant.IQ3_XXS:
-		q8dotIQ3XXSAVX2(wp, xq, xd, &dw[0], ng, l, &iq3xxsGrid[0], &ksignsIQ2XS[0])
+		if wide {
+			q8dotIQ3XXSAVX512(wp, xq, xd, &dw[0], ng, l, &iq3xxsGrid[0])
+		} else {
+			q8dotIQ3XXSAVX2(wp, xq, xd, &dw[0], ng, l, &iq3xxsGrid[0], &ksignsIQ2XS[0])
+		}
 	case quant.IQ2_XS:
 		q8dotIQ2XSAVX2(wp, xq, xd, &dw[0], ng, l, &iq2xsGrid[0], &ksignsIQ2XS[0])
 	case quant.IQ2_S:
