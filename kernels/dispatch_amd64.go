@@ -97,6 +97,8 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		for _, t := range []quant.Type{quant.IQ3_XXS, quant.IQ2_XXS} {
 			k.q8dot[t] = func(row []byte, x *Q8Row) ([8]float32, int) { return q8dotIQGroups(t, true, row, x) }
 		}
+		k.q8decode[quant.IQ3_XXS] = q8decodeIQ3XXSVector512
+		k.q8decode[quant.IQ2_XXS] = q8decodeIQ2XXSVector512
 		k.q8decode[quant.IQ3_S] = q8decodeIQ3SVector512
 		k.q8dot[quant.Q2_K] = q8dotQ2KVector512
 		k.q8dot[quant.Q3_K] = q8dotQ3KVector512

@@ -129,6 +129,47 @@ GLOBL xxs7f<>(SB), RODATA|NOPTR, $4
 	ADDQ      $32, R9 \
 	DECQ      CX
 
+// The tiles' decoders (q8Decoded's weights and multipliers; the factors are
+// the wrapper's, iqFactorsIQ3XXS and iqFactorsIQ2XXS): each quarter's grid
+// bytes with the signs applied (the grid's values are at most 62, so the
+// negation is exact) stored at DI+64i, and 1 as the 8 multipliers.
+
+// XXSDEC(i): Z1's grid bytes negated under K3, stored as quarter i.
+#define XXSDEC(i) \
+	VPSUBB   Z1, Z3, K3, Z1 \
+	VMOVDQU8 Z1, (64*i)(DI)
+
+#define IQ3XXSDEC(i) \
+	VPMOVZXBD  (2+16*i)(SI), Z0 \
+	KXNORW     K2, K2, K2 \
+	VPGATHERDD (R10)(Z0*4), K2, Z1 \
+	VMOVQ      (66+8*i)(SI), X2 \
+	XXSSIGNS(X2) \
+	XXSDEC(i)
+
+#define IQ2XXSDEC(i) \
+	VMOVDQU    (2+16*i)(SI), X2 \
+	VPSHUFB    xxsIdx2<>(SB), X2, X0 \
+	VPMOVZXBD  X0, Y0 \
+	KXNORB     K2, K2, K2 \
+	VPGATHERDQ (R10)(Y0*8), K2, Z1 \
+	XXSSIGNS(X2) \
+	XXSDEC(i)
+
+#define XXSDECPROLOGUE(perm) \
+	MOVQ    w+0(FP), SI \
+	MOVQ    blocks+8(FP), CX \
+	MOVQ    grid+16(FP), R10 \
+	MOVQ    out+24(FP), DI \
+	MOVQ    m+32(FP), R9 \
+	MOVQ    $0x0101010101010101, R13 \
+	MOVQ    $0x0001000100010001, R11 \
+	VMOVDQU perm, Y13 \
+	VMOVDQU xxsShifts<>(SB), Y14 \
+	VPBROADCASTD xxs7f<>(SB), Y15 \
+	VPXORD  Z3, Z3, Z3
+
+
 // func q8dotIQ3XXSAVX512(w *byte, xq *int8, xd *float32, dw *float32, groups int, lanes *[8]float32, grid *uint32)
 TEXT ·q8dotIQ3XXSAVX512(SB), NOSPLIT, $0-56
 	XXSPROLOGUE(xxsPerm3<>(SB))
@@ -160,5 +201,51 @@ iq2xxszloop:
 	JNZ iq2xxszloop
 
 	VMOVUPS Y12, (R8)
+	VZEROUPPER
+	RET
+
+// func q8decodeIQ3XXSAVX512(w *byte, blocks int, grid *uint32, out *int8, m *int16)
+TEXT ·q8decodeIQ3XXSAVX512(SB), NOSPLIT, $0-40
+	XXSDECPROLOGUE(xxsPerm3<>(SB))
+	TESTQ CX, CX
+	JZ    iq3xxsddone
+
+iq3xxsdloop:
+	IQ3XXSDEC(0)
+	IQ3XXSDEC(1)
+	IQ3XXSDEC(2)
+	IQ3XXSDEC(3)
+	MOVQ R11, (R9)
+	MOVQ R11, 8(R9)
+	ADDQ $98, SI
+	ADDQ $256, DI
+	ADDQ $16, R9
+	DECQ CX
+	JNZ  iq3xxsdloop
+
+iq3xxsddone:
+	VZEROUPPER
+	RET
+
+// func q8decodeIQ2XXSAVX512(w *byte, blocks int, grid *uint64, out *int8, m *int16)
+TEXT ·q8decodeIQ2XXSAVX512(SB), NOSPLIT, $0-40
+	XXSDECPROLOGUE(xxsPerm2<>(SB))
+	TESTQ CX, CX
+	JZ    iq2xxsddone
+
+iq2xxsdloop:
+	IQ2XXSDEC(0)
+	IQ2XXSDEC(1)
+	IQ2XXSDEC(2)
+	IQ2XXSDEC(3)
+	MOVQ R11, (R9)
+	MOVQ R11, 8(R9)
+	ADDQ $66, SI
+	ADDQ $256, DI
+	ADDQ $16, R9
+	DECQ CX
+	JNZ  iq2xxsdloop
+
+iq2xxsddone:
 	VZEROUPPER
 	RET
