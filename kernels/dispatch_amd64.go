@@ -76,6 +76,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8decode[quant.Q2_0] = q8decodeQ2_0Vector
 		k.q8decode[quant.Q4_0] = q8decodeQ4_0Vector
 		k.q8decode[quant.IQ4_NL] = q8decodeIQ4NLVector
+		k.q8decode[quant.IQ4_XS] = q8decodeIQ4XSVector
 		for _, t := range iqVectorTypes {
 			k.q8dot[t] = func(row []byte, x *Q8Row) ([8]float32, int) { return q8dotIQGroups(t, false, row, x) }
 		}

@@ -52,6 +52,17 @@ func iqFactorsIQ3XXS(w *byte, groups int, dw *float32)
 //go:noescape
 func iqFactorsIQ2XXS(w *byte, groups int, dw *float32)
 
+// q8decodeIQ4XSAVX2 is the tiles' decoder for IQ4_XS (weights and
+// multipliers; the wrapper adds the factors).
+//
+//go:noescape
+func q8decodeIQ4XSAVX2(w *byte, blocks int, table *int8, out *int8, m *int16)
+
+func q8decodeIQ4XSVector(row []byte, g0, ng int, d *q8Decoded, at int) {
+	iqFactorsIQ4XS(&row[136*g0], ng, &d.dw[8*at])
+	q8decodeIQ4XSAVX2(&row[136*g0], ng, &quant.KvaluesIQ4NL[0], &d.w[256*at], &d.m[8*at])
+}
+
 // iqBatch is how many groups' factors the wrapper computes per call.
 const iqBatch = 16
 

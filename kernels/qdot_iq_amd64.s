@@ -586,3 +586,47 @@ iq2xxsfloop:
 iq2xxsfdone:
 	VZEROUPPER
 	RET
+
+// func q8decodeIQ4XSAVX2(w *byte, blocks int, table *int8, out *int8, m *int16)
+// The tiles' decoder for IQ4_XS (the factors are the wrapper's,
+// iqFactorsIQ4XS): each sub-block's 32 nibble weights through the value
+// table (NIB32), and 1 as the 8 multipliers.
+TEXT ·q8decodeIQ4XSAVX2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ blocks+8(FP), CX
+	MOVQ table+16(FP), AX
+	MOVQ out+24(FP), DI
+	MOVQ m+32(FP), R9
+	VMOVDQU (AX), X14
+	MOVQ    $0x0001000100010001, R11
+	TESTQ CX, CX
+	JZ    iq4xsddone
+
+iq4xsdloop:
+	NIB32((8)(SI))
+	VMOVDQU Y0, (DI)
+	NIB32((24)(SI))
+	VMOVDQU Y0, 32(DI)
+	NIB32((40)(SI))
+	VMOVDQU Y0, 64(DI)
+	NIB32((56)(SI))
+	VMOVDQU Y0, 96(DI)
+	NIB32((72)(SI))
+	VMOVDQU Y0, 128(DI)
+	NIB32((88)(SI))
+	VMOVDQU Y0, 160(DI)
+	NIB32((104)(SI))
+	VMOVDQU Y0, 192(DI)
+	NIB32((120)(SI))
+	VMOVDQU Y0, 224(DI)
+	MOVQ R11, (R9)
+	MOVQ R11, 8(R9)
+	ADDQ $136, SI
+	ADDQ $256, DI
+	ADDQ $16, R9
+	DECQ CX
+	JNZ  iq4xsdloop
+
+iq4xsddone:
+	VZEROUPPER
+	RET
