@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "prefetch_amd64.h"
 
 #include "qdot_amd64.h"
 
@@ -72,6 +73,7 @@ TEXT ·q8dotIQ3SAVX512(SB), NOSPLIT, $0-48
 	JZ    iq3zdone
 
 iq3zloop:
+	PFAHEAD2(110)
 	IQ3Z512(0, Z4, Y5)
 	IQ3Z512(1, Z6, Y7)
 	IQ3Z512(2, Z8, Y9)

@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "prefetch_amd64.h"
 #include "qdot_amd64.h"
 
 // DotQ8 on IQ4_XS and MXFP4 (qdot.go's order, AVX2): a group is 8
@@ -360,6 +361,7 @@ TEXT ·q8dotIQ4XSAVX2(SB), NOSPLIT, $0-56
 	IQPROLOGUE
 
 iq4xsloop:
+	PFAHEAD3(136)
 	IQGROUP(IQ4XSSUB, 136)
 	JNZ iq4xsloop
 
@@ -372,6 +374,7 @@ TEXT ·q8dotMXFP4AVX2(SB), NOSPLIT, $0-56
 	IQPROLOGUE
 
 mxfp4loop:
+	PFAHEAD3(136)
 	IQGROUP(MXFP4SUB, 136)
 	JNZ mxfp4loop
 
@@ -384,6 +387,7 @@ TEXT ·q8dotIQ2XXSAVX2(SB), NOSPLIT, $0-64
 	GRIDPROLOGUE
 
 iq2xxsloop:
+	PFAHEAD2(66)
 	IQGROUP(IQ2XXSSUB, 66)
 	JNZ iq2xxsloop
 
@@ -396,6 +400,7 @@ TEXT ·q8dotIQ3XXSAVX2(SB), NOSPLIT, $0-64
 	GRIDPROLOGUE
 
 iq3xxsloop:
+	PFAHEAD2(98)
 	IQGROUP(IQ3XXSSUB, 98)
 	JNZ iq3xxsloop
 
@@ -408,6 +413,7 @@ TEXT ·q8dotIQ2XSAVX2(SB), NOSPLIT, $0-64
 	GRIDPROLOGUE
 
 iq2xsloop:
+	PFAHEAD2(74)
 	IQGROUP(IQ2XSSUB, 74)
 	JNZ iq2xsloop
 
@@ -421,6 +427,7 @@ TEXT ·q8dotIQ2SAVX2(SB), NOSPLIT, $0-64
 	GRIDPROLOGUE
 
 iq2sloop:
+	PFAHEAD2(82)
 	IQGROUP(IQ2SSUB, 82)
 	JNZ iq2sloop
 
@@ -434,6 +441,7 @@ TEXT ·q8dotIQ1SAVX2(SB), NOSPLIT, $0-64
 	GRIDPROLOGUE
 
 iq1sloop:
+	PFAHEAD1(50)
 	IQGROUP(IQ1SSUB, 50)
 	JNZ iq1sloop
 
@@ -447,6 +455,7 @@ TEXT ·q8dotIQ1MAVX2(SB), NOSPLIT, $0-64
 	GRIDPROLOGUE
 
 iq1mloop:
+	PFAHEAD1(56)
 	IQGROUP(IQ1MSUB, 56)
 	JNZ iq1mloop
 

@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "prefetch_amd64.h"
 
 #include "qdot_amd64.h"
 
@@ -175,6 +176,7 @@ TEXT ·q8dotIQ3XXSAVX512(SB), NOSPLIT, $0-56
 	XXSPROLOGUE(xxsPerm3<>(SB))
 
 iq3xxszloop:
+	PFAHEAD2(98)
 	IQ3XXSQ(0, Z4, Y5)
 	IQ3XXSQ(1, Z6, Y7)
 	IQ3XXSQ(2, Z8, Y9)
@@ -192,6 +194,7 @@ TEXT ·q8dotIQ2XXSAVX512(SB), NOSPLIT, $0-56
 	XXSPROLOGUE(xxsPerm2<>(SB))
 
 iq2xxszloop:
+	PFAHEAD2(66)
 	IQ2XXSQ(0, Z4, Y5)
 	IQ2XXSQ(1, Z6, Y7)
 	IQ2XXSQ(2, Z8, Y9)

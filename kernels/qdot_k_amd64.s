@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "prefetch_amd64.h"
 
 // The K-quants' DotQ8 kernels (qdot.go's order, its K-quant terms;
 // qdot_k.go is the portable definition). One loop iteration takes one
@@ -207,6 +208,7 @@ TEXT ·q8dotQ2KAVX2(SB), NOSPLIT, $0-48
 	JZ    q2kdone
 
 q2kloop:
+	PFAHEAD2(84)
 	Q2KXSUM(0, Y4)
 	Q2KXSUM(1, Y5)
 	Q2KXSUM(2, Y6)
@@ -269,6 +271,7 @@ TEXT ·q8dotQ3KAVX2(SB), NOSPLIT, $0-48
 	JZ    q3kdone
 
 q3kloop:
+	PFAHEAD2(110)
 	Q3KSCALES
 	VMOVDQU (SI), Y13
 	Q3KSUB(0, VPSLLW, 2, Y4)
@@ -351,6 +354,7 @@ TEXT ·q8dotQ4KAVX2(SB), NOSPLIT, $0-48
 	JZ    q4kdone
 
 q4kloop:
+	PFAHEAD3(144)
 	K4SCALES
 	Q4KPAIR(0, Y4, Y5)
 	Q4KPAIR(1, Y6, Y7)
@@ -386,6 +390,7 @@ TEXT ·q8dotQ5KAVX2(SB), NOSPLIT, $0-48
 	JZ    q5kdone
 
 q5kloop:
+	PFAHEAD3(176)
 	K4SCALES
 	VMOVDQU 16(SI), Y13
 	Q5KPAIR(0, VPSLLW, 4, VPSLLW, 3, Y4, Y5)
@@ -421,6 +426,7 @@ TEXT ·q8dotQ6KAVX2(SB), NOSPLIT, $0-48
 	JZ    q6kdone
 
 q6kloop:
+	PFAHEAD4(210)
 	VMOVDQU 192(SI), X0
 	KSCALES16(X0, Y2, Y3, VPMOVSXBD)
 	VMOVDQU 128(SI), Y13
@@ -531,6 +537,7 @@ TEXT ·q8dotQ2KAVX512(SB), NOSPLIT, $0-48
 	JZ    q2kzdone
 
 q2kzloop:
+	PFAHEAD2(84)
 	Q2KXSUM512(0, Z4, Y5)
 	Q2KXSUM512(1, Z6, Y7)
 	Q2KXSUM512(2, Z8, Y9)
@@ -572,6 +579,7 @@ TEXT ·q8dotQ3KAVX512(SB), NOSPLIT, $0-48
 	JZ    q3kzdone
 
 q3kzloop:
+	PFAHEAD2(110)
 	VMOVDQU64 kz04<>(SB), Z2
 	VBROADCASTI64X4 (SI), Z13
 	Q3KSUB512(0, Z4, Y5)
@@ -687,6 +695,7 @@ TEXT ·q8dotQ5KAVX512(SB), NOSPLIT, $0-48
 	JZ    q5kzdone
 
 q5kzloop:
+	PFAHEAD3(176)
 	K4SCALES
 	VBROADCASTI64X4 16(SI), Z13
 	Q5KSUB512(0, Z4, Y5)
@@ -727,6 +736,7 @@ TEXT ·q8dotQ6KAVX512(SB), NOSPLIT, $0-48
 	JZ    q6kzdone
 
 q6kzloop:
+	PFAHEAD4(210)
 	VMOVDQU64 kz20<>(SB), Z2
 	VBROADCASTI64X4 128(SI), Z13
 	Q6KSUB512(0, 0, VPSLLVW, Z14, Z4, Y5)
