@@ -113,8 +113,9 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.paths += "+gfni"
 	}
 	if c.avx2 && c.f16c && c.avx512bf16 {
-		// AVX-512 F and BF16 only (the set keeps the AVX2+F16C kernels).
+		// AVX-512 F, BW and BF16 only (the set keeps the AVX2+F16C kernels).
 		k.bf16dot = bf16dotVector512
+		k.bf16rows, k.bf16tiles = bf16RowsAVX512, bf16TilesAVX512
 		k.paths += "+avx512bf16"
 	}
 	return k

@@ -1,0 +1,166 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stratactl/stratactl/quant"
+)
+
+// bf16Special are the bfloat16 values of the edges: zeros of both signs,
+// subnormals, the largest finite values, infinities and NaNs.
+var bf16Special = []uint16{0x0000, 0x8000, 0x0001, 0x807f, 0x0080, 0x7f7f, 0xff7f, 0x7f80, 0xff80, 0x7fc0, 0xffc1, 0x3f80, 0xbf80}
+
+// bf16TestMatrix is a rows x n BF16 matrix between 0xff guard bands (NaN
+// weights: a kernel reading past the last row's end puts NaN into a result)
+// and n-element activations of kind like bf16TestRow's, and with special
+// values mixed in (one row in four of each kind).
+func bf16TestMatrix(rng *rand.Rand, n, rows, ntok int) (Matrix, []*BF16Row) {
+	data, _ := bf16TestRow(rng, n*rows)
+	for i := 0; i < n*rows; i++ {
+		if rng.IntN(4) == 0 {
+			binary.LittleEndian.PutUint16(data[2*i:], bf16Special[rng.IntN(len(bf16Special))])
+		}
+	}
+	m, err := NewMatrix(quant.BF16, guardedBytes(data, rng.IntN(8)), n, rows)
+	if err != nil {
+		panic(err)
+	}
+	xs := make([]*BF16Row, ntok)
+	for t := range xs {
+		_, x := bf16TestRow(rng, n)
+		if rng.IntN(4) == 0 {
+			for i := range x {
+				if rng.IntN(4) == 0 {
+					x[i] = quant.BF16ToFloat32(bf16Special[rng.IntN(len(bf16Special))])
+				}
+			}
+		}
+		var r BF16Row
+		QuantizeBF16Row(x, &r)
+		xs[t] = guardedBF16Row(&r, rng.IntN(8))
+	}
+	return m, xs
+}
+
+// bf16TestLengths is every length 1..300 (NewMatrix takes no empty rows)
+// and a spread beyond to 4096.
+func bf16TestLengths(rng *rand.Rand) []int {
+	var ns []int
+	for n := 1; n <= 300; n++ {
+		ns = append(ns, n)
+	}
+	ns = append(ns, 383, 384, 385, 511, 512, 513, 639, 640, 1023, 1024, 2559, 2560, 2561, 4095, 4096)
+	for i := 0; i < 20; i++ {
+		ns = append(ns, 301+rng.IntN(4096-301))
+	}
+	return ns
+}
+
+// TestMatBF16KernelsGuarded: every kernel set's matBF16 (the multi-row and
+// tile kernels where the set has them) gives the portable DotBF16's bits
+// for every output, over lengths 1..4096, row counts and ranges that are
+// not multiples of the tiles, 1..7 inputs, random, raw and special values,
+// weights and activations between NaN guard bands, and writes nothing
+// outside its rows' outputs.
+func TestMatBF16KernelsGuarded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(71, 72))
+	sets := testSets()
+	const sentinel = 0x7fa5a5a5
+	for _, n := range bf16TestLengths(rng) {
+		rows, ntok := 1+rng.IntN(11), 1+rng.IntN(7)
+		if n > 1024 {
+			rows, ntok = 1+rng.IntN(6), 1+rng.IntN(4)
+		}
+		m, xs := bf16TestMatrix(rng, n, rows, ntok)
+		want := make([]float32, ntok*rows)
+		for tk, x := range xs {
+			for r := 0; r < rows; r++ {
+				want[tk*rows+r] = portable.dotBF16(m.Row(r), x)
+			}
+		}
+		lo := rng.IntN(rows)
+		hi := lo + 1 + rng.IntN(rows-lo)
+		const band = 16
+		buf := make([]float32, band+ntok*rows+band)
+		for _, s := range sets {
+			for i := range buf {
+				buf[i] = math.Float32frombits(sentinel)
+			}
+			out := buf[band : band+ntok*rows]
+			s.k.matBF16(&m, lo, hi, xs, out)
+			for i, v := range buf {
+				tk, r := (i-band)/max(rows, 1), (i-band)%max(rows, 1)
+				in := i >= band && i < band+ntok*rows && r >= lo && r < hi
+				if !in && math.Float32bits(v) != sentinel {
+					t.Fatalf("n=%d rows %d [%d, %d) inputs %d on %s: wrote %g at %d", n, rows, lo, hi, ntok, s.name, v, i-band)
+				}
+				if in && !sameFloat(v, want[tk*rows+r]) {
+					t.Fatalf("n=%d rows %d [%d, %d) inputs %d on %s: input %d row %d %g (%#08x), portable %g (%#08x)", n, rows, lo, hi, ntok, s.name,
+						tk, r, v, math.Float32bits(v), want[tk*rows+r], math.Float32bits(want[tk*rows+r]))
+				}
+			}
+		}
+	}
+}
+
+// TestMatBF16PoolThreads: MatVecBF16, MatVecsBF16 and MatMulBF16 give the
+// portable DotBF16's bits at 1, 2, 3 and 7 threads, on shapes whose rows
+// and inputs are not multiples of the tiles, and write nothing past the
+// outputs.
+func TestMatBF16PoolThreads(t *testing.T) {
+	rng := rand.New(rand.NewPCG(73, 74))
+	const sentinel = 0x7fa5a5a5
+	for _, sh := range []struct{ cols, rows, ntok int }{{256, 256, 64}, {300, 203, 7}, {2560, 67, 4}, {2560, 9, 1}, {100, 1000, 10}} {
+		m, xs := bf16TestMatrix(rng, sh.cols, sh.rows, sh.ntok)
+		want := make([]float32, sh.ntok*sh.rows)
+		for tk, x := range xs {
+			for r := 0; r < sh.rows; r++ {
+				want[tk*sh.rows+r] = portable.dotBF16(m.Row(r), x)
+			}
+		}
+		guarded := func(n int) []float32 {
+			b := make([]float32, n+16)
+			for i := range b {
+				b[i] = math.Float32frombits(sentinel)
+			}
+			return b
+		}
+		check := func(what string, th int, b []float32, want []float32) {
+			t.Helper()
+			for i, v := range b {
+				if i >= len(want) {
+					if math.Float32bits(v) != sentinel {
+						t.Fatalf("%d x %d, %d inputs, threads=%d: %s wrote %g past its outputs", sh.cols, sh.rows, sh.ntok, th, what, v)
+					}
+				} else if !sameFloat(v, want[i]) {
+					t.Fatalf("%d x %d, %d inputs, threads=%d: %s output %d %g (%#08x), portable %g (%#08x)", sh.cols, sh.rows, sh.ntok, th, what, i, v, math.Float32bits(v), want[i], math.Float32bits(want[i]))
+				}
+			}
+		}
+		for _, th := range []int{1, 2, 3, 7} {
+			p := NewPool(th)
+			mm := guarded(sh.ntok * sh.rows)
+			p.MatMulBF16(&m, xs, mm[:sh.ntok*sh.rows])
+			check("MatMulBF16", th, mm, want)
+			ms := make([]*Matrix, sh.ntok)
+			outs := make([][]float32, sh.ntok)
+			bufs := make([][]float32, sh.ntok)
+			for i := range ms {
+				ms[i], bufs[i] = &m, guarded(sh.rows)
+				outs[i] = bufs[i][:sh.rows]
+			}
+			p.MatVecsBF16(ms, xs, outs)
+			for i, x := range xs {
+				check(fmt.Sprintf("MatVecsBF16 %d", i), th, bufs[i], want[i*sh.rows:(i+1)*sh.rows])
+				one := guarded(sh.rows)
+				p.MatVecBF16(&m, x, one[:sh.rows])
+				check("MatVecBF16", th, one, want[i*sh.rows:(i+1)*sh.rows])
+			}
+			p.Close()
+		}
+	}
+}
