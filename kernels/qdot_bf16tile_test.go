@@ -164,3 +164,50 @@ func TestMatBF16PoolThreads(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMatBF16: one thread's MatVecBF16 (one input) and MatMulBF16
+// (64 inputs, a prefill's) on the tiny model's expert shape (256 x 256)
+// and a 2560-wide one, by the host's kernels ("rows", "tiles") beside the
+// per-row DotBF16 loop they replace ("dot"), the same bits.
+func BenchmarkMatBF16(b *testing.B) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	p := NewPool(1)
+	defer p.Close()
+	for _, sh := range []struct{ cols, rows int }{{256, 256}, {2560, 256}} {
+		data, _, _ := bf16Ordinary(rng, sh.cols*sh.rows)
+		m, err := NewMatrix(quant.BF16, data, sh.cols, sh.rows)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, ntok := range []int{1, 64} {
+			xs := make([]*BF16Row, ntok)
+			for i := range xs {
+				xs[i] = &BF16Row{}
+				QuantizeBF16Row(gaussians(rng, sh.cols, 1), xs[i])
+			}
+			out := make([]float32, ntok*sh.rows)
+			name := fmt.Sprintf("%dx%d/inputs=%d", sh.cols, sh.rows, ntok)
+			b.Run(name+"/dot", func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				for b.Loop() {
+					for r := 0; r < m.Rows; r++ {
+						row := m.Row(r)
+						for t, x := range xs {
+							out[t*m.Rows+r] = DotBF16(row, x)
+						}
+					}
+				}
+			})
+			kind := "rows"
+			if ntok > 1 {
+				kind = "tiles"
+			}
+			b.Run(name+"/"+kind, func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				for b.Loop() {
+					p.MatMulBF16(&m, xs, out)
+				}
+			})
+		}
+	}
+}
