@@ -57,6 +57,9 @@ func TestBF16AVX2Flags(t *testing.T) {
 	}
 }
 
+// init adds the VDPBF16PS tile kernels alone (the FMA kernels' fallback,
+// which the bound kernels run only where MXCSR's flags say) to
+// TestMatBF16KernelsGuarded's runners, so that they meet every input too.
 func init() {
 	if hostCPU.avx512bf16 {
 		bf16MatRunners = append(bf16MatRunners, namedBF16Mat{"VDPBF16PS tiles alone", func(m *Matrix, lo, hi int, xs []*BF16Row, out []float32) {
