@@ -107,6 +107,9 @@ type kernelSet struct {
 	// not take the rows (unpadded activations, no columns).
 	bf16rows  func(m *Matrix, lo, hi int, x *BF16Row, out []float32) bool
 	bf16tiles func(m *Matrix, lo, hi int, xs []*BF16Row, out []float32) bool
+	// bf16quant is QuantizeBF16Row's loop over n >= 1 activations into v,
+	// the row's cleared buffer.
+	bf16quant func(x *float32, n int, v *uint16)
 	// q2 runs Q2Search's hot loops (nil: quant.Q2SearchRef).
 	q2 *quant.Q2SearchKernels
 	// attnScores and attnSum are AttnScores' and AttnSum's loops (attn.go):

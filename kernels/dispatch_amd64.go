@@ -119,6 +119,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		// flags say (qdot_bf16tile_amd64.s).
 		k.bf16dot = bf16dotVector512
 		k.bf16rows, k.bf16tiles = bf16RowsFMA, bf16TilesFMA
+		k.bf16quant = bf16QuantAVX512 // AVX-512 F only
 		k.paths += "+avx512bf16"
 	}
 	return k

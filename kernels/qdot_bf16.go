@@ -56,7 +56,9 @@ func (r *BF16Row) Len() int { return r.n }
 const bf16Chunk = 128
 
 // QuantizeBF16Row rounds x to bfloat16 pairs into r, reusing r's buffer.
-func QuantizeBF16Row(x []float32, r *BF16Row) {
+func QuantizeBF16Row(x []float32, r *BF16Row) { host.quantizeBF16Row(x, r) }
+
+func (k *kernelSet) quantizeBF16Row(x []float32, r *BF16Row) {
 	n := len(x)
 	pv := (n + bf16Chunk - 1) / bf16Chunk * 2 * bf16Chunk
 	if cap(r.v) < pv {
@@ -64,6 +66,10 @@ func QuantizeBF16Row(x []float32, r *BF16Row) {
 	}
 	r.n, r.v = n, r.v[:pv]
 	clear(r.v)
+	if k.bf16quant != nil && n > 0 {
+		k.bf16quant(&x[0], n, &r.v[0])
+		return
+	}
 	for c := 0; c*bf16Chunk < n; c++ {
 		xc := x[c*bf16Chunk : min(n, (c+1)*bf16Chunk)]
 		hi := r.v[2*bf16Chunk*c : 2*bf16Chunk*c+bf16Chunk]

@@ -223,3 +223,44 @@ func BenchmarkMatBF16(b *testing.B) {
 		}
 	}
 }
+
+// TestQuantizeBF16RowSets: every kernel set's QuantizeBF16Row loop writes
+// the portable loop's buffer, padding included, over lengths 0..300 and a
+// spread to 4096, on gaussians, raw bits and the edges (NaNs signaling and
+// quiet of both signs, infinities, the largest finite values and ties that
+// round to infinity, subnormals, zeros of both signs), into a buffer a
+// longer row left dirty.
+func TestQuantizeBF16RowSets(t *testing.T) {
+	rng := rand.New(rand.NewPCG(75, 76))
+	edges := []uint32{0x7f800001, 0x7fc00000, 0xffc12345, 0xff800001, 0x7f800000, 0xff800000, 0x7f7fffff, 0xff7fffff,
+		0x7f7f8000, 0x7f7e8000, 0x00000001, 0x807fffff, 0x00008000, 0x00018000, 0, 0x80000000, 0x3f808000, 0x3f818000}
+	sets := testSets()
+	ns := append([]int{0}, bf16TestLengths(rng)...)
+	for _, n := range ns {
+		x := gaussians(rng, n, 1)
+		for i := range x {
+			switch rng.IntN(6) {
+			case 0:
+				x[i] = math.Float32frombits(rng.Uint32())
+			case 1:
+				x[i] = math.Float32frombits(edges[rng.IntN(len(edges))])
+			}
+		}
+		var want BF16Row
+		portable.quantizeBF16Row(x, &want)
+		for _, s := range sets {
+			var r BF16Row
+			s.k.quantizeBF16Row(gaussians(rng, n+300, 1), &r)
+			s.k.quantizeBF16Row(x, &r)
+			if r.n != want.n || len(r.v) != len(want.v) {
+				t.Fatalf("n=%d on %s: %d elements in %d, portable %d in %d", n, s.name, r.n, len(r.v), want.n, len(want.v))
+			}
+			for i := range r.v {
+				if r.v[i] != want.v[i] {
+					e := i/(2*bf16Chunk)*bf16Chunk + i%bf16Chunk
+					t.Fatalf("n=%d on %s: word %d (element %d, %#08x) %#04x, portable %#04x", n, s.name, i, e, math.Float32bits(x[min(e, max(n-1, 0))]), r.v[i], want.v[i])
+				}
+			}
+		}
+	}
+}
