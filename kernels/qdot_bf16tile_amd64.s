@@ -16,8 +16,10 @@
 // increasing k, hi before lo). After the whole chunks, a last partial
 // chunk (m01 != 0) takes its weights by masked loads, zero past the row
 // (K1..K4: the bits of m01, m23, a word each; the activations are padded).
-// The lanes are then folded as foldBF16Lanes does, one output at a time,
-// and stored. The four-row kernels prefetch (PREFETCHT0) each line of the
+// The lanes are then folded as foldBF16Lanes does, up to four outputs
+// side by side after each output's first level (BF16FOLD4; a lone output
+// by BF16FOLD), compressed to one xmm (K6: every fourth element) and
+// stored. The four-row kernels prefetch (PREFETCHT0) each line of the
 // weights eight rows ahead of the one they load, the two-row kernels
 // eight rows (four tiles) ahead: from L3 the hardware prefetcher alone
 // left a decode step's rows half as fast (tiny-qwen3moe BF16 on the lent
@@ -56,6 +58,44 @@
 	VADDPS     z1, z0, z0 \
 	VMOVSS     x0, dst
 
+// BF16SUM4 is the fold's first level: z0 = s = (z0+z1)+(z2+z3).
+#define BF16SUM4(z0, z1, z2, z3) \
+	VADDPS z1, z0, z0 \
+	VADDPS z3, z2, z2 \
+	VADDPS z2, z0, z0
+
+// BF16FOLD4 folds four outputs' s (a, b, c, d: BF16SUM4's) side by side
+// into dst, output i in element 4i: t_j = s_j+s_{j+8} (a's and b's in Z24,
+// c's and d's in Z25, 8 each), u_j = t_j+t_{j+4} (Z26: 4 each, in the
+// order a, b, c, d), v_j = u_j+u_{j+2}, v0+v1. Z24..Z31 are clobbered.
+#define BF16FOLD4(a, b, c, d, dst) \
+	VSHUFF64X2 $0x44, b, a, Z24 \
+	VSHUFF64X2 $0xee, b, a, Z26 \
+	VADDPS     Z26, Z24, Z24 \
+	VSHUFF64X2 $0x44, d, c, Z25 \
+	VSHUFF64X2 $0xee, d, c, Z27 \
+	VADDPS     Z27, Z25, Z25 \
+	BF16FOLDU(Z24, Z25, dst)
+
+// BF16FOLD2 is BF16FOLD4 on two outputs (a, b in elements 0 and 4; 8
+// and 12 hold them again).
+#define BF16FOLD2(a, b, dst) \
+	VSHUFF64X2 $0x44, b, a, Z24 \
+	VSHUFF64X2 $0xee, b, a, Z26 \
+	VADDPS     Z26, Z24, Z24 \
+	BF16FOLDU(Z24, Z24, dst)
+
+// BF16FOLDU is BF16FOLD4's last three levels from its t in p (a, b) and q
+// (c, d).
+#define BF16FOLDU(p, q, dst) \
+	VSHUFF32X4 $0x88, q, p, Z26 \
+	VSHUFF32X4 $0xdd, q, p, Z27 \
+	VADDPS     Z27, Z26, Z26 \
+	VPERMILPS  $0x4e, Z26, Z27 \
+	VADDPS     Z27, Z26, Z26 \
+	VMOVSHDUP  Z26, Z27 \
+	VADDPS     Z27, Z26, dst
+
 // MXCSRDAZFTZ saves MXCSR at old-4(SP) and sets DAZ and FTZ with the
 // flags clear (new-8(SP)); MXCSRFLAGS restores it and stores the overflow
 // and underflow flags raised since at dst.
@@ -89,6 +129,8 @@ TEXT ·bf16Tile4x1AVX512(SB), NOSPLIT, $0-96
 	KMOVD R11, K3
 	SHRQ $32, R11
 	KMOVD R11, K4
+	MOVL $0x1111, R11
+	KMOVW R11, K6
 
 t4x1step:
 	VPXORD Z0, Z0, Z0
@@ -261,10 +303,13 @@ t4x1tail:
 	BYTE $0x62; BYTE $0x32; BYTE $0x66; BYTE $0x40; BYTE $0x52; BYTE $0xfd	// VDPBF16PS Z21, Z19, Z15
 
 t4x1fold:
-	BF16FOLD(Z0, Z1, Z2, Z3, X0, 0(DI))
-	BF16FOLD(Z4, Z5, Z6, Z7, X4, 4(DI))
-	BF16FOLD(Z8, Z9, Z10, Z11, X8, 8(DI))
-	BF16FOLD(Z12, Z13, Z14, Z15, X12, 12(DI))
+	BF16SUM4(Z0, Z1, Z2, Z3)
+	BF16SUM4(Z4, Z5, Z6, Z7)
+	BF16SUM4(Z8, Z9, Z10, Z11)
+	BF16SUM4(Z12, Z13, Z14, Z15)
+	BF16FOLD4(Z0, Z4, Z8, Z12, Z1)
+	VCOMPRESSPS Z1, K6, Z2
+	VMOVUPS X2, 0(DI)
 	LEAQ (SI)(BX*4), SI
 	ADDQ $16, DI
 	DECQ CX
@@ -376,6 +421,8 @@ TEXT ·bf16Tile2x3AVX512(SB), NOSPLIT, $0-96
 	KMOVD R11, K3
 	SHRQ $32, R11
 	KMOVD R11, K4
+	MOVL $0x1111, R11
+	KMOVW R11, K6
 
 t2x3step:
 	VPXORD Z0, Z0, Z0
@@ -600,12 +647,19 @@ t2x3fold:
 	ADDQ DI, R12
 	MOVQ ostride+80(FP), R13
 	ADDQ R12, R13
-	BF16FOLD(Z0, Z1, Z2, Z3, X0, 0(DI))
-	BF16FOLD(Z4, Z5, Z6, Z7, X4, 0(R12))
-	BF16FOLD(Z8, Z9, Z10, Z11, X8, 0(R13))
-	BF16FOLD(Z12, Z13, Z14, Z15, X12, 4(DI))
-	BF16FOLD(Z16, Z17, Z18, Z19, X16, 4(R12))
-	BF16FOLD(Z20, Z21, Z22, Z23, X20, 4(R13))
+	BF16SUM4(Z0, Z1, Z2, Z3)
+	BF16SUM4(Z12, Z13, Z14, Z15)
+	BF16SUM4(Z4, Z5, Z6, Z7)
+	BF16SUM4(Z16, Z17, Z18, Z19)
+	BF16SUM4(Z8, Z9, Z10, Z11)
+	BF16SUM4(Z20, Z21, Z22, Z23)
+	BF16FOLD4(Z0, Z12, Z4, Z16, Z1)
+	VCOMPRESSPS Z1, K6, Z2
+	VMOVLPS X2, 0(DI)
+	VMOVHPS X2, 0(R12)
+	BF16FOLD2(Z8, Z20, Z1)
+	VCOMPRESSPS Z1, K6, Z2
+	VMOVLPS X2, 0(R13)
 	LEAQ (SI)(BX*2), SI
 	ADDQ $8, DI
 	DECQ CX
@@ -629,6 +683,8 @@ TEXT ·bf16Tile2x2AVX512(SB), NOSPLIT, $0-96
 	KMOVD R11, K3
 	SHRQ $32, R11
 	KMOVD R11, K4
+	MOVL $0x1111, R11
+	KMOVW R11, K6
 
 t2x2step:
 	VPXORD Z0, Z0, Z0
@@ -793,10 +849,14 @@ t2x2tail:
 t2x2fold:
 	MOVQ ostride+80(FP), R12
 	ADDQ DI, R12
-	BF16FOLD(Z0, Z1, Z2, Z3, X0, 0(DI))
-	BF16FOLD(Z4, Z5, Z6, Z7, X4, 0(R12))
-	BF16FOLD(Z8, Z9, Z10, Z11, X8, 4(DI))
-	BF16FOLD(Z12, Z13, Z14, Z15, X12, 4(R12))
+	BF16SUM4(Z0, Z1, Z2, Z3)
+	BF16SUM4(Z8, Z9, Z10, Z11)
+	BF16SUM4(Z4, Z5, Z6, Z7)
+	BF16SUM4(Z12, Z13, Z14, Z15)
+	BF16FOLD4(Z0, Z8, Z4, Z12, Z1)
+	VCOMPRESSPS Z1, K6, Z2
+	VMOVLPS X2, 0(DI)
+	VMOVHPS X2, 0(R12)
 	LEAQ (SI)(BX*2), SI
 	ADDQ $8, DI
 	DECQ CX
@@ -820,6 +880,8 @@ TEXT ·bf16Tile1x3AVX512(SB), NOSPLIT, $0-96
 	KMOVD R11, K3
 	SHRQ $32, R11
 	KMOVD R11, K4
+	MOVL $0x1111, R11
+	KMOVW R11, K6
 
 t1x3step:
 	VPXORD Z0, Z0, Z0
@@ -964,9 +1026,14 @@ t1x3fold:
 	ADDQ DI, R12
 	MOVQ ostride+80(FP), R13
 	ADDQ R12, R13
-	BF16FOLD(Z0, Z1, Z2, Z3, X0, 0(DI))
-	BF16FOLD(Z4, Z5, Z6, Z7, X4, 0(R12))
-	BF16FOLD(Z8, Z9, Z10, Z11, X8, 0(R13))
+	BF16SUM4(Z0, Z1, Z2, Z3)
+	BF16SUM4(Z4, Z5, Z6, Z7)
+	BF16SUM4(Z8, Z9, Z10, Z11)
+	BF16FOLD4(Z0, Z4, Z8, Z8, Z1)
+	VCOMPRESSPS Z1, K6, Z2
+	VMOVSS X2, 0(DI)
+	VEXTRACTPS $1, X2, 0(R12)
+	VEXTRACTPS $2, X2, 0(R13)
 	ADDQ BX, SI
 	ADDQ $4, DI
 	DECQ CX
@@ -990,6 +1057,8 @@ TEXT ·bf16Tile1x2AVX512(SB), NOSPLIT, $0-96
 	KMOVD R11, K3
 	SHRQ $32, R11
 	KMOVD R11, K4
+	MOVL $0x1111, R11
+	KMOVW R11, K6
 
 t1x2step:
 	VPXORD Z0, Z0, Z0
@@ -1094,8 +1163,12 @@ t1x2tail:
 t1x2fold:
 	MOVQ ostride+80(FP), R12
 	ADDQ DI, R12
-	BF16FOLD(Z0, Z1, Z2, Z3, X0, 0(DI))
-	BF16FOLD(Z4, Z5, Z6, Z7, X4, 0(R12))
+	BF16SUM4(Z0, Z1, Z2, Z3)
+	BF16SUM4(Z4, Z5, Z6, Z7)
+	BF16FOLD2(Z0, Z4, Z1)
+	VCOMPRESSPS Z1, K6, Z2
+	VMOVSS X2, 0(DI)
+	VEXTRACTPS $1, X2, 0(R12)
 	ADDQ BX, SI
 	ADDQ $4, DI
 	DECQ CX
@@ -1120,6 +1193,8 @@ TEXT ·bf16Tile4x1FMA(SB), NOSPLIT, $8-96
 	KMOVD R11, K3
 	SHRQ $32, R11
 	KMOVD R11, K4
+	MOVL $0x1111, R11
+	KMOVW R11, K6
 	MOVL $0xaaaaaaaa, R11
 	KMOVD R11, K5
 
@@ -1454,10 +1529,13 @@ f4x1tail:
 	VFMADD231PS Z27, Z22, Z15
 
 f4x1fold:
-	BF16FOLD(Z0, Z1, Z2, Z3, X0, 0(DI))
-	BF16FOLD(Z4, Z5, Z6, Z7, X4, 4(DI))
-	BF16FOLD(Z8, Z9, Z10, Z11, X8, 8(DI))
-	BF16FOLD(Z12, Z13, Z14, Z15, X12, 12(DI))
+	BF16SUM4(Z0, Z1, Z2, Z3)
+	BF16SUM4(Z4, Z5, Z6, Z7)
+	BF16SUM4(Z8, Z9, Z10, Z11)
+	BF16SUM4(Z12, Z13, Z14, Z15)
+	BF16FOLD4(Z0, Z4, Z8, Z12, Z1)
+	VCOMPRESSPS Z1, K6, Z2
+	VMOVUPS X2, 0(DI)
 	LEAQ (SI)(BX*4), SI
 	ADDQ $16, DI
 	DECQ CX
@@ -1637,6 +1715,8 @@ TEXT ·bf16Tile2x3FMA(SB), NOSPLIT, $8-96
 	KMOVD R11, K3
 	SHRQ $32, R11
 	KMOVD R11, K4
+	MOVL $0x1111, R11
+	KMOVW R11, K6
 	MOVL $0xaaaaaaaa, R11
 	KMOVD R11, K5
 
@@ -2087,12 +2167,19 @@ f2x3fold:
 	ADDQ DI, R12
 	MOVQ ostride+80(FP), R13
 	ADDQ R12, R13
-	BF16FOLD(Z0, Z1, Z2, Z3, X0, 0(DI))
-	BF16FOLD(Z4, Z5, Z6, Z7, X4, 0(R12))
-	BF16FOLD(Z8, Z9, Z10, Z11, X8, 0(R13))
-	BF16FOLD(Z12, Z13, Z14, Z15, X12, 4(DI))
-	BF16FOLD(Z16, Z17, Z18, Z19, X16, 4(R12))
-	BF16FOLD(Z20, Z21, Z22, Z23, X20, 4(R13))
+	BF16SUM4(Z0, Z1, Z2, Z3)
+	BF16SUM4(Z12, Z13, Z14, Z15)
+	BF16SUM4(Z4, Z5, Z6, Z7)
+	BF16SUM4(Z16, Z17, Z18, Z19)
+	BF16SUM4(Z8, Z9, Z10, Z11)
+	BF16SUM4(Z20, Z21, Z22, Z23)
+	BF16FOLD4(Z0, Z12, Z4, Z16, Z1)
+	VCOMPRESSPS Z1, K6, Z2
+	VMOVLPS X2, 0(DI)
+	VMOVHPS X2, 0(R12)
+	BF16FOLD2(Z8, Z20, Z1)
+	VCOMPRESSPS Z1, K6, Z2
+	VMOVLPS X2, 0(R13)
 	LEAQ (SI)(BX*2), SI
 	ADDQ $8, DI
 	DECQ CX
@@ -2117,6 +2204,8 @@ TEXT ·bf16Tile2x2FMA(SB), NOSPLIT, $8-96
 	KMOVD R11, K3
 	SHRQ $32, R11
 	KMOVD R11, K4
+	MOVL $0x1111, R11
+	KMOVW R11, K6
 	MOVL $0xaaaaaaaa, R11
 	KMOVD R11, K5
 
@@ -2443,10 +2532,14 @@ f2x2tail:
 f2x2fold:
 	MOVQ ostride+80(FP), R12
 	ADDQ DI, R12
-	BF16FOLD(Z0, Z1, Z2, Z3, X0, 0(DI))
-	BF16FOLD(Z4, Z5, Z6, Z7, X4, 0(R12))
-	BF16FOLD(Z8, Z9, Z10, Z11, X8, 4(DI))
-	BF16FOLD(Z12, Z13, Z14, Z15, X12, 4(R12))
+	BF16SUM4(Z0, Z1, Z2, Z3)
+	BF16SUM4(Z8, Z9, Z10, Z11)
+	BF16SUM4(Z4, Z5, Z6, Z7)
+	BF16SUM4(Z12, Z13, Z14, Z15)
+	BF16FOLD4(Z0, Z8, Z4, Z12, Z1)
+	VCOMPRESSPS Z1, K6, Z2
+	VMOVLPS X2, 0(DI)
+	VMOVHPS X2, 0(R12)
 	LEAQ (SI)(BX*2), SI
 	ADDQ $8, DI
 	DECQ CX
@@ -2471,6 +2564,8 @@ TEXT ·bf16Tile1x3FMA(SB), NOSPLIT, $8-96
 	KMOVD R11, K3
 	SHRQ $32, R11
 	KMOVD R11, K4
+	MOVL $0x1111, R11
+	KMOVW R11, K6
 	MOVL $0xaaaaaaaa, R11
 	KMOVD R11, K5
 
@@ -2777,9 +2872,14 @@ f1x3fold:
 	ADDQ DI, R12
 	MOVQ ostride+80(FP), R13
 	ADDQ R12, R13
-	BF16FOLD(Z0, Z1, Z2, Z3, X0, 0(DI))
-	BF16FOLD(Z4, Z5, Z6, Z7, X4, 0(R12))
-	BF16FOLD(Z8, Z9, Z10, Z11, X8, 0(R13))
+	BF16SUM4(Z0, Z1, Z2, Z3)
+	BF16SUM4(Z4, Z5, Z6, Z7)
+	BF16SUM4(Z8, Z9, Z10, Z11)
+	BF16FOLD4(Z0, Z4, Z8, Z8, Z1)
+	VCOMPRESSPS Z1, K6, Z2
+	VMOVSS X2, 0(DI)
+	VEXTRACTPS $1, X2, 0(R12)
+	VEXTRACTPS $2, X2, 0(R13)
 	ADDQ BX, SI
 	ADDQ $4, DI
 	DECQ CX
@@ -2804,6 +2904,8 @@ TEXT ·bf16Tile1x2FMA(SB), NOSPLIT, $8-96
 	KMOVD R11, K3
 	SHRQ $32, R11
 	KMOVD R11, K4
+	MOVL $0x1111, R11
+	KMOVW R11, K6
 	MOVL $0xaaaaaaaa, R11
 	KMOVD R11, K5
 
@@ -3022,8 +3124,12 @@ f1x2tail:
 f1x2fold:
 	MOVQ ostride+80(FP), R12
 	ADDQ DI, R12
-	BF16FOLD(Z0, Z1, Z2, Z3, X0, 0(DI))
-	BF16FOLD(Z4, Z5, Z6, Z7, X4, 0(R12))
+	BF16SUM4(Z0, Z1, Z2, Z3)
+	BF16SUM4(Z4, Z5, Z6, Z7)
+	BF16FOLD2(Z0, Z4, Z1)
+	VCOMPRESSPS Z1, K6, Z2
+	VMOVSS X2, 0(DI)
+	VEXTRACTPS $1, X2, 0(R12)
 	ADDQ BX, SI
 	ADDQ $4, DI
 	DECQ CX
