@@ -29,6 +29,11 @@
 // The Go assembler has no VDPBF16PS, so it is written as bytes:
 // EVEX.512.F3.0F38.W0 52 /r, register forms only. These kernels return 0.
 //
+// The twelve kernels are unrolled so that every register and offset is a
+// literal. A Python loop wrote them once and is not kept: they are
+// maintained as text here, and TestMatBF16KernelsGuarded checks them
+// against the portable DotBF16.
+//
 // bf16TileRxTFMA is bf16TileRxTAVX512 in AVX-512 F and BW alone, where
 // VDPBF16PS is slow (on the lent Xeon it takes zmm at a fifth of
 // VFMADD231PS's rate, with twice the products each): each bfloat16 pair
