@@ -18,7 +18,8 @@ type cpuFeatures struct {
 	avx, avx2, f16c bool
 	// avx512vnni: AVX-512 F, BW and VNNI.
 	avx512vnni bool
-	// avx512bf16: AVX-512 F and BF16 (VDPBF16PS).
+	// avx512bf16: AVX-512 F, BW and BF16 (VDPBF16PS; the tile kernels'
+	// word masks are BW).
 	avx512bf16 bool
 	// avx512gfni: AVX-512 F, BW, VBMI (VPERMT2B) and GFNI
 	// (VGF2P8AFFINEQB).
@@ -32,7 +33,7 @@ var hostCPU = cpuFeatures{
 	avx2:       cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2),
 	f16c:       cpuid.CPU.Supports(cpuid.AVX, cpuid.F16C),
 	avx512vnni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VNNI),
-	avx512bf16: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BF16),
+	avx512bf16: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512BF16),
 	avx512gfni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VBMI, cpuid.GFNI),
 	brand:      cpuid.CPU.BrandName,
 }
@@ -100,6 +101,15 @@ type kernelSet struct {
 	// bf16dot is DotBF16 on a padded row (qdot_bf16.go's order), false
 	// when the row is left to the portable path.
 	bf16dot func(row []byte, x *BF16Row) (float32, bool)
+	// bf16rows sets out[r] = DotBF16(row r of m, x) for r in [lo, hi) in
+	// one call, and bf16tiles out[t*m.Rows+r] = DotBF16(row r, xs[t]) for
+	// those rows and every input; false (nothing written) where it does
+	// not take the rows (unpadded activations, no columns).
+	bf16rows  func(m *Matrix, lo, hi int, x *BF16Row, out []float32) bool
+	bf16tiles func(m *Matrix, lo, hi int, xs []*BF16Row, out []float32) bool
+	// bf16quant is QuantizeBF16Row's loop over n >= 1 activations into v,
+	// the row's cleared buffer.
+	bf16quant func(x *float32, n int, v *uint16)
 	// q2 runs Q2Search's hot loops (nil: quant.Q2SearchRef).
 	q2 *quant.Q2SearchKernels
 	// attnScores and attnSum are AttnScores' and AttnSum's loops (attn.go):

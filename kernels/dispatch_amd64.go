@@ -5,7 +5,8 @@ package kernels
 import "github.com/stratactl/stratactl/quant"
 
 // chooseKernels binds each assembly kernel where c has every extension its
-// instructions need (read off the disassembly: no kernel uses FMA or BMI2;
+// instructions need (read off the disassembly: no kernel uses FMA3 or BMI2,
+// the BF16 tile kernels' VFMADD231PS being AVX-512 F's;
 // VCVTPH2PS is F16C; 256-bit integer instructions are AVX2; the rest is AVX;
 // the 512-bit kernels need AVX-512 F, BW and VNNI besides).
 func chooseKernels(c cpuFeatures) kernelSet {
@@ -121,8 +122,12 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.paths += "+gfni"
 	}
 	if c.avx2 && c.f16c && c.avx512bf16 {
-		// AVX-512 F and BF16 only (the set keeps the AVX2+F16C kernels).
+		// AVX-512 F, BW and BF16 only (the set keeps the AVX2+F16C kernels);
+		// the tiles by fused multiply-adds first, VDPBF16PS where their
+		// flags say (qdot_bf16tile_amd64.s).
 		k.bf16dot = bf16dotVector512
+		k.bf16rows, k.bf16tiles = bf16RowsFMA, bf16TilesFMA
+		k.bf16quant = bf16QuantAVX512 // AVX-512 F only
 		k.paths += "+avx512bf16"
 	}
 	return k

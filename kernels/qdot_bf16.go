@@ -56,7 +56,9 @@ func (r *BF16Row) Len() int { return r.n }
 const bf16Chunk = 128
 
 // QuantizeBF16Row rounds x to bfloat16 pairs into r, reusing r's buffer.
-func QuantizeBF16Row(x []float32, r *BF16Row) {
+func QuantizeBF16Row(x []float32, r *BF16Row) { host.quantizeBF16Row(x, r) }
+
+func (k *kernelSet) quantizeBF16Row(x []float32, r *BF16Row) {
 	n := len(x)
 	pv := (n + bf16Chunk - 1) / bf16Chunk * 2 * bf16Chunk
 	if cap(r.v) < pv {
@@ -64,6 +66,10 @@ func QuantizeBF16Row(x []float32, r *BF16Row) {
 	}
 	r.n, r.v = n, r.v[:pv]
 	clear(r.v)
+	if k.bf16quant != nil && n > 0 {
+		k.bf16quant(&x[0], n, &r.v[0])
+		return
+	}
 	for c := 0; c*bf16Chunk < n; c++ {
 		xc := x[c*bf16Chunk : min(n, (c+1)*bf16Chunk)]
 		hi := r.v[2*bf16Chunk*c : 2*bf16Chunk*c+bf16Chunk]
@@ -207,21 +213,33 @@ func (p *Pool) MatVecBF16(m *Matrix, x *BF16Row, out []float32) {
 }
 
 // MatMulBF16 sets out[t*Rows+r] = DotBF16(row r, xs[t]) for every row and
-// input; each weight row meets all the inputs while it is in cache.
+// input; each weight row meets all the inputs while it is in cache (the
+// tile kernel where the host has one).
 func (p *Pool) MatMulBF16(m *Matrix, xs []*BF16Row, out []float32) {
 	for _, x := range xs {
 		m.checkBF16("MatMulBF16", x)
 	}
 	ntok, rows := len(xs), m.Rows
 	out = out[:ntok*rows]
-	p.Parallel(rows, m.Cols*ntok, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			row := m.Row(r)
-			for t, x := range xs {
-				out[t*rows+r] = DotBF16(row, x)
-			}
+	p.Parallel(rows, m.Cols*ntok, func(lo, hi int) { host.matBF16(m, lo, hi, xs, out) })
+}
+
+// matBF16 is MatMulBF16 on rows [lo, hi): one input by k.bf16rows, several
+// by k.bf16tiles, else (or where they do not take the rows) row by row.
+func (k *kernelSet) matBF16(m *Matrix, lo, hi int, xs []*BF16Row, out []float32) {
+	rows := m.Rows
+	if len(xs) == 1 && k.bf16rows != nil && k.bf16rows(m, lo, hi, xs[0], out[:rows]) {
+		return
+	}
+	if len(xs) > 1 && k.bf16tiles != nil && k.bf16tiles(m, lo, hi, xs, out) {
+		return
+	}
+	for r := lo; r < hi; r++ {
+		row := m.Row(r)
+		for t, x := range xs {
+			out[t*rows+r] = k.dotBF16(row, x)
 		}
-	})
+	}
 }
 
 // MatVecsBF16 sets outs[i][r] = DotBF16(row r of ms[i], xs[i]) for several
@@ -234,12 +252,13 @@ func (p *Pool) MatVecsBF16(ms []*Matrix, xs []*BF16Row, outs [][]float32) {
 			panic(fmt.Sprintf("kernels: MatVecsBF16: matrix %d has %d rows, len(out)=%d", i, m.Rows, len(outs[i])))
 		}
 	}
-	p.eachRow(ms, func(i, r int) { outs[i][r] = DotBF16(ms[i].Row(r), xs[i]) })
+	p.eachRows(ms, func(i, lo, hi int) { host.matBF16(ms[i], lo, hi, xs[i:i+1], outs[i]) })
 }
 
-// eachRow runs fn(i, r) for every row r of every matrix ms[i], in one
-// parallel pass over all the rows (contiguous ranges, in order).
-func (p *Pool) eachRow(ms []*Matrix, fn func(i, r int)) {
+// eachRows runs fn(i, lo, hi) for rows [lo, hi) of matrix ms[i], over every
+// row of every matrix, in one parallel pass over all the rows (contiguous
+// ranges, in order, cut at the matrices' ends).
+func (p *Pool) eachRows(ms []*Matrix, fn func(i, lo, hi int)) {
 	start := make([]int, len(ms)+1)
 	work := 0
 	for i, m := range ms {
@@ -247,12 +266,13 @@ func (p *Pool) eachRow(ms []*Matrix, fn func(i, r int)) {
 		work = max(work, m.Cols)
 	}
 	p.Parallel(start[len(ms)], work, func(lo, hi int) {
-		i := 0
-		for g := lo; g < hi; g++ {
-			for g >= start[i+1] {
-				i++
+		for i := 0; lo < hi; i++ {
+			if lo >= start[i+1] {
+				continue
 			}
-			fn(i, g-start[i])
+			e := min(hi, start[i+1])
+			fn(i, lo-start[i], e-start[i])
+			lo = e
 		}
 	})
 }

@@ -52,3 +52,9 @@ func bf16Rows(wide bool, row []byte, x *BF16Row) (float32, bool) {
 func bf16dotVector512(row []byte, x *BF16Row) (float32, bool) { return bf16Rows(true, row, x) }
 
 func bf16dotVector(row []byte, x *BF16Row) (float32, bool) { return bf16Rows(false, row, x) }
+
+// bf16QuantAVX512 is QuantizeBF16Row's loop over n >= 1 activations into
+// v, a cleared buffer of the padded row's length (qdot_bf16_amd64.s).
+//
+//go:noescape
+func bf16QuantAVX512(x *float32, n int, v *uint16)

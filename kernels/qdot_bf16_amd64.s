@@ -165,3 +165,67 @@ TEXT ·bf16foldAVX(SB), NOSPLIT, $0-12
 	VMOVSS  X0, ret+8(FP)
 	VZEROUPPER
 	RET
+
+// BF16ROUND sets dst to the bfloat16s of the float32s in src, in the low
+// words of the dwords (quant.Float32ToBF16: a NaN's top half with its
+// quiet bit set; else (b + 0x7fff + (b>>16)&1) >> 16); Z10, Z11, Z12 hold
+// 1, 0x7fff and 0x40 in every dword; Z2, Z3 and K2 are clobbered.
+#define BF16ROUND(src, dst) \
+	VPSRLD    $16, src, Z2 \
+	VPANDD    Z10, Z2, Z2 \
+	VPADDD    Z11, Z2, Z2 \
+	VPADDD    src, Z2, Z2 \
+	VPSRLD    $16, Z2, dst \
+	VCMPPS    $3, src, src, K2 \
+	VPSRLD    $16, src, Z3 \
+	VPORD     Z12, Z3, Z3 \
+	VMOVDQA32 Z3, K2, dst
+
+// func bf16QuantAVX512(x *float32, n int, v *uint16)
+// AVX-512 F: QuantizeBF16Row's loop over n >= 1 activations, 16 at a time
+// (the last ones by masked loads and stores): hi = bf16(x), lo = bf16(x -
+// hi) by VSUBPS (Go's float32 subtraction, x its first operand), hi at
+// v[256c+j] and lo at v[256c+128+j] for element 128c+j.
+TEXT ·bf16QuantAVX512(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), R9
+	MOVQ v+16(FP), DI
+	MOVL $1, AX
+	VPBROADCASTD AX, Z10
+	MOVL $0x7fff, AX
+	VPBROADCASTD AX, Z11
+	MOVL $0x40, AX
+	VPBROADCASTD AX, Z12
+	XORQ DX, DX
+
+bfqloop:
+	MOVL $0xffff, R8
+	MOVQ R9, CX
+	SUBQ DX, CX
+	CMPQ CX, $16
+	JGE  bfqfull
+	MOVL $1, R8
+	SHLL CX, R8
+	DECL R8
+
+bfqfull:
+	KMOVW R8, K1
+	VMOVUPS.Z (SI)(DX*4), K1, Z0
+	BF16ROUND(Z0, Z1)
+	VPSLLD $16, Z1, Z4
+	VSUBPS Z4, Z0, Z5
+	BF16ROUND(Z5, Z6)
+	MOVQ DX, R10
+	SHRQ $7, R10
+	SHLQ $9, R10
+	MOVQ DX, R11
+	ANDQ $127, R11
+	LEAQ (R10)(R11*2), R10
+	ADDQ DI, R10
+	VPMOVDW Z1, K1, (R10)
+	VPMOVDW Z6, K1, 256(R10)
+	ADDQ $16, DX
+	CMPQ DX, R9
+	JLT  bfqloop
+	VZEROUPPER
+	RET
