@@ -295,3 +295,57 @@ func rowsQ8_0AVX2(m *Matrix, lo, hi int, x *Q8Row, out []float32, s q8Streams) b
 	}
 	return true
 }
+
+//go:noescape
+func iq4RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[3]uint64, out *float32, boff, ooff, n, pf int)
+
+// iq4Streams and iq4PrefetchDist are how the IQ4_NL row kernel walks a
+// range of rows: four streams, each prefetched 2048 bytes ahead by
+// PREFETCHT0 (Q8_0's walk on AVX-512, q8Walk512).
+const iq4Streams, iq4PrefetchDist = 4, 2048
+
+// iq4Args are the arguments of iq4RowsAVX512 that depend on the row
+// length alone, or ok false where x lacks the padding a partial last
+// group reads (or the row has no blocks).
+func iq4Args(m *Matrix, x *Q8Row) (groups, tail int, masks [3]uint64, ok bool) {
+	nb := m.Cols / 32
+	groups, tail = nb/8, nb%8
+	if nb == 0 || tail > 0 && !x.padded(8*groups) || len(x.d) != nb {
+		return 0, 0, masks, false
+	}
+	masks = [3]uint64{byteMask(18 * tail), byteMask(18*tail - 64), byteMask(18*tail - 80)}
+	return groups, tail, masks, true
+}
+
+// rowsIQ4NLAVX512 is a kernelSet.q8rows entry for IQ4_NL: the range cut
+// into iq4Streams parts, row i of each beside row i of the others, the
+// rows left over from a whole number of parts one at a time.
+func rowsIQ4NLAVX512(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	groups, tail, masks, ok := iq4Args(m, x)
+	if !ok {
+		return false
+	}
+	if part := (hi - lo) / iq4Streams; part > 0 {
+		iq4RowsAVX512(&m.Data[lo*m.RowBytes], m.RowBytes, part, &x.qs[0], &x.d[0], &x.sums[0],
+			groups, tail, &masks, &out[lo], part*m.RowBytes, 4*part, iq4Streams, iq4PrefetchDist)
+		lo += iq4Streams * part
+	}
+	if lo < hi {
+		iq4RowsAVX512(&m.Data[lo*m.RowBytes], m.RowBytes, hi-lo, &x.qs[0], &x.d[0], &x.sums[0],
+			groups, tail, &masks, &out[lo], 0, 0, 1, 0)
+	}
+	return true
+}
+
+// lanesIQ4NLAVX512 is a kernelSet.q8lanes entry for IQ4_NL: the kernel's
+// iq4Streams streams on lanes lane rows apart.
+func lanesIQ4NLAVX512(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool {
+	groups, tail, masks, ok := iq4Args(m, x)
+	if !ok {
+		return false
+	}
+	_, _ = m.Data[(row+(iq4Streams-1)*lane+steps)*m.RowBytes-1], out[row+(iq4Streams-1)*lane+steps-1]
+	iq4RowsAVX512(&m.Data[row*m.RowBytes], m.RowBytes, steps, &x.qs[0], &x.d[0], &x.sums[0],
+		groups, tail, &masks, &out[row], lane*m.RowBytes, 4*lane, iq4Streams, iq4PrefetchDist)
+	return true
+}
