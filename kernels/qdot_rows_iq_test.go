@@ -48,6 +48,37 @@ func adversarialIQ4NL(rng *rand.Rand, nb int) []byte {
 	return b
 }
 
+// adversarialIQ3S is a row of nb IQ3_S blocks, each random or with a
+// special scale (specialHalves), and with extreme parts: every grid index
+// 0 or 511, every sign set or none, every scale nibble 0 or 15.
+func adversarialIQ3S(rng *rand.Rand, nb int) []byte {
+	b := make([]byte, 110*nb)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	fill := func(p []byte) {
+		if v := rng.IntN(3); v < 2 {
+			for i := range p {
+				p[i] = byte(0xff * v)
+			}
+		}
+	}
+	for k := 0; k < nb; k++ {
+		blk := b[110*k : 110*k+110]
+		if rng.IntN(3) == 0 {
+			binary.LittleEndian.PutUint16(blk, specialHalves[rng.IntN(len(specialHalves))])
+		}
+		if v := rng.IntN(3); v < 2 { // qs and qh together: index 0 or 511
+			for i := 2; i < 74; i++ {
+				blk[i] = byte(0xff * v)
+			}
+		}
+		fill(blk[74:106])
+		fill(blk[106:110])
+	}
+	return b
+}
+
 // iqRowsActivations are activation rows of n values for the row kernel
 // tests: gaussian, saturating (every block's codes at +-127 beside small
 // ones) and with zero blocks.
@@ -67,7 +98,7 @@ func iqRowsActivations(rng *rand.Rand, n int) [][]float32 {
 	return [][]float32{g, sat, zero}
 }
 
-// TestIQRowsPool: the IQ4_NL row and lane kernels through the pool's
+// TestIQRowsPool: the IQ4_NL and IQ3_S row and lane kernels through the pool's
 // single-token products (MatVecQ8, MatVecsQ8, MatVecsQ8GLU) give the
 // portable DotQ8's bits for every row at 1, 2, 3 and 7 threads, in lanes
 // and row by row: rows of whole and partial groups, row counts that are
@@ -76,9 +107,20 @@ func iqRowsActivations(rng *rand.Rand, n int) [][]float32 {
 // with zero blocks; nothing is written past any output.
 func TestIQRowsPool(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
-	type shape struct{ cols, rows int }
-	shapes := []shape{{256, 37}, {2560, 101}, {288, 7}, {2528, 130}, {32, 5}, {480, 64}, {224, 3}, {4096, 9}}
-	typ := quant.IQ4_NL
+	type shape = struct{ cols, rows int }
+	for _, typ := range []quant.Type{quant.IQ4_NL, quant.IQ3_S} {
+		shapes := []shape{{256, 37}, {2560, 101}, {288, 7}, {2528, 130}, {32, 5}, {480, 64}, {224, 3}, {4096, 9}}
+		adversarial := adversarialIQ4NL
+		if typ == quant.IQ3_S {
+			shapes = []shape{{256, 37}, {2560, 101}, {512, 7}, {256, 130}, {768, 5}, {4096, 9}, {1024, 3}}
+			adversarial = adversarialIQ3S
+		}
+		testIQRowsPool(t, rng, typ, shapes, adversarial)
+	}
+}
+
+func testIQRowsPool(t *testing.T, rng *rand.Rand, typ quant.Type, shapes []struct{ cols, rows int }, adversarial func(*rand.Rand, int) []byte) {
+	ti, _ := quant.Info(typ)
 	var ms []*Matrix
 	var raws [][]byte
 	for _, sh := range shapes {
@@ -86,7 +128,7 @@ func TestIQRowsPool(t *testing.T) {
 			var raw []byte
 			for r := 0; r < sh.rows; r++ {
 				if rng.IntN(3) == 0 {
-					raw = append(raw, adversarialIQ4NL(rng, sh.cols/32)...)
+					raw = append(raw, adversarial(rng, sh.cols/ti.BlockElements)...)
 				} else {
 					raw = append(raw, randomRow(rng, typ, sh.cols)...)
 				}
@@ -118,8 +160,8 @@ func TestIQRowsPool(t *testing.T) {
 			t.Helper()
 			for r, w := range want[i] {
 				if !sameFloat(out[r], w) {
-					t.Fatalf("%s, activations %d, threads %d, plain %v: matrix %d (%d x %d) row %d: %g (%#08x), portable %g (%#08x)",
-						what, ai, th, plain, i, ms[i].Rows, ms[i].Cols, r, out[r], math.Float32bits(out[r]), w, math.Float32bits(w))
+					t.Fatalf("%s %s, activations %d, threads %d, plain %v: matrix %d (%d x %d) row %d: %g (%#08x), portable %g (%#08x)",
+						typ, what, ai, th, plain, i, ms[i].Rows, ms[i].Cols, r, out[r], math.Float32bits(out[r]), w, math.Float32bits(w))
 				}
 			}
 		}
@@ -181,14 +223,14 @@ func TestIQRowsPool(t *testing.T) {
 	}
 }
 
-// BenchmarkIQRows is the IQ4_NL row kernel (kernelSet.q8rows, one call
+// BenchmarkIQRows is the IQ4_NL and IQ3_S row kernels (kernelSet.q8rows, one call
 // over the matrix) against the per-row path it replaces (one DotQ8 per
 // row), on one thread over an expert-sized matrix in cache: 256 rows of
 // 256 weights (tiny-qwen3moe's n_embd) and of 2560 (bytes/s are weight
 // bytes).
 func BenchmarkIQRows(b *testing.B) {
 	rng := rand.New(rand.NewPCG(93, 94))
-	for _, typ := range []quant.Type{quant.IQ4_NL} {
+	for _, typ := range []quant.Type{quant.IQ4_NL, quant.IQ3_S} {
 		for _, cols := range []int{256, 2560} {
 			const rows = 256
 			var data []byte
