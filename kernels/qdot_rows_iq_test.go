@@ -98,13 +98,15 @@ func iqRowsActivations(rng *rand.Rand, n int) [][]float32 {
 	return [][]float32{g, sat, zero}
 }
 
-// TestIQRowsPool: the IQ4_NL and IQ3_S row and lane kernels through the pool's
-// single-token products (MatVecQ8, MatVecsQ8, MatVecsQ8GLU) give the
-// portable DotQ8's bits for every row at 1, 2, 3 and 7 threads, in lanes
-// and row by row: rows of whole and partial groups, row counts that are
-// not a multiple of the kernel's streams, random and adversarial blocks
-// (special scales, extreme codes), activations gaussian, saturating and
-// with zero blocks; nothing is written past any output.
+// TestIQRowsPool: the IQ4_NL and IQ3_S row and lane kernels through the
+// pool's single-token products (MatVecQ8, MatVecsQ8, MatVecsQ8GLU) give
+// the portable DotQ8's bits for every row at 1, 2, 3 and 7 threads, in
+// lanes and row by row: rows of whole and partial groups, row counts that
+// are not a multiple of the kernel's streams, random and adversarial
+// blocks (special scales, extreme codes), activations gaussian, saturating
+// and with zero blocks; nothing is written past any output, and rows of
+// no blocks are refused. (TestQ8RowsMatchPortable and
+// TestQ8LanesMatchPortable take every length in whole blocks up to 4096.)
 func TestIQRowsPool(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
 	type shape = struct{ cols, rows int }
@@ -116,6 +118,31 @@ func TestIQRowsPool(t *testing.T) {
 			adversarial = adversarialIQ3S
 		}
 		testIQRowsPool(t, rng, typ, shapes, adversarial)
+		// Rows of no blocks: the row and lane kernels refuse them, writing
+		// nothing (DotQ8's own path takes them).
+		var x Q8Row
+		if err := QuantizeQ8Row(nil, &x); err != nil {
+			t.Fatal(err)
+		}
+		m := Matrix{Type: typ, Rows: 4}
+		out, ok := guardedFloats(4, 0)
+		for i := range out {
+			out[i] = math.Float32frombits(guard)
+		}
+		if f := host.q8rows[typ]; f != nil && f(&m, 0, 4, &x, out) {
+			t.Fatalf("%s: the row kernel took rows of no blocks", typ)
+		}
+		if f := host.q8lanes[typ]; f != nil && f(&m, 0, 1, 1, &x, out) {
+			t.Fatalf("%s: the lane kernel took rows of no blocks", typ)
+		}
+		for i := range out {
+			if math.Float32bits(out[i]) != guard {
+				t.Fatalf("%s: rows of no blocks: out[%d] written", typ, i)
+			}
+		}
+		if !ok() {
+			t.Fatalf("%s: rows of no blocks: wrote outside out", typ)
+		}
 	}
 }
 
