@@ -245,7 +245,7 @@ func testIQRowsPool(t *testing.T, rng *rand.Rand, typ quant.Type, shapes []struc
 			t.Fatalf("matrix %d changed", i)
 		}
 	}
-	if asmBuild && hostCPU.avx512gfni && host.q8lanes[typ] == nil {
+	if asmBuild && hostCPU.avx512vnni && hostCPU.avx512vbmi && host.q8lanes[typ] == nil {
 		t.Fatalf("no %s lane kernel on a CPU with AVX-512 VBMI", typ)
 	}
 }
