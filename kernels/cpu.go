@@ -18,6 +18,8 @@ type cpuFeatures struct {
 	avx, avx2, f16c bool
 	// avx512vnni: AVX-512 F, BW and VNNI.
 	avx512vnni bool
+	// avx512vbmi: AVX-512 F, BW and VBMI (VPERMB, VPERMT2B).
+	avx512vbmi bool
 	// avx512bf16: AVX-512 F, BW and BF16 (VDPBF16PS; the tile kernels'
 	// word masks are BW).
 	avx512bf16 bool
@@ -33,6 +35,7 @@ var hostCPU = cpuFeatures{
 	avx2:       cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2),
 	f16c:       cpuid.CPU.Supports(cpuid.AVX, cpuid.F16C),
 	avx512vnni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VNNI),
+	avx512vbmi: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VBMI),
 	avx512bf16: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512BF16),
 	avx512gfni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VBMI, cpuid.GFNI),
 	brand:      cpuid.CPU.BrandName,

@@ -115,6 +115,14 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8dotTile2 = q8dotTile2Vector512
 		k.paths = "avx2+f16c+avx512vnni"
 	}
+	if c.avx2 && c.f16c && c.avx512vnni && c.avx512vbmi {
+		// The IQ4_NL and IQ3_S row kernels add VBMI (VPERMB, VPERMT2B).
+		k.q8rows[quant.IQ4_NL] = rowsIQ4NLAVX512
+		k.q8lanes[quant.IQ4_NL], k.lanes[quant.IQ4_NL] = lanesIQ4NLAVX512, iq4Streams
+		k.q8rows[quant.IQ3_S] = rowsIQ3SAVX512
+		k.q8lanes[quant.IQ3_S], k.lanes[quant.IQ3_S] = lanesIQ3SAVX512, iq4Streams
+		k.paths += "+vbmi"
+	}
 	if c.avx2 && c.f16c && c.avx512vnni && c.avx512gfni {
 		// The two- and four-row Q2_0 kernels add VBMI and GFNI.
 		k.q8rows[quant.Q2_0] = q2QuadRows(q2Rows4AVX512)

@@ -2,6 +2,8 @@
 
 package kernels
 
+import "unsafe"
+
 // The multi-row DotQ8 kernels (qdot_rows_amd64.s).
 
 //go:noescape
@@ -293,5 +295,118 @@ func rowsQ8_0AVX2(m *Matrix, lo, hi int, x *Q8Row, out []float32, s q8Streams) b
 		q8Rows2Q8_0AVX2(&m.Data[lo*m.RowBytes], m.RowBytes, 1, &x.qs[:1][0], &x.d[:1][0],
 			nb/8, &out[lo], 0, 0, s.pf, s.hint)
 	}
+	return true
+}
+
+//go:noescape
+func iq4RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[3]uint64, out *float32, boff, ooff, n, pf int)
+
+// iq4Streams and iq4PrefetchDist are how the IQ4_NL row kernel walks a
+// range of rows: four streams, each prefetched 2048 bytes ahead by
+// PREFETCHT0 (Q8_0's walk on AVX-512, q8Walk512).
+const iq4Streams, iq4PrefetchDist = 4, 2048
+
+// iq4Args are the arguments of iq4RowsAVX512 that depend on the row
+// length alone, or ok false where x lacks the padding a partial last
+// group reads (or the row has no blocks).
+func iq4Args(m *Matrix, x *Q8Row) (groups, tail int, masks [3]uint64, ok bool) {
+	nb := m.Cols / 32
+	groups, tail = nb/8, nb%8
+	if nb == 0 || tail > 0 && !x.padded(8*groups) || len(x.d) != nb {
+		return 0, 0, masks, false
+	}
+	masks = [3]uint64{byteMask(18 * tail), byteMask(18*tail - 64), byteMask(18*tail - 80)}
+	return groups, tail, masks, true
+}
+
+// rowsIQ4NLAVX512 is a kernelSet.q8rows entry for IQ4_NL: the range cut
+// into iq4Streams parts, row i of each beside row i of the others, the
+// rows left over from a whole number of parts one at a time.
+func rowsIQ4NLAVX512(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	groups, tail, masks, ok := iq4Args(m, x)
+	if !ok {
+		return false
+	}
+	if part := (hi - lo) / iq4Streams; part > 0 {
+		iq4RowsAVX512(&m.Data[lo*m.RowBytes], m.RowBytes, part, &x.qs[0], &x.d[0], &x.sums[0],
+			groups, tail, &masks, &out[lo], part*m.RowBytes, 4*part, iq4Streams, iq4PrefetchDist)
+		lo += iq4Streams * part
+	}
+	if lo < hi {
+		iq4RowsAVX512(&m.Data[lo*m.RowBytes], m.RowBytes, hi-lo, &x.qs[0], &x.d[0], &x.sums[0],
+			groups, tail, &masks, &out[lo], 0, 0, 1, 0)
+	}
+	return true
+}
+
+// lanesIQ4NLAVX512 is a kernelSet.q8lanes entry for IQ4_NL: the kernel's
+// iq4Streams streams on lanes lane rows apart.
+func lanesIQ4NLAVX512(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool {
+	groups, tail, masks, ok := iq4Args(m, x)
+	if !ok {
+		return false
+	}
+	_, _ = m.Data[(row+(iq4Streams-1)*lane+steps)*m.RowBytes-1], out[row+(iq4Streams-1)*lane+steps-1]
+	iq4RowsAVX512(&m.Data[row*m.RowBytes], m.RowBytes, steps, &x.qs[0], &x.d[0], &x.sums[0],
+		groups, tail, &masks, &out[row], lane*m.RowBytes, 4*lane, iq4Streams, iq4PrefetchDist)
+	return true
+}
+
+//go:noescape
+func iq3RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, tab *byte, out *float32, boff, ooff, n, pf int)
+
+// iq3sNibbles is iq3RowsAVX512's table, 64-byte aligned: bytes 0 and 1 of
+// each IQ3_S grid entry as one byte's low and high nibble (every grid byte
+// is below 16), then bytes 2 and 3 at 512.
+var iq3sNibbles = func() *[1024]byte {
+	buf := make([]byte, 1024+63)
+	off := int(-uintptr(unsafe.Pointer(&buf[0])) & 63)
+	t := (*[1024]byte)(buf[off:])
+	for i, g := range iq3sGrid {
+		if g&0xf0f0f0f0 != 0 {
+			panic("kernels: an IQ3_S grid byte above 15")
+		}
+		t[i] = byte(g&15 | g>>8&15<<4)
+		t[512+i] = byte(g>>16&15 | g>>24&15<<4)
+	}
+	return t
+}()
+
+// iq3Blocks is how many IQ3_S blocks a row of m has, or ok false where x
+// lacks the plane order (or the row has no blocks).
+func iq3Blocks(m *Matrix, x *Q8Row) (blocks int, ok bool) {
+	blocks = m.Cols / 256
+	return blocks, blocks > 0 && len(x.q2) == m.Cols && len(x.d) == m.Cols/32
+}
+
+// rowsIQ3SAVX512 is a kernelSet.q8rows entry for IQ3_S: rowsIQ4NLAVX512's
+// walk (iq4Streams parts, prefetched iq4PrefetchDist ahead).
+func rowsIQ3SAVX512(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	blocks, ok := iq3Blocks(m, x)
+	if !ok {
+		return false
+	}
+	if part := (hi - lo) / iq4Streams; part > 0 {
+		iq3RowsAVX512(&m.Data[lo*m.RowBytes], m.RowBytes, part, &x.q2[0], &x.d[0], blocks, &iq3sNibbles[0],
+			&out[lo], part*m.RowBytes, 4*part, iq4Streams, iq4PrefetchDist)
+		lo += iq4Streams * part
+	}
+	if lo < hi {
+		iq3RowsAVX512(&m.Data[lo*m.RowBytes], m.RowBytes, hi-lo, &x.q2[0], &x.d[0], blocks, &iq3sNibbles[0],
+			&out[lo], 0, 0, 1, 0)
+	}
+	return true
+}
+
+// lanesIQ3SAVX512 is a kernelSet.q8lanes entry for IQ3_S: the kernel's
+// iq4Streams streams on lanes lane rows apart.
+func lanesIQ3SAVX512(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool {
+	blocks, ok := iq3Blocks(m, x)
+	if !ok {
+		return false
+	}
+	_, _ = m.Data[(row+(iq4Streams-1)*lane+steps)*m.RowBytes-1], out[row+(iq4Streams-1)*lane+steps-1]
+	iq3RowsAVX512(&m.Data[row*m.RowBytes], m.RowBytes, steps, &x.q2[0], &x.d[0], blocks, &iq3sNibbles[0],
+		&out[row], lane*m.RowBytes, 4*lane, iq4Streams, iq4PrefetchDist)
 	return true
 }

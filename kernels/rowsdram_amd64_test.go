@@ -125,7 +125,7 @@ func q2RowSets() []namedSet {
 // avx2Set is the kernel set of the host without its AVX-512 parts.
 func avx2Set() kernelSet {
 	c := hostCPU
-	c.avx512vnni, c.avx512bf16, c.avx512gfni = false, false, false
+	c.avx512vnni, c.avx512bf16, c.avx512gfni, c.avx512vbmi = false, false, false, false
 	return chooseKernels(c)
 }
 

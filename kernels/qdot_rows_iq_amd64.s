@@ -1,0 +1,551 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// IQ4_NL rows against Q8_0 activations, up to four at once (AVX-512 F, BW,
+// VL, VNNI and VBMI; qdot.go's order): the multi-row kernels' contract
+// (qdot_rows_amd64.s), each row's lanes and fold DotQ8's.
+//
+// A group is 8 blocks of 18 bytes (fp16 d, 16 bytes of nibbles: weight j
+// of a block is the low nibble of byte j, weight 16+j the high nibble).
+// Each row's group is read as three 64-byte windows, at 0, 64 and 80 (all
+// inside the group's 144 bytes): VPERMT2B gathers blocks 0..3's nibble
+// bytes from the first two (iq4rcodes0) and blocks 4..7's from the last
+// two (iq4rcodes1), one block per 128-bit lane, and VPERMT2W the 8 fp16
+// scales (words 9b of the first two, iq4rscale). VPERMB maps each byte's
+// low six bits through the codebook repeated four times (iq4rtab), so a
+// byte's low nibble and, after a 16-bit shift by 4, its high nibble each
+// index it with no mask; the table holds each value plus 128 (unsigned,
+// for VPDPBUSD against the signed activations), and the block's
+// activation sum times 128 is subtracted from its total. The activations
+// are shared by the rows: per 4 blocks, the first 16 of each block's 32
+// (against the low nibbles) and the last 16 (the high), gathered by
+// 128-bit lanes once per group. Each block's 4 dword totals are reduced
+// to one and the 8 placed in sub-block order (iq4rperm); the terms are
+// float32(sum) * (fp16 d * activation scale), added to the row's lanes.
+//
+// A last partial group (tail blocks) reads the three windows by masked
+// loads (the caller's masks: the tail's 18*tail bytes, none past the
+// row): the absent blocks' bytes and scales are zero, their activations
+// and sums are the zero padding (Q8Row.padded), so each adds +0 to its
+// lane, which leaves it as it is (a lane starts at +0, never -0).
+//
+// Registers: Z31 the table, Z30, Z29 the code gathers, Z28 the scale
+// gather, Z27 the sub-block order; per group Z20..Z23 the activations
+// (blocks 0..3 low, high; 4..7 low, high), Y24 their sums times 128; per
+// row Z0..Z7, Z12, Z14, Z15; Y8..Y11 the lanes of rows A..D.
+
+DATA iq4rtab<>+0(SB)/8, $0x766a5d4f3f2d1801
+DATA iq4rtab<>+8(SB)/8, $0xf1d9c5b5a6998d81
+DATA iq4rtab<>+16(SB)/8, $0x766a5d4f3f2d1801
+DATA iq4rtab<>+24(SB)/8, $0xf1d9c5b5a6998d81
+DATA iq4rtab<>+32(SB)/8, $0x766a5d4f3f2d1801
+DATA iq4rtab<>+40(SB)/8, $0xf1d9c5b5a6998d81
+DATA iq4rtab<>+48(SB)/8, $0x766a5d4f3f2d1801
+DATA iq4rtab<>+56(SB)/8, $0xf1d9c5b5a6998d81
+GLOBL iq4rtab<>(SB), RODATA|NOPTR, $64
+
+DATA iq4rcodes0<>+0(SB)/8, $0x0908070605040302
+DATA iq4rcodes0<>+8(SB)/8, $0x11100f0e0d0c0b0a
+DATA iq4rcodes0<>+16(SB)/8, $0x1b1a191817161514
+DATA iq4rcodes0<>+24(SB)/8, $0x232221201f1e1d1c
+DATA iq4rcodes0<>+32(SB)/8, $0x2d2c2b2a29282726
+DATA iq4rcodes0<>+40(SB)/8, $0x3534333231302f2e
+DATA iq4rcodes0<>+48(SB)/8, $0x3f3e3d3c3b3a3938
+DATA iq4rcodes0<>+56(SB)/8, $0x4746454443424140
+GLOBL iq4rcodes0<>(SB), RODATA|NOPTR, $64
+
+DATA iq4rcodes1<>+0(SB)/8, $0x11100f0e0d0c0b0a
+DATA iq4rcodes1<>+8(SB)/8, $0x1918171615141312
+DATA iq4rcodes1<>+16(SB)/8, $0x232221201f1e1d1c
+DATA iq4rcodes1<>+24(SB)/8, $0x2b2a292827262524
+DATA iq4rcodes1<>+32(SB)/8, $0x3534333231302f2e
+DATA iq4rcodes1<>+40(SB)/8, $0x3d3c3b3a39383736
+DATA iq4rcodes1<>+48(SB)/8, $0x7776757473727170
+DATA iq4rcodes1<>+56(SB)/8, $0x7f7e7d7c7b7a7978
+GLOBL iq4rcodes1<>(SB), RODATA|NOPTR, $64
+
+DATA iq4rscale<>+0(SB)/8, $0x001b001200090000
+DATA iq4rscale<>+8(SB)/8, $0x003f0036002d0024
+DATA iq4rscale<>+16(SB)/8, $0x0000000000000000
+DATA iq4rscale<>+24(SB)/8, $0x0000000000000000
+DATA iq4rscale<>+32(SB)/8, $0x0000000000000000
+DATA iq4rscale<>+40(SB)/8, $0x0000000000000000
+DATA iq4rscale<>+48(SB)/8, $0x0000000000000000
+DATA iq4rscale<>+56(SB)/8, $0x0000000000000000
+GLOBL iq4rscale<>(SB), RODATA|NOPTR, $64
+
+DATA iq4rperm<>+0(SB)/8, $0x0000000400000000
+DATA iq4rperm<>+8(SB)/8, $0x0000000c00000008
+DATA iq4rperm<>+16(SB)/8, $0x0000000500000001
+DATA iq4rperm<>+24(SB)/8, $0x0000000d00000009
+DATA iq4rperm<>+32(SB)/8, $0x0000000000000000
+DATA iq4rperm<>+40(SB)/8, $0x0000000000000000
+DATA iq4rperm<>+48(SB)/8, $0x0000000000000000
+DATA iq4rperm<>+56(SB)/8, $0x0000000000000000
+GLOBL iq4rperm<>(SB), RODATA|NOPTR, $64
+
+// IQ4X: the group's activations at DI and sums at BX, for every row.
+#define IQ4X \
+	VMOVDQU64 0(DI), Z25 \
+	VMOVDQU64 64(DI), Z26 \
+	VSHUFI64X2 $0x88, Z26, Z25, Z20 \
+	VSHUFI64X2 $0xdd, Z26, Z25, Z21 \
+	VMOVDQU64 128(DI), Z25 \
+	VMOVDQU64 192(DI), Z26 \
+	VSHUFI64X2 $0x88, Z26, Z25, Z22 \
+	VSHUFI64X2 $0xdd, Z26, Z25, Z23 \
+	VMOVDQU32 (BX), Y24 \
+	VPSLLD $7, Y24, Y24
+
+// IQ4LOAD(base): the three windows of a whole group; IQ4LOADT(base) of
+// the partial group, by the masks K1, K2, K4.
+#define IQ4LOAD(base) \
+	VMOVDQU64 0(base), Z0 \
+	VMOVDQU64 64(base), Z1 \
+	VMOVDQU64 80(base), Z2
+
+#define IQ4LOADT(base) \
+	VMOVDQU8.Z 0(base), K1, Z0 \
+	VMOVDQU8.Z 64(base), K2, Z1 \
+	VMOVDQU8.Z 80(base), K4, Z2
+
+// IQ4ROW(Yacc): the group's terms of the row loaded in Z0..Z2 into Yacc.
+#define IQ4ROW(Yacc) \
+	VMOVDQA64 Z0, Z12 \
+	VPERMT2W Z1, Z28, Z12 \
+	VPERMT2B Z1, Z30, Z0 \
+	VPERMT2B Z2, Z29, Z1 \
+	VPSRLW $4, Z0, Z2 \
+	VPSRLW $4, Z1, Z3 \
+	VPERMB Z31, Z0, Z0 \
+	VPERMB Z31, Z2, Z2 \
+	VPERMB Z31, Z1, Z1 \
+	VPERMB Z31, Z3, Z3 \
+	VPXORD Z6, Z6, Z6 \
+	VPXORD Z7, Z7, Z7 \
+	VPDPBUSD Z20, Z0, Z6 \
+	VPDPBUSD Z21, Z2, Z6 \
+	VPDPBUSD Z22, Z1, Z7 \
+	VPDPBUSD Z23, Z3, Z7 \
+	VPUNPCKLDQ Z7, Z6, Z14 \
+	VPUNPCKHDQ Z7, Z6, Z15 \
+	VPADDD Z15, Z14, Z14 \
+	VPSHUFD $0x4e, Z14, Z15 \
+	VPADDD Z15, Z14, Z14 \
+	VPERMD Z14, Z27, Z14 \
+	VPSUBD Y24, Y14, Y14 \
+	VCVTDQ2PS Y14, Y14 \
+	VCVTPH2PS X12, Y12 \
+	VMULPS (DX), Y12, Y12 \
+	VMULPS Y12, Y14, Y14 \
+	VADDPS Y14, Yacc, Yacc
+
+// IQ4FOLD(Yl, Xl, dst): dst = ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) of Yl.
+#define IQ4FOLD(Yl, Xl, dst) \
+	VEXTRACTF128 $1, Yl, X1 \
+	VADDPS X1, Xl, X0 \
+	VPERMILPS $0x4e, X0, X1 \
+	VADDPS X1, X0, X0 \
+	VMOVSHDUP X0, X1 \
+	VADDSS X1, X0, X0 \
+	VMOVSS X0, dst
+
+// IQ4PF(base): the group pf (R14) bytes ahead of base, a line at a time.
+#define IQ4PF(base) \
+	PREFETCHT0 (base)(R14*1) \
+	PREFETCHT0 64(base)(R14*1) \
+	PREFETCHT0 128(base)(R14*1)
+
+// func iq4RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[3]uint64, out *float32, boff, ooff, n, pf int)
+// rows: rows A, each stride bytes from the last, outputs at out; with n
+// (1..4) streams, as many rows B, C, D, boff, 2boff, 3boff bytes after
+// each A, outputs ooff, 2ooff, 3ooff bytes after A's. masks: the partial
+// group's load masks of the windows at 0, 64 and 80. pf: each stream
+// prefetched pf bytes ahead (PREFETCHT0, 0 for none).
+TEXT ·iq4RowsAVX512(SB), NOSPLIT, $0-112
+	VMOVDQU64 iq4rtab<>(SB), Z31
+	VMOVDQU64 iq4rcodes0<>(SB), Z30
+	VMOVDQU64 iq4rcodes1<>(SB), Z29
+	VMOVDQU64 iq4rscale<>(SB), Z28
+	VMOVDQU64 iq4rperm<>(SB), Z27
+	MOVQ  masks+64(FP), AX
+	KMOVQ 0(AX), K1
+	KMOVQ 8(AX), K2
+	KMOVQ 16(AX), K4
+	MOVQ  w+0(FP), R13
+	MOVQ  rows+16(FP), R10
+	MOVQ  out+72(FP), R8
+	MOVQ  n+96(FP), R12
+	MOVQ  pf+104(FP), R14
+	TESTQ R10, R10
+	JZ    iq4done
+
+iq4row:
+	MOVQ R13, SI
+	MOVQ boff+80(FP), AX
+	LEAQ (R13)(AX*1), R15
+	LEAQ (R13)(AX*2), R11
+	LEAQ (R15)(AX*2), R9
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ xs+40(FP), BX
+	MOVQ groups+48(FP), CX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	TESTQ CX, CX
+	JZ    iq4tail
+
+iq4group:
+	TESTQ R14, R14
+	JZ    iq4x
+	IQ4PF(SI)
+	CMPQ  R12, $2
+	JLT   iq4x
+	IQ4PF(R15)
+	CMPQ  R12, $3
+	JLT   iq4x
+	IQ4PF(R11)
+	CMPQ  R12, $4
+	JLT   iq4x
+	IQ4PF(R9)
+
+iq4x:
+	IQ4X
+	IQ4LOAD(SI)
+	IQ4ROW(Y8)
+	CMPQ R12, $2
+	JLT  iq4next
+	IQ4LOAD(R15)
+	IQ4ROW(Y9)
+	CMPQ R12, $3
+	JLT  iq4next
+	IQ4LOAD(R11)
+	IQ4ROW(Y10)
+	CMPQ R12, $4
+	JLT  iq4next
+	IQ4LOAD(R9)
+	IQ4ROW(Y11)
+
+iq4next:
+	ADDQ $144, SI
+	ADDQ $144, R15
+	ADDQ $144, R11
+	ADDQ $144, R9
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  iq4group
+
+iq4tail:
+	CMPQ tail+56(FP), $0
+	JEQ  iq4fold
+	IQ4X
+	IQ4LOADT(SI)
+	IQ4ROW(Y8)
+	CMPQ R12, $2
+	JLT  iq4fold
+	IQ4LOADT(R15)
+	IQ4ROW(Y9)
+	CMPQ R12, $3
+	JLT  iq4fold
+	IQ4LOADT(R11)
+	IQ4ROW(Y10)
+	CMPQ R12, $4
+	JLT  iq4fold
+	IQ4LOADT(R9)
+	IQ4ROW(Y11)
+
+iq4fold:
+	MOVQ ooff+88(FP), AX
+	IQ4FOLD(Y8, X8, (R8))
+	CMPQ R12, $2
+	JLT  iq4adv
+	IQ4FOLD(Y9, X9, (R8)(AX*1))
+	CMPQ R12, $3
+	JLT  iq4adv
+	IQ4FOLD(Y10, X10, (R8)(AX*2))
+	CMPQ R12, $4
+	JLT  iq4adv
+	LEAQ (R8)(AX*2), R9
+	IQ4FOLD(Y11, X11, (R9)(AX*1))
+
+iq4adv:
+	ADDQ $4, R8
+	ADDQ stride+8(FP), R13
+	DECQ R10
+	JNZ  iq4row
+
+iq4done:
+	VZEROUPPER
+	RET
+
+// IQ3_S rows against Q8_0 activations in the plane order (Q8Row.q2), up to
+// four at once (AVX-512 F, BW, VL, VNNI and VBMI; qdot.go's order): the
+// multi-row kernels' contract (qdot_rows_amd64.s), each row's lanes and
+// fold DotQ8's. A group is one block of 110 bytes (fp16 d, qs[64], qh[8],
+// signs[32], scales[4]), its 8 sub-blocks of 32; rows are whole blocks, so
+// there is no partial group.
+//
+// Grid index I = 8s+k of sub-block s is qs[I] | (bit I of the qword qh)
+// << 8; weight 4k+j of the sub-block is byte j of the grid entry, its sign
+// bit 4I+j of signs, and its activation x[32s+4k+j] = x[4I+j], byte I of
+// plane j of the group's plane-order activations. Each grid byte is below
+// 16, so the caller's table (tab, 64-byte aligned) holds bytes 0 and 1 of
+// each of the 512 entries as one byte's nibbles, then bytes 2 and 3: per
+// row and block, VPERMT2B looks each of the 64 indices up in the four
+// 128-entry quarters of both halves, zero-masked to the lanes whose bits 7
+// and 8 pick that quarter (bit 7 by VPMOVB2M, bit 8 qh's qword read as a
+// mask), the quarters ORed; a nibble of the result is plane j's 64 weights
+// (1..15, unsigned for VPDPBUSD). Nibble I of signs, bit j, negates byte I
+// of plane j's activations (a masked subtraction from zero; the codes are
+// never -128). The four planes' products are summed into one register,
+// dwords 2s and 2s+1 sub-block s's; their sum times 1+2*(scale nibble s)
+// is the sub-block's exact integer, and its term float32(that) * (fp16 d *
+// activation scale) is added to the row's lanes.
+//
+// Registers: R12 the table; per block Z12..Z15 the activation planes; Z16
+// the nibble mask, Z17 zero, Z18 the sums' order, Y19..Y21 the scale
+// nibbles' shifts, mask and one, Z23..Z26 bits 0..3; per row Z0..Z7,
+// K1..K7; Y8..Y11 the lanes of rows A..D.
+
+DATA iq3reven<>+0(SB)/8, $0x0000000200000000
+DATA iq3reven<>+8(SB)/8, $0x0000000600000004
+DATA iq3reven<>+16(SB)/8, $0x0000000a00000008
+DATA iq3reven<>+24(SB)/8, $0x0000000e0000000c
+DATA iq3reven<>+32(SB)/8, $0x0000000000000000
+DATA iq3reven<>+40(SB)/8, $0x0000000000000000
+DATA iq3reven<>+48(SB)/8, $0x0000000000000000
+DATA iq3reven<>+56(SB)/8, $0x0000000000000000
+GLOBL iq3reven<>(SB), RODATA|NOPTR, $64
+
+DATA iq3rshift<>+0(SB)/8, $0x0000000400000000
+DATA iq3rshift<>+8(SB)/8, $0x0000000c00000008
+DATA iq3rshift<>+16(SB)/8, $0x0000001400000010
+DATA iq3rshift<>+24(SB)/8, $0x0000001c00000018
+GLOBL iq3rshift<>(SB), RODATA|NOPTR, $32
+
+DATA iq3rbit0<>+0(SB)/8, $0x0101010101010101
+DATA iq3rbit0<>+8(SB)/8, $0x0101010101010101
+DATA iq3rbit0<>+16(SB)/8, $0x0101010101010101
+DATA iq3rbit0<>+24(SB)/8, $0x0101010101010101
+DATA iq3rbit0<>+32(SB)/8, $0x0101010101010101
+DATA iq3rbit0<>+40(SB)/8, $0x0101010101010101
+DATA iq3rbit0<>+48(SB)/8, $0x0101010101010101
+DATA iq3rbit0<>+56(SB)/8, $0x0101010101010101
+GLOBL iq3rbit0<>(SB), RODATA|NOPTR, $64
+
+DATA iq3rbit1<>+0(SB)/8, $0x0202020202020202
+DATA iq3rbit1<>+8(SB)/8, $0x0202020202020202
+DATA iq3rbit1<>+16(SB)/8, $0x0202020202020202
+DATA iq3rbit1<>+24(SB)/8, $0x0202020202020202
+DATA iq3rbit1<>+32(SB)/8, $0x0202020202020202
+DATA iq3rbit1<>+40(SB)/8, $0x0202020202020202
+DATA iq3rbit1<>+48(SB)/8, $0x0202020202020202
+DATA iq3rbit1<>+56(SB)/8, $0x0202020202020202
+GLOBL iq3rbit1<>(SB), RODATA|NOPTR, $64
+
+DATA iq3rbit2<>+0(SB)/8, $0x0404040404040404
+DATA iq3rbit2<>+8(SB)/8, $0x0404040404040404
+DATA iq3rbit2<>+16(SB)/8, $0x0404040404040404
+DATA iq3rbit2<>+24(SB)/8, $0x0404040404040404
+DATA iq3rbit2<>+32(SB)/8, $0x0404040404040404
+DATA iq3rbit2<>+40(SB)/8, $0x0404040404040404
+DATA iq3rbit2<>+48(SB)/8, $0x0404040404040404
+DATA iq3rbit2<>+56(SB)/8, $0x0404040404040404
+GLOBL iq3rbit2<>(SB), RODATA|NOPTR, $64
+
+DATA iq3rbit3<>+0(SB)/8, $0x0808080808080808
+DATA iq3rbit3<>+8(SB)/8, $0x0808080808080808
+DATA iq3rbit3<>+16(SB)/8, $0x0808080808080808
+DATA iq3rbit3<>+24(SB)/8, $0x0808080808080808
+DATA iq3rbit3<>+32(SB)/8, $0x0808080808080808
+DATA iq3rbit3<>+40(SB)/8, $0x0808080808080808
+DATA iq3rbit3<>+48(SB)/8, $0x0808080808080808
+DATA iq3rbit3<>+56(SB)/8, $0x0808080808080808
+GLOBL iq3rbit3<>(SB), RODATA|NOPTR, $64
+
+DATA iq3rnib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL iq3rnib<>(SB), RODATA|NOPTR, $8
+
+DATA iq3rconst<>+0(SB)/4, $15
+DATA iq3rconst<>+4(SB)/4, $1
+GLOBL iq3rconst<>(SB), RODATA|NOPTR, $8
+
+// IQ3QUARTERS(off, Zr): Zr = the table half at R12+off looked up by the
+// indices' low 7 bits (Z5) in the quarter K1..K4 picks, lane by lane.
+#define IQ3QUARTERS(off, Zr) \
+	VMOVDQU64 (off)(R12), Zr \
+	VPERMT2B.Z (off+64)(R12), Z5, K1, Zr \
+	VMOVDQU64 (off+128)(R12), Z2 \
+	VPERMT2B.Z (off+192)(R12), Z5, K2, Z2 \
+	VMOVDQU64 (off+256)(R12), Z3 \
+	VPERMT2B.Z (off+320)(R12), Z5, K3, Z3 \
+	VMOVDQU64 (off+384)(R12), Z4 \
+	VPERMT2B.Z (off+448)(R12), Z5, K4, Z4 \
+	VPTERNLOGD $0xfe, Z3, Z2, Zr \
+	VPORD Z4, Zr, Zr
+
+// IQ3PLANE(Zw, Zbit, Zx, K): the plane's weights Zw against its
+// activations Zx, negated where Z5 has the sign bit Zbit, into Z7.
+#define IQ3PLANE(Zw, Zbit, Zx, K) \
+	VPTESTMB Zbit, Z5, K \
+	VMOVDQA64 Zx, Z6 \
+	VPSUBB Zx, Z17, K, Z6 \
+	VPDPBUSD Z6, Zw, Z7
+
+// IQ3ROW(base, Yacc): the block at base into Yacc.
+#define IQ3ROW(base, Yacc) \
+	VMOVDQU64 2(base), Z5 \
+	KMOVQ 66(base), K7 \
+	VPMOVB2M Z5, K6 \
+	KORQ K6, K7, K1 \
+	KNOTQ K1, K1 \
+	KANDNQ K6, K7, K2 \
+	KANDNQ K7, K6, K3 \
+	KANDQ K6, K7, K4 \
+	IQ3QUARTERS(0, Z0) \
+	IQ3QUARTERS(512, Z1) \
+	VPMOVZXBW 74(base), Z5 \
+	VPSLLW $4, Z5, Z6 \
+	VPORQ Z6, Z5, Z5 \
+	VPXORD Z7, Z7, Z7 \
+	VPANDQ Z16, Z0, Z2 \
+	VPSRLW $4, Z0, Z0 \
+	VPANDQ Z16, Z0, Z0 \
+	VPANDQ Z16, Z1, Z3 \
+	VPSRLW $4, Z1, Z1 \
+	VPANDQ Z16, Z1, Z1 \
+	IQ3PLANE(Z2, Z23, Z12, K1) \
+	IQ3PLANE(Z0, Z24, Z13, K2) \
+	IQ3PLANE(Z3, Z25, Z14, K3) \
+	IQ3PLANE(Z1, Z26, Z15, K4) \
+	VPSHUFD $0xb1, Z7, Z6 \
+	VPADDD Z6, Z7, Z7 \
+	VPERMD Z7, Z18, Z7 \
+	VPBROADCASTD 106(base), Y6 \
+	VPSRLVD Y19, Y6, Y6 \
+	VPANDD Y20, Y6, Y6 \
+	VPADDD Y6, Y6, Y6 \
+	VPADDD Y21, Y6, Y6 \
+	VPMULLD Y6, Y7, Y7 \
+	VCVTDQ2PS Y7, Y7 \
+	VPBROADCASTW 0(base), X6 \
+	VCVTPH2PS X6, Y6 \
+	VMULPS (DX), Y6, Y6 \
+	VMULPS Y6, Y7, Y7 \
+	VADDPS Y7, Yacc, Yacc
+
+// IQ3PF(base): the block pf (R14) bytes ahead of base, a line at a time.
+#define IQ3PF(base) \
+	PREFETCHT0 (base)(R14*1) \
+	PREFETCHT0 64(base)(R14*1)
+
+// func iq3RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, tab *byte, out *float32, boff, ooff, n, pf int)
+// rows: rows A, each stride bytes from the last, outputs at out; with n
+// (1..4) streams, as many rows B, C, D, boff, 2boff, 3boff bytes after
+// each A, outputs ooff, 2ooff, 3ooff bytes after A's; xq the plane-order
+// activations; tab the nibble table; pf: each stream prefetched pf bytes
+// ahead (PREFETCHT0, 0 for none).
+TEXT ·iq3RowsAVX512(SB), NOSPLIT, $0-96
+	VPBROADCASTQ iq3rnib<>(SB), Z16
+	VPXORD Z17, Z17, Z17
+	VMOVDQU64 iq3reven<>(SB), Z18
+	VMOVDQU32 iq3rshift<>(SB), Y19
+	VPBROADCASTD iq3rconst<>+0(SB), Y20
+	VPBROADCASTD iq3rconst<>+4(SB), Y21
+	VMOVDQU64 iq3rbit0<>(SB), Z23
+	VMOVDQU64 iq3rbit1<>(SB), Z24
+	VMOVDQU64 iq3rbit2<>(SB), Z25
+	VMOVDQU64 iq3rbit3<>(SB), Z26
+	MOVQ  tab+48(FP), R12
+	MOVQ  w+0(FP), R13
+	MOVQ  rows+16(FP), R10
+	MOVQ  out+56(FP), R8
+	MOVQ  pf+88(FP), R14
+	TESTQ R10, R10
+	JZ    iq3done
+
+iq3row:
+	MOVQ R13, SI
+	MOVQ boff+64(FP), AX
+	LEAQ (R13)(AX*1), R15
+	LEAQ (R13)(AX*2), R11
+	LEAQ (R15)(AX*2), R9
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ blocks+40(FP), CX
+	MOVQ n+80(FP), BX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	TESTQ CX, CX
+	JZ    iq3fold
+
+iq3block:
+	TESTQ R14, R14
+	JZ    iq3x
+	IQ3PF(SI)
+	CMPQ  BX, $2
+	JLT   iq3x
+	IQ3PF(R15)
+	CMPQ  BX, $3
+	JLT   iq3x
+	IQ3PF(R11)
+	CMPQ  BX, $4
+	JLT   iq3x
+	IQ3PF(R9)
+
+iq3x:
+	VMOVDQU64 0(DI), Z12
+	VMOVDQU64 64(DI), Z13
+	VMOVDQU64 128(DI), Z14
+	VMOVDQU64 192(DI), Z15
+	IQ3ROW(SI, Y8)
+	CMPQ BX, $2
+	JLT  iq3next
+	IQ3ROW(R15, Y9)
+	CMPQ BX, $3
+	JLT  iq3next
+	IQ3ROW(R11, Y10)
+	CMPQ BX, $4
+	JLT  iq3next
+	IQ3ROW(R9, Y11)
+
+iq3next:
+	ADDQ $110, SI
+	ADDQ $110, R15
+	ADDQ $110, R11
+	ADDQ $110, R9
+	ADDQ $256, DI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  iq3block
+
+iq3fold:
+	MOVQ ooff+72(FP), AX
+	IQ4FOLD(Y8, X8, (R8))
+	CMPQ BX, $2
+	JLT  iq3adv
+	IQ4FOLD(Y9, X9, (R8)(AX*1))
+	CMPQ BX, $3
+	JLT  iq3adv
+	IQ4FOLD(Y10, X10, (R8)(AX*2))
+	CMPQ BX, $4
+	JLT  iq3adv
+	LEAQ (R8)(AX*2), R9
+	IQ4FOLD(Y11, X11, (R9)(AX*1))
+
+iq3adv:
+	ADDQ $4, R8
+	ADDQ stride+8(FP), R13
+	DECQ R10
+	JNZ  iq3row
+
+iq3done:
+	VZEROUPPER
+	RET

@@ -1,0 +1,293 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stratactl/stratactl/quant"
+)
+
+// specialHalves are fp16 scales a row kernel must carry through as DotQ8
+// does: zeros of both signs, subnormals, the largest finite, infinities
+// and NaNs.
+var specialHalves = []uint16{0x0000, 0x8000, 0x0001, 0x03ff, 0x8200, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0xfe00}
+
+// adversarialIQ4NL is a row of nb IQ4_NL blocks, each random or with a
+// special scale (specialHalves) and extreme codes: every weight the
+// codebook's least (-127) or greatest (113), or the two alternating.
+func adversarialIQ4NL(rng *rand.Rand, nb int) []byte {
+	b := make([]byte, 18*nb)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	for k := 0; k < nb; k++ {
+		blk := b[18*k : 18*k+18]
+		if rng.IntN(3) == 0 {
+			binary.LittleEndian.PutUint16(blk, specialHalves[rng.IntN(len(specialHalves))])
+		}
+		var fill byte
+		switch rng.IntN(5) {
+		case 0:
+			fill = 0x00
+		case 1:
+			fill = 0xff
+		case 2:
+			fill = 0x0f
+		case 3:
+			fill = 0xf0
+		default:
+			continue
+		}
+		for j := 2; j < 18; j++ {
+			blk[j] = fill
+		}
+	}
+	return b
+}
+
+// adversarialIQ3S is a row of nb IQ3_S blocks, each random or with a
+// special scale (specialHalves), and with extreme parts: every grid index
+// 0 or 511, every sign set or none, every scale nibble 0 or 15.
+func adversarialIQ3S(rng *rand.Rand, nb int) []byte {
+	b := make([]byte, 110*nb)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	fill := func(p []byte) {
+		if v := rng.IntN(3); v < 2 {
+			for i := range p {
+				p[i] = byte(0xff * v)
+			}
+		}
+	}
+	for k := 0; k < nb; k++ {
+		blk := b[110*k : 110*k+110]
+		if rng.IntN(3) == 0 {
+			binary.LittleEndian.PutUint16(blk, specialHalves[rng.IntN(len(specialHalves))])
+		}
+		if v := rng.IntN(3); v < 2 { // qs and qh together: index 0 or 511
+			for i := 2; i < 74; i++ {
+				blk[i] = byte(0xff * v)
+			}
+		}
+		fill(blk[74:106])
+		fill(blk[106:110])
+	}
+	return b
+}
+
+// iqRowsActivations are activation rows of n values for the row kernel
+// tests: gaussian, saturating (every block's codes at +-127 beside small
+// ones) and with zero blocks.
+func iqRowsActivations(rng *rand.Rand, n int) [][]float32 {
+	g := gaussians(rng, n, 1)
+	sat := make([]float32, n)
+	zero := gaussians(rng, n, 1e3)
+	for i := range sat {
+		sat[i] = float32(1 - 2*(i%2))
+		if i%32 == 5 {
+			sat[i] *= 1e4
+		}
+	}
+	for b := 0; b < n/32; b += 2 {
+		clear(zero[32*b : 32*b+32])
+	}
+	return [][]float32{g, sat, zero}
+}
+
+// TestIQRowsPool: the IQ4_NL and IQ3_S row and lane kernels through the
+// pool's single-token products (MatVecQ8, MatVecsQ8, MatVecsQ8GLU) give
+// the portable DotQ8's bits for every row at 1, 2, 3 and 7 threads, in
+// lanes and row by row: rows of whole and partial groups, row counts that
+// are not a multiple of the kernel's streams, random and adversarial
+// blocks (special scales, extreme codes), activations gaussian, saturating
+// and with zero blocks; nothing is written past any output, and rows of
+// no blocks are refused. (TestQ8RowsMatchPortable and
+// TestQ8LanesMatchPortable take every length in whole blocks up to 4096.)
+func TestIQRowsPool(t *testing.T) {
+	rng := rand.New(rand.NewPCG(91, 92))
+	type shape = struct{ cols, rows int }
+	for _, typ := range []quant.Type{quant.IQ4_NL, quant.IQ3_S} {
+		shapes := []shape{{256, 37}, {2560, 101}, {288, 7}, {2528, 130}, {32, 5}, {480, 64}, {224, 3}, {4096, 9}}
+		adversarial := adversarialIQ4NL
+		if typ == quant.IQ3_S {
+			shapes = []shape{{256, 37}, {2560, 101}, {512, 7}, {256, 130}, {768, 5}, {4096, 9}, {1024, 3}}
+			adversarial = adversarialIQ3S
+		}
+		testIQRowsPool(t, rng, typ, shapes, adversarial)
+		// Rows of no blocks: the row and lane kernels refuse them, writing
+		// nothing (DotQ8's own path takes them).
+		var x Q8Row
+		if err := QuantizeQ8Row(nil, &x); err != nil {
+			t.Fatal(err)
+		}
+		m := Matrix{Type: typ, Rows: 4}
+		out, ok := guardedFloats(4, 0)
+		for i := range out {
+			out[i] = math.Float32frombits(guard)
+		}
+		if f := host.q8rows[typ]; f != nil && f(&m, 0, 4, &x, out) {
+			t.Fatalf("%s: the row kernel took rows of no blocks", typ)
+		}
+		if f := host.q8lanes[typ]; f != nil && f(&m, 0, 1, 1, &x, out) {
+			t.Fatalf("%s: the lane kernel took rows of no blocks", typ)
+		}
+		for i := range out {
+			if math.Float32bits(out[i]) != guard {
+				t.Fatalf("%s: rows of no blocks: out[%d] written", typ, i)
+			}
+		}
+		if !ok() {
+			t.Fatalf("%s: rows of no blocks: wrote outside out", typ)
+		}
+	}
+}
+
+func testIQRowsPool(t *testing.T, rng *rand.Rand, typ quant.Type, shapes []struct{ cols, rows int }, adversarial func(*rand.Rand, int) []byte) {
+	ti, _ := quant.Info(typ)
+	var ms []*Matrix
+	var raws [][]byte
+	for _, sh := range shapes {
+		for range 2 { // gate and up
+			var raw []byte
+			for r := 0; r < sh.rows; r++ {
+				if rng.IntN(3) == 0 {
+					raw = append(raw, adversarial(rng, sh.cols/ti.BlockElements)...)
+				} else {
+					raw = append(raw, randomRow(rng, typ, sh.cols)...)
+				}
+			}
+			m, err := NewMatrix(typ, guardedBytes(raw, rng.IntN(8)), sh.cols, sh.rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms, raws = append(ms, &m), append(raws, raw)
+		}
+	}
+	for ai := 0; ai < 3; ai++ {
+		xs := make([]*Q8Row, len(ms))
+		for i := 0; i < len(ms); i += 2 {
+			x := &Q8Row{}
+			if err := QuantizeQ8Row(iqRowsActivations(rng, ms[i].Cols)[ai], x); err != nil {
+				t.Fatal(err)
+			}
+			xs[i], xs[i+1] = x, x
+		}
+		want := make([][]float32, len(ms))
+		for i, m := range ms {
+			want[i] = make([]float32, m.Rows)
+			for r := range want[i] {
+				want[i][r] = portable.dotQ8(typ, m.Row(r), xs[i])
+			}
+		}
+		check := func(what string, th int, plain bool, i int, out []float32) {
+			t.Helper()
+			for r, w := range want[i] {
+				if !sameFloat(out[r], w) {
+					t.Fatalf("%s %s, activations %d, threads %d, plain %v: matrix %d (%d x %d) row %d: %g (%#08x), portable %g (%#08x)",
+						typ, what, ai, th, plain, i, ms[i].Rows, ms[i].Cols, r, out[r], math.Float32bits(out[r]), w, math.Float32bits(w))
+				}
+			}
+		}
+		for _, th := range []int{1, 2, 3, 7} {
+			for _, plain := range []bool{false, true} {
+				p := NewPool(th)
+				p.plainRows = plain
+				outs := make([][]float32, len(ms))
+				oks := make([]func() bool, len(ms))
+				fresh := func() {
+					for i, m := range ms {
+						outs[i], oks[i] = guardedFloats(m.Rows, rng.IntN(4))
+					}
+				}
+				guarded := func(what string) {
+					for i := range oks {
+						if !oks[i]() {
+							t.Fatalf("%s, threads %d, plain %v: matrix %d: wrote outside its output", what, th, plain, i)
+						}
+					}
+				}
+				fresh()
+				for i, m := range ms {
+					p.MatVecQ8(m, xs[i], outs[i])
+					check("MatVecQ8", th, plain, i, outs[i])
+				}
+				guarded("MatVecQ8")
+				fresh()
+				p.MatVecsQ8(ms, xs, outs)
+				for i := range ms {
+					check("MatVecsQ8", th, plain, i, outs[i])
+				}
+				guarded("MatVecsQ8")
+				fresh()
+				var gates, ups []*Matrix
+				var gx []*Q8Row
+				var gs, us [][]float32
+				for i := 0; i < len(ms); i += 2 {
+					gates, ups, gx = append(gates, ms[i]), append(ups, ms[i+1]), append(gx, xs[i])
+					gs, us = append(gs, outs[i]), append(us, outs[i+1])
+				}
+				p.MatVecsQ8GLU(gates, ups, gx, gs, us, func(i, lo, hi int) {})
+				for i := range ms {
+					check("MatVecsQ8GLU", th, plain, i, outs[i])
+				}
+				guarded("MatVecsQ8GLU")
+				p.Close()
+			}
+		}
+	}
+	// The rows' bytes are as they were (the kernels only read them).
+	for i, m := range ms {
+		if string(m.Data) != string(raws[i]) {
+			t.Fatalf("matrix %d changed", i)
+		}
+	}
+	if asmBuild && hostCPU.avx512vnni && hostCPU.avx512vbmi && host.q8lanes[typ] == nil {
+		t.Fatalf("no %s lane kernel on a CPU with AVX-512 VBMI", typ)
+	}
+}
+
+// BenchmarkIQRows is the IQ4_NL and IQ3_S row kernels (kernelSet.q8rows, one call
+// over the matrix) against the per-row path it replaces (one DotQ8 per
+// row), on one thread over an expert-sized matrix in cache: 256 rows of
+// 256 weights (tiny-qwen3moe's n_embd) and of 2560 (bytes/s are weight
+// bytes).
+func BenchmarkIQRows(b *testing.B) {
+	rng := rand.New(rand.NewPCG(93, 94))
+	for _, typ := range []quant.Type{quant.IQ4_NL, quant.IQ3_S} {
+		for _, cols := range []int{256, 2560} {
+			const rows = 256
+			var data []byte
+			for r := 0; r < rows; r++ {
+				data = append(data, randomRow(rng, typ, cols)...)
+			}
+			m, err := NewMatrix(typ, data, cols, rows)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var x Q8Row
+			if err := QuantizeQ8Row(gaussians(rng, cols, 1), &x); err != nil {
+				b.Fatal(err)
+			}
+			out := make([]float32, rows)
+			run := func(name string, f func()) {
+				b.Run(fmt.Sprintf("%s/%d/%s", typ, cols, name), func(b *testing.B) {
+					b.SetBytes(int64(len(data)))
+					for b.Loop() {
+						f()
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+				})
+			}
+			run("rows", func() { host.dotQ8Range(&m, 0, rows, &x, out) })
+			run("perrow", func() {
+				for r := 0; r < rows; r++ {
+					out[r] = host.dotQ8(typ, m.Row(r), &x)
+				}
+			})
+		}
+	}
+}
