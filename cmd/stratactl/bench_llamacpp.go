@@ -62,10 +62,10 @@ func benchLlama(ctx context.Context, env *cli.Env, models []string, f *benchLlam
 	fmt.Fprintf(w, "machine: %s, %d CPUs, load average %s before, %s after; our engine in %s mode; %s\n",
 		rep.Kernels, rep.CPUs, rep.LoadBefore, rep.LoadAfter, rep.Mode, rep.LlamaBench)
 	fmt.Fprintf(w, "medians of %d interleaved pairs, tokens/s; ratio: the median of the pairs' ours / llama.cpp (above 1: stratactl is faster)\n\n", rep.Pairs)
-	fmt.Fprintf(w, "%-28s %3s  %10s %10s %6s  %10s %10s %6s\n", "model", "-j",
+	fmt.Fprintf(w, "%-36s %3s  %10s %10s %6s  %10s %10s %6s\n", "model", "-j",
 		fmt.Sprintf("pp%d ours", rep.Prompt), "llama.cpp", "ratio", fmt.Sprintf("tg%d ours", rep.Gen), "llama.cpp", "ratio")
 	for _, r := range rep.Rows {
-		fmt.Fprintf(w, "%-28s %3d  %10.1f %10.1f %6.2f  %10.1f %10.1f %6.2f\n", r.Model, r.Threads,
+		fmt.Fprintf(w, "%-36s %3d  %10.1f %10.1f %6.2f  %10.1f %10.1f %6.2f\n", r.Model, r.Threads,
 			r.MedOursPP, r.MedLlamaPP, r.RatioPrefill, r.MedOursTG, r.MedLlamaTG, r.RatioDecode)
 	}
 	if len(rep.Rows) > 0 {

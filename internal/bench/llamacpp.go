@@ -36,7 +36,7 @@ type LlamaConfig struct {
 // and the medians of each side and of the per-pair ratios (ours over
 // llama.cpp's: above 1, stratactl is faster).
 type LlamaRow struct {
-	Model         string    `json:"model"`
+	Model         string    `json:"model"` // the file, with its folder's name
 	Threads       int       `json:"threads"`
 	OursPrefill   []float64 `json:"ours_prefill_tokens_per_s"`
 	LlamaPrefill  []float64 `json:"llama_prefill_tokens_per_s"`
@@ -111,7 +111,7 @@ func llamaRow(ctx context.Context, cfg LlamaConfig, exe, path string, threads in
 	if cfg.Prompt > m.Config.Context || cfg.Gen > m.Config.Context {
 		return nil, fmt.Errorf("%s: %d prompt or %d decode tokens exceed the context of %d", path, cfg.Prompt, cfg.Gen, m.Config.Context)
 	}
-	row := &LlamaRow{Model: filepath.Base(path), Threads: threads}
+	row := &LlamaRow{Model: filepath.Join(filepath.Base(filepath.Dir(path)), filepath.Base(path)), Threads: threads}
 	s := m.NewSession()
 	s.Reserve(max(cfg.Prompt, cfg.Gen))
 	// One untimed run first, as llama-bench warms up each test.
