@@ -263,3 +263,242 @@ q4kadv:
 q4kdone:
 	VZEROUPPER
 	RET
+
+// Q6_K rows against Q8_0 activations, up to four at once (AVX-512 F, BW,
+// VL and VNNI; qdot.go's order, its K-quant term): the multi-row kernels'
+// contract, each row's lanes and fold DotQ8's, its terms q8dotQ6KAVX512's
+// (qdot_k_amd64.s) operation for operation.
+//
+// A group is one block of 210 bytes (ql[128], qh[64] at 128, 16 int8
+// scales at 192, fp16 d at 208); rows are whole blocks. Per row and half
+// h of a block, the 64 bytes ql[64h:] give sub-blocks 4h and 4h+1 (low
+// nibbles) and 4h+2 and 4h+3 (high), against the activations' natural
+// bytes 128h..128h+127; qh[32h:] broadcast to both halves of a zmm adds
+// bits 4 and 5 by word shifts (left 4 | 2, right 0 | 2). The codes u
+// (0..63) by VPDPBUSD onto the block's 32*(-x) partials (VPDPBUSD of 32
+// and the negated activations, once per block for the rows), so each
+// 128-bit lane of the four products holds a 16-weight half's dwords; the
+// 16 half totals times their scales (VPSHUFB to the totals' order,
+// VPMOVSXBD, VPMULLD), each sub-block's two added and put in sub-block
+// order (VPERMD); the term float32(sum) * (d * dx), added to the row's
+// lanes.
+//
+// Registers: Z31, Z25 the high bits' left and right shifts, Z30 the
+// nibble mask, Z28 the high bits' mask, Z27 bytes 32, Y29 the sums'
+// order, X26 the scales' order; per block Z20..Z23 the activations,
+// Z16..Z19 their 32*(-x) partials, Y24 their scales; per row Z0..Z7,
+// Z12..Z15; Y8..Y11 the lanes of rows A..D.
+
+DATA q6krsl<>+0(SB)/8, $0x0004000400040004
+DATA q6krsl<>+8(SB)/8, $0x0004000400040004
+DATA q6krsl<>+16(SB)/8, $0x0004000400040004
+DATA q6krsl<>+24(SB)/8, $0x0004000400040004
+DATA q6krsl<>+32(SB)/8, $0x0002000200020002
+DATA q6krsl<>+40(SB)/8, $0x0002000200020002
+DATA q6krsl<>+48(SB)/8, $0x0002000200020002
+DATA q6krsl<>+56(SB)/8, $0x0002000200020002
+GLOBL q6krsl<>(SB), RODATA|NOPTR, $64
+
+DATA q6krsr<>+0(SB)/8, $0
+DATA q6krsr<>+8(SB)/8, $0
+DATA q6krsr<>+16(SB)/8, $0
+DATA q6krsr<>+24(SB)/8, $0
+DATA q6krsr<>+32(SB)/8, $0x0002000200020002
+DATA q6krsr<>+40(SB)/8, $0x0002000200020002
+DATA q6krsr<>+48(SB)/8, $0x0002000200020002
+DATA q6krsr<>+56(SB)/8, $0x0002000200020002
+GLOBL q6krsr<>(SB), RODATA|NOPTR, $64
+
+DATA q6kr30<>+0(SB)/8, $0x3030303030303030
+DATA q6kr30<>+8(SB)/8, $0x3030303030303030
+DATA q6kr30<>+16(SB)/8, $0x3030303030303030
+DATA q6kr30<>+24(SB)/8, $0x3030303030303030
+DATA q6kr30<>+32(SB)/8, $0x3030303030303030
+DATA q6kr30<>+40(SB)/8, $0x3030303030303030
+DATA q6kr30<>+48(SB)/8, $0x3030303030303030
+DATA q6kr30<>+56(SB)/8, $0x3030303030303030
+GLOBL q6kr30<>(SB), RODATA|NOPTR, $64
+
+DATA q6kr20<>+0(SB)/8, $0x2020202020202020
+DATA q6kr20<>+8(SB)/8, $0x2020202020202020
+DATA q6kr20<>+16(SB)/8, $0x2020202020202020
+DATA q6kr20<>+24(SB)/8, $0x2020202020202020
+DATA q6kr20<>+32(SB)/8, $0x2020202020202020
+DATA q6kr20<>+40(SB)/8, $0x2020202020202020
+DATA q6kr20<>+48(SB)/8, $0x2020202020202020
+DATA q6kr20<>+56(SB)/8, $0x2020202020202020
+GLOBL q6kr20<>(SB), RODATA|NOPTR, $64
+
+// q6krscales: dword 4L+k of the half totals is scale 4k+L.
+DATA q6krscales<>+0(SB)/8, $0x0d0905010c080400
+DATA q6krscales<>+8(SB)/8, $0x0f0b07030e0a0602
+GLOBL q6krscales<>(SB), RODATA|NOPTR, $16
+
+// Q6KRNEG(Zx, Zc): Zc = the dword partials of 32 * -(the activations Zx).
+#define Q6KRNEG(Zx, Zc) \
+	VPXORD Z12, Z12, Z12 \
+	VPSUBB Zx, Z12, Z12 \
+	VPXORD Zc, Zc, Zc \
+	VPDPBUSD Z12, Z27, Zc
+
+// Q6KRX: the block's activations at DI and scales at DX, for every row.
+#define Q6KRX \
+	VMOVDQU64 0(DI), Z20 \
+	VMOVDQU64 64(DI), Z21 \
+	VMOVDQU64 128(DI), Z22 \
+	VMOVDQU64 192(DI), Z23 \
+	VMOVUPS (DX), Y24 \
+	Q6KRNEG(Z20, Z16) \
+	Q6KRNEG(Z21, Z17) \
+	Q6KRNEG(Z22, Z18) \
+	Q6KRNEG(Z23, Z19)
+
+// Q6KRH(base, h, Zlo, Zhi): the codes of sub-blocks 4h, 4h+1 (Zlo) and
+// 4h+2, 4h+3 (Zhi).
+#define Q6KRH(base, h, Zlo, Zhi) \
+	VMOVDQU64 (64*h)(base), Zlo \
+	VPSRLW $4, Zlo, Zhi \
+	VPANDD Z30, Zlo, Zlo \
+	VPANDD Z30, Zhi, Zhi \
+	VBROADCASTI64X4 (128+32*h)(base), Z13 \
+	VPSLLVW Z31, Z13, Z12 \
+	VPANDD Z28, Z12, Z12 \
+	VPORD Z12, Zlo, Zlo \
+	VPSRLVW Z25, Z13, Z12 \
+	VPANDD Z28, Z12, Z12 \
+	VPORD Z12, Zhi, Zhi
+
+// Q6KROW(base, Yacc): the block's terms of the row at base into Yacc.
+#define Q6KROW(base, Yacc) \
+	Q6KRH(base, 0, Z0, Z1) \
+	Q6KRH(base, 1, Z2, Z3) \
+	VMOVDQA64 Z16, Z4 \
+	VMOVDQA64 Z17, Z5 \
+	VMOVDQA64 Z18, Z6 \
+	VMOVDQA64 Z19, Z7 \
+	VPDPBUSD Z20, Z0, Z4 \
+	VPDPBUSD Z21, Z1, Z5 \
+	VPDPBUSD Z22, Z2, Z6 \
+	VPDPBUSD Z23, Z3, Z7 \
+	VPUNPCKLQDQ Z5, Z4, Z12 \
+	VPUNPCKHQDQ Z5, Z4, Z13 \
+	VPADDD Z13, Z12, Z12 \
+	VPUNPCKLQDQ Z7, Z6, Z14 \
+	VPUNPCKHQDQ Z7, Z6, Z15 \
+	VPADDD Z15, Z14, Z14 \
+	VSHUFPS $0x88, Z14, Z12, Z13 \
+	VSHUFPS $0xdd, Z14, Z12, Z15 \
+	VPADDD Z15, Z13, Z13 \
+	VMOVDQU 192(base), X0 \
+	VPSHUFB X26, X0, X0 \
+	VPMOVSXBD X0, Z0 \
+	VPMULLD Z0, Z13, Z13 \
+	VSHUFI64X2 $0x88, Z13, Z13, Z14 \
+	VSHUFI64X2 $0xdd, Z13, Z13, Z15 \
+	VPADDD Y15, Y14, Y14 \
+	VPERMD Y14, Y29, Y14 \
+	VCVTDQ2PS Y14, Y14 \
+	VPBROADCASTW 208(base), X13 \
+	VCVTPH2PS X13, Y13 \
+	VMULPS Y24, Y13, Y13 \
+	VMULPS Y13, Y14, Y14 \
+	VADDPS Y14, Yacc, Yacc
+
+// Q6KPF(base): the block pf (R14) bytes ahead of base, a line at a time.
+#define Q6KPF(base) \
+	PREFETCHT0 (base)(R14*1) \
+	PREFETCHT0 64(base)(R14*1) \
+	PREFETCHT0 128(base)(R14*1) \
+	PREFETCHT0 192(base)(R14*1)
+
+// func q6kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, out *float32, boff, ooff, n, pf int)
+// q4kRowsAVX512's arguments, without the activation sums.
+TEXT ·q6kRowsAVX512(SB), NOSPLIT, $0-88
+	VMOVDQU64 q6krsl<>(SB), Z31
+	VMOVDQU64 q6krsr<>(SB), Z25
+	VMOVDQU64 q4kr0f<>(SB), Z30
+	VMOVDQU64 q6kr30<>(SB), Z28
+	VMOVDQU64 q6kr20<>(SB), Z27
+	VMOVDQU32 q4krperm<>(SB), Y29
+	VMOVDQU32 q6krscales<>(SB), X26
+	MOVQ  w+0(FP), R13
+	MOVQ  rows+16(FP), R10
+	MOVQ  out+48(FP), R8
+	MOVQ  n+72(FP), R12
+	MOVQ  pf+80(FP), R14
+	TESTQ R10, R10
+	JZ    q6kdone
+
+q6krow:
+	MOVQ R13, SI
+	MOVQ boff+56(FP), AX
+	LEAQ (R13)(AX*1), R15
+	LEAQ (R13)(AX*2), R11
+	LEAQ (R15)(AX*2), R9
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ blocks+40(FP), CX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+q6kblock:
+	TESTQ R14, R14
+	JZ    q6kx
+	Q6KPF(SI)
+	CMPQ  R12, $2
+	JLT   q6kx
+	Q6KPF(R15)
+	CMPQ  R12, $3
+	JLT   q6kx
+	Q6KPF(R11)
+	CMPQ  R12, $4
+	JLT   q6kx
+	Q6KPF(R9)
+
+q6kx:
+	Q6KRX
+	Q6KROW(SI, Y8)
+	CMPQ R12, $2
+	JLT  q6knext
+	Q6KROW(R15, Y9)
+	CMPQ R12, $3
+	JLT  q6knext
+	Q6KROW(R11, Y10)
+	CMPQ R12, $4
+	JLT  q6knext
+	Q6KROW(R9, Y11)
+
+q6knext:
+	ADDQ $210, SI
+	ADDQ $210, R15
+	ADDQ $210, R11
+	ADDQ $210, R9
+	ADDQ $256, DI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  q6kblock
+
+	MOVQ ooff+64(FP), AX
+	Q4KFOLD(Y8, X8, (R8))
+	CMPQ R12, $2
+	JLT  q6kadv
+	Q4KFOLD(Y9, X9, (R8)(AX*1))
+	CMPQ R12, $3
+	JLT  q6kadv
+	Q4KFOLD(Y10, X10, (R8)(AX*2))
+	CMPQ R12, $4
+	JLT  q6kadv
+	LEAQ (R8)(AX*2), R9
+	Q4KFOLD(Y11, X11, (R9)(AX*1))
+
+q6kadv:
+	ADDQ $4, R8
+	ADDQ stride+8(FP), R13
+	DECQ R10
+	JNZ  q6krow
+
+q6kdone:
+	VZEROUPPER
+	RET
