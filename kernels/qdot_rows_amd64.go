@@ -415,6 +415,9 @@ func lanesIQ3SAVX512(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) b
 func q4kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, blocks int, out *float32, boff, ooff, n, pf int)
 
 //go:noescape
+func q5kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, blocks int, out *float32, boff, ooff, n, pf int)
+
+//go:noescape
 func q6kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, out *float32, boff, ooff, n, pf int)
 
 // kRowsKernel is a K-quant row kernel (qdot_rows_k_amd64.s) against x:
@@ -425,6 +428,10 @@ type kRowsKernel func(w *byte, stride, rows int, x *Q8Row, blocks int, out *floa
 
 func q4kRows(w *byte, stride, rows int, x *Q8Row, blocks int, out *float32, boff, ooff, n, pf int) {
 	q4kRowsAVX512(w, stride, rows, &x.qs[0], &x.d[0], &x.sums[0], blocks, out, boff, ooff, n, pf)
+}
+
+func q5kRows(w *byte, stride, rows int, x *Q8Row, blocks int, out *float32, boff, ooff, n, pf int) {
+	q5kRowsAVX512(w, stride, rows, &x.qs[0], &x.d[0], &x.sums[0], blocks, out, boff, ooff, n, pf)
 }
 
 func q6kRows(w *byte, stride, rows int, x *Q8Row, blocks int, out *float32, boff, ooff, n, pf int) {

@@ -83,8 +83,15 @@ func adversarialIQ3S(rng *rand.Rand, nb int) []byte {
 // d and dmin (specialHalves, each on its own) and extreme parts: every
 // scale and min byte 0 or 0xff (6-bit scales and mins 0 or 63), every
 // code 0 or 15 or the two alternating.
-func adversarialQ4K(rng *rand.Rand, nb int) []byte {
-	b := make([]byte, 144*nb)
+func adversarialQ4K(rng *rand.Rand, nb int) []byte { return adversarialK4(rng, nb, 144) }
+
+// adversarialQ5K is adversarialQ4K for Q5_K: qh's bytes (the codes' bit
+// 4) too, so every code 0 or 31 or the extremes mixed.
+func adversarialQ5K(rng *rand.Rand, nb int) []byte { return adversarialK4(rng, nb, 176) }
+
+// adversarialK4 is adversarialQ4K or adversarialQ5K, blocks of bs bytes.
+func adversarialK4(rng *rand.Rand, nb, bs int) []byte {
+	b := make([]byte, bs*nb)
 	for i := range b {
 		b[i] = byte(rng.Uint32())
 	}
@@ -94,7 +101,7 @@ func adversarialQ4K(rng *rand.Rand, nb int) []byte {
 		}
 	}
 	for k := 0; k < nb; k++ {
-		blk := b[144*k : 144*k+144]
+		blk := b[bs*k : bs*k+bs]
 		if rng.IntN(3) == 0 {
 			binary.LittleEndian.PutUint16(blk, specialHalves[rng.IntN(len(specialHalves))])
 		}
@@ -158,7 +165,7 @@ func iqRowsActivations(rng *rand.Rand, n int) [][]float32 {
 	return [][]float32{g, sat, zero}
 }
 
-// TestIQRowsPool: the IQ4_NL, IQ3_S, Q4_K and Q6_K row and lane kernels through the
+// TestIQRowsPool: the IQ4_NL, IQ3_S, Q4_K, Q5_K and Q6_K row and lane kernels through the
 // pool's single-token products (MatVecQ8, MatVecsQ8, MatVecsQ8GLU) give
 // the portable DotQ8's bits for every row at 1, 2, 3 and 7 threads, in
 // lanes and row by row: rows of whole and partial groups, row counts that
@@ -170,19 +177,17 @@ func iqRowsActivations(rng *rand.Rand, n int) [][]float32 {
 func TestIQRowsPool(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
 	type shape = struct{ cols, rows int }
-	for _, typ := range []quant.Type{quant.IQ4_NL, quant.IQ3_S, quant.Q4_K, quant.Q6_K} {
+	for _, typ := range []quant.Type{quant.IQ4_NL, quant.IQ3_S, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		shapes := []shape{{256, 37}, {2560, 101}, {288, 7}, {2528, 130}, {32, 5}, {480, 64}, {224, 3}, {4096, 9}}
 		adversarial := adversarialIQ4NL
 		switch typ {
 		case quant.IQ3_S:
 			shapes = []shape{{256, 37}, {2560, 101}, {512, 7}, {256, 130}, {768, 5}, {4096, 9}, {1024, 3}}
 			adversarial = adversarialIQ3S
-		case quant.Q4_K, quant.Q6_K:
+		case quant.Q4_K, quant.Q5_K, quant.Q6_K:
 			shapes = []shape{{256, 37}, {2560, 101}, {512, 7}, {256, 130}, {768, 5}, {4096, 9}, {1024, 3}}
-			adversarial = adversarialQ4K
-			if typ == quant.Q6_K {
-				adversarial = adversarialQ6K
-			}
+			adversarial = map[quant.Type]func(*rand.Rand, int) []byte{
+				quant.Q4_K: adversarialQ4K, quant.Q5_K: adversarialQ5K, quant.Q6_K: adversarialQ6K}[typ]
 		}
 		testIQRowsPool(t, rng, typ, shapes, adversarial)
 		// Rows of no blocks: the row and lane kernels refuse them, writing
@@ -317,14 +322,14 @@ func testIQRowsPool(t *testing.T, rng *rand.Rand, typ quant.Type, shapes []struc
 	}
 }
 
-// BenchmarkIQRows is the IQ4_NL, IQ3_S, Q4_K and Q6_K row kernels (kernelSet.q8rows, one call
+// BenchmarkIQRows is the IQ4_NL, IQ3_S, Q4_K, Q5_K and Q6_K row kernels (kernelSet.q8rows, one call
 // over the matrix) against the per-row path it replaces (one DotQ8 per
 // row), on one thread over an expert-sized matrix in cache: 256 rows of
 // 256 weights (tiny-qwen3moe's n_embd) and of 2560 (bytes/s are weight
 // bytes).
 func BenchmarkIQRows(b *testing.B) {
 	rng := rand.New(rand.NewPCG(93, 94))
-	for _, typ := range []quant.Type{quant.IQ4_NL, quant.IQ3_S, quant.Q4_K, quant.Q6_K} {
+	for _, typ := range []quant.Type{quant.IQ4_NL, quant.IQ3_S, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		for _, cols := range []int{256, 2560} {
 			const rows = 256
 			var data []byte

@@ -88,18 +88,29 @@ GLOBL q4kr30<>(SB), RODATA|NOPTR, $16
 	VMOVDQU32 (BX), Y24 \
 	VMOVUPS (DX), Y18
 
-// Q4KRCODES(base, c, Z): Z = sub-blocks 2c and 2c+1's codes.
-#define Q4KRCODES(base, c, Z) \
-	VBROADCASTI64X4 (16+32*c)(base), Z \
+// Q4KRCODES(at, Z): Z = the codes of the sub-block pair whose 32 bytes of
+// nibbles are at at.
+#define Q4KRCODES(at, Z) \
+	VBROADCASTI64X4 at, Z \
 	VPSRLVQ Z31, Z, Z \
 	VPANDD Z30, Z, Z
 
+// Q4KRCODES4(base, qoff): Z0..Z3 = the codes of sub-blocks 0..7 of the
+// row at base, qs at qoff.
+#define Q4KRCODES4(base, qoff) \
+	Q4KRCODES((qoff)(base), Z0) \
+	Q4KRCODES((qoff+32)(base), Z1) \
+	Q4KRCODES((qoff+64)(base), Z2) \
+	Q4KRCODES((qoff+96)(base), Z3)
+
 // Q4KROW(base, Yacc): the block's terms of the row at base into Yacc.
 #define Q4KROW(base, Yacc) \
-	Q4KRCODES(base, 0, Z0) \
-	Q4KRCODES(base, 1, Z1) \
-	Q4KRCODES(base, 2, Z2) \
-	Q4KRCODES(base, 3, Z3) \
+	Q4KRCODES4(base, 16) \
+	Q4KRTERM(base, Yacc)
+
+// Q4KRTERM(base, Yacc): the terms of the codes in Z0..Z3 (Q4_K's or
+// Q5_K's) into Yacc, d, dmin and the scales from the block at base.
+#define Q4KRTERM(base, Yacc) \
 	VPXORD Z4, Z4, Z4 \
 	VPXORD Z5, Z5, Z5 \
 	VPXORD Z6, Z6, Z6 \
@@ -261,6 +272,147 @@ q4kadv:
 	JNZ  q4krow
 
 q4kdone:
+	VZEROUPPER
+	RET
+
+// Q5_K rows: q4kRowsAVX512 for Q5_K's blocks of 176 bytes (d, dmin,
+// scales[12], qh[32] at 16, qs[128] at 48), its terms q8dotQ5KAVX512's:
+// Q4_K's codes from qs at 48, bit s of qh[j] adding 16 to code j of
+// sub-block s (qh broadcast to both halves in Z16, shifted right by 2 per
+// pair so that bits 0 and 1 of each byte are the pair's, tested against
+// Z17's bit 0 in the lower half and bit 1 in the upper, the 16 added under
+// the byte mask).
+
+DATA q5krbits12<>+0(SB)/8, $0x0101010101010101
+DATA q5krbits12<>+8(SB)/8, $0x0101010101010101
+DATA q5krbits12<>+16(SB)/8, $0x0101010101010101
+DATA q5krbits12<>+24(SB)/8, $0x0101010101010101
+DATA q5krbits12<>+32(SB)/8, $0x0202020202020202
+DATA q5krbits12<>+40(SB)/8, $0x0202020202020202
+DATA q5krbits12<>+48(SB)/8, $0x0202020202020202
+DATA q5krbits12<>+56(SB)/8, $0x0202020202020202
+GLOBL q5krbits12<>(SB), RODATA|NOPTR, $64
+
+DATA q5kr10<>+0(SB)/8, $0x1010101010101010
+DATA q5kr10<>+8(SB)/8, $0x1010101010101010
+DATA q5kr10<>+16(SB)/8, $0x1010101010101010
+DATA q5kr10<>+24(SB)/8, $0x1010101010101010
+DATA q5kr10<>+32(SB)/8, $0x1010101010101010
+DATA q5kr10<>+40(SB)/8, $0x1010101010101010
+DATA q5kr10<>+48(SB)/8, $0x1010101010101010
+DATA q5kr10<>+56(SB)/8, $0x1010101010101010
+GLOBL q5kr10<>(SB), RODATA|NOPTR, $64
+
+// Q5KRHI(Z): bit 4 of the pair's codes in Z from qh (Z16), then the next
+// pair's bits to bits 0 and 1.
+#define Q5KRHI(Z) \
+	VPTESTMB Z17, Z16, K1 \
+	VPADDB q5kr10<>(SB), Z, K1, Z \
+	VPSRLW $2, Z16, Z16
+
+// Q5KROW(base, Yacc): the block's terms of the Q5_K row at base into Yacc.
+#define Q5KROW(base, Yacc) \
+	Q4KRCODES4(base, 48) \
+	VBROADCASTI64X4 16(base), Z16 \
+	Q5KRHI(Z0) \
+	Q5KRHI(Z1) \
+	Q5KRHI(Z2) \
+	Q5KRHI(Z3) \
+	Q4KRTERM(base, Yacc)
+
+// func q5kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, blocks int, out *float32, boff, ooff, n, pf int)
+// q4kRowsAVX512's arguments and walk.
+TEXT ·q5kRowsAVX512(SB), NOSPLIT, $0-96
+	VMOVDQU64 q4krshift<>(SB), Z31
+	VMOVDQU64 q4kr0f<>(SB), Z30
+	VMOVDQU32 q4krperm<>(SB), Y29
+	VMOVDQU32 q4krlo<>(SB), X28
+	VMOVDQU32 q4krlomask<>(SB), X27
+	VMOVDQU32 q4krhi<>(SB), X26
+	VMOVDQU32 q4krtop<>(SB), X25
+	VMOVDQU32 q4kr30<>(SB), X19
+	VMOVDQU64 q5krbits12<>(SB), Z17
+	MOVQ  w+0(FP), R13
+	MOVQ  rows+16(FP), R10
+	MOVQ  out+56(FP), R8
+	MOVQ  n+80(FP), R12
+	MOVQ  pf+88(FP), R14
+	TESTQ R10, R10
+	JZ    q5kdone
+
+q5krow:
+	MOVQ R13, SI
+	MOVQ boff+64(FP), AX
+	LEAQ (R13)(AX*1), R15
+	LEAQ (R13)(AX*2), R11
+	LEAQ (R15)(AX*2), R9
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ xs+40(FP), BX
+	MOVQ blocks+48(FP), CX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+q5kblock:
+	TESTQ R14, R14
+	JZ    q5kx
+	Q4KPF(SI)
+	CMPQ  R12, $2
+	JLT   q5kx
+	Q4KPF(R15)
+	CMPQ  R12, $3
+	JLT   q5kx
+	Q4KPF(R11)
+	CMPQ  R12, $4
+	JLT   q5kx
+	Q4KPF(R9)
+
+q5kx:
+	Q4KRX
+	Q5KROW(SI, Y8)
+	CMPQ R12, $2
+	JLT  q5knext
+	Q5KROW(R15, Y9)
+	CMPQ R12, $3
+	JLT  q5knext
+	Q5KROW(R11, Y10)
+	CMPQ R12, $4
+	JLT  q5knext
+	Q5KROW(R9, Y11)
+
+q5knext:
+	ADDQ $176, SI
+	ADDQ $176, R15
+	ADDQ $176, R11
+	ADDQ $176, R9
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q5kblock
+
+	MOVQ ooff+72(FP), AX
+	Q4KFOLD(Y8, X8, (R8))
+	CMPQ R12, $2
+	JLT  q5kadv
+	Q4KFOLD(Y9, X9, (R8)(AX*1))
+	CMPQ R12, $3
+	JLT  q5kadv
+	Q4KFOLD(Y10, X10, (R8)(AX*2))
+	CMPQ R12, $4
+	JLT  q5kadv
+	LEAQ (R8)(AX*2), R9
+	Q4KFOLD(Y11, X11, (R9)(AX*1))
+
+q5kadv:
+	ADDQ $4, R8
+	ADDQ stride+8(FP), R13
+	DECQ R10
+	JNZ  q5krow
+
+q5kdone:
 	VZEROUPPER
 	RET
 
