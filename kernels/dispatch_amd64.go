@@ -112,6 +112,12 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8rows[quant.Q2_0] = rowsQ2_0AVX512
 		k.q8rows[quant.Q8_0] = rowsQ8_0AVX512
 		k.q8lanes[quant.Q8_0], k.lanes[quant.Q8_0] = lanesQ8_0AVX512, q8Walk512.n
+		k.q8rows[quant.Q4_K] = kRowsAVX512(q4kRows)
+		k.q8lanes[quant.Q4_K], k.lanes[quant.Q4_K] = kLanesAVX512(q4kRows), iq4Streams
+		k.q8rows[quant.Q5_K] = kRowsAVX512(q5kRows)
+		k.q8lanes[quant.Q5_K], k.lanes[quant.Q5_K] = kLanesAVX512(q5kRows), iq4Streams
+		k.q8rows[quant.Q6_K] = kRowsAVX512(q6kRows)
+		k.q8lanes[quant.Q6_K], k.lanes[quant.Q6_K] = kLanesAVX512(q6kRows), iq4Streams
 		k.q8dotTile2 = q8dotTile2Vector512
 		k.paths = "avx2+f16c+avx512vnni"
 	}

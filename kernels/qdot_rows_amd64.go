@@ -410,3 +410,71 @@ func lanesIQ3SAVX512(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) b
 		&out[row], lane*m.RowBytes, 4*lane, iq4Streams, iq4PrefetchDist)
 	return true
 }
+
+//go:noescape
+func q4kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, blocks int, out *float32, boff, ooff, n, pf int)
+
+//go:noescape
+func q5kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, blocks int, out *float32, boff, ooff, n, pf int)
+
+//go:noescape
+func q6kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, out *float32, boff, ooff, n, pf int)
+
+// kRowsKernel is a K-quant row kernel (qdot_rows_k_amd64.s) against x:
+// rows rows, each stride bytes from the last, outputs at out, in n
+// streams boff bytes and ooff output bytes apart, each prefetched pf
+// bytes ahead.
+type kRowsKernel func(w *byte, stride, rows int, x *Q8Row, blocks int, out *float32, boff, ooff, n, pf int)
+
+func q4kRows(w *byte, stride, rows int, x *Q8Row, blocks int, out *float32, boff, ooff, n, pf int) {
+	q4kRowsAVX512(w, stride, rows, &x.qs[0], &x.d[0], &x.sums[0], blocks, out, boff, ooff, n, pf)
+}
+
+func q5kRows(w *byte, stride, rows int, x *Q8Row, blocks int, out *float32, boff, ooff, n, pf int) {
+	q5kRowsAVX512(w, stride, rows, &x.qs[0], &x.d[0], &x.sums[0], blocks, out, boff, ooff, n, pf)
+}
+
+func q6kRows(w *byte, stride, rows int, x *Q8Row, blocks int, out *float32, boff, ooff, n, pf int) {
+	q6kRowsAVX512(w, stride, rows, &x.qs[0], &x.d[0], blocks, out, boff, ooff, n, pf)
+}
+
+// kBlocks is how many 256-weight blocks a row of m has, or ok false where
+// the row has none (or x is not m's length).
+func kBlocks(m *Matrix, x *Q8Row) (blocks int, ok bool) {
+	blocks = m.Cols / 256
+	return blocks, blocks > 0 && len(x.d) == m.Cols/32
+}
+
+// kRowsAVX512 is a kernelSet.q8rows entry running the K-quant row kernel
+// k: rowsIQ4NLAVX512's walk (iq4Streams parts, prefetched
+// iq4PrefetchDist ahead).
+func kRowsAVX512(k kRowsKernel) func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	return func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+		blocks, ok := kBlocks(m, x)
+		if !ok {
+			return false
+		}
+		if part := (hi - lo) / iq4Streams; part > 0 {
+			k(&m.Data[lo*m.RowBytes], m.RowBytes, part, x, blocks, &out[lo], part*m.RowBytes, 4*part, iq4Streams, iq4PrefetchDist)
+			lo += iq4Streams * part
+		}
+		if lo < hi {
+			k(&m.Data[lo*m.RowBytes], m.RowBytes, hi-lo, x, blocks, &out[lo], 0, 0, 1, 0)
+		}
+		return true
+	}
+}
+
+// kLanesAVX512 is a kernelSet.q8lanes entry running the K-quant row
+// kernel k: its iq4Streams streams on lanes lane rows apart.
+func kLanesAVX512(k kRowsKernel) func(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool {
+	return func(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool {
+		blocks, ok := kBlocks(m, x)
+		if !ok {
+			return false
+		}
+		_, _ = m.Data[(row+(iq4Streams-1)*lane+steps)*m.RowBytes-1], out[row+(iq4Streams-1)*lane+steps-1]
+		k(&m.Data[row*m.RowBytes], m.RowBytes, steps, x, blocks, &out[row], lane*m.RowBytes, 4*lane, iq4Streams, iq4PrefetchDist)
+		return true
+	}
+}

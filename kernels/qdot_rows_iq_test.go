@@ -79,6 +79,73 @@ func adversarialIQ3S(rng *rand.Rand, nb int) []byte {
 	return b
 }
 
+// adversarialQ4K is a row of nb Q4_K blocks, each random or with special
+// d and dmin (specialHalves, each on its own) and extreme parts: every
+// scale and min byte 0 or 0xff (6-bit scales and mins 0 or 63), every
+// code 0 or 15 or the two alternating.
+func adversarialQ4K(rng *rand.Rand, nb int) []byte { return adversarialK4(rng, nb, 144) }
+
+// adversarialQ5K is adversarialQ4K for Q5_K: qh's bytes (the codes' bit
+// 4) too, so every code 0 or 31 or the extremes mixed.
+func adversarialQ5K(rng *rand.Rand, nb int) []byte { return adversarialK4(rng, nb, 176) }
+
+// adversarialK4 is adversarialQ4K or adversarialQ5K, blocks of bs bytes.
+func adversarialK4(rng *rand.Rand, nb, bs int) []byte {
+	b := make([]byte, bs*nb)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	fill := func(p []byte, v byte) {
+		for i := range p {
+			p[i] = v
+		}
+	}
+	for k := 0; k < nb; k++ {
+		blk := b[bs*k : bs*k+bs]
+		if rng.IntN(3) == 0 {
+			binary.LittleEndian.PutUint16(blk, specialHalves[rng.IntN(len(specialHalves))])
+		}
+		if rng.IntN(3) == 0 {
+			binary.LittleEndian.PutUint16(blk[2:], specialHalves[rng.IntN(len(specialHalves))])
+		}
+		if v := rng.IntN(3); v < 2 {
+			fill(blk[4:16], byte(0xff*v))
+		}
+		if v := rng.IntN(4); v < 3 {
+			fill(blk[16:], [3]byte{0x00, 0xff, 0xf0}[v])
+		}
+	}
+	return b
+}
+
+// adversarialQ6K is a row of nb Q6_K blocks, each random or with a
+// special d (specialHalves) and extreme parts: every scale -128, 127 or 0,
+// every code 0 or 63 (ql and qh all 0x00 or 0xff).
+func adversarialQ6K(rng *rand.Rand, nb int) []byte {
+	b := make([]byte, 210*nb)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	fill := func(p []byte, v byte) {
+		for i := range p {
+			p[i] = v
+		}
+	}
+	for k := 0; k < nb; k++ {
+		blk := b[210*k : 210*k+210]
+		if rng.IntN(3) == 0 {
+			binary.LittleEndian.PutUint16(blk[208:], specialHalves[rng.IntN(len(specialHalves))])
+		}
+		if v := rng.IntN(4); v < 3 {
+			fill(blk[192:208], [3]byte{0x80, 0x7f, 0x00}[v])
+		}
+		if v := rng.IntN(3); v < 2 {
+			fill(blk[:192], byte(0xff*v))
+		}
+	}
+	return b
+}
+
 // iqRowsActivations are activation rows of n values for the row kernel
 // tests: gaussian, saturating (every block's codes at +-127 beside small
 // ones) and with zero blocks.
@@ -98,7 +165,7 @@ func iqRowsActivations(rng *rand.Rand, n int) [][]float32 {
 	return [][]float32{g, sat, zero}
 }
 
-// TestIQRowsPool: the IQ4_NL and IQ3_S row and lane kernels through the
+// TestIQRowsPool: the IQ4_NL, IQ3_S, Q4_K, Q5_K and Q6_K row and lane kernels through the
 // pool's single-token products (MatVecQ8, MatVecsQ8, MatVecsQ8GLU) give
 // the portable DotQ8's bits for every row at 1, 2, 3 and 7 threads, in
 // lanes and row by row: rows of whole and partial groups, row counts that
@@ -110,12 +177,17 @@ func iqRowsActivations(rng *rand.Rand, n int) [][]float32 {
 func TestIQRowsPool(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
 	type shape = struct{ cols, rows int }
-	for _, typ := range []quant.Type{quant.IQ4_NL, quant.IQ3_S} {
+	for _, typ := range []quant.Type{quant.IQ4_NL, quant.IQ3_S, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		shapes := []shape{{256, 37}, {2560, 101}, {288, 7}, {2528, 130}, {32, 5}, {480, 64}, {224, 3}, {4096, 9}}
 		adversarial := adversarialIQ4NL
-		if typ == quant.IQ3_S {
+		switch typ {
+		case quant.IQ3_S:
 			shapes = []shape{{256, 37}, {2560, 101}, {512, 7}, {256, 130}, {768, 5}, {4096, 9}, {1024, 3}}
 			adversarial = adversarialIQ3S
+		case quant.Q4_K, quant.Q5_K, quant.Q6_K:
+			shapes = []shape{{256, 37}, {2560, 101}, {512, 7}, {256, 130}, {768, 5}, {4096, 9}, {1024, 3}}
+			adversarial = map[quant.Type]func(*rand.Rand, int) []byte{
+				quant.Q4_K: adversarialQ4K, quant.Q5_K: adversarialQ5K, quant.Q6_K: adversarialQ6K}[typ]
 		}
 		testIQRowsPool(t, rng, typ, shapes, adversarial)
 		// Rows of no blocks: the row and lane kernels refuse them, writing
@@ -250,14 +322,14 @@ func testIQRowsPool(t *testing.T, rng *rand.Rand, typ quant.Type, shapes []struc
 	}
 }
 
-// BenchmarkIQRows is the IQ4_NL and IQ3_S row kernels (kernelSet.q8rows, one call
+// BenchmarkIQRows is the IQ4_NL, IQ3_S, Q4_K, Q5_K and Q6_K row kernels (kernelSet.q8rows, one call
 // over the matrix) against the per-row path it replaces (one DotQ8 per
 // row), on one thread over an expert-sized matrix in cache: 256 rows of
 // 256 weights (tiny-qwen3moe's n_embd) and of 2560 (bytes/s are weight
 // bytes).
 func BenchmarkIQRows(b *testing.B) {
 	rng := rand.New(rand.NewPCG(93, 94))
-	for _, typ := range []quant.Type{quant.IQ4_NL, quant.IQ3_S} {
+	for _, typ := range []quant.Type{quant.IQ4_NL, quant.IQ3_S, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		for _, cols := range []int{256, 2560} {
 			const rows = 256
 			var data []byte

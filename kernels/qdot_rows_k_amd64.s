@@ -1,0 +1,656 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// Q4_K rows against Q8_0 activations, up to four at once (AVX-512 F, BW,
+// VL and VNNI; qdot.go's order, its K-quant term): the multi-row kernels'
+// contract (qdot_rows_amd64.s), each row's lanes and fold DotQ8's, its
+// terms q8dotQ4KAVX2's (qdot_k_amd64.s) operation for operation.
+//
+// A group is one block of 144 bytes (fp16 d, fp16 dmin, scales[12],
+// qs[128]); rows are whole blocks, so there is no partial group. Per row
+// and block, each 32 bytes c of qs are broadcast to both halves of a zmm,
+// the upper half shifted right by 4 (VPSRLVQ) and the nibbles masked:
+// sub-blocks 2c and 2c+1's codes, against the activations' natural bytes
+// 64c..64c+63 (shared by the rows, loaded once per block) by VPDPBUSD.
+// The four products' dwords are summed to the 8 sub-block totals
+// (sub-block order by VPERMD), and the 8 scales and mins unpacked from the
+// 12 bytes by VPSHUFB (ggml's get_scale_min_k4 on bytes); the term, as
+// q8dotQ4KAVX2: float32(sum*scale) * (d * dx) - float32(min*block sum) *
+// (dmin * dx), added to the row's lanes.
+//
+// Registers: Z31 the shift counts, Z30 the nibble mask, Y29 the sums'
+// order, X28, X27 the low scale bytes' shuffle and mask, X26 the high
+// nibbles' shuffle, X25 the top bits' shuffle, X19 their mask; per block
+// Z20..Z23 the activations, Y24 their block sums, Y18 their scales; per
+// row Z0..Z7, Z12..Z15; Y8..Y11 the lanes of rows A..D.
+
+DATA q4krshift<>+0(SB)/8, $0
+DATA q4krshift<>+8(SB)/8, $0
+DATA q4krshift<>+16(SB)/8, $0
+DATA q4krshift<>+24(SB)/8, $0
+DATA q4krshift<>+32(SB)/8, $4
+DATA q4krshift<>+40(SB)/8, $4
+DATA q4krshift<>+48(SB)/8, $4
+DATA q4krshift<>+56(SB)/8, $4
+GLOBL q4krshift<>(SB), RODATA|NOPTR, $64
+
+DATA q4kr0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4kr0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4kr0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4kr0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4kr0f<>+32(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4kr0f<>+40(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4kr0f<>+48(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4kr0f<>+56(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL q4kr0f<>(SB), RODATA|NOPTR, $64
+
+// q4krperm: the totals come out as sub-blocks 0, 2, 4, 6, 1, 3, 5, 7.
+DATA q4krperm<>+0(SB)/8, $0x0000000400000000
+DATA q4krperm<>+8(SB)/8, $0x0000000500000001
+DATA q4krperm<>+16(SB)/8, $0x0000000600000002
+DATA q4krperm<>+24(SB)/8, $0x0000000700000003
+GLOBL q4krperm<>(SB), RODATA|NOPTR, $32
+
+// The block's first 16 bytes (d, dmin, scale bytes q0..q11 at 4..15) to
+// scales 0..7 in bytes 0..7 and mins 0..7 in bytes 8..15: j < 4, scale
+// q[j]&63 and min q[j+4]&63; j >= 4, scale q[j+4]&15 | (q[j-4]>>6)<<4 and
+// min q[j+4]>>4 | (q[j]>>6)<<4. q4krlo takes the low bits (then masked
+// by q4krlomask), q4krhi the high nibbles of q8..q11, q4krtop the top two
+// bits of q0..q7 (as bits 4 and 5).
+DATA q4krlo<>+0(SB)/8, $0x0f0e0d0c07060504
+DATA q4krlo<>+8(SB)/8, $0x808080800b0a0908
+GLOBL q4krlo<>(SB), RODATA|NOPTR, $16
+
+DATA q4krlomask<>+0(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA q4krlomask<>+8(SB)/8, $0x000000003f3f3f3f
+GLOBL q4krlomask<>(SB), RODATA|NOPTR, $16
+
+DATA q4krhi<>+0(SB)/8, $0x8080808080808080
+DATA q4krhi<>+8(SB)/8, $0x0f0e0d0c80808080
+GLOBL q4krhi<>(SB), RODATA|NOPTR, $16
+
+DATA q4krtop<>+0(SB)/8, $0x0706050480808080
+DATA q4krtop<>+8(SB)/8, $0x0b0a090880808080
+GLOBL q4krtop<>(SB), RODATA|NOPTR, $16
+
+DATA q4kr30<>+0(SB)/8, $0x3030303030303030
+DATA q4kr30<>+8(SB)/8, $0x3030303030303030
+GLOBL q4kr30<>(SB), RODATA|NOPTR, $16
+
+// Q4KRX: the block's activations at DI, scales at DX and sums at BX, for
+// every row.
+#define Q4KRX \
+	VMOVDQU64 0(DI), Z20 \
+	VMOVDQU64 64(DI), Z21 \
+	VMOVDQU64 128(DI), Z22 \
+	VMOVDQU64 192(DI), Z23 \
+	VMOVDQU32 (BX), Y24 \
+	VMOVUPS (DX), Y18
+
+// Q4KRCODES(at, Z): Z = the codes of the sub-block pair whose 32 bytes of
+// nibbles are at at.
+#define Q4KRCODES(at, Z) \
+	VBROADCASTI64X4 at, Z \
+	VPSRLVQ Z31, Z, Z \
+	VPANDD Z30, Z, Z
+
+// Q4KRCODES4(base, qoff): Z0..Z3 = the codes of sub-blocks 0..7 of the
+// row at base, qs at qoff.
+#define Q4KRCODES4(base, qoff) \
+	Q4KRCODES((qoff)(base), Z0) \
+	Q4KRCODES((qoff+32)(base), Z1) \
+	Q4KRCODES((qoff+64)(base), Z2) \
+	Q4KRCODES((qoff+96)(base), Z3)
+
+// Q4KROW(base, Yacc): the block's terms of the row at base into Yacc.
+#define Q4KROW(base, Yacc) \
+	Q4KRCODES4(base, 16) \
+	Q4KRTERM(base, Yacc)
+
+// Q4KRTERM(base, Yacc): the terms of the codes in Z0..Z3 (Q4_K's or
+// Q5_K's) into Yacc, d, dmin and the scales from the block at base.
+#define Q4KRTERM(base, Yacc) \
+	VPXORD Z4, Z4, Z4 \
+	VPXORD Z5, Z5, Z5 \
+	VPXORD Z6, Z6, Z6 \
+	VPXORD Z7, Z7, Z7 \
+	VPDPBUSD Z20, Z0, Z4 \
+	VPDPBUSD Z21, Z1, Z5 \
+	VPDPBUSD Z22, Z2, Z6 \
+	VPDPBUSD Z23, Z3, Z7 \
+	VPUNPCKLQDQ Z5, Z4, Z12 \
+	VPUNPCKHQDQ Z5, Z4, Z13 \
+	VPADDD Z13, Z12, Z12 \
+	VPUNPCKLQDQ Z7, Z6, Z14 \
+	VPUNPCKHQDQ Z7, Z6, Z15 \
+	VPADDD Z15, Z14, Z14 \
+	VSHUFPS $0x88, Z14, Z12, Z13 \
+	VSHUFPS $0xdd, Z14, Z12, Z15 \
+	VPADDD Z15, Z13, Z13 \
+	VSHUFI64X2 $0x88, Z13, Z13, Z14 \
+	VSHUFI64X2 $0xdd, Z13, Z13, Z15 \
+	VPADDD Y15, Y14, Y14 \
+	VPERMD Y14, Y29, Y14 \
+	VMOVDQU (base), X1 \
+	VPSHUFB X28, X1, X2 \
+	VPANDD X27, X2, X2 \
+	VPSRLW $4, X1, X3 \
+	VPANDD X30, X3, X3 \
+	VPSHUFB X26, X3, X3 \
+	VPSRLW $2, X1, X1 \
+	VPANDD X19, X1, X1 \
+	VPSHUFB X25, X1, X1 \
+	VPOR X3, X2, X2 \
+	VPOR X1, X2, X2 \
+	VPMOVZXBD X2, Y0 \
+	VPSHUFD $0xee, X2, X2 \
+	VPMOVZXBD X2, Y3 \
+	VPMULLD Y0, Y14, Y14 \
+	VCVTDQ2PS Y14, Y14 \
+	VPBROADCASTW 0(base), X13 \
+	VCVTPH2PS X13, Y13 \
+	VMULPS Y18, Y13, Y13 \
+	VMULPS Y13, Y14, Y14 \
+	VPMULLD Y24, Y3, Y15 \
+	VCVTDQ2PS Y15, Y15 \
+	VPBROADCASTW 2(base), X13 \
+	VCVTPH2PS X13, Y13 \
+	VMULPS Y18, Y13, Y13 \
+	VMULPS Y13, Y15, Y15 \
+	VSUBPS Y15, Y14, Y14 \
+	VADDPS Y14, Yacc, Yacc
+
+// Q4KFOLD(Yl, Xl, dst): dst = ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) of Yl.
+#define Q4KFOLD(Yl, Xl, dst) \
+	VEXTRACTF128 $1, Yl, X1 \
+	VADDPS X1, Xl, X0 \
+	VPERMILPS $0x4e, X0, X1 \
+	VADDPS X1, X0, X0 \
+	VMOVSHDUP X0, X1 \
+	VADDSS X1, X0, X0 \
+	VMOVSS X0, dst
+
+// Q4KPF(base): the block pf (R14) bytes ahead of base, a line at a time.
+#define Q4KPF(base) \
+	PREFETCHT0 (base)(R14*1) \
+	PREFETCHT0 64(base)(R14*1) \
+	PREFETCHT0 128(base)(R14*1)
+
+// func q4kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, blocks int, out *float32, boff, ooff, n, pf int)
+// rows: rows A, each stride bytes from the last, outputs at out; with n
+// (1..4) streams, as many rows B, C, D, boff, 2boff, 3boff bytes after
+// each A, outputs ooff, 2ooff, 3ooff bytes after A's. pf: each stream
+// prefetched pf bytes ahead (PREFETCHT0, 0 for none).
+TEXT ·q4kRowsAVX512(SB), NOSPLIT, $0-96
+	VMOVDQU64 q4krshift<>(SB), Z31
+	VMOVDQU64 q4kr0f<>(SB), Z30
+	VMOVDQU32 q4krperm<>(SB), Y29
+	VMOVDQU32 q4krlo<>(SB), X28
+	VMOVDQU32 q4krlomask<>(SB), X27
+	VMOVDQU32 q4krhi<>(SB), X26
+	VMOVDQU32 q4krtop<>(SB), X25
+	VMOVDQU32 q4kr30<>(SB), X19
+	MOVQ  w+0(FP), R13
+	MOVQ  rows+16(FP), R10
+	MOVQ  out+56(FP), R8
+	MOVQ  n+80(FP), R12
+	MOVQ  pf+88(FP), R14
+	TESTQ R10, R10
+	JZ    q4kdone
+
+q4krow:
+	MOVQ R13, SI
+	MOVQ boff+64(FP), AX
+	LEAQ (R13)(AX*1), R15
+	LEAQ (R13)(AX*2), R11
+	LEAQ (R15)(AX*2), R9
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ xs+40(FP), BX
+	MOVQ blocks+48(FP), CX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+q4kblock:
+	TESTQ R14, R14
+	JZ    q4kx
+	Q4KPF(SI)
+	CMPQ  R12, $2
+	JLT   q4kx
+	Q4KPF(R15)
+	CMPQ  R12, $3
+	JLT   q4kx
+	Q4KPF(R11)
+	CMPQ  R12, $4
+	JLT   q4kx
+	Q4KPF(R9)
+
+q4kx:
+	Q4KRX
+	Q4KROW(SI, Y8)
+	CMPQ R12, $2
+	JLT  q4knext
+	Q4KROW(R15, Y9)
+	CMPQ R12, $3
+	JLT  q4knext
+	Q4KROW(R11, Y10)
+	CMPQ R12, $4
+	JLT  q4knext
+	Q4KROW(R9, Y11)
+
+q4knext:
+	ADDQ $144, SI
+	ADDQ $144, R15
+	ADDQ $144, R11
+	ADDQ $144, R9
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q4kblock
+
+	MOVQ ooff+72(FP), AX
+	Q4KFOLD(Y8, X8, (R8))
+	CMPQ R12, $2
+	JLT  q4kadv
+	Q4KFOLD(Y9, X9, (R8)(AX*1))
+	CMPQ R12, $3
+	JLT  q4kadv
+	Q4KFOLD(Y10, X10, (R8)(AX*2))
+	CMPQ R12, $4
+	JLT  q4kadv
+	LEAQ (R8)(AX*2), R9
+	Q4KFOLD(Y11, X11, (R9)(AX*1))
+
+q4kadv:
+	ADDQ $4, R8
+	ADDQ stride+8(FP), R13
+	DECQ R10
+	JNZ  q4krow
+
+q4kdone:
+	VZEROUPPER
+	RET
+
+// Q5_K rows: q4kRowsAVX512 for Q5_K's blocks of 176 bytes (d, dmin,
+// scales[12], qh[32] at 16, qs[128] at 48), its terms q8dotQ5KAVX512's:
+// Q4_K's codes from qs at 48, bit s of qh[j] adding 16 to code j of
+// sub-block s (qh broadcast to both halves in Z16, shifted right by 2 per
+// pair so that bits 0 and 1 of each byte are the pair's, tested against
+// Z17's bit 0 in the lower half and bit 1 in the upper, the 16 added under
+// the byte mask).
+
+DATA q5krbits12<>+0(SB)/8, $0x0101010101010101
+DATA q5krbits12<>+8(SB)/8, $0x0101010101010101
+DATA q5krbits12<>+16(SB)/8, $0x0101010101010101
+DATA q5krbits12<>+24(SB)/8, $0x0101010101010101
+DATA q5krbits12<>+32(SB)/8, $0x0202020202020202
+DATA q5krbits12<>+40(SB)/8, $0x0202020202020202
+DATA q5krbits12<>+48(SB)/8, $0x0202020202020202
+DATA q5krbits12<>+56(SB)/8, $0x0202020202020202
+GLOBL q5krbits12<>(SB), RODATA|NOPTR, $64
+
+DATA q5kr10<>+0(SB)/8, $0x1010101010101010
+DATA q5kr10<>+8(SB)/8, $0x1010101010101010
+DATA q5kr10<>+16(SB)/8, $0x1010101010101010
+DATA q5kr10<>+24(SB)/8, $0x1010101010101010
+DATA q5kr10<>+32(SB)/8, $0x1010101010101010
+DATA q5kr10<>+40(SB)/8, $0x1010101010101010
+DATA q5kr10<>+48(SB)/8, $0x1010101010101010
+DATA q5kr10<>+56(SB)/8, $0x1010101010101010
+GLOBL q5kr10<>(SB), RODATA|NOPTR, $64
+
+// Q5KRHI(Z): bit 4 of the pair's codes in Z from qh (Z16), then the next
+// pair's bits to bits 0 and 1.
+#define Q5KRHI(Z) \
+	VPTESTMB Z17, Z16, K1 \
+	VPADDB q5kr10<>(SB), Z, K1, Z \
+	VPSRLW $2, Z16, Z16
+
+// Q5KROW(base, Yacc): the block's terms of the Q5_K row at base into Yacc.
+#define Q5KROW(base, Yacc) \
+	Q4KRCODES4(base, 48) \
+	VBROADCASTI64X4 16(base), Z16 \
+	Q5KRHI(Z0) \
+	Q5KRHI(Z1) \
+	Q5KRHI(Z2) \
+	Q5KRHI(Z3) \
+	Q4KRTERM(base, Yacc)
+
+// func q5kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, blocks int, out *float32, boff, ooff, n, pf int)
+// q4kRowsAVX512's arguments and walk.
+TEXT ·q5kRowsAVX512(SB), NOSPLIT, $0-96
+	VMOVDQU64 q4krshift<>(SB), Z31
+	VMOVDQU64 q4kr0f<>(SB), Z30
+	VMOVDQU32 q4krperm<>(SB), Y29
+	VMOVDQU32 q4krlo<>(SB), X28
+	VMOVDQU32 q4krlomask<>(SB), X27
+	VMOVDQU32 q4krhi<>(SB), X26
+	VMOVDQU32 q4krtop<>(SB), X25
+	VMOVDQU32 q4kr30<>(SB), X19
+	VMOVDQU64 q5krbits12<>(SB), Z17
+	MOVQ  w+0(FP), R13
+	MOVQ  rows+16(FP), R10
+	MOVQ  out+56(FP), R8
+	MOVQ  n+80(FP), R12
+	MOVQ  pf+88(FP), R14
+	TESTQ R10, R10
+	JZ    q5kdone
+
+q5krow:
+	MOVQ R13, SI
+	MOVQ boff+64(FP), AX
+	LEAQ (R13)(AX*1), R15
+	LEAQ (R13)(AX*2), R11
+	LEAQ (R15)(AX*2), R9
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ xs+40(FP), BX
+	MOVQ blocks+48(FP), CX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+q5kblock:
+	TESTQ R14, R14
+	JZ    q5kx
+	Q4KPF(SI)
+	CMPQ  R12, $2
+	JLT   q5kx
+	Q4KPF(R15)
+	CMPQ  R12, $3
+	JLT   q5kx
+	Q4KPF(R11)
+	CMPQ  R12, $4
+	JLT   q5kx
+	Q4KPF(R9)
+
+q5kx:
+	Q4KRX
+	Q5KROW(SI, Y8)
+	CMPQ R12, $2
+	JLT  q5knext
+	Q5KROW(R15, Y9)
+	CMPQ R12, $3
+	JLT  q5knext
+	Q5KROW(R11, Y10)
+	CMPQ R12, $4
+	JLT  q5knext
+	Q5KROW(R9, Y11)
+
+q5knext:
+	ADDQ $176, SI
+	ADDQ $176, R15
+	ADDQ $176, R11
+	ADDQ $176, R9
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  q5kblock
+
+	MOVQ ooff+72(FP), AX
+	Q4KFOLD(Y8, X8, (R8))
+	CMPQ R12, $2
+	JLT  q5kadv
+	Q4KFOLD(Y9, X9, (R8)(AX*1))
+	CMPQ R12, $3
+	JLT  q5kadv
+	Q4KFOLD(Y10, X10, (R8)(AX*2))
+	CMPQ R12, $4
+	JLT  q5kadv
+	LEAQ (R8)(AX*2), R9
+	Q4KFOLD(Y11, X11, (R9)(AX*1))
+
+q5kadv:
+	ADDQ $4, R8
+	ADDQ stride+8(FP), R13
+	DECQ R10
+	JNZ  q5krow
+
+q5kdone:
+	VZEROUPPER
+	RET
+
+// Q6_K rows against Q8_0 activations, up to four at once (AVX-512 F, BW,
+// VL and VNNI; qdot.go's order, its K-quant term): the multi-row kernels'
+// contract, each row's lanes and fold DotQ8's, its terms q8dotQ6KAVX512's
+// (qdot_k_amd64.s) operation for operation.
+//
+// A group is one block of 210 bytes (ql[128], qh[64] at 128, 16 int8
+// scales at 192, fp16 d at 208); rows are whole blocks. Per row and half
+// h of a block, the 64 bytes ql[64h:] give sub-blocks 4h and 4h+1 (low
+// nibbles) and 4h+2 and 4h+3 (high), against the activations' natural
+// bytes 128h..128h+127; qh[32h:] broadcast to both halves of a zmm adds
+// bits 4 and 5 by word shifts (left 4 | 2, right 0 | 2). The codes u
+// (0..63) by VPDPBUSD onto the block's 32*(-x) partials (VPDPBUSD of 32
+// and the negated activations, once per block for the rows), so each
+// 128-bit lane of the four products holds a 16-weight half's dwords; the
+// 16 half totals times their scales (VPSHUFB to the totals' order,
+// VPMOVSXBD, VPMULLD), each sub-block's two added and put in sub-block
+// order (VPERMD); the term float32(sum) * (d * dx), added to the row's
+// lanes.
+//
+// Registers: Z31, Z25 the high bits' left and right shifts, Z30 the
+// nibble mask, Z28 the high bits' mask, Z27 bytes 32, Y29 the sums'
+// order, X26 the scales' order; per block Z20..Z23 the activations,
+// Z16..Z19 their 32*(-x) partials, Y24 their scales; per row Z0..Z7,
+// Z12..Z15; Y8..Y11 the lanes of rows A..D.
+
+DATA q6krsl<>+0(SB)/8, $0x0004000400040004
+DATA q6krsl<>+8(SB)/8, $0x0004000400040004
+DATA q6krsl<>+16(SB)/8, $0x0004000400040004
+DATA q6krsl<>+24(SB)/8, $0x0004000400040004
+DATA q6krsl<>+32(SB)/8, $0x0002000200020002
+DATA q6krsl<>+40(SB)/8, $0x0002000200020002
+DATA q6krsl<>+48(SB)/8, $0x0002000200020002
+DATA q6krsl<>+56(SB)/8, $0x0002000200020002
+GLOBL q6krsl<>(SB), RODATA|NOPTR, $64
+
+DATA q6krsr<>+0(SB)/8, $0
+DATA q6krsr<>+8(SB)/8, $0
+DATA q6krsr<>+16(SB)/8, $0
+DATA q6krsr<>+24(SB)/8, $0
+DATA q6krsr<>+32(SB)/8, $0x0002000200020002
+DATA q6krsr<>+40(SB)/8, $0x0002000200020002
+DATA q6krsr<>+48(SB)/8, $0x0002000200020002
+DATA q6krsr<>+56(SB)/8, $0x0002000200020002
+GLOBL q6krsr<>(SB), RODATA|NOPTR, $64
+
+DATA q6kr30<>+0(SB)/8, $0x3030303030303030
+DATA q6kr30<>+8(SB)/8, $0x3030303030303030
+DATA q6kr30<>+16(SB)/8, $0x3030303030303030
+DATA q6kr30<>+24(SB)/8, $0x3030303030303030
+DATA q6kr30<>+32(SB)/8, $0x3030303030303030
+DATA q6kr30<>+40(SB)/8, $0x3030303030303030
+DATA q6kr30<>+48(SB)/8, $0x3030303030303030
+DATA q6kr30<>+56(SB)/8, $0x3030303030303030
+GLOBL q6kr30<>(SB), RODATA|NOPTR, $64
+
+DATA q6kr20<>+0(SB)/8, $0x2020202020202020
+DATA q6kr20<>+8(SB)/8, $0x2020202020202020
+DATA q6kr20<>+16(SB)/8, $0x2020202020202020
+DATA q6kr20<>+24(SB)/8, $0x2020202020202020
+DATA q6kr20<>+32(SB)/8, $0x2020202020202020
+DATA q6kr20<>+40(SB)/8, $0x2020202020202020
+DATA q6kr20<>+48(SB)/8, $0x2020202020202020
+DATA q6kr20<>+56(SB)/8, $0x2020202020202020
+GLOBL q6kr20<>(SB), RODATA|NOPTR, $64
+
+// q6krscales: dword 4L+k of the half totals is scale 4k+L.
+DATA q6krscales<>+0(SB)/8, $0x0d0905010c080400
+DATA q6krscales<>+8(SB)/8, $0x0f0b07030e0a0602
+GLOBL q6krscales<>(SB), RODATA|NOPTR, $16
+
+// Q6KRNEG(Zx, Zc): Zc = the dword partials of 32 * -(the activations Zx).
+#define Q6KRNEG(Zx, Zc) \
+	VPXORD Z12, Z12, Z12 \
+	VPSUBB Zx, Z12, Z12 \
+	VPXORD Zc, Zc, Zc \
+	VPDPBUSD Z12, Z27, Zc
+
+// Q6KRX: the block's activations at DI and scales at DX, for every row.
+#define Q6KRX \
+	VMOVDQU64 0(DI), Z20 \
+	VMOVDQU64 64(DI), Z21 \
+	VMOVDQU64 128(DI), Z22 \
+	VMOVDQU64 192(DI), Z23 \
+	VMOVUPS (DX), Y24 \
+	Q6KRNEG(Z20, Z16) \
+	Q6KRNEG(Z21, Z17) \
+	Q6KRNEG(Z22, Z18) \
+	Q6KRNEG(Z23, Z19)
+
+// Q6KRH(base, h, Zlo, Zhi): the codes of sub-blocks 4h, 4h+1 (Zlo) and
+// 4h+2, 4h+3 (Zhi).
+#define Q6KRH(base, h, Zlo, Zhi) \
+	VMOVDQU64 (64*h)(base), Zlo \
+	VPSRLW $4, Zlo, Zhi \
+	VPANDD Z30, Zlo, Zlo \
+	VPANDD Z30, Zhi, Zhi \
+	VBROADCASTI64X4 (128+32*h)(base), Z13 \
+	VPSLLVW Z31, Z13, Z12 \
+	VPANDD Z28, Z12, Z12 \
+	VPORD Z12, Zlo, Zlo \
+	VPSRLVW Z25, Z13, Z12 \
+	VPANDD Z28, Z12, Z12 \
+	VPORD Z12, Zhi, Zhi
+
+// Q6KROW(base, Yacc): the block's terms of the row at base into Yacc.
+#define Q6KROW(base, Yacc) \
+	Q6KRH(base, 0, Z0, Z1) \
+	Q6KRH(base, 1, Z2, Z3) \
+	VMOVDQA64 Z16, Z4 \
+	VMOVDQA64 Z17, Z5 \
+	VMOVDQA64 Z18, Z6 \
+	VMOVDQA64 Z19, Z7 \
+	VPDPBUSD Z20, Z0, Z4 \
+	VPDPBUSD Z21, Z1, Z5 \
+	VPDPBUSD Z22, Z2, Z6 \
+	VPDPBUSD Z23, Z3, Z7 \
+	VPUNPCKLQDQ Z5, Z4, Z12 \
+	VPUNPCKHQDQ Z5, Z4, Z13 \
+	VPADDD Z13, Z12, Z12 \
+	VPUNPCKLQDQ Z7, Z6, Z14 \
+	VPUNPCKHQDQ Z7, Z6, Z15 \
+	VPADDD Z15, Z14, Z14 \
+	VSHUFPS $0x88, Z14, Z12, Z13 \
+	VSHUFPS $0xdd, Z14, Z12, Z15 \
+	VPADDD Z15, Z13, Z13 \
+	VMOVDQU 192(base), X0 \
+	VPSHUFB X26, X0, X0 \
+	VPMOVSXBD X0, Z0 \
+	VPMULLD Z0, Z13, Z13 \
+	VSHUFI64X2 $0x88, Z13, Z13, Z14 \
+	VSHUFI64X2 $0xdd, Z13, Z13, Z15 \
+	VPADDD Y15, Y14, Y14 \
+	VPERMD Y14, Y29, Y14 \
+	VCVTDQ2PS Y14, Y14 \
+	VPBROADCASTW 208(base), X13 \
+	VCVTPH2PS X13, Y13 \
+	VMULPS Y24, Y13, Y13 \
+	VMULPS Y13, Y14, Y14 \
+	VADDPS Y14, Yacc, Yacc
+
+// Q6KPF(base): the block pf (R14) bytes ahead of base, a line at a time.
+#define Q6KPF(base) \
+	PREFETCHT0 (base)(R14*1) \
+	PREFETCHT0 64(base)(R14*1) \
+	PREFETCHT0 128(base)(R14*1) \
+	PREFETCHT0 192(base)(R14*1)
+
+// func q6kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, out *float32, boff, ooff, n, pf int)
+// q4kRowsAVX512's arguments, without the activation sums.
+TEXT ·q6kRowsAVX512(SB), NOSPLIT, $0-88
+	VMOVDQU64 q6krsl<>(SB), Z31
+	VMOVDQU64 q6krsr<>(SB), Z25
+	VMOVDQU64 q4kr0f<>(SB), Z30
+	VMOVDQU64 q6kr30<>(SB), Z28
+	VMOVDQU64 q6kr20<>(SB), Z27
+	VMOVDQU32 q4krperm<>(SB), Y29
+	VMOVDQU32 q6krscales<>(SB), X26
+	MOVQ  w+0(FP), R13
+	MOVQ  rows+16(FP), R10
+	MOVQ  out+48(FP), R8
+	MOVQ  n+72(FP), R12
+	MOVQ  pf+80(FP), R14
+	TESTQ R10, R10
+	JZ    q6kdone
+
+q6krow:
+	MOVQ R13, SI
+	MOVQ boff+56(FP), AX
+	LEAQ (R13)(AX*1), R15
+	LEAQ (R13)(AX*2), R11
+	LEAQ (R15)(AX*2), R9
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ blocks+40(FP), CX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+q6kblock:
+	TESTQ R14, R14
+	JZ    q6kx
+	Q6KPF(SI)
+	CMPQ  R12, $2
+	JLT   q6kx
+	Q6KPF(R15)
+	CMPQ  R12, $3
+	JLT   q6kx
+	Q6KPF(R11)
+	CMPQ  R12, $4
+	JLT   q6kx
+	Q6KPF(R9)
+
+q6kx:
+	Q6KRX
+	Q6KROW(SI, Y8)
+	CMPQ R12, $2
+	JLT  q6knext
+	Q6KROW(R15, Y9)
+	CMPQ R12, $3
+	JLT  q6knext
+	Q6KROW(R11, Y10)
+	CMPQ R12, $4
+	JLT  q6knext
+	Q6KROW(R9, Y11)
+
+q6knext:
+	ADDQ $210, SI
+	ADDQ $210, R15
+	ADDQ $210, R11
+	ADDQ $210, R9
+	ADDQ $256, DI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  q6kblock
+
+	MOVQ ooff+64(FP), AX
+	Q4KFOLD(Y8, X8, (R8))
+	CMPQ R12, $2
+	JLT  q6kadv
+	Q4KFOLD(Y9, X9, (R8)(AX*1))
+	CMPQ R12, $3
+	JLT  q6kadv
+	Q4KFOLD(Y10, X10, (R8)(AX*2))
+	CMPQ R12, $4
+	JLT  q6kadv
+	LEAQ (R8)(AX*2), R9
+	Q4KFOLD(Y11, X11, (R9)(AX*1))
+
+q6kadv:
+	ADDQ $4, R8
+	ADDQ stride+8(FP), R13
+	DECQ R10
+	JNZ  q6krow
+
+q6kdone:
+	VZEROUPPER
+	RET
