@@ -112,7 +112,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8rows[quant.Q2_0] = rowsQ2_0AVX512
 		k.q8rows[quant.Q8_0] = rowsQ8_0AVX512
 		k.q8lanes[quant.Q8_0], k.lanes[quant.Q8_0] = lanesQ8_0AVX512, q8Walk512.n
-		k.q8dotTile2 = q8dotTile2Vector512
+		k.tilePlanes, k.q8dotTilePlanes = tilePlanesVector, q8dotTilePlanesVector
 		k.paths = "avx2+f16c+avx512vnni"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni && c.avx512vbmi {

@@ -76,6 +76,21 @@ type qmmScratch struct {
 	d     [qmmRows]q8Decoded
 	pad   [q8GroupBytesMax]byte
 	lanes [][8]float32
+	// planes and sums: the block's inputs' codes in plane order
+	// (tilePlanes) and -128 x their sums, and the outputs of a last odd
+	// input's twin (the plane tiles run pairs).
+	planes []int8
+	sums   []int32
+	twin   [qmmRows]float32
+}
+
+// planeInput is an input of q8dotTilePlanes from a group g0 on: its codes
+// in plane order, -128 x their sums per sub-block (VPDPBUSD's bias), and
+// the row for its scales.
+type planeInput struct {
+	q []int8
+	s []int32
+	x *Q8Row
 }
 
 // qmmScratchPool keeps the workers' tiles between calls.
@@ -182,10 +197,26 @@ func (k *kernelSet) matMulQ8Block(m *Matrix, xs []*Q8Row, outs [][]float32, r0, 
 	groups := (nsub + 7) / 8
 	// A last group of at most 4 sub-blocks runs as a half group.
 	halfLast := nsub%8 != 0 && nsub%8 <= 4
-	if cap(sc.lanes) < qmmRows*ntok {
-		sc.lanes = make([][8]float32, qmmRows*ntok)
+	planes := k.q8dotTilePlanes != nil && !tileHalves(m.Type)
+	nl := ntok
+	if planes {
+		nl = ntok + ntok%2 // an odd last input's twin
+		if cap(sc.planes) < 256*groups*ntok {
+			sc.planes = make([]int8, 256*groups*ntok)
+			sc.sums = make([]int32, 8*groups*ntok)
+		}
+		for t, x := range xs {
+			k.tilePlanes(sc.planes[256*groups*t:256*groups*(t+1)], x.qs[:256*groups], 0)
+			s := sc.sums[8*groups*t : 8*groups*(t+1)]
+			for i, v := range x.sums[:8*groups] {
+				s[i] = -128 * v
+			}
+		}
 	}
-	lanes := sc.lanes[:qmmRows*ntok]
+	if cap(sc.lanes) < qmmRows*nl {
+		sc.lanes = make([][8]float32, qmmRows*nl)
+	}
+	lanes := sc.lanes[:qmmRows*nl]
 	for rt := r0; rt < r1; rt += qmmRows {
 		nr := min(qmmRows, r1-rt)
 		clear(lanes)
@@ -201,6 +232,10 @@ func (k *kernelSet) matMulQ8Block(m *Matrix, xs []*Q8Row, outs [][]float32, r0, 
 			last := g0+ng == groups
 			if tileHalves(m.Type) {
 				k.halvesChunk(&sc.d, nr, ng, xs, g0, lanes, outs, rt, last)
+				continue
+			}
+			if planes {
+				k.planesChunk(m.Type, sc, nr, ng, groups, xs, g0, lanes, outs, rt, last)
 				continue
 			}
 			t := 0
@@ -224,6 +259,34 @@ func (k *kernelSet) matMulQ8Block(m *Matrix, xs []*Q8Row, outs [][]float32, r0, 
 				}
 			}
 		}
+	}
+}
+
+// planesChunk is the token loop of matMulQ8Block on k.q8dotTilePlanes:
+// the rows' decoded chunks put in plane order and biased, then the inputs
+// by pairs against them, an odd last one paired with itself (its twin's
+// lanes after the others', its outputs to sc.twin). sc.planes holds the
+// inputs' codes in plane order, groups groups each.
+func (k *kernelSet) planesChunk(typ quant.Type, sc *qmmScratch, nr, ng, groups int, xs []*Q8Row, g0 int, lanes [][8]float32, outs [][]float32, rt int, last bool) {
+	for i := 0; i < nr; i++ {
+		w := sc.d[i].w[:256*ng]
+		k.tilePlanes(w, w, 0x80)
+	}
+	p := func(t int) planeInput {
+		i := groups*t + g0
+		return planeInput{sc.planes[256*i : 256*(i+ng)], sc.sums[8*i : 8*(i+ng)], xs[t]}
+	}
+	mul := typ == quant.IQ3_S // weightSub's multipliers are 1 for the others
+	for t := 0; t < len(xs); t += 2 {
+		u := min(t+1, len(xs)-1)
+		var o0, o1 []float32
+		if last {
+			o0, o1 = outs[t][rt:rt+nr], sc.twin[:nr]
+			if u > t {
+				o1 = outs[u][rt : rt+nr]
+			}
+		}
+		k.q8dotTilePlanes(&sc.d, nr, ng, p(t), p(u), g0, mul, lanes[t*qmmRows:(t+1)*qmmRows], lanes[(t+1)*qmmRows:(t+2)*qmmRows], o0, o1)
 	}
 }
 

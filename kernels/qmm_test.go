@@ -133,7 +133,7 @@ func TestMatMulQ8TilesGuarded(t *testing.T) {
 					check(s.name, out, ok)
 				}
 			}
-			for _, th := range []int{1, 3} {
+			for _, th := range []int{1, 2, 3, 7} {
 				out, ok := guardedFloats(ntok*rows, rng.IntN(4))
 				NewPool(th).MatMulQ8(&m, xs, out)
 				check(fmt.Sprintf("MatMulQ8 on %d threads", th), out, ok)
