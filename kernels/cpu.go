@@ -99,6 +99,10 @@ type kernelSet struct {
 	// multipliers skipped unless mul.
 	tilePlanes      func(dst, src []int8, bias byte)
 	q8dotTilePlanes func(d *[qmmRows]q8Decoded, nr, ng int, x0, x1 planeInput, g0 int, mul bool, l0, l1 [][8]float32, o0, o1 []float32)
+	// q8decodePlanes decodes whole groups of a type with 32-weight blocks
+	// straight to q8dotTilePlanes' layout (q8decode's, then tilePlanes'
+	// with bias 0x80), where k has such a decoder for the type.
+	q8decodePlanes [quant.NumTypes]func(row []byte, g0, ng int, d *q8Decoded, at int)
 	// q8dotTile2H is q8dotTile2 for the types with a multiplier per
 	// 16-weight half (q8Decoded.mh; whole groups only).
 	// q8decodeHalves decodes whole groups of a tileHalves row (codes,

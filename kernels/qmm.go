@@ -223,7 +223,11 @@ func (k *kernelSet) matMulQ8Block(m *Matrix, xs []*Q8Row, outs [][]float32, r0, 
 		for g0 := 0; g0 < groups; g0 += decodedGroups {
 			ng := min(decodedGroups, groups-g0)
 			for i := 0; i < nr; i++ {
-				k.decodeChunk(m.Type, m.Row(rt+i), nsub, g0, ng, &sc.d[i], &sc.pad)
+				if planes {
+					k.decodeChunkPlanes(m.Type, m.Row(rt+i), nsub, g0, ng, &sc.d[i], &sc.pad)
+				} else {
+					k.decodeChunk(m.Type, m.Row(rt+i), nsub, g0, ng, &sc.d[i], &sc.pad)
+				}
 			}
 			whole, half := ng, 0
 			if halfLast && g0+ng == groups {
@@ -263,15 +267,10 @@ func (k *kernelSet) matMulQ8Block(m *Matrix, xs []*Q8Row, outs [][]float32, r0, 
 }
 
 // planesChunk is the token loop of matMulQ8Block on k.q8dotTilePlanes:
-// the rows' decoded chunks put in plane order and biased, then the inputs
-// by pairs against them, an odd last one paired with itself (its twin's
+// the inputs by pairs against the rows' chunks (decodeChunkPlanes'), an odd last one paired with itself (its twin's
 // lanes after the others', its outputs to sc.twin). sc.planes holds the
 // inputs' codes in plane order, groups groups each.
 func (k *kernelSet) planesChunk(typ quant.Type, sc *qmmScratch, nr, ng, groups int, xs []*Q8Row, g0 int, lanes [][8]float32, outs [][]float32, rt int, last bool) {
-	for i := 0; i < nr; i++ {
-		w := sc.d[i].w[:256*ng]
-		k.tilePlanes(w, w, 0x80)
-	}
 	p := func(t int) planeInput {
 		i := groups*t + g0
 		return planeInput{sc.planes[256*i : 256*(i+ng)], sc.sums[8*i : 8*(i+ng)], xs[t]}
@@ -409,6 +408,33 @@ func (k *kernelSet) decodeChunk(t quant.Type, row []byte, nsub, g0, ng int, d *q
 		}
 		m, dw := weightSub(t, row, s, w)
 		d.m[i], d.dw[i] = int16(m), dw
+	}
+}
+
+// decodeChunkPlanes is decodeChunk for q8dotTilePlanes: the weights biased
+// and in plane order, by k's plane decoder for t where it has one (a
+// partial last group from pad, its blocks beside zero blocks: the
+// sub-blocks past the row get the zero blocks' scale 0, and their terms
+// are +0 against the inputs' zero padding whatever their weights), else
+// by decodeChunk and tilePlanes.
+func (k *kernelSet) decodeChunkPlanes(t quant.Type, row []byte, nsub, g0, ng int, d *q8Decoded, pad *[q8GroupBytesMax]byte) {
+	dec := k.q8decodePlanes[t]
+	if dec == nil {
+		k.decodeChunk(t, row, nsub, g0, ng, d, pad)
+		w := d.w[:256*ng]
+		k.tilePlanes(w, w, 0x80)
+		return
+	}
+	whole := min(ng, nsub/8-g0)
+	if whole > 0 {
+		dec(row, g0, whole, d, 0)
+	}
+	if whole < ng {
+		ti, _ := quant.Info(t) // blocks of 32 weights
+		gb := 8 * ti.BlockBytes
+		n := copy(pad[:gb], row[gb*(g0+whole):])
+		clear(pad[n:gb])
+		dec(pad[:gb], 0, 1, d, whole)
 	}
 }
 

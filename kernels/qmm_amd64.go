@@ -158,3 +158,18 @@ func q8dotTilePlanesVector(d *[qmmRows]q8Decoded, nr, ng int, x0, x1 planeInput,
 	}
 	q8dotTilePlanesVNNI(&d[0], nr, ng, &x0.q[0], &x0.x.d[8*g0], &x0.s[0], &x1.q[0], &x1.x.d[8*g0], &x1.s[0], &l0[0], &l1[0], q0, q1, m)
 }
+
+//go:noescape
+func qmmDecodeNibPlanesAVX512(w *byte, groups int, table *int8, out *int8, m *int16, dw *float32)
+
+// q8decodeQ4_0Planes and q8decodeIQ4NLPlanes decode whole groups of the
+// nibble types straight to the plane tiles' layout (qmm_amd64.s).
+func q8decodeQ4_0Planes(row []byte, g0, ng int, d *q8Decoded, at int) {
+	_ = row[144*(g0+ng)-1]
+	qmmDecodeNibPlanesAVX512(&row[144*g0], ng, &q4_0Values[0], &d.w[256*at], &d.m[8*at], &d.dw[8*at])
+}
+
+func q8decodeIQ4NLPlanes(row []byte, g0, ng int, d *q8Decoded, at int) {
+	_ = row[144*(g0+ng)-1]
+	qmmDecodeNibPlanesAVX512(&row[144*g0], ng, &quant.KvaluesIQ4NL[0], &d.w[256*at], &d.m[8*at], &d.dw[8*at])
+}

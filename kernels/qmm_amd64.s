@@ -405,3 +405,99 @@ pnext:
 	JNZ  prow
 	VZEROUPPER
 	RET
+
+// ---- The nibble types' decoder to plane order (AVX-512 F, BW, VBMI;
+// F16C): a group of 8 IQ4_NL or Q4_0 blocks (18 bytes: fp16 d, 16 bytes
+// of nibbles) straight into the plane tiles' layout, weights biased, as
+// qmmDecodeNibAVX and qmmPlanesAVX512 leave it. Plane k < 4 of sub-block
+// s is the low nibbles of its bytes 4k..4k+3, plane 4+k their high
+// nibbles: the bytes of planes 0-1 and 2-3 gathered by VPERMI2B from the
+// group's first 128 bytes (block 7's, at 128, by VPERMB under K2 from the
+// 64 bytes at 80), each nibble then looked up by VPSHUFB in the biased
+// table.
+
+// Per output byte 32p' + 4s + j: the source byte 18s + 2 + 4p + j (p =
+// p' or 2 + p'), for block 7 its offset in the bytes at 80.
+DATA nibplane0<>+0(SB)/8, $0x1716151405040302
+DATA nibplane0<>+8(SB)/8, $0x3b3a393829282726
+DATA nibplane0<>+16(SB)/8, $0x5f5e5d5c4d4c4b4a
+DATA nibplane0<>+24(SB)/8, $0x3332313071706f6e
+DATA nibplane0<>+32(SB)/8, $0x1b1a191809080706
+DATA nibplane0<>+40(SB)/8, $0x3f3e3d3c2d2c2b2a
+DATA nibplane0<>+48(SB)/8, $0x6362616051504f4e
+DATA nibplane0<>+56(SB)/8, $0x3736353475747372
+GLOBL nibplane0<>(SB), RODATA|NOPTR, $64
+
+DATA nibplane1<>+0(SB)/8, $0x1f1e1d1c0d0c0b0a
+DATA nibplane1<>+8(SB)/8, $0x4342414031302f2e
+DATA nibplane1<>+16(SB)/8, $0x6766656455545352
+DATA nibplane1<>+24(SB)/8, $0x3b3a393879787776
+DATA nibplane1<>+32(SB)/8, $0x2322212011100f0e
+DATA nibplane1<>+40(SB)/8, $0x4746454435343332
+DATA nibplane1<>+48(SB)/8, $0x6b6a696859585756
+DATA nibplane1<>+56(SB)/8, $0x3f3e3d3c7d7c7b7a
+GLOBL nibplane1<>(SB), RODATA|NOPTR, $64
+
+DATA nibscales<>+0(SB)/8, $0x001b001200090000
+DATA nibscales<>+8(SB)/8, $0x003f0036002d0024
+GLOBL nibscales<>(SB), RODATA|NOPTR, $16
+
+// func qmmDecodeNibPlanesAVX512(w *byte, groups int, table *int8, out *int8, m *int16, dw *float32)
+TEXT ·qmmDecodeNibPlanesAVX512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ groups+8(FP), CX
+	MOVQ table+16(FP), AX
+	MOVQ out+24(FP), DI
+	MOVQ m+32(FP), R9
+	MOVQ dw+40(FP), R11
+	VBROADCASTI32X4 (AX), Z15
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z14
+	VPXORD Z14, Z15, Z15
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z13
+	MOVL $0x00010001, AX
+	VPBROADCASTD AX, X12
+	VMOVDQU32 nibplane0<>(SB), Z10
+	VMOVDQU32 nibplane1<>(SB), Z11
+	VMOVDQU nibscales<>(SB), X9
+	MOVQ $0xF0000000F0000000, AX
+	KMOVQ AX, K2
+
+nibploop:
+	VMOVDQU32 (SI), Z0
+	VMOVDQU32 64(SI), Z1
+	VMOVDQU32 80(SI), Z2
+	VMOVDQA64 Z10, Z3
+	VPERMI2B Z1, Z0, Z3
+	VPERMB Z2, Z10, K2, Z3
+	VMOVDQA64 Z11, Z4
+	VPERMI2B Z1, Z0, Z4
+	VPERMB Z2, Z11, K2, Z4
+	VMOVDQA64 Z9, Z5
+	VPERMI2W Z1, Z0, Z5
+	VPSRLW $4, Z3, Z6
+	VPSRLW $4, Z4, Z7
+	VPANDD Z13, Z3, Z3
+	VPANDD Z13, Z4, Z4
+	VPANDD Z13, Z6, Z6
+	VPANDD Z13, Z7, Z7
+	VPSHUFB Z3, Z15, Z3
+	VPSHUFB Z4, Z15, Z4
+	VPSHUFB Z6, Z15, Z6
+	VPSHUFB Z7, Z15, Z7
+	VMOVDQU32 Z3, (DI)
+	VMOVDQU32 Z4, 64(DI)
+	VMOVDQU32 Z6, 128(DI)
+	VMOVDQU32 Z7, 192(DI)
+	VCVTPH2PS X5, Y5
+	VMOVUPS Y5, (R11)
+	VMOVDQU X12, (R9)
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $16, R9
+	ADDQ $32, R11
+	DECQ CX
+	JNZ  nibploop
+	VZEROUPPER
+	RET
