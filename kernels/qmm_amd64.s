@@ -414,7 +414,9 @@ pnext:
 // nibbles: the bytes of planes 0-1 and 2-3 gathered by VPERMI2B from the
 // group's first 128 bytes (block 7's, at 128, by VPERMB under K2 from the
 // 64 bytes at 80), each nibble then looked up by VPSHUFB in the biased
-// table.
+// table. Each group prefetches the lines 2 KiB on (the tile's next rows,
+// or the row's next groups): the tiles' small batches left the decoder
+// waiting on the weights.
 
 // Per output byte 32p' + 4s + j: the source byte 18s + 2 + 4p + j (p =
 // p' or 2 + p'), for block 7 its offset in the bytes at 80.
@@ -465,6 +467,9 @@ TEXT ·qmmDecodeNibPlanesAVX512(SB), NOSPLIT, $0-48
 	KMOVQ AX, K2
 
 nibploop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
 	VMOVDQU32 (SI), Z0
 	VMOVDQU32 64(SI), Z1
 	VMOVDQU32 80(SI), Z2
