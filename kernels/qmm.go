@@ -267,9 +267,10 @@ func (k *kernelSet) matMulQ8Block(m *Matrix, xs []*Q8Row, outs [][]float32, r0, 
 }
 
 // planesChunk is the token loop of matMulQ8Block on k.q8dotTilePlanes:
-// the inputs by pairs against the rows' chunks (decodeChunkPlanes'), an odd last one paired with itself (its twin's
-// lanes after the others', its outputs to sc.twin). sc.planes holds the
-// inputs' codes in plane order, groups groups each.
+// the inputs by pairs against the rows' chunks (decodeChunkPlanes'), an
+// odd last one paired with itself, its lanes and outputs given twice (both
+// halves compute the same bits, so the second stores equal the first).
+// sc.planes holds the inputs' codes in plane order, groups groups each.
 func (k *kernelSet) planesChunk(typ quant.Type, sc *qmmScratch, nr, ng, groups int, xs []*Q8Row, g0 int, lanes [][8]float32, outs [][]float32, rt int, last bool) {
 	p := func(t int) planeInput {
 		i := groups*t + g0
@@ -280,28 +281,26 @@ func (k *kernelSet) planesChunk(typ quant.Type, sc *qmmScratch, nr, ng, groups i
 		u := min(t+1, len(xs)-1)
 		var o0, o1 []float32
 		if last {
-			o0, o1 = outs[t][rt:rt+nr], sc.twin[:nr]
-			if u > t {
-				o1 = outs[u][rt : rt+nr]
-			}
+			o0, o1 = outs[t][rt:rt+nr], outs[u][rt:rt+nr]
 		}
-		k.q8dotTilePlanes(&sc.d, nr, ng, p(t), p(u), g0, mul, lanes[t*qmmRows:(t+1)*qmmRows], lanes[(t+1)*qmmRows:(t+2)*qmmRows], o0, o1)
+		k.q8dotTilePlanes(&sc.d, nr, ng, p(t), p(u), g0, mul, lanes[t*qmmRows:(t+1)*qmmRows], lanes[u*qmmRows:(u+1)*qmmRows], o0, o1)
 	}
 }
 
 // halvesChunk is the token loop of matMulQ8Block for the types with a
-// multiplier per half (d's mh): token pairs by k's kernel, the rest (and
-// every token without one) portably; on the last chunk the lanes are
-// folded into outs[t][rt+i].
+// multiplier per half (d's mh): token pairs by k's kernel, an odd last
+// token paired with itself as planesChunk does; every token portably
+// without one; on the last chunk the lanes are folded into outs[t][rt+i].
 func (k *kernelSet) halvesChunk(d *[qmmRows]q8Decoded, nr, ng int, xs []*Q8Row, g0 int, lanes [][8]float32, outs [][]float32, rt int, last bool) {
 	t := 0
 	if k.q8dotTile2H != nil {
-		for ; t+1 < len(xs); t += 2 {
+		for ; t < len(xs); t += 2 {
+			u := min(t+1, len(xs)-1)
 			var o0, o1 []float32
 			if last {
-				o0, o1 = outs[t][rt:rt+nr], outs[t+1][rt:rt+nr]
+				o0, o1 = outs[t][rt:rt+nr], outs[u][rt:rt+nr]
 			}
-			k.q8dotTile2H(d, nr, ng, xs[t], xs[t+1], g0, lanes[t*qmmRows:(t+1)*qmmRows], lanes[(t+1)*qmmRows:(t+2)*qmmRows], o0, o1)
+			k.q8dotTile2H(d, nr, ng, xs[t], xs[u], g0, lanes[t*qmmRows:(t+1)*qmmRows], lanes[u*qmmRows:(u+1)*qmmRows], o0, o1)
 		}
 	}
 	for ; t < len(xs); t++ {
