@@ -96,7 +96,8 @@ type kernelSet struct {
 	// for q8dotTilePlanes, which then runs the tiles of the types
 	// q8dotTile2 takes: q8dotTile2 on plane-order weights biased by 0x80
 	// against planeInputs from group g0 on, whole groups only, the
-	// multipliers skipped unless mul.
+	// multipliers skipped unless mul, the lanes starting at +0 where g0 is
+	// 0 (not read from l0 and l1).
 	tilePlanes      func(dst, src []int8, bias byte)
 	q8dotTilePlanes func(d *[qmmRows]q8Decoded, nr, ng int, x0, x1 planeInput, g0 int, mul bool, l0, l1 [][8]float32, o0, o1 []float32)
 	// q8decodePlanes decodes whole groups of a type with 32-weight blocks

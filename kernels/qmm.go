@@ -219,7 +219,9 @@ func (k *kernelSet) matMulQ8Block(m *Matrix, xs []*Q8Row, outs [][]float32, r0, 
 	lanes := sc.lanes[:qmmRows*nl]
 	for rt := r0; rt < r1; rt += qmmRows {
 		nr := min(qmmRows, r1-rt)
-		clear(lanes)
+		if !planes {
+			clear(lanes) // the plane tiles start a row's lanes at +0 themselves
+		}
 		for g0 := 0; g0 < groups; g0 += decodedGroups {
 			ng := min(decodedGroups, groups-g0)
 			for i := 0; i < nr; i++ {

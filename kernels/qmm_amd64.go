@@ -137,7 +137,7 @@ func tilePlanesVector(dst, src []int8, bias byte) {
 }
 
 //go:noescape
-func q8dotTilePlanesVNNI(d *q8Decoded, rows, groups int, xq0 *int8, xd0 *float32, xs0 *int32, xq1 *int8, xd1 *float32, xs1 *int32, l0, l1 *[8]float32, o0, o1 *float32, mul int)
+func q8dotTilePlanesVNNI(d *q8Decoded, rows, groups int, xq0 *int8, xd0 *float32, xs0 *int32, xq1 *int8, xd1 *float32, xs1 *int32, l0, l1 *[8]float32, o0, o1 *float32, mul, first int)
 
 // q8dotTilePlanesVector is q8dotTilePlanes on AVX-512 VNNI (qmm_amd64.s).
 func q8dotTilePlanesVector(d *[qmmRows]q8Decoded, nr, ng int, x0, x1 planeInput, g0 int, mul bool, l0, l1 [][8]float32, o0, o1 []float32) {
@@ -152,11 +152,14 @@ func q8dotTilePlanesVector(d *[qmmRows]q8Decoded, nr, ng int, x0, x1 planeInput,
 		_, _ = o0[nr-1], o1[nr-1]
 		q0, q1 = &o0[0], &o1[0]
 	}
-	var m int
+	var m, first int
 	if mul {
 		m = 1
 	}
-	q8dotTilePlanesVNNI(&d[0], nr, ng, &x0.q[0], &x0.x.d[8*g0], &x0.s[0], &x1.q[0], &x1.x.d[8*g0], &x1.s[0], &l0[0], &l1[0], q0, q1, m)
+	if g0 == 0 {
+		first = 1
+	}
+	q8dotTilePlanesVNNI(&d[0], nr, ng, &x0.q[0], &x0.x.d[8*g0], &x0.s[0], &x1.q[0], &x1.x.d[8*g0], &x1.s[0], &l0[0], &l1[0], q0, q1, m, first)
 }
 
 //go:noescape

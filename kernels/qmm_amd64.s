@@ -304,7 +304,7 @@ planeloop:
 	VZEROUPPER
 	RET
 
-// func q8dotTilePlanesVNNI(d *q8Decoded, rows, groups int, xq0 *int8, xd0 *float32, xs0 *int32, xq1 *int8, xd1 *float32, xs1 *int32, l0, l1 *[8]float32, o0, o1 *float32, mul int)
+// func q8dotTilePlanesVNNI(d *q8Decoded, rows, groups int, xq0 *int8, xd0 *float32, xs0 *int32, xq1 *int8, xd1 *float32, xs1 *int32, l0, l1 *[8]float32, o0, o1 *float32, mul, first int)
 //
 // q8dotTile2AVX2 on plane-order chunks, whole groups only (groups >= 1,
 // rows >= 1; a half group runs as a whole one over its padding): d's
@@ -319,7 +319,7 @@ planeloop:
 // offset; 32 x it, as R9*2, the scales', sums' and weight scales'), R10
 // 256 x the group (the weights' and codes'), R11 4 x the row (its lanes at
 // R11*8, its output at R11).
-TEXT ·q8dotTilePlanesVNNI(SB), NOSPLIT, $0-112
+TEXT ·q8dotTilePlanesVNNI(SB), NOSPLIT, $0-120
 	MOVQ d+0(FP), AX
 	MOVQ rows+8(FP), BX
 	MOVQ groups+16(FP), CX
@@ -335,8 +335,15 @@ TEXT ·q8dotTilePlanesVNNI(SB), NOSPLIT, $0-112
 prow:
 	MOVQ l0+72(FP), R14
 	MOVQ l1+80(FP), R15
+	// The lanes start at +0 on a row's first chunk (first not 0), else
+	// from l0 and l1.
+	VPXORD Z12, Z12, Z12
+	CMPQ first+112(FP), $0
+	JNE  pstart
 	VMOVUPS (R14)(R11*8), Y12
 	VINSERTF64X4 $1, (R15)(R11*8), Z12, Z12
+
+pstart:
 	XORQ R9, R9
 	XORQ R10, R10
 
