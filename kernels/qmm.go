@@ -53,9 +53,11 @@ func tileHalves(t quant.Type) bool {
 
 // tileMinInputs is how many inputs a call needs for the tiled path on
 // type t with k's kernels: any number where a vector decoder decodes the
-// chunks; 8 for Q6_K's (its single-row AVX-512 dot beat the tiles at 2
-// inputs, 18.6 against 12.6 GMAC/s, and lost at 64, 15.6-21.0 against
-// 21.6-28.4); 16 where they decode in Go, which costs about as much per
+// chunks; 3 for Q6_K's and Q3_K's (with an odd last input paired with
+// itself, the tiles beat one DotQ8 per element at 3 inputs, one thread:
+// Q6_K 768 x 1024 123 against 146 us, 640 x 2560 247 against 262; Q3_K
+// 130 against 147 and 244 against 270; at 2 Q3_K's 768 x 1024 lost, 101
+// against 96); 16 where they decode in Go, which costs about as much per
 // weight as 10 to 17 inputs' single-row vector dots (BenchmarkMatMulQ8 at
 // 2 and 64 inputs; the bits are the same either way).
 func (k *kernelSet) tileMinInputs(t quant.Type) int {
@@ -63,7 +65,7 @@ func (k *kernelSet) tileMinInputs(t quant.Type) int {
 	case k.q8decode[t] != nil:
 		return 1
 	case k.q8decodeHalves[t] != nil:
-		return 8
+		return 3
 	case k.kminDecode[t] != nil:
 		return kminTileMinInputs
 	}
