@@ -91,6 +91,19 @@ type kernelSet struct {
 	// q8dotTile2 is q8dotDecoded for two activation rows at once against
 	// the first nr rows of a tile (qmm.go's tileDot2).
 	q8dotTile2 func(d *[qmmRows]q8Decoded, nr, whole, half int, x0, x1 *Q8Row, g0 int, l0, l1 [][8]float32, o0, o1 []float32)
+	// tilePlanes, where set, writes groups of 256 codes in plane order
+	// (each sub-block's dword k at 8k+s, not 8s+k), each byte XOR bias,
+	// for q8dotTilePlanes, which then runs the tiles of the types
+	// q8dotTile2 takes: q8dotTile2 on plane-order weights biased by 0x80
+	// against planeInputs from group g0 on, whole groups only, the
+	// multipliers skipped unless mul, the lanes starting at +0 where g0 is
+	// 0 (not read from l0 and l1).
+	tilePlanes      func(dst, src []int8, bias byte)
+	q8dotTilePlanes func(d *[qmmRows]q8Decoded, nr, ng int, x0, x1 planeInput, g0 int, mul bool, l0, l1 [][8]float32, o0, o1 []float32)
+	// q8decodePlanes decodes whole groups of a type with 32-weight blocks
+	// straight to q8dotTilePlanes' layout (q8decode's, then tilePlanes'
+	// with bias 0x80), where k has such a decoder for the type.
+	q8decodePlanes [quant.NumTypes]func(row []byte, g0, ng int, d *q8Decoded, at int)
 	// q8dotTile2H is q8dotTile2 for the types with a multiplier per
 	// 16-weight half (q8Decoded.mh; whole groups only).
 	// q8decodeHalves decodes whole groups of a tileHalves row (codes,

@@ -118,15 +118,18 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8lanes[quant.Q5_K], k.lanes[quant.Q5_K] = kLanesAVX512(q5kRows), iq4Streams
 		k.q8rows[quant.Q6_K] = kRowsAVX512(q6kRows)
 		k.q8lanes[quant.Q6_K], k.lanes[quant.Q6_K] = kLanesAVX512(q6kRows), iq4Streams
-		k.q8dotTile2 = q8dotTile2Vector512
+		k.tilePlanes, k.q8dotTilePlanes = tilePlanesVector, q8dotTilePlanesVector
 		k.paths = "avx2+f16c+avx512vnni"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni && c.avx512vbmi {
-		// The IQ4_NL and IQ3_S row kernels add VBMI (VPERMB, VPERMT2B).
+		// The IQ4_NL and IQ3_S row kernels and the nibble types' plane
+		// decoders add VBMI (VPERMB, VPERMT2B, VPERMI2B).
 		k.q8rows[quant.IQ4_NL] = rowsIQ4NLAVX512
 		k.q8lanes[quant.IQ4_NL], k.lanes[quant.IQ4_NL] = lanesIQ4NLAVX512, iq4Streams
 		k.q8rows[quant.IQ3_S] = rowsIQ3SAVX512
 		k.q8lanes[quant.IQ3_S], k.lanes[quant.IQ3_S] = lanesIQ3SAVX512, iq4Streams
+		k.q8decodePlanes[quant.IQ4_NL] = q8decodeIQ4NLPlanes
+		k.q8decodePlanes[quant.Q4_0] = q8decodeQ4_0Planes
 		k.paths += "+vbmi"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni && c.avx512gfni {

@@ -53,9 +53,11 @@ func tileHalves(t quant.Type) bool {
 
 // tileMinInputs is how many inputs a call needs for the tiled path on
 // type t with k's kernels: any number where a vector decoder decodes the
-// chunks; 8 for Q6_K's (its single-row AVX-512 dot beat the tiles at 2
-// inputs, 18.6 against 12.6 GMAC/s, and lost at 64, 15.6-21.0 against
-// 21.6-28.4); 16 where they decode in Go, which costs about as much per
+// chunks; 3 for Q6_K's and Q3_K's (with an odd last input paired with
+// itself, the tiles beat one DotQ8 per element at 3 inputs, one thread:
+// Q6_K 768 x 1024 123 against 146 us, 640 x 2560 247 against 262; Q3_K
+// 130 against 147 and 244 against 270; at 2 Q3_K's 768 x 1024 lost, 101
+// against 96); 16 where they decode in Go, which costs about as much per
 // weight as 10 to 17 inputs' single-row vector dots (BenchmarkMatMulQ8 at
 // 2 and 64 inputs; the bits are the same either way).
 func (k *kernelSet) tileMinInputs(t quant.Type) int {
@@ -63,7 +65,7 @@ func (k *kernelSet) tileMinInputs(t quant.Type) int {
 	case k.q8decode[t] != nil:
 		return 1
 	case k.q8decodeHalves[t] != nil:
-		return 8
+		return 3
 	case k.kminDecode[t] != nil:
 		return kminTileMinInputs
 	}
@@ -76,6 +78,21 @@ type qmmScratch struct {
 	d     [qmmRows]q8Decoded
 	pad   [q8GroupBytesMax]byte
 	lanes [][8]float32
+	// planes and sums: the block's inputs' codes in plane order
+	// (tilePlanes) and -128 x their sums, and the outputs of a last odd
+	// input's twin (the plane tiles run pairs).
+	planes []int8
+	sums   []int32
+	twin   [qmmRows]float32
+}
+
+// planeInput is an input of q8dotTilePlanes from a group g0 on: its codes
+// in plane order, -128 x their sums per sub-block (VPDPBUSD's bias), and
+// the row for its scales.
+type planeInput struct {
+	q []int8
+	s []int32
+	x *Q8Row
 }
 
 // qmmScratchPool keeps the workers' tiles between calls.
@@ -182,17 +199,39 @@ func (k *kernelSet) matMulQ8Block(m *Matrix, xs []*Q8Row, outs [][]float32, r0, 
 	groups := (nsub + 7) / 8
 	// A last group of at most 4 sub-blocks runs as a half group.
 	halfLast := nsub%8 != 0 && nsub%8 <= 4
-	if cap(sc.lanes) < qmmRows*ntok {
-		sc.lanes = make([][8]float32, qmmRows*ntok)
+	planes := k.q8dotTilePlanes != nil && !tileHalves(m.Type)
+	nl := ntok
+	if planes {
+		nl = ntok + ntok%2 // an odd last input's twin
+		if cap(sc.planes) < 256*groups*ntok {
+			sc.planes = make([]int8, 256*groups*ntok)
+			sc.sums = make([]int32, 8*groups*ntok)
+		}
+		for t, x := range xs {
+			k.tilePlanes(sc.planes[256*groups*t:256*groups*(t+1)], x.qs[:256*groups], 0)
+			s := sc.sums[8*groups*t : 8*groups*(t+1)]
+			for i, v := range x.sums[:8*groups] {
+				s[i] = -128 * v
+			}
+		}
 	}
-	lanes := sc.lanes[:qmmRows*ntok]
+	if cap(sc.lanes) < qmmRows*nl {
+		sc.lanes = make([][8]float32, qmmRows*nl)
+	}
+	lanes := sc.lanes[:qmmRows*nl]
 	for rt := r0; rt < r1; rt += qmmRows {
 		nr := min(qmmRows, r1-rt)
-		clear(lanes)
+		if !planes {
+			clear(lanes) // the plane tiles start a row's lanes at +0 themselves
+		}
 		for g0 := 0; g0 < groups; g0 += decodedGroups {
 			ng := min(decodedGroups, groups-g0)
 			for i := 0; i < nr; i++ {
-				k.decodeChunk(m.Type, m.Row(rt+i), nsub, g0, ng, &sc.d[i], &sc.pad)
+				if planes {
+					k.decodeChunkPlanes(m.Type, m.Row(rt+i), nsub, g0, ng, &sc.d[i], &sc.pad)
+				} else {
+					k.decodeChunk(m.Type, m.Row(rt+i), nsub, g0, ng, &sc.d[i], &sc.pad)
+				}
 			}
 			whole, half := ng, 0
 			if halfLast && g0+ng == groups {
@@ -201,6 +240,10 @@ func (k *kernelSet) matMulQ8Block(m *Matrix, xs []*Q8Row, outs [][]float32, r0, 
 			last := g0+ng == groups
 			if tileHalves(m.Type) {
 				k.halvesChunk(&sc.d, nr, ng, xs, g0, lanes, outs, rt, last)
+				continue
+			}
+			if planes {
+				k.planesChunk(m.Type, sc, nr, ng, groups, xs, g0, lanes, outs, rt, last)
 				continue
 			}
 			t := 0
@@ -227,19 +270,41 @@ func (k *kernelSet) matMulQ8Block(m *Matrix, xs []*Q8Row, outs [][]float32, r0, 
 	}
 }
 
+// planesChunk is the token loop of matMulQ8Block on k.q8dotTilePlanes:
+// the inputs by pairs against the rows' chunks (decodeChunkPlanes'), an
+// odd last one paired with itself, its lanes and outputs given twice (both
+// halves compute the same bits, so the second stores equal the first).
+// sc.planes holds the inputs' codes in plane order, groups groups each.
+func (k *kernelSet) planesChunk(typ quant.Type, sc *qmmScratch, nr, ng, groups int, xs []*Q8Row, g0 int, lanes [][8]float32, outs [][]float32, rt int, last bool) {
+	p := func(t int) planeInput {
+		i := groups*t + g0
+		return planeInput{sc.planes[256*i : 256*(i+ng)], sc.sums[8*i : 8*(i+ng)], xs[t]}
+	}
+	mul := typ == quant.IQ3_S // weightSub's multipliers are 1 for the others
+	for t := 0; t < len(xs); t += 2 {
+		u := min(t+1, len(xs)-1)
+		var o0, o1 []float32
+		if last {
+			o0, o1 = outs[t][rt:rt+nr], outs[u][rt:rt+nr]
+		}
+		k.q8dotTilePlanes(&sc.d, nr, ng, p(t), p(u), g0, mul, lanes[t*qmmRows:(t+1)*qmmRows], lanes[u*qmmRows:(u+1)*qmmRows], o0, o1)
+	}
+}
+
 // halvesChunk is the token loop of matMulQ8Block for the types with a
-// multiplier per half (d's mh): token pairs by k's kernel, the rest (and
-// every token without one) portably; on the last chunk the lanes are
-// folded into outs[t][rt+i].
+// multiplier per half (d's mh): token pairs by k's kernel, an odd last
+// token paired with itself as planesChunk does; every token portably
+// without one; on the last chunk the lanes are folded into outs[t][rt+i].
 func (k *kernelSet) halvesChunk(d *[qmmRows]q8Decoded, nr, ng int, xs []*Q8Row, g0 int, lanes [][8]float32, outs [][]float32, rt int, last bool) {
 	t := 0
 	if k.q8dotTile2H != nil {
-		for ; t+1 < len(xs); t += 2 {
+		for ; t < len(xs); t += 2 {
+			u := min(t+1, len(xs)-1)
 			var o0, o1 []float32
 			if last {
-				o0, o1 = outs[t][rt:rt+nr], outs[t+1][rt:rt+nr]
+				o0, o1 = outs[t][rt:rt+nr], outs[u][rt:rt+nr]
 			}
-			k.q8dotTile2H(d, nr, ng, xs[t], xs[t+1], g0, lanes[t*qmmRows:(t+1)*qmmRows], lanes[(t+1)*qmmRows:(t+2)*qmmRows], o0, o1)
+			k.q8dotTile2H(d, nr, ng, xs[t], xs[u], g0, lanes[t*qmmRows:(t+1)*qmmRows], lanes[u*qmmRows:(u+1)*qmmRows], o0, o1)
 		}
 	}
 	for ; t < len(xs); t++ {
@@ -346,6 +411,33 @@ func (k *kernelSet) decodeChunk(t quant.Type, row []byte, nsub, g0, ng int, d *q
 		}
 		m, dw := weightSub(t, row, s, w)
 		d.m[i], d.dw[i] = int16(m), dw
+	}
+}
+
+// decodeChunkPlanes is decodeChunk for q8dotTilePlanes: the weights biased
+// and in plane order, by k's plane decoder for t where it has one (a
+// partial last group from pad, its blocks beside zero blocks: the
+// sub-blocks past the row get the zero blocks' scale 0, and their terms
+// are +0 against the inputs' zero padding whatever their weights), else
+// by decodeChunk and tilePlanes.
+func (k *kernelSet) decodeChunkPlanes(t quant.Type, row []byte, nsub, g0, ng int, d *q8Decoded, pad *[q8GroupBytesMax]byte) {
+	dec := k.q8decodePlanes[t]
+	if dec == nil {
+		k.decodeChunk(t, row, nsub, g0, ng, d, pad)
+		w := d.w[:256*ng]
+		k.tilePlanes(w, w, 0x80)
+		return
+	}
+	whole := min(ng, nsub/8-g0)
+	if whole > 0 {
+		dec(row, g0, whole, d, 0)
+	}
+	if whole < ng {
+		ti, _ := quant.Info(t) // blocks of 32 weights
+		gb := 8 * ti.BlockBytes
+		n := copy(pad[:gb], row[gb*(g0+whole):])
+		clear(pad[n:gb])
+		dec(pad[:gb], 0, 1, d, whole)
 	}
 }
 

@@ -58,29 +58,6 @@ func q8dotTile2Vector(d *[qmmRows]q8Decoded, nr, whole, half int, x0, x1 *Q8Row,
 }
 
 //go:noescape
-func q8dotTile2VNNI(d *q8Decoded, rows, groups int, xq0 *int8, xd0 *float32, xs0 *int32, xq1 *int8, xd1 *float32, xs1 *int32, l0, l1 *[8]float32, o0, o1 *float32)
-
-// q8dotTile2Vector512 is tileDot2 on AVX-512 VNNI (qmm_amd64.s): the bits
-// of q8dotTile2Vector, a half group run whole over its padding.
-func q8dotTile2Vector512(d *[qmmRows]q8Decoded, nr, whole, half int, x0, x1 *Q8Row, g0 int, l0, l1 [][8]float32, o0, o1 []float32) {
-	ng := whole + half
-	if nr < 1 || ng < 1 {
-		return
-	}
-	_, _ = l0[nr-1], l1[nr-1]
-	// The padded groups the kernel reads (tilePadded's).
-	end := 8 * (g0 + ng)
-	_, _, _ = x0.qs[:32*end][32*end-1], x0.d[:end][end-1], x0.sums[:end][end-1]
-	_, _, _ = x1.qs[:32*end][32*end-1], x1.d[:end][end-1], x1.sums[:end][end-1]
-	var p0, p1 *float32
-	if o0 != nil {
-		_, _ = o0[nr-1], o1[nr-1]
-		p0, p1 = &o0[0], &o1[0]
-	}
-	q8dotTile2VNNI(&d[0], nr, ng, &x0.qs[256*g0], &x0.d[8*g0], &x0.sums[8*g0], &x1.qs[256*g0], &x1.d[8*g0], &x1.sums[8*g0], &l0[0], &l1[0], p0, p1)
-}
-
-//go:noescape
 func q8quantAVX2(x *float32, nb int, qs *int8, d *float32, sums *int32, q2 *int8) bool
 
 //go:noescape
@@ -143,4 +120,59 @@ func qmmDecodeQ6KAVX2(w *byte, groups int, out *int8, mh *int16, dw *float32)
 // (qmm_decode_amd64.s): codes, the 16 scales per block as multipliers, d.
 func q8decodeQ6KHalves(row []byte, g0, ng int, d *q8Decoded) {
 	qmmDecodeQ6KAVX2(&row[210*g0], ng, &d.w[0], &d.mh[0], &d.dw[0])
+}
+
+//go:noescape
+func qmmPlanesAVX512(src, dst *int8, groups int, bias uint32)
+
+// tilePlanesVector writes src's groups of 256 codes to dst in plane order
+// (qmm_amd64.s), each byte XOR bias.
+func tilePlanesVector(dst, src []int8, bias byte) {
+	groups := len(src) / 256
+	if groups == 0 {
+		return
+	}
+	_ = dst[256*groups-1]
+	qmmPlanesAVX512(&src[0], &dst[0], groups, uint32(bias)*0x01010101)
+}
+
+//go:noescape
+func q8dotTilePlanesVNNI(d *q8Decoded, rows, groups int, xq0 *int8, xd0 *float32, xs0 *int32, xq1 *int8, xd1 *float32, xs1 *int32, l0, l1 *[8]float32, o0, o1 *float32, mul, first int)
+
+// q8dotTilePlanesVector is q8dotTilePlanes on AVX-512 VNNI (qmm_amd64.s).
+func q8dotTilePlanesVector(d *[qmmRows]q8Decoded, nr, ng int, x0, x1 planeInput, g0 int, mul bool, l0, l1 [][8]float32, o0, o1 []float32) {
+	if nr < 1 || ng < 1 {
+		return
+	}
+	_, _ = l0[nr-1], l1[nr-1]
+	_, _, _ = x0.q[256*ng-1], x0.s[8*ng-1], x0.x.d[:8*(g0+ng)][8*(g0+ng)-1]
+	_, _, _ = x1.q[256*ng-1], x1.s[8*ng-1], x1.x.d[:8*(g0+ng)][8*(g0+ng)-1]
+	var q0, q1 *float32
+	if o0 != nil {
+		_, _ = o0[nr-1], o1[nr-1]
+		q0, q1 = &o0[0], &o1[0]
+	}
+	var m, first int
+	if mul {
+		m = 1
+	}
+	if g0 == 0 {
+		first = 1
+	}
+	q8dotTilePlanesVNNI(&d[0], nr, ng, &x0.q[0], &x0.x.d[8*g0], &x0.s[0], &x1.q[0], &x1.x.d[8*g0], &x1.s[0], &l0[0], &l1[0], q0, q1, m, first)
+}
+
+//go:noescape
+func qmmDecodeNibPlanesAVX512(w *byte, groups int, table *int8, out *int8, m *int16, dw *float32)
+
+// q8decodeQ4_0Planes and q8decodeIQ4NLPlanes decode whole groups of the
+// nibble types straight to the plane tiles' layout (qmm_amd64.s).
+func q8decodeQ4_0Planes(row []byte, g0, ng int, d *q8Decoded, at int) {
+	_ = row[144*(g0+ng)-1]
+	qmmDecodeNibPlanesAVX512(&row[144*g0], ng, &q4_0Values[0], &d.w[256*at], &d.m[8*at], &d.dw[8*at])
+}
+
+func q8decodeIQ4NLPlanes(row []byte, g0, ng int, d *q8Decoded, at int) {
+	_ = row[144*(g0+ng)-1]
+	qmmDecodeNibPlanesAVX512(&row[144*g0], ng, &quant.KvaluesIQ4NL[0], &d.w[256*at], &d.m[8*at], &d.dw[8*at])
 }

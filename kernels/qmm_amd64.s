@@ -226,69 +226,100 @@ htilenext:
 	VZEROUPPER
 	RET
 
-// ---- AVX-512 (F, BW, VNNI): the tiles' two-row kernel with VPDPBUSD. Only
-// Z0..Z15 are used, so VZEROUPPER leaves no dirty upper state.
+// ---- AVX-512 (F, BW, VNNI): the tiles' two-input kernel with VPDPBUSD,
+// on chunks in plane order. Only Z0..Z15 are used, so VZEROUPPER leaves no
+// dirty upper state.
 //
-// Each group's 256 decoded weights of a row are biased to unsigned bytes
-// once (w XOR 0x80 = w + 128, Z0..Z3, two sub-blocks a register), and
-// VPDPBUSD sums (w + 128) * x four products a dword, exactly, for each of
-// the two activation rows (Z4..Z7, Z8..Z11: 8 dwords per sub-block). The
-// 64 dwords of both rows reduce to 16 sums (two unpack levels and one
-// 128-bit lane level, all exact int32 adds, then one dword permutation:
-// row 0's 8 sub-blocks in the low half, row 1's in the high), from which
-// 128 x the rows' code sums (Q8Row.sums) come off: sum w*x, each
-// sub-block's exact integer. Then, as q8dotTile2AVX2 does per lane: times
-// the multiplier (exact in int32), to float32, times (dw * dx), added to
-// the lanes, the two rows' lanes in the halves of Z12. The padded
-// sub-blocks of a last partial group (zero weights, multiplier and scale,
-// against zero codes and sums) add +0, as there.
+// A group's 256 codes as an 8 x 8 matrix of dwords, sub-block s's dword k
+// at 8s+k, are transposed to plane order, at 8k+s, so that dword lane s of
+// a register holds sub-block s's bytes 4k..4k+3 and VPDPBUSD sums every
+// sub-block in its own lane: no reduction across lanes (qmmPlanesAVX512).
+// The weights' chunks are transposed once per decode and biased to
+// unsigned bytes (w XOR 0x80 = w + 128), each input's codes once per call.
+// VPDPBUSD sums (w + 128) * x four products a dword, exactly; 128 x the
+// inputs' code sums (Q8Row.sums) come off: sum w*x, each sub-block's exact
+// integer. Then, as q8dotTile2AVX2 does per lane: times the multiplier
+// (exact in int32), to float32, times (dw * dx), added to the lanes, the
+// two inputs' lanes in the halves of Z12. The padded sub-blocks of a last
+// partial group (zero weights, multiplier and scale, against zero codes
+// and sums) add +0, as there.
 
-DATA t2bias<>+0(SB)/8, $0x8080808080808080
-DATA t2bias<>+8(SB)/8, $0x8080808080808080
-DATA t2bias<>+16(SB)/8, $0x8080808080808080
-DATA t2bias<>+24(SB)/8, $0x8080808080808080
-DATA t2bias<>+32(SB)/8, $0x8080808080808080
-DATA t2bias<>+40(SB)/8, $0x8080808080808080
-DATA t2bias<>+48(SB)/8, $0x8080808080808080
-DATA t2bias<>+56(SB)/8, $0x8080808080808080
-GLOBL t2bias<>(SB), RODATA|NOPTR, $64
+// Output register r (planes 2r and 2r+1) lane L is sub-block s = L%8's
+// dword k = 2r + L/8; the index picks it from a register pair holding
+// sub-blocks s%4 of four (s>>1 & 1 the register, s&1 its half); the pair
+// of sub-blocks 0-3 gives lanes s < 4, that of 4-7 lanes s >= 4.
+DATA planeidx<>+0(SB)/8, $0x0000000800000000
+DATA planeidx<>+8(SB)/8, $0x0000001800000010
+DATA planeidx<>+16(SB)/8, $0x0000000800000000
+DATA planeidx<>+24(SB)/8, $0x0000001800000010
+DATA planeidx<>+32(SB)/8, $0x0000000900000001
+DATA planeidx<>+40(SB)/8, $0x0000001900000011
+DATA planeidx<>+48(SB)/8, $0x0000000900000001
+DATA planeidx<>+56(SB)/8, $0x0000001900000011
+GLOBL planeidx<>(SB), RODATA|NOPTR, $64
 
-// After the lane level the dwords are row 0's sub-blocks 0 2 4 6 1 3 5 7,
-// then row 1's: this puts each row's in order.
-DATA t2perm<>+0(SB)/8, $0x0000000400000000
-DATA t2perm<>+8(SB)/8, $0x0000000500000001
-DATA t2perm<>+16(SB)/8, $0x0000000600000002
-DATA t2perm<>+24(SB)/8, $0x0000000700000003
-DATA t2perm<>+32(SB)/8, $0x0000000c00000008
-DATA t2perm<>+40(SB)/8, $0x0000000d00000009
-DATA t2perm<>+48(SB)/8, $0x0000000e0000000a
-DATA t2perm<>+56(SB)/8, $0x0000000f0000000b
-GLOBL t2perm<>(SB), RODATA|NOPTR, $64
+// PLANE(IDX, OFF): output register IDX's planes, biased, stored at OFF(DI).
+#define PLANE(IDX, OFF) \
+	VMOVDQA64 IDX, Z8 \
+	VPERMI2D Z1, Z0, Z8 \
+	VMOVDQA64 IDX, Z9 \
+	VPERMI2D Z3, Z2, Z9 \
+	VPBLENDMD Z9, Z8, K1, Z8 \
+	VPXORD Z13, Z8, Z8 \
+	VMOVDQU32 Z8, OFF(DI)
 
-// PAIR(A, B): A = the per-lane pair sums of A and B's 128-bit lanes, A's
-// two first (Z15 a temporary).
-#define PAIR(A, B) \
-	VPUNPCKHQDQ B, A, Z15 \
-	VPUNPCKLQDQ B, A, A \
-	VPADDD Z15, A, A
-
-// QUAD(A, C): A = per 128-bit lane the four sums of A's and C's halves
-// (A's pairs then C's).
-#define QUAD(A, C) \
-	VSHUFPS $0xDD, C, A, Z15 \
-	VSHUFPS $0x88, C, A, A \
-	VPADDD Z15, A, A
-
-// func q8dotTile2VNNI(d *q8Decoded, rows, groups int, xq0 *int8, xd0 *float32, xs0 *int32, xq1 *int8, xd1 *float32, xs1 *int32, l0, l1 *[8]float32, o0, o1 *float32)
+// func qmmPlanesAVX512(src, dst *int8, groups int, bias uint32)
 //
-// q8dotTile2AVX2 with the rows' code sums (xs0, xs1) and whole groups only
-// (groups >= 1, rows >= 1): a half group runs as a whole one over its
-// padding. AX walks the chunks, BX counts the rows left, CX is 16 x groups,
-// R9 16 x the group (the multipliers' offset; 32 x it, as R9*2, the
-// scales', codes sums' and weight scales'), R10 256 x the group (the
-// weights' and codes'), R11 4 x the row (its lanes at R11*8, its output at
-// R11).
-TEXT ·q8dotTile2VNNI(SB), NOSPLIT, $0-104
+// dst's groups = src's in plane order, each byte XOR the low byte of bias
+// (bias holds it in every byte); src may be dst. groups >= 1.
+TEXT ·qmmPlanesAVX512(SB), NOSPLIT, $0-28
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ groups+16(FP), CX
+	MOVL bias+24(FP), AX
+	VPBROADCASTD AX, Z13
+	// The four outputs' indices: planeidx + 2r to every lane's k.
+	VMOVDQU32 planeidx<>(SB), Z4
+	MOVL $2, AX
+	VPBROADCASTD AX, Z12
+	VPADDD Z12, Z4, Z5
+	VPADDD Z12, Z5, Z6
+	VPADDD Z12, Z6, Z7
+	MOVW $0xF0F0, AX
+	KMOVW AX, K1
+
+planeloop:
+	VMOVDQU32 (SI), Z0
+	VMOVDQU32 64(SI), Z1
+	VMOVDQU32 128(SI), Z2
+	VMOVDQU32 192(SI), Z3
+	PLANE(Z4, 0)
+	PLANE(Z5, 64)
+	PLANE(Z6, 128)
+	PLANE(Z7, 192)
+	ADDQ $256, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  planeloop
+	VZEROUPPER
+	RET
+
+// func q8dotTilePlanesVNNI(d *q8Decoded, rows, groups int, xq0 *int8, xd0 *float32, xs0 *int32, xq1 *int8, xd1 *float32, xs1 *int32, l0, l1 *[8]float32, o0, o1 *float32, mul, first int)
+//
+// q8dotTile2AVX2 on plane-order chunks, whole groups only (groups >= 1,
+// rows >= 1; a half group runs as a whole one over its padding): d's
+// weights biased and in plane order (qmmPlanesAVX512), xq0 and xq1 the
+// inputs' codes in plane order, xs0 and xs1 -128 x their sums per
+// sub-block, the multipliers applied only where mul is not 0 (they are 1
+// otherwise). Per group and input, from the sums, four VPDPBUSD leave
+// sub-block s's sum in lanes s and 8+s (the even and the odd planes); one
+// exact add of the halves, both inputs' at once, gives row 0's 8 sums in
+// the low half, row 1's in the high. AX walks the chunks, BX counts the
+// rows left, CX is 16 x groups, R9 16 x the group (the multipliers'
+// offset; 32 x it, as R9*2, the scales', sums' and weight scales'), R10
+// 256 x the group (the weights' and codes'), R11 4 x the row (its lanes at
+// R11*8, its output at R11).
+TEXT ·q8dotTilePlanesVNNI(SB), NOSPLIT, $0-120
 	MOVQ d+0(FP), AX
 	MOVQ rows+8(FP), BX
 	MOVQ groups+16(FP), CX
@@ -300,56 +331,53 @@ TEXT ·q8dotTile2VNNI(SB), NOSPLIT, $0-104
 	MOVQ xd1+56(FP), R13
 	MOVQ xs1+64(FP), R8
 	XORQ R11, R11
-	VMOVDQU32 t2bias<>(SB), Z13
-	VMOVDQU32 t2perm<>(SB), Z14
 
-vtrow:
+prow:
 	MOVQ l0+72(FP), R14
 	MOVQ l1+80(FP), R15
+	// The lanes start at +0 on a row's first chunk (first not 0), else
+	// from l0 and l1.
+	VPXORD Z12, Z12, Z12
+	CMPQ first+112(FP), $0
+	JNE  pstart
 	VMOVUPS (R14)(R11*8), Y12
 	VINSERTF64X4 $1, (R15)(R11*8), Z12, Z12
+
+pstart:
 	XORQ R9, R9
 	XORQ R10, R10
 
-vtloop:
-	VPXORD (AX)(R10*1), Z13, Z0
-	VPXORD 64(AX)(R10*1), Z13, Z1
-	VPXORD 128(AX)(R10*1), Z13, Z2
-	VPXORD 192(AX)(R10*1), Z13, Z3
-	VPXORD Z4, Z4, Z4
+ploop:
+	VMOVDQU32 (AX)(R10*1), Z0
+	VMOVDQU32 64(AX)(R10*1), Z1
+	VMOVDQU32 128(AX)(R10*1), Z2
+	VMOVDQU32 192(AX)(R10*1), Z3
+	// Z4 and Z8 from -128 x the codes' sums (their upper halves zero).
+	VMOVDQU (SI)(R9*2), Y4
 	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
+	VMOVDQU (R8)(R9*2), Y8
 	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
 	VPDPBUSD (DI)(R10*1), Z0, Z4
 	VPDPBUSD 64(DI)(R10*1), Z1, Z5
-	VPDPBUSD 128(DI)(R10*1), Z2, Z6
-	VPDPBUSD 192(DI)(R10*1), Z3, Z7
 	VPDPBUSD (R12)(R10*1), Z0, Z8
 	VPDPBUSD 64(R12)(R10*1), Z1, Z9
-	VPDPBUSD 128(R12)(R10*1), Z2, Z10
-	VPDPBUSD 192(R12)(R10*1), Z3, Z11
-	PAIR(Z4, Z5)
-	PAIR(Z6, Z7)
-	PAIR(Z8, Z9)
-	PAIR(Z10, Z11)
-	QUAD(Z4, Z6)
-	QUAD(Z8, Z10)
-	VSHUFI64X2 $0xDD, Z8, Z4, Z15
-	VSHUFI64X2 $0x88, Z8, Z4, Z4
+	VPDPBUSD 128(DI)(R10*1), Z2, Z4
+	VPDPBUSD 192(DI)(R10*1), Z3, Z5
+	VPDPBUSD 128(R12)(R10*1), Z2, Z8
+	VPDPBUSD 192(R12)(R10*1), Z3, Z9
+	VPADDD Z5, Z4, Z4
+	VPADDD Z9, Z8, Z8
+	VSHUFI64X2 $0xEE, Z8, Z4, Z15
+	VSHUFI64X2 $0x44, Z8, Z4, Z4
 	VPADDD Z15, Z4, Z4
-	VPERMD Z4, Z14, Z4
-	// Less 128 x the codes' sums; times the multipliers.
-	VMOVDQU (SI)(R9*2), Y0
-	VINSERTI64X4 $1, (R8)(R9*2), Z0, Z0
-	VPSLLD $7, Z0, Z0
-	VPSUBD Z0, Z4, Z4
+	// Times the multipliers, where they are not all 1.
+	CMPQ mul+104(FP), $0
+	JEQ  pconv
 	VPMOVSXWD 2048(AX)(R9*1), Y1
 	VINSERTI64X4 $1, Y1, Z1, Z1
 	VPMULLD Z1, Z4, Z4
+
+pconv:
 	// To float32, times dw * dx, into the lanes.
 	VCVTDQ2PS Z4, Z4
 	VBROADCASTF64X4 2176(AX)(R9*2), Z2
@@ -361,26 +389,127 @@ vtloop:
 	ADDQ $16, R9
 	ADDQ $256, R10
 	CMPQ R9, CX
-	JNE  vtloop
+	JNE  ploop
 
 	VEXTRACTF64X4 $1, Z12, Y11
 	MOVQ o0+88(FP), R14
 	TESTQ R14, R14
-	JNZ   vtfold
+	JNZ   pfold
 	MOVQ l0+72(FP), R14
 	VMOVUPS Y12, (R14)(R11*8)
 	VMOVUPS Y11, (R15)(R11*8)
-	JMP   vtnext
+	JMP   pnext
 
-vtfold:
+pfold:
 	FOLD(Y12, X12, (R14)(R11*1))
 	MOVQ o1+96(FP), R14
 	FOLD(Y11, X11, (R14)(R11*1))
 
-vtnext:
+pnext:
 	ADDQ $2688, AX
 	ADDQ $4, R11
 	DECQ BX
-	JNZ  vtrow
+	JNZ  prow
+	VZEROUPPER
+	RET
+
+// ---- The nibble types' decoder to plane order (AVX-512 F, BW, VBMI;
+// F16C): a group of 8 IQ4_NL or Q4_0 blocks (18 bytes: fp16 d, 16 bytes
+// of nibbles) straight into the plane tiles' layout, weights biased, as
+// qmmDecodeNibAVX and qmmPlanesAVX512 leave it. Plane k < 4 of sub-block
+// s is the low nibbles of its bytes 4k..4k+3, plane 4+k their high
+// nibbles: the bytes of planes 0-1 and 2-3 gathered by VPERMI2B from the
+// group's first 128 bytes (block 7's, at 128, by VPERMB under K2 from the
+// 64 bytes at 80), each nibble then looked up by VPSHUFB in the biased
+// table. Each group prefetches the lines 2 KiB on (the tile's next rows,
+// or the row's next groups): the tiles' small batches left the decoder
+// waiting on the weights.
+
+// Per output byte 32p' + 4s + j: the source byte 18s + 2 + 4p + j (p =
+// p' or 2 + p'), for block 7 its offset in the bytes at 80.
+DATA nibplane0<>+0(SB)/8, $0x1716151405040302
+DATA nibplane0<>+8(SB)/8, $0x3b3a393829282726
+DATA nibplane0<>+16(SB)/8, $0x5f5e5d5c4d4c4b4a
+DATA nibplane0<>+24(SB)/8, $0x3332313071706f6e
+DATA nibplane0<>+32(SB)/8, $0x1b1a191809080706
+DATA nibplane0<>+40(SB)/8, $0x3f3e3d3c2d2c2b2a
+DATA nibplane0<>+48(SB)/8, $0x6362616051504f4e
+DATA nibplane0<>+56(SB)/8, $0x3736353475747372
+GLOBL nibplane0<>(SB), RODATA|NOPTR, $64
+
+DATA nibplane1<>+0(SB)/8, $0x1f1e1d1c0d0c0b0a
+DATA nibplane1<>+8(SB)/8, $0x4342414031302f2e
+DATA nibplane1<>+16(SB)/8, $0x6766656455545352
+DATA nibplane1<>+24(SB)/8, $0x3b3a393879787776
+DATA nibplane1<>+32(SB)/8, $0x2322212011100f0e
+DATA nibplane1<>+40(SB)/8, $0x4746454435343332
+DATA nibplane1<>+48(SB)/8, $0x6b6a696859585756
+DATA nibplane1<>+56(SB)/8, $0x3f3e3d3c7d7c7b7a
+GLOBL nibplane1<>(SB), RODATA|NOPTR, $64
+
+DATA nibscales<>+0(SB)/8, $0x001b001200090000
+DATA nibscales<>+8(SB)/8, $0x003f0036002d0024
+GLOBL nibscales<>(SB), RODATA|NOPTR, $16
+
+// func qmmDecodeNibPlanesAVX512(w *byte, groups int, table *int8, out *int8, m *int16, dw *float32)
+TEXT ·qmmDecodeNibPlanesAVX512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ groups+8(FP), CX
+	MOVQ table+16(FP), AX
+	MOVQ out+24(FP), DI
+	MOVQ m+32(FP), R9
+	MOVQ dw+40(FP), R11
+	VBROADCASTI32X4 (AX), Z15
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z14
+	VPXORD Z14, Z15, Z15
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z13
+	MOVL $0x00010001, AX
+	VPBROADCASTD AX, X12
+	VMOVDQU32 nibplane0<>(SB), Z10
+	VMOVDQU32 nibplane1<>(SB), Z11
+	VMOVDQU nibscales<>(SB), X9
+	MOVQ $0xF0000000F0000000, AX
+	KMOVQ AX, K2
+
+nibploop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
+	VMOVDQU32 (SI), Z0
+	VMOVDQU32 64(SI), Z1
+	VMOVDQU32 80(SI), Z2
+	VMOVDQA64 Z10, Z3
+	VPERMI2B Z1, Z0, Z3
+	VPERMB Z2, Z10, K2, Z3
+	VMOVDQA64 Z11, Z4
+	VPERMI2B Z1, Z0, Z4
+	VPERMB Z2, Z11, K2, Z4
+	VMOVDQA64 Z9, Z5
+	VPERMI2W Z1, Z0, Z5
+	VPSRLW $4, Z3, Z6
+	VPSRLW $4, Z4, Z7
+	VPANDD Z13, Z3, Z3
+	VPANDD Z13, Z4, Z4
+	VPANDD Z13, Z6, Z6
+	VPANDD Z13, Z7, Z7
+	VPSHUFB Z3, Z15, Z3
+	VPSHUFB Z4, Z15, Z4
+	VPSHUFB Z6, Z15, Z6
+	VPSHUFB Z7, Z15, Z7
+	VMOVDQU32 Z3, (DI)
+	VMOVDQU32 Z4, 64(DI)
+	VMOVDQU32 Z6, 128(DI)
+	VMOVDQU32 Z7, 192(DI)
+	VCVTPH2PS X5, Y5
+	VMOVUPS Y5, (R11)
+	VMOVDQU X12, (R9)
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $16, R9
+	ADDQ $32, R11
+	DECQ CX
+	JNZ  nibploop
 	VZEROUPPER
 	RET

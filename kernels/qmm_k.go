@@ -201,5 +201,8 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 }
 
 // kminTileMinInputs is how many inputs a call on Q2_K, Q4_K or Q5_K needs
-// for the min tiles with their vector decoders.
-const kminTileMinInputs = 8
+// for the min tiles with their vector decoders: at 4 the tiles beat one
+// DotQ8 per element on every type and shape of BenchmarkMatMulQ8K (Q4_K
+// 28.9 against 26.5 GMAC/s at 640 x 2560, 29.1 against 19.7 at 2560 x 768;
+// Q2_K and Q5_K by more), at 2 not always (Q4_K 22.6 against 26.7).
+const kminTileMinInputs = 4

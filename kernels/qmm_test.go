@@ -64,6 +64,85 @@ func TestDecodeChunkMatchesWeightSub(t *testing.T) {
 	}
 }
 
+// planesRef is tilePlanes portably: each group of 256 codes of src in
+// plane order (sub-block s's dword k at 8k+s), each byte XOR bias.
+func planesRef(src []int8, bias byte) []int8 {
+	out := make([]int8, len(src)/256*256)
+	for g := 0; g < len(src)/256; g++ {
+		for s := 0; s < 8; s++ {
+			for k := 0; k < 8; k++ {
+				for j := 0; j < 4; j++ {
+					out[256*g+32*k+4*s+j] = src[256*g+32*s+4*k+j] ^ int8(bias)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestDecodeChunkPlanes: decodeChunkPlanes gives decodeChunk's weights in
+// plane order, biased, its scales and, but for the sub-blocks past the
+// row (whose terms are +0 whatever their weights), its multipliers; and
+// tilePlanes is planesRef.
+func TestDecodeChunkPlanes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(57, 58))
+	for _, s := range testSets() {
+		if s.k.tilePlanes == nil {
+			continue
+		}
+		src := make([]int8, 256*(1+rng.IntN(20)))
+		for i := range src {
+			src[i] = int8(rng.Uint32())
+		}
+		for _, bias := range []byte{0, 0x80} {
+			got := make([]int8, len(src)+7)
+			s.k.tilePlanes(got[:len(src)], src, bias)
+			if want := planesRef(src, bias); !slices.Equal(got[:len(src)], want) || got[len(src)] != 0 {
+				t.Fatalf("tilePlanes on %s, bias %#x: %v, want %v", s.name, bias, got, want)
+			}
+		}
+		for _, typ := range q8Types {
+			if !tiledQ8(typ) || kMinTiled(typ) || tileHalves(typ) {
+				continue
+			}
+			ti, _ := quant.Info(typ)
+			for _, nsub := range []int{1, 7, 8, 9, 20, 24, 33, 64, 70} {
+				if 32*nsub%ti.BlockElements != 0 {
+					continue
+				}
+				row := guardedBytes(randomBlocks(rng, typ, 32*nsub/ti.BlockElements), rng.IntN(8))
+				groups := (nsub + 7) / 8
+				for g0 := 0; g0 < groups; g0 += 2 {
+					ng := min(decodedGroups, groups-g0, 1+rng.IntN(decodedGroups))
+					var want, got q8Decoded
+					var pad [q8GroupBytesMax]byte
+					s.k.decodeChunk(typ, row, nsub, g0, ng, &want, &pad)
+					s.k.decodeChunkPlanes(typ, row, nsub, g0, ng, &got, &pad)
+					wp := planesRef(want.w[:256*ng], 0x80)
+					for i := 0; i < 8*ng; i++ {
+						if 8*g0+i >= nsub {
+							if !sameFloat(got.dw[i], 0) {
+								t.Fatalf("%s nsub=%d on %s: padded sub-block %d: dw %g", typ, nsub, s.name, 8*g0+i, got.dw[i])
+							}
+							continue
+						}
+						g, sb := i/8, i%8
+						for k := 0; k < 8; k++ {
+							o := 256*g + 32*k + 4*sb
+							if [4]int8(got.w[o:o+4]) != [4]int8(wp[o:o+4]) {
+								t.Fatalf("%s nsub=%d g0=%d on %s: sub-block %d plane %d: %v, want %v", typ, nsub, g0, s.name, 8*g0+i, k, got.w[o:o+4], wp[o:o+4])
+							}
+						}
+						if got.m[i] != want.m[i] || !sameFloat(got.dw[i], want.dw[i]) {
+							t.Fatalf("%s nsub=%d on %s: sub-block %d: m %d dw %g, want %d %g", typ, nsub, s.name, 8*g0+i, got.m[i], got.dw[i], want.m[i], want.dw[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestMatMulQ8TilesGuarded: the tiled product gives the portable DotQ8's
 // bits for every row and input, over every whole-block length 0..4096, row
 // counts that leave partial tiles, odd and even input counts, unaligned
@@ -133,7 +212,7 @@ func TestMatMulQ8TilesGuarded(t *testing.T) {
 					check(s.name, out, ok)
 				}
 			}
-			for _, th := range []int{1, 3} {
+			for _, th := range []int{1, 2, 3, 7} {
 				out, ok := guardedFloats(ntok*rows, rng.IntN(4))
 				NewPool(th).MatMulQ8(&m, xs, out)
 				check(fmt.Sprintf("MatMulQ8 on %d threads", th), out, ok)
