@@ -119,6 +119,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8rows[quant.Q6_K] = kRowsAVX512(q6kRows)
 		k.q8lanes[quant.Q6_K], k.lanes[quant.Q6_K] = kLanesAVX512(q6kRows), iq4Streams
 		k.tilePlanes, k.q8dotTilePlanes = tilePlanesVector, q8dotTilePlanesVector
+		k.kminTile2, k.kminPlanes = kminTilePlanesVector, true
 		k.paths = "avx2+f16c+avx512vnni"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni && c.avx512vbmi {

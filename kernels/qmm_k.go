@@ -133,6 +133,9 @@ type kminScratch struct {
 	d     [qmmRows]kDecoded
 	kx    []kxGroup
 	lanes [][8]float32
+	// xp: the inputs' codes in plane order, groups groups each, where the
+	// kernel takes them so (kernelSet.kminPlanes).
+	xp []int8
 }
 
 var kminScratchPool sync.Pool
@@ -159,6 +162,16 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 	for t, x := range xs {
 		kxFill(m.Type, x, kx[t*groups:(t+1)*groups])
 	}
+	xq := func(t, g0 int) []int8 { return xs[t].qs[256*g0:] }
+	if k.kminPlanes {
+		if cap(sc.xp) < 256*groups*ntok {
+			sc.xp = make([]int8, 256*groups*ntok)
+		}
+		for t, x := range xs {
+			k.tilePlanes(sc.xp[256*groups*t:256*groups*(t+1)], x.qs[:256*groups], 0)
+		}
+		xq = func(t, g0 int) []int8 { return sc.xp[256*(groups*t+g0) : 256*groups*(t+1)] }
+	}
 	for rt := r0; rt < r1; rt += qmmRows {
 		nr := min(qmmRows, r1-rt)
 		clear(lanes)
@@ -166,6 +179,10 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 			ng := min(kminGroups, groups-g0)
 			for i := 0; i < nr; i++ {
 				k.decodeKMin(m.Type, m.Row(rt+i), g0, ng, &sc.d[i])
+				if k.kminPlanes {
+					w := sc.d[i].w[:256*ng]
+					k.tilePlanes(w, w, 0)
+				}
 			}
 			last := g0+ng == groups
 			kxAt := func(t int) []kxGroup { return kx[t*groups+g0 : t*groups+g0+ng] }
@@ -180,7 +197,7 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 					if last {
 						o0, o1 = outs[t][rt:rt+nr], outs[u][rt:rt+nr]
 					}
-					k.kminTile2(&sc.d, nr, ng, xs[t].qs[256*g0:], kxAt(t), xs[u].qs[256*g0:], kxAt(u),
+					k.kminTile2(&sc.d, nr, ng, xq(t, g0), kxAt(t), xq(u, g0), kxAt(u),
 						lanes[t*qmmRows:(t+1)*qmmRows], lanes[u*qmmRows:(u+1)*qmmRows], o0, o1)
 				}
 			}
