@@ -115,7 +115,7 @@ type kernelSet struct {
 	// kminPlanes it reads the decoded chunks' and the inputs' codes in
 	// plane order (tilePlanes', unbiased).
 	kminDecode [quant.NumTypes]func(row []byte, g0, ng int, d *kDecoded)
-	kminTile2  func(d *[qmmRows]kDecoded, nr, ng int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, l0, l1 [][8]float32, o0, o1 []float32)
+	kminTile2  [quant.NumTypes]func(d *[qmmRows]kDecoded, nr, ng int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, l0, l1 [][8]float32, o0, o1 []float32)
 	kminPlanes bool
 	// bf16dot is DotBF16 on a padded row (qdot_bf16.go's order), false
 	// when the row is left to the portable path.

@@ -187,7 +187,7 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 			last := g0+ng == groups
 			kxAt := func(t int) []kxGroup { return kx[t*groups+g0 : t*groups+g0+ng] }
 			t := 0
-			if k.kminTile2 != nil {
+			if tile := k.kminTile2[m.Type]; tile != nil {
 				// Token pairs; an odd last token paired with itself, its
 				// lanes and outputs given twice (both halves compute the
 				// same bits, so the second stores equal the first).
@@ -197,7 +197,7 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 					if last {
 						o0, o1 = outs[t][rt:rt+nr], outs[u][rt:rt+nr]
 					}
-					k.kminTile2(&sc.d, nr, ng, xq(t, g0), kxAt(t), xq(u, g0), kxAt(u),
+					tile(&sc.d, nr, ng, xq(t, g0), kxAt(t), xq(u, g0), kxAt(u),
 						lanes[t*qmmRows:(t+1)*qmmRows], lanes[u*qmmRows:(u+1)*qmmRows], o0, o1)
 				}
 			}

@@ -90,20 +90,30 @@ func q8decodeQ3KHalves(row []byte, g0, ng int, d *q8Decoded) {
 //go:noescape
 func kminTilePlanesVNNI(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)
 
-// kminTilePlanesVector is the min tiles' kernel on AVX-512 VNNI, with
-// kminTile2Vector's contract but d's and the inputs' codes in plane order
-// (tilePlanes').
-func kminTilePlanesVector(d *[qmmRows]kDecoded, nr, ng int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, l0, l1 [][8]float32, o0, o1 []float32) {
-	if nr < 1 || ng < 1 {
-		return
+//go:noescape
+func kminTilePlanes1VNNI(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)
+
+// kminTilePlanes wraps a min tiles' kernel on AVX-512 VNNI (qmm_k_amd64.s)
+// as a kernelSet.kminTile2 entry: kminTile2Vector's contract, but d's and
+// the inputs' codes in plane order (tilePlanes').
+func kminTilePlanes(f func(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)) func(d *[qmmRows]kDecoded, nr, ng int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, l0, l1 [][8]float32, o0, o1 []float32) {
+	return func(d *[qmmRows]kDecoded, nr, ng int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, l0, l1 [][8]float32, o0, o1 []float32) {
+		if nr < 1 || ng < 1 {
+			return
+		}
+		_, _ = xq0[256*ng-1], xq1[256*ng-1]
+		_, _ = kx0[ng-1], kx1[ng-1]
+		_, _ = l0[nr-1], l1[nr-1]
+		var p0, p1 *float32
+		if o0 != nil {
+			_, _ = o0[nr-1], o1[nr-1]
+			p0, p1 = &o0[0], &o1[0]
+		}
+		f(&d[0], nr, ng, &xq0[0], &kx0[0], &xq1[0], &kx1[0], &l0[0], &l1[0], p0, p1)
 	}
-	_, _ = xq0[256*ng-1], xq1[256*ng-1]
-	_, _ = kx0[ng-1], kx1[ng-1]
-	_, _ = l0[nr-1], l1[nr-1]
-	var p0, p1 *float32
-	if o0 != nil {
-		_, _ = o0[nr-1], o1[nr-1]
-		p0, p1 = &o0[0], &o1[0]
-	}
-	kminTilePlanesVNNI(&d[0], nr, ng, &xq0[0], &kx0[0], &xq1[0], &kx1[0], &l0[0], &l1[0], p0, p1)
 }
+
+var (
+	kminTilePlanesVector  = kminTilePlanes(kminTilePlanesVNNI)
+	kminTilePlanes1Vector = kminTilePlanes(kminTilePlanes1VNNI)
+)

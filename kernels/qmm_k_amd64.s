@@ -423,18 +423,21 @@ ktilenext:
 	VZEROUPPER
 	RET
 
-// ---- AVX-512 (F, BW, VNNI): the min tiles' kernel on plane-order chunks
+// ---- AVX-512 (F, BW, VNNI): the min tiles' kernels on plane-order chunks
 // (qmm_amd64.s's plane order: sub-block s's dword k at 8k+s), the decoded
 // codes and the inputs' codes transposed by qmmPlanesAVX512 (no bias: the
 // codes are unsigned, at most 31). Register r of a group holds planes 2r
 // and 2r+1, so VPDPBUSD of registers 0 and 1 sums the first 16 weights of
 // sub-block s in lanes s and 8+s, of registers 2 and 3 the last 16: each
 // half's exact integer once the register's halves are added. The two
-// inputs' half sums are gathered into the halves of a register, times the
-// halves' scales (exact in int32) and added: A of sub-block s for input 0
-// in lane s, input 1 in lane 8+s; B by VPMADDWD of the mins against both
-// inputs' half sums; then kTerm's float steps as KFIN's, on both inputs'
-// lanes in the halves of Z12. Only Z0..Z15 are used.
+// inputs' sums are gathered into the halves of a register and times the
+// scales (exact in int32): A of sub-block s for input 0 in lane s, input 1
+// in lane 8+s; B by VPMADDWD of the mins against both inputs' half sums;
+// then kTerm's float steps as KFIN's, on both inputs' lanes in the halves
+// of Z12. kminTilePlanesVNNI keeps the halves apart (Q2_K: a scale each);
+// kminTilePlanes1VNNI, for the types whose halves share their scale (Q4_K,
+// Q5_K: sc_0*lo + sc_1*hi = sc_0*(lo + hi)), sums all four registers in one
+// accumulator per input. Only Z0..Z15 are used.
 
 // kminscidx: the halves' scales (int16 sc[2s+h] widened to dword 2s+h)
 // picked for half 0 (Z13) and half 1 (Z15), sub-block s in lanes s and 8+s.
@@ -456,88 +459,100 @@ DATA kminscidx<>+112(SB)/8, $0x0000000b00000009
 DATA kminscidx<>+120(SB)/8, $0x0000000f0000000d
 GLOBL kminscidx<>(SB), RODATA|NOPTR, $128
 
+// KPDOT(off, A0, A1): register off/64 of the group's weights against both
+// inputs' codes, into A0 (input 0) and A1 (input 1).
+#define KPDOT(off, A0, A1) \
+	VMOVDQU64 off(SI), Z0 \
+	VPDPBUSD  off(DI), Z0, A0 \
+	VPDPBUSD  off(R12), Z0, A1
+
+// KPGATHER(A0, A1, S, T): S = the sums of A0's halves in lanes 0-7 and of
+// A1's in lanes 8-15 (T clobbered).
+#define KPGATHER(A0, A1, S, T) \
+	VSHUFI64X2 $0x44, A1, A0, S \
+	VSHUFI64X2 $0xee, A1, A0, T \
+	VPADDD     T, S, S
+
+// KPFIN: Z0 = A of both inputs (int32) to their term, added to Z12 (KFIN's
+// steps), and the pointers to the next group.
+#define KPFIN \
+	VCVTDQ2PS  Z0, Z0 \
+	VMOVUPS    (DX), Y6 \
+	VINSERTF64X4 $1, (R13), Z6, Z6 \
+	VBROADCASTF64X4 (R10), Z2 \
+	VMULPS     Z2, Z6, Z2 \
+	VMULPS     Z2, Z0, Z0 \
+	VBROADCASTI64X4 KDMN(R9), Z1 \
+	VMOVDQU    32(DX), Y3 \
+	VINSERTI64X4 $1, 32(R13), Z3, Z3 \
+	VPMADDWD   Z3, Z1, Z1 \
+	VCVTDQ2PS  Z1, Z1 \
+	VBROADCASTF64X4 KDMN(R10), Z2 \
+	VMULPS     Z2, Z6, Z2 \
+	VMULPS     Z2, Z1, Z1 \
+	VSUBPS     Z1, Z0, Z0 \
+	VADDPS     Z0, Z12, Z12 \
+	ADDQ $256, SI \
+	ADDQ $32, R9 \
+	ADDQ $32, R10 \
+	ADDQ $256, DI \
+	ADDQ $64, DX \
+	ADDQ $256, R12 \
+	ADDQ $64, R13 \
+	DECQ CX
+
+// KPROW: the row's pointers and its lanes into Z12.
+#define KPROW \
+	MOVQ AX, SI \
+	LEAQ KDSC(AX), R9 \
+	LEAQ KDD(AX), R10 \
+	MOVQ xq0+24(FP), DI \
+	MOVQ kx0+32(FP), DX \
+	MOVQ xq1+40(FP), R12 \
+	MOVQ kx1+48(FP), R13 \
+	MOVQ groups+16(FP), CX \
+	VMOVUPS (R11), Y12 \
+	VINSERTF64X4 $1, (R8), Z12, Z12
+
+#define KPARGS \
+	MOVQ d+0(FP), AX \
+	MOVQ rows+8(FP), BX \
+	MOVQ l0+56(FP), R11 \
+	MOVQ l1+64(FP), R8 \
+	MOVQ o0+72(FP), R14 \
+	MOVQ o1+80(FP), R15
+
 // func kminTilePlanesVNNI(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)
 //
 // kminTile2AVX2's contract and registers, with the codes of d and of the
 // inputs in plane order; Z12 the lanes of both inputs, Z4/Z5 input 0's
 // sums of registers 0-1 and 2-3, Z8/Z9 input 1's.
 TEXT ·kminTilePlanesVNNI(SB), NOSPLIT, $0-88
-	MOVQ d+0(FP), AX
-	MOVQ rows+8(FP), BX
-	MOVQ l0+56(FP), R11
-	MOVQ l1+64(FP), R8
-	MOVQ o0+72(FP), R14
-	MOVQ o1+80(FP), R15
+	KPARGS
 	VMOVDQU64 kminscidx<>+0(SB), Z13
 	VMOVDQU64 kminscidx<>+64(SB), Z15
 
 kptilerow:
-	MOVQ AX, SI
-	LEAQ KDSC(AX), R9
-	LEAQ KDD(AX), R10
-	MOVQ xq0+24(FP), DI
-	MOVQ kx0+32(FP), DX
-	MOVQ xq1+40(FP), R12
-	MOVQ kx1+48(FP), R13
-	MOVQ groups+16(FP), CX
-	VMOVUPS (R11), Y12
-	VINSERTF64X4 $1, (R8), Z12, Z12
+	KPROW
 
 kptileloop:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
-	VMOVDQU64 (SI), Z0
-	VPDPBUSD  (DI), Z0, Z4
-	VPDPBUSD  (R12), Z0, Z8
-	VMOVDQU64 64(SI), Z0
-	VPDPBUSD  64(DI), Z0, Z4
-	VPDPBUSD  64(R12), Z0, Z8
-	VMOVDQU64 128(SI), Z0
-	VPDPBUSD  128(DI), Z0, Z5
-	VPDPBUSD  128(R12), Z0, Z9
-	VMOVDQU64 192(SI), Z0
-	VPDPBUSD  192(DI), Z0, Z5
-	VPDPBUSD  192(R12), Z0, Z9
-	// Z0 = the first halves' sums, input 0 in lanes 0-7, input 1 in 8-15;
-	// Z1 the second halves'.
-	VSHUFI64X2 $0x44, Z8, Z4, Z0
-	VSHUFI64X2 $0xee, Z8, Z4, Z1
-	VPADDD     Z1, Z0, Z0
-	VSHUFI64X2 $0x44, Z9, Z5, Z1
-	VSHUFI64X2 $0xee, Z9, Z5, Z2
-	VPADDD     Z2, Z1, Z1
+	KPDOT(0, Z4, Z8)
+	KPDOT(64, Z4, Z8)
+	KPDOT(128, Z5, Z9)
+	KPDOT(192, Z5, Z9)
+	KPGATHER(Z4, Z8, Z0, Z1)
+	KPGATHER(Z5, Z9, Z1, Z2)
 	VPMOVZXWD  (R9), Z2
 	VPERMD     Z2, Z13, Z3
 	VPERMD     Z2, Z15, Z2
 	VPMULLD    Z3, Z0, Z0
 	VPMULLD    Z2, Z1, Z1
 	VPADDD     Z1, Z0, Z0
-	VCVTDQ2PS  Z0, Z0
-	VMOVUPS    (DX), Y6
-	VINSERTF64X4 $1, (R13), Z6, Z6
-	VBROADCASTF64X4 (R10), Z2
-	VMULPS     Z2, Z6, Z2
-	VMULPS     Z2, Z0, Z0
-	VBROADCASTI64X4 KDMN(R9), Z1
-	VMOVDQU    32(DX), Y3
-	VINSERTI64X4 $1, 32(R13), Z3, Z3
-	VPMADDWD   Z3, Z1, Z1
-	VCVTDQ2PS  Z1, Z1
-	VBROADCASTF64X4 KDMN(R10), Z2
-	VMULPS     Z2, Z6, Z2
-	VMULPS     Z2, Z1, Z1
-	VSUBPS     Z1, Z0, Z0
-	VADDPS     Z0, Z12, Z12
-	ADDQ $256, SI
-	ADDQ $32, R9
-	ADDQ $32, R10
-	ADDQ $256, DI
-	ADDQ $64, DX
-	ADDQ $256, R12
-	ADDQ $64, R13
-	DECQ CX
+	KPFIN
 	JNZ  kptileloop
 
 	VEXTRACTF64X4 $1, Z12, Y14
@@ -559,5 +574,52 @@ kptilenext:
 	ADDQ $32, R8
 	DECQ BX
 	JNZ  kptilerow
+	VZEROUPPER
+	RET
+
+// func kminTilePlanes1VNNI(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)
+//
+// kminTilePlanesVNNI for halves that share their scale (sc[2s] used): Z4
+// input 0's sums of all four registers, Z8 input 1's.
+TEXT ·kminTilePlanes1VNNI(SB), NOSPLIT, $0-88
+	KPARGS
+	VMOVDQU64 kminscidx<>+0(SB), Z13
+
+kp1tilerow:
+	KPROW
+
+kp1tileloop:
+	VPXORD Z4, Z4, Z4
+	VPXORD Z8, Z8, Z8
+	KPDOT(0, Z4, Z8)
+	KPDOT(64, Z4, Z8)
+	KPDOT(128, Z4, Z8)
+	KPDOT(192, Z4, Z8)
+	KPGATHER(Z4, Z8, Z0, Z1)
+	VPMOVZXWD  (R9), Z2
+	VPERMD     Z2, Z13, Z3
+	VPMULLD    Z3, Z0, Z0
+	KPFIN
+	JNZ  kp1tileloop
+
+	VEXTRACTF64X4 $1, Z12, Y14
+	TESTQ R14, R14
+	JNZ   kp1tilefold
+	VMOVUPS Y12, (R11)
+	VMOVUPS Y14, (R8)
+	JMP   kp1tilenext
+
+kp1tilefold:
+	KFOLD(Y12, X12, (R14))
+	KFOLD(Y14, X14, (R15))
+	ADDQ $4, R14
+	ADDQ $4, R15
+
+kp1tilenext:
+	ADDQ $KDSIZE, AX
+	ADDQ $32, R11
+	ADDQ $32, R8
+	DECQ BX
+	JNZ  kp1tilerow
 	VZEROUPPER
 	RET
