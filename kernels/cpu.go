@@ -117,6 +117,9 @@ type kernelSet struct {
 	kminDecode [quant.NumTypes]func(row []byte, g0, ng int, d *kDecoded)
 	kminTile2  [quant.NumTypes]func(d *[qmmRows]kDecoded, nr, ng int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, l0, l1 [][8]float32, o0, o1 []float32)
 	kminPlanes bool
+	// kminDecodePlanes decodes as kminDecode does, the codes straight to
+	// plane order, where k has such a decoder for the type.
+	kminDecodePlanes [quant.NumTypes]func(row []byte, g0, ng int, d *kDecoded)
 	// bf16dot is DotBF16 on a padded row (qdot_bf16.go's order), false
 	// when the row is left to the portable path.
 	bf16dot func(row []byte, x *BF16Row) (float32, bool)

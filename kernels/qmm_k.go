@@ -107,6 +107,22 @@ func (k *kernelSet) decodeKMin(t quant.Type, row []byte, g0, ng int, d *kDecoded
 	decodeKMinPortable(t, row, g0, ng, d)
 }
 
+// decodeKMinTile is decodeKMin into the layout k's min tiles read: with
+// kminPlanes, the codes in plane order (tilePlanes', unbiased).
+func (k *kernelSet) decodeKMinTile(t quant.Type, row []byte, g0, ng int, d *kDecoded) {
+	if !k.kminPlanes {
+		k.decodeKMin(t, row, g0, ng, d)
+		return
+	}
+	if dec := k.kminDecodePlanes[t]; dec != nil {
+		dec(row, g0, ng, d)
+		return
+	}
+	k.decodeKMin(t, row, g0, ng, d)
+	w := d.w[:256*ng]
+	k.tilePlanes(w, w, 0)
+}
+
 // kminDot1 adds the terms of d's ng groups against input x (xq its codes
 // from group g0 on, kx its records from g0 on) to l, kTerm's steps.
 func kminDot1(d *kDecoded, ng int, xq []int8, kx []kxGroup, l *[8]float32) {
@@ -178,11 +194,7 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 		for g0 := 0; g0 < groups; g0 += kminGroups {
 			ng := min(kminGroups, groups-g0)
 			for i := 0; i < nr; i++ {
-				k.decodeKMin(m.Type, m.Row(rt+i), g0, ng, &sc.d[i])
-				if k.kminPlanes {
-					w := sc.d[i].w[:256*ng]
-					k.tilePlanes(w, w, 0)
-				}
+				k.decodeKMinTile(m.Type, m.Row(rt+i), g0, ng, &sc.d[i])
 			}
 			last := g0+ng == groups
 			kxAt := func(t int) []kxGroup { return kx[t*groups+g0 : t*groups+g0+ng] }

@@ -623,3 +623,88 @@ kp1tilenext:
 	JNZ  kp1tilerow
 	VZEROUPPER
 	RET
+
+// ---- Q4_K straight to the min tiles' plane order (AVX-512 F): register r
+// of a group (planes 2r and 2r+1) lane L is sub-block s = L%8's dword
+// k = 2r + L/8, the low (s even) or high (s odd) nibbles of qs's dword
+// 8*(s/2) + k: picked from the 128 bytes of qs by VPERMI2D (kq4pidx + 64r),
+// shifted by 0 or 4 (kq4pidx + 256), masked; the scales, mins and factors
+// as kminDecodeQ4KAVX2 writes them.
+DATA kq4pidx<>+0(SB)/8, $0x0000000000000000
+DATA kq4pidx<>+8(SB)/8, $0x0000000800000008
+DATA kq4pidx<>+16(SB)/8, $0x0000001000000010
+DATA kq4pidx<>+24(SB)/8, $0x0000001800000018
+DATA kq4pidx<>+32(SB)/8, $0x0000000100000001
+DATA kq4pidx<>+40(SB)/8, $0x0000000900000009
+DATA kq4pidx<>+48(SB)/8, $0x0000001100000011
+DATA kq4pidx<>+56(SB)/8, $0x0000001900000019
+DATA kq4pidx<>+64(SB)/8, $0x0000000200000002
+DATA kq4pidx<>+72(SB)/8, $0x0000000a0000000a
+DATA kq4pidx<>+80(SB)/8, $0x0000001200000012
+DATA kq4pidx<>+88(SB)/8, $0x0000001a0000001a
+DATA kq4pidx<>+96(SB)/8, $0x0000000300000003
+DATA kq4pidx<>+104(SB)/8, $0x0000000b0000000b
+DATA kq4pidx<>+112(SB)/8, $0x0000001300000013
+DATA kq4pidx<>+120(SB)/8, $0x0000001b0000001b
+DATA kq4pidx<>+128(SB)/8, $0x0000000400000004
+DATA kq4pidx<>+136(SB)/8, $0x0000000c0000000c
+DATA kq4pidx<>+144(SB)/8, $0x0000001400000014
+DATA kq4pidx<>+152(SB)/8, $0x0000001c0000001c
+DATA kq4pidx<>+160(SB)/8, $0x0000000500000005
+DATA kq4pidx<>+168(SB)/8, $0x0000000d0000000d
+DATA kq4pidx<>+176(SB)/8, $0x0000001500000015
+DATA kq4pidx<>+184(SB)/8, $0x0000001d0000001d
+DATA kq4pidx<>+192(SB)/8, $0x0000000600000006
+DATA kq4pidx<>+200(SB)/8, $0x0000000e0000000e
+DATA kq4pidx<>+208(SB)/8, $0x0000001600000016
+DATA kq4pidx<>+216(SB)/8, $0x0000001e0000001e
+DATA kq4pidx<>+224(SB)/8, $0x0000000700000007
+DATA kq4pidx<>+232(SB)/8, $0x0000000f0000000f
+DATA kq4pidx<>+240(SB)/8, $0x0000001700000017
+DATA kq4pidx<>+248(SB)/8, $0x0000001f0000001f
+DATA kq4pidx<>+256(SB)/8, $0x0000000400000000
+DATA kq4pidx<>+264(SB)/8, $0x0000000400000000
+DATA kq4pidx<>+272(SB)/8, $0x0000000400000000
+DATA kq4pidx<>+280(SB)/8, $0x0000000400000000
+DATA kq4pidx<>+288(SB)/8, $0x0000000400000000
+DATA kq4pidx<>+296(SB)/8, $0x0000000400000000
+DATA kq4pidx<>+304(SB)/8, $0x0000000400000000
+DATA kq4pidx<>+312(SB)/8, $0x0000000400000000
+GLOBL kq4pidx<>(SB), RODATA|NOPTR, $320
+
+// KQ4PLANE(r, IDX): plane register r from qs in Z0 and Z1.
+#define KQ4PLANE(r, IDX) \
+	VMOVDQA64 IDX, Z6 \
+	VPERMI2D  Z1, Z0, Z6 \
+	VPSRLVD   Z12, Z6, Z6 \
+	VPANDD    Z13, Z6, Z6 \
+	VMOVDQU64 Z6, (64*r)(DI)
+
+// func kminDecodeQ4KPlanesAVX512(w *byte, groups int, d *kDecoded)
+TEXT ·kminDecodeQ4KPlanesAVX512(SB), NOSPLIT, $0-24
+	KDPROLOGUE
+	VMOVDQU64 kq4pidx<>+0(SB), Z8
+	VMOVDQU64 kq4pidx<>+64(SB), Z9
+	VMOVDQU64 kq4pidx<>+128(SB), Z10
+	VMOVDQU64 kq4pidx<>+192(SB), Z11
+	VMOVDQU64 kq4pidx<>+256(SB), Z12
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z13
+	TESTQ CX, CX
+	JZ    q4kpdone
+
+q4kploop:
+	VMOVDQU64 16(SI), Z0
+	VMOVDQU64 80(SI), Z1
+	KQ4PLANE(0, Z8)
+	KQ4PLANE(1, Z9)
+	KQ4PLANE(2, Z10)
+	KQ4PLANE(3, Z11)
+	K4HALVES
+	KDFACTORS(0, 2)
+	KDNEXT(144)
+	JNZ  q4kploop
+
+q4kpdone:
+	VZEROUPPER
+	RET
