@@ -230,8 +230,18 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 }
 
 // kminTileMinInputs is how many inputs a call on Q2_K, Q4_K or Q5_K needs
-// for the min tiles with their vector decoders: at 4 the tiles beat one
-// DotQ8 per element on every type and shape of BenchmarkMatMulQ8K (Q4_K
-// 28.9 against 26.5 GMAC/s at 640 x 2560, 29.1 against 19.7 at 2560 x 768;
-// Q2_K and Q5_K by more), at 2 not always (Q4_K 22.6 against 26.7).
-const kminTileMinInputs = 4
+// for the min tiles with their vector decoders: on AVX2 at 4 the tiles beat
+// one DotQ8 per element on every type and shape of BenchmarkMatMulQ8K (Q4_K
+// 28.9 against 26.5 and 29.1 against 19.7 GMAC/s; Q2_K and Q5_K by more),
+// at 2 not always (Q4_K 22.6 against 26.7); the AVX-512 VNNI kernels
+// (kminPlanes) beat it at 3 on every one (Q4_K 30.5-30.7 against 26.7-27.1
+// at 640 x 2560, 30.6-32.2 against 20.0-20.3 at 2560 x 768), and at 2 too,
+// but at 2 a 64-token prefill of 8 x 64 experts of 1024 x 768 Q4_K_M lost
+// (211-216 against 216-224 tokens per CPU-s: its weights stream from memory
+// and the single-row kernels prefetch them).
+func (k *kernelSet) kminTileMinInputs() int {
+	if k.kminPlanes {
+		return 3
+	}
+	return 4
+}
