@@ -50,8 +50,12 @@ func kminDecoder(f func(w *byte, groups int, d *kDecoded), blockBytes int) func(
 //go:noescape
 func kminDecodeQ4KPlanesAVX512(w *byte, groups int, d *kDecoded)
 
+//go:noescape
+func kminDecodeQ5KPlanesAVX512(w *byte, groups int, d *kDecoded)
+
 var (
 	kminDecodeQ4KPlanes = kminDecoder(kminDecodeQ4KPlanesAVX512, 144)
+	kminDecodeQ5KPlanes = kminDecoder(kminDecodeQ5KPlanesAVX512, 176)
 	kminDecodeQ2KVector = kminDecoder(kminDecodeQ2KAVX2, 84)
 	kminDecodeQ4KVector = kminDecoder(kminDecodeQ4KAVX2, 144)
 	kminDecodeQ5KVector = kminDecoder(kminDecodeQ5KAVX2, 176)

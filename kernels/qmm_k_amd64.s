@@ -708,3 +708,97 @@ q4kploop:
 q4kpdone:
 	VZEROUPPER
 	RET
+
+// ---- Q5_K straight to plane order: Q4_K's nibbles (qs at 48), and bit 4
+// of sub-block s's byte j from bit s of qh[j] (at 16): plane register r
+// lane L takes qh's dword k = 2r + L/8 (VPERMD by kq5pidx + 64r), rotated
+// left by 4 - s (mod 32, kq5pidx + 256) so that bit s of each byte is at
+// its bit 4 (a rotation by less than 8 either way moves each byte's bit s
+// within the byte), masked by 0x10 and or-ed into the nibbles (VPTERNLOGD
+// 0xf8: A | B&C).
+DATA kq5pidx<>+0(SB)/8, $0x0000000000000000
+DATA kq5pidx<>+8(SB)/8, $0x0000000000000000
+DATA kq5pidx<>+16(SB)/8, $0x0000000000000000
+DATA kq5pidx<>+24(SB)/8, $0x0000000000000000
+DATA kq5pidx<>+32(SB)/8, $0x0000000100000001
+DATA kq5pidx<>+40(SB)/8, $0x0000000100000001
+DATA kq5pidx<>+48(SB)/8, $0x0000000100000001
+DATA kq5pidx<>+56(SB)/8, $0x0000000100000001
+DATA kq5pidx<>+64(SB)/8, $0x0000000200000002
+DATA kq5pidx<>+72(SB)/8, $0x0000000200000002
+DATA kq5pidx<>+80(SB)/8, $0x0000000200000002
+DATA kq5pidx<>+88(SB)/8, $0x0000000200000002
+DATA kq5pidx<>+96(SB)/8, $0x0000000300000003
+DATA kq5pidx<>+104(SB)/8, $0x0000000300000003
+DATA kq5pidx<>+112(SB)/8, $0x0000000300000003
+DATA kq5pidx<>+120(SB)/8, $0x0000000300000003
+DATA kq5pidx<>+128(SB)/8, $0x0000000400000004
+DATA kq5pidx<>+136(SB)/8, $0x0000000400000004
+DATA kq5pidx<>+144(SB)/8, $0x0000000400000004
+DATA kq5pidx<>+152(SB)/8, $0x0000000400000004
+DATA kq5pidx<>+160(SB)/8, $0x0000000500000005
+DATA kq5pidx<>+168(SB)/8, $0x0000000500000005
+DATA kq5pidx<>+176(SB)/8, $0x0000000500000005
+DATA kq5pidx<>+184(SB)/8, $0x0000000500000005
+DATA kq5pidx<>+192(SB)/8, $0x0000000600000006
+DATA kq5pidx<>+200(SB)/8, $0x0000000600000006
+DATA kq5pidx<>+208(SB)/8, $0x0000000600000006
+DATA kq5pidx<>+216(SB)/8, $0x0000000600000006
+DATA kq5pidx<>+224(SB)/8, $0x0000000700000007
+DATA kq5pidx<>+232(SB)/8, $0x0000000700000007
+DATA kq5pidx<>+240(SB)/8, $0x0000000700000007
+DATA kq5pidx<>+248(SB)/8, $0x0000000700000007
+DATA kq5pidx<>+256(SB)/8, $0x0000000300000004
+DATA kq5pidx<>+264(SB)/8, $0x0000000100000002
+DATA kq5pidx<>+272(SB)/8, $0x0000001f00000000
+DATA kq5pidx<>+280(SB)/8, $0x0000001d0000001e
+DATA kq5pidx<>+288(SB)/8, $0x0000000300000004
+DATA kq5pidx<>+296(SB)/8, $0x0000000100000002
+DATA kq5pidx<>+304(SB)/8, $0x0000001f00000000
+DATA kq5pidx<>+312(SB)/8, $0x0000001d0000001e
+GLOBL kq5pidx<>(SB), RODATA|NOPTR, $320
+
+// KQ5PLANE(r, IDX, HIDX): plane register r from qs in Z0 and Z1, qh in Z2.
+#define KQ5PLANE(r, IDX, HIDX) \
+	VMOVDQA64 IDX, Z6 \
+	VPERMI2D  Z1, Z0, Z6 \
+	VPSRLVD   Z12, Z6, Z6 \
+	VPANDD    Z13, Z6, Z6 \
+	VMOVDQU64 HIDX, Z7 \
+	VPERMD    Z2, Z7, Z7 \
+	VPROLVD   Z14, Z7, Z7 \
+	VPTERNLOGD $0xf8, Z15, Z7, Z6 \
+	VMOVDQU64 Z6, (64*r)(DI)
+
+// func kminDecodeQ5KPlanesAVX512(w *byte, groups int, d *kDecoded)
+TEXT ·kminDecodeQ5KPlanesAVX512(SB), NOSPLIT, $0-24
+	KDPROLOGUE
+	VMOVDQU64 kq4pidx<>+0(SB), Z8
+	VMOVDQU64 kq4pidx<>+64(SB), Z9
+	VMOVDQU64 kq4pidx<>+128(SB), Z10
+	VMOVDQU64 kq4pidx<>+192(SB), Z11
+	VMOVDQU64 kq4pidx<>+256(SB), Z12
+	VMOVDQU64 kq5pidx<>+256(SB), Z14
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z13
+	MOVL $0x10101010, AX
+	VPBROADCASTD AX, Z15
+	TESTQ CX, CX
+	JZ    q5kpdone
+
+q5kploop:
+	VMOVDQU64 48(SI), Z0
+	VMOVDQU64 112(SI), Z1
+	VMOVDQU   16(SI), Y2
+	KQ5PLANE(0, Z8, kq5pidx<>+0(SB))
+	KQ5PLANE(1, Z9, kq5pidx<>+64(SB))
+	KQ5PLANE(2, Z10, kq5pidx<>+128(SB))
+	KQ5PLANE(3, Z11, kq5pidx<>+192(SB))
+	K4HALVES
+	KDFACTORS(0, 2)
+	KDNEXT(176)
+	JNZ  q5kploop
+
+q5kpdone:
+	VZEROUPPER
+	RET
