@@ -111,9 +111,15 @@ type kernelSet struct {
 	q8decodeHalves [quant.NumTypes]func(row []byte, g0, ng int, d *q8Decoded)
 	q8dotTile2H    func(d *[qmmRows]q8Decoded, nr, ng int, x0, x1 *Q8Row, g0 int, l0, l1 [][8]float32, o0, o1 []float32)
 	// kminDecode decodes groups of a K-quant row with a min for the min
-	// tiles (qmm_k.go), and kminTile2 is their kernel for two inputs.
+	// tiles (qmm_k.go), and kminTile2 is their kernel for two inputs; with
+	// kminPlanes it reads the decoded chunks' and the inputs' codes in
+	// plane order (tilePlanes', unbiased).
 	kminDecode [quant.NumTypes]func(row []byte, g0, ng int, d *kDecoded)
-	kminTile2  func(d *[qmmRows]kDecoded, nr, ng int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, l0, l1 [][8]float32, o0, o1 []float32)
+	kminTile2  [quant.NumTypes]func(d *[qmmRows]kDecoded, nr, ng int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, l0, l1 [][8]float32, o0, o1 []float32)
+	kminPlanes bool
+	// kminDecodePlanes decodes as kminDecode does, the codes straight to
+	// plane order, where k has such a decoder for the type.
+	kminDecodePlanes [quant.NumTypes]func(row []byte, g0, ng int, d *kDecoded)
 	// bf16dot is DotBF16 on a padded row (qdot_bf16.go's order), false
 	// when the row is left to the portable path.
 	bf16dot func(row []byte, x *BF16Row) (float32, bool)

@@ -89,7 +89,9 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.kminDecode[quant.Q2_K] = kminDecodeQ2KVector
 		k.kminDecode[quant.Q4_K] = kminDecodeQ4KVector
 		k.kminDecode[quant.Q5_K] = kminDecodeQ5KVector
-		k.kminTile2 = kminTile2Vector
+		for _, t := range []quant.Type{quant.Q2_K, quant.Q4_K, quant.Q5_K} {
+			k.kminTile2[t] = kminTile2Vector
+		}
 		k.paths = "avx2+f16c"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni {
@@ -119,6 +121,12 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8rows[quant.Q6_K] = kRowsAVX512(q6kRows)
 		k.q8lanes[quant.Q6_K], k.lanes[quant.Q6_K] = kLanesAVX512(q6kRows), iq4Streams
 		k.tilePlanes, k.q8dotTilePlanes = tilePlanesVector, q8dotTilePlanesVector
+		k.kminTile2[quant.Q2_K] = kminTilePlanesVector
+		k.kminTile2[quant.Q4_K] = kminTilePlanes1Vector // halves of one scale
+		k.kminTile2[quant.Q5_K] = kminTilePlanes1Vector
+		k.kminPlanes = true
+		k.kminDecodePlanes[quant.Q4_K] = kminDecodeQ4KPlanes
+		k.kminDecodePlanes[quant.Q5_K] = kminDecodeQ5KPlanes
 		k.paths = "avx2+f16c+avx512vnni"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni && c.avx512vbmi {

@@ -67,7 +67,7 @@ func (k *kernelSet) tileMinInputs(t quant.Type) int {
 	case k.q8decodeHalves[t] != nil:
 		return 3
 	case k.kminDecode[t] != nil:
-		return kminTileMinInputs
+		return k.kminTileMinInputs()
 	}
 	return 16
 }

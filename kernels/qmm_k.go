@@ -107,6 +107,22 @@ func (k *kernelSet) decodeKMin(t quant.Type, row []byte, g0, ng int, d *kDecoded
 	decodeKMinPortable(t, row, g0, ng, d)
 }
 
+// decodeKMinTile is decodeKMin into the layout k's min tiles read: with
+// kminPlanes, the codes in plane order (tilePlanes', unbiased).
+func (k *kernelSet) decodeKMinTile(t quant.Type, row []byte, g0, ng int, d *kDecoded) {
+	if !k.kminPlanes {
+		k.decodeKMin(t, row, g0, ng, d)
+		return
+	}
+	if dec := k.kminDecodePlanes[t]; dec != nil {
+		dec(row, g0, ng, d)
+		return
+	}
+	k.decodeKMin(t, row, g0, ng, d)
+	w := d.w[:256*ng]
+	k.tilePlanes(w, w, 0)
+}
+
 // kminDot1 adds the terms of d's ng groups against input x (xq its codes
 // from group g0 on, kx its records from g0 on) to l, kTerm's steps.
 func kminDot1(d *kDecoded, ng int, xq []int8, kx []kxGroup, l *[8]float32) {
@@ -133,6 +149,9 @@ type kminScratch struct {
 	d     [qmmRows]kDecoded
 	kx    []kxGroup
 	lanes [][8]float32
+	// xp: the inputs' codes in plane order, groups groups each, where the
+	// kernel takes them so (kernelSet.kminPlanes).
+	xp []int8
 }
 
 var kminScratchPool sync.Pool
@@ -159,18 +178,28 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 	for t, x := range xs {
 		kxFill(m.Type, x, kx[t*groups:(t+1)*groups])
 	}
+	xq := func(t, g0 int) []int8 { return xs[t].qs[256*g0:] }
+	if k.kminPlanes {
+		if cap(sc.xp) < 256*groups*ntok {
+			sc.xp = make([]int8, 256*groups*ntok)
+		}
+		for t, x := range xs {
+			k.tilePlanes(sc.xp[256*groups*t:256*groups*(t+1)], x.qs[:256*groups], 0)
+		}
+		xq = func(t, g0 int) []int8 { return sc.xp[256*(groups*t+g0) : 256*groups*(t+1)] }
+	}
 	for rt := r0; rt < r1; rt += qmmRows {
 		nr := min(qmmRows, r1-rt)
 		clear(lanes)
 		for g0 := 0; g0 < groups; g0 += kminGroups {
 			ng := min(kminGroups, groups-g0)
 			for i := 0; i < nr; i++ {
-				k.decodeKMin(m.Type, m.Row(rt+i), g0, ng, &sc.d[i])
+				k.decodeKMinTile(m.Type, m.Row(rt+i), g0, ng, &sc.d[i])
 			}
 			last := g0+ng == groups
 			kxAt := func(t int) []kxGroup { return kx[t*groups+g0 : t*groups+g0+ng] }
 			t := 0
-			if k.kminTile2 != nil {
+			if tile := k.kminTile2[m.Type]; tile != nil {
 				// Token pairs; an odd last token paired with itself, its
 				// lanes and outputs given twice (both halves compute the
 				// same bits, so the second stores equal the first).
@@ -180,7 +209,7 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 					if last {
 						o0, o1 = outs[t][rt:rt+nr], outs[u][rt:rt+nr]
 					}
-					k.kminTile2(&sc.d, nr, ng, xs[t].qs[256*g0:], kxAt(t), xs[u].qs[256*g0:], kxAt(u),
+					tile(&sc.d, nr, ng, xq(t, g0), kxAt(t), xq(u, g0), kxAt(u),
 						lanes[t*qmmRows:(t+1)*qmmRows], lanes[u*qmmRows:(u+1)*qmmRows], o0, o1)
 				}
 			}
@@ -201,8 +230,18 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 }
 
 // kminTileMinInputs is how many inputs a call on Q2_K, Q4_K or Q5_K needs
-// for the min tiles with their vector decoders: at 4 the tiles beat one
-// DotQ8 per element on every type and shape of BenchmarkMatMulQ8K (Q4_K
-// 28.9 against 26.5 GMAC/s at 640 x 2560, 29.1 against 19.7 at 2560 x 768;
-// Q2_K and Q5_K by more), at 2 not always (Q4_K 22.6 against 26.7).
-const kminTileMinInputs = 4
+// for the min tiles with their vector decoders: on AVX2 at 4 the tiles beat
+// one DotQ8 per element on every type and shape of BenchmarkMatMulQ8K (Q4_K
+// 28.9 against 26.5 and 29.1 against 19.7 GMAC/s; Q2_K and Q5_K by more),
+// at 2 not always (Q4_K 22.6 against 26.7); the AVX-512 VNNI kernels
+// (kminPlanes) beat it at 3 on every one (Q4_K 30.5-30.7 against 26.7-27.1
+// at 640 x 2560, 30.6-32.2 against 20.0-20.3 at 2560 x 768), and at 2 too,
+// but at 2 a 64-token prefill of 8 x 64 experts of 1024 x 768 Q4_K_M lost
+// (211-216 against 216-224 tokens per CPU-s: its weights stream from memory
+// and the single-row kernels prefetch them).
+func (k *kernelSet) kminTileMinInputs() int {
+	if k.kminPlanes {
+		return 3
+	}
+	return 4
+}

@@ -47,7 +47,15 @@ func kminDecoder(f func(w *byte, groups int, d *kDecoded), blockBytes int) func(
 	}
 }
 
+//go:noescape
+func kminDecodeQ4KPlanesAVX512(w *byte, groups int, d *kDecoded)
+
+//go:noescape
+func kminDecodeQ5KPlanesAVX512(w *byte, groups int, d *kDecoded)
+
 var (
+	kminDecodeQ4KPlanes = kminDecoder(kminDecodeQ4KPlanesAVX512, 144)
+	kminDecodeQ5KPlanes = kminDecoder(kminDecodeQ5KPlanesAVX512, 176)
 	kminDecodeQ2KVector = kminDecoder(kminDecodeQ2KAVX2, 84)
 	kminDecodeQ4KVector = kminDecoder(kminDecodeQ4KAVX2, 144)
 	kminDecodeQ5KVector = kminDecoder(kminDecodeQ5KAVX2, 176)
@@ -86,3 +94,34 @@ func q8decodeQ3KHalves(row []byte, g0, ng int, d *q8Decoded) {
 	_ = row[110*(g0+ng)-1]
 	qmmDecodeQ3KAVX2(&row[110*g0], ng, &d.w[0], &d.mh[0], &d.dw[0])
 }
+
+//go:noescape
+func kminTilePlanesVNNI(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)
+
+//go:noescape
+func kminTilePlanes1VNNI(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)
+
+// kminTilePlanes wraps a min tiles' kernel on AVX-512 VNNI (qmm_k_amd64.s)
+// as a kernelSet.kminTile2 entry: kminTile2Vector's contract, but d's and
+// the inputs' codes in plane order (tilePlanes').
+func kminTilePlanes(f func(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)) func(d *[qmmRows]kDecoded, nr, ng int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, l0, l1 [][8]float32, o0, o1 []float32) {
+	return func(d *[qmmRows]kDecoded, nr, ng int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, l0, l1 [][8]float32, o0, o1 []float32) {
+		if nr < 1 || ng < 1 {
+			return
+		}
+		_, _ = xq0[256*ng-1], xq1[256*ng-1]
+		_, _ = kx0[ng-1], kx1[ng-1]
+		_, _ = l0[nr-1], l1[nr-1]
+		var p0, p1 *float32
+		if o0 != nil {
+			_, _ = o0[nr-1], o1[nr-1]
+			p0, p1 = &o0[0], &o1[0]
+		}
+		f(&d[0], nr, ng, &xq0[0], &kx0[0], &xq1[0], &kx1[0], &l0[0], &l1[0], p0, p1)
+	}
+}
+
+var (
+	kminTilePlanesVector  = kminTilePlanes(kminTilePlanesVNNI)
+	kminTilePlanes1Vector = kminTilePlanes(kminTilePlanes1VNNI)
+)

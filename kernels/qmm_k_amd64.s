@@ -422,3 +422,383 @@ ktilenext:
 	JNZ  ktilerow
 	VZEROUPPER
 	RET
+
+// ---- AVX-512 (F, BW, VNNI): the min tiles' kernels on plane-order chunks
+// (qmm_amd64.s's plane order: sub-block s's dword k at 8k+s), the decoded
+// codes and the inputs' codes transposed by qmmPlanesAVX512 (no bias: the
+// codes are unsigned, at most 31). Register r of a group holds planes 2r
+// and 2r+1, so VPDPBUSD of registers 0 and 1 sums the first 16 weights of
+// sub-block s in lanes s and 8+s, of registers 2 and 3 the last 16: each
+// half's exact integer once the register's halves are added. The two
+// inputs' sums are gathered into the halves of a register and times the
+// scales (exact in int32): A of sub-block s for input 0 in lane s, input 1
+// in lane 8+s; B by VPMADDWD of the mins against both inputs' half sums;
+// then kTerm's float steps as KFIN's, on both inputs' lanes in the halves
+// of Z12. kminTilePlanesVNNI keeps the halves apart (Q2_K: a scale each);
+// kminTilePlanes1VNNI, for the types whose halves share their scale (Q4_K,
+// Q5_K: sc_0*lo + sc_1*hi = sc_0*(lo + hi)), sums all four registers in one
+// accumulator per input. Only Z0..Z15 are used.
+
+// kminscidx: the halves' scales (int16 sc[2s+h] widened to dword 2s+h)
+// picked for half 0 (Z13) and half 1 (Z15), sub-block s in lanes s and 8+s.
+DATA kminscidx<>+0(SB)/8, $0x0000000200000000
+DATA kminscidx<>+8(SB)/8, $0x0000000600000004
+DATA kminscidx<>+16(SB)/8, $0x0000000a00000008
+DATA kminscidx<>+24(SB)/8, $0x0000000e0000000c
+DATA kminscidx<>+32(SB)/8, $0x0000000200000000
+DATA kminscidx<>+40(SB)/8, $0x0000000600000004
+DATA kminscidx<>+48(SB)/8, $0x0000000a00000008
+DATA kminscidx<>+56(SB)/8, $0x0000000e0000000c
+DATA kminscidx<>+64(SB)/8, $0x0000000300000001
+DATA kminscidx<>+72(SB)/8, $0x0000000700000005
+DATA kminscidx<>+80(SB)/8, $0x0000000b00000009
+DATA kminscidx<>+88(SB)/8, $0x0000000f0000000d
+DATA kminscidx<>+96(SB)/8, $0x0000000300000001
+DATA kminscidx<>+104(SB)/8, $0x0000000700000005
+DATA kminscidx<>+112(SB)/8, $0x0000000b00000009
+DATA kminscidx<>+120(SB)/8, $0x0000000f0000000d
+GLOBL kminscidx<>(SB), RODATA|NOPTR, $128
+
+// KPDOT(off, A0, A1): register off/64 of the group's weights against both
+// inputs' codes, into A0 (input 0) and A1 (input 1).
+#define KPDOT(off, A0, A1) \
+	VMOVDQU64 off(SI), Z0 \
+	VPDPBUSD  off(DI), Z0, A0 \
+	VPDPBUSD  off(R12), Z0, A1
+
+// KPGATHER(A0, A1, S, T): S = the sums of A0's halves in lanes 0-7 and of
+// A1's in lanes 8-15 (T clobbered).
+#define KPGATHER(A0, A1, S, T) \
+	VSHUFI64X2 $0x44, A1, A0, S \
+	VSHUFI64X2 $0xee, A1, A0, T \
+	VPADDD     T, S, S
+
+// KPFIN: Z0 = A of both inputs (int32) to their term, added to Z12 (KFIN's
+// steps), and the pointers to the next group.
+#define KPFIN \
+	VCVTDQ2PS  Z0, Z0 \
+	VMOVUPS    (DX), Y6 \
+	VINSERTF64X4 $1, (R13), Z6, Z6 \
+	VBROADCASTF64X4 (R10), Z2 \
+	VMULPS     Z2, Z6, Z2 \
+	VMULPS     Z2, Z0, Z0 \
+	VBROADCASTI64X4 KDMN(R9), Z1 \
+	VMOVDQU    32(DX), Y3 \
+	VINSERTI64X4 $1, 32(R13), Z3, Z3 \
+	VPMADDWD   Z3, Z1, Z1 \
+	VCVTDQ2PS  Z1, Z1 \
+	VBROADCASTF64X4 KDMN(R10), Z2 \
+	VMULPS     Z2, Z6, Z2 \
+	VMULPS     Z2, Z1, Z1 \
+	VSUBPS     Z1, Z0, Z0 \
+	VADDPS     Z0, Z12, Z12 \
+	ADDQ $256, SI \
+	ADDQ $32, R9 \
+	ADDQ $32, R10 \
+	ADDQ $256, DI \
+	ADDQ $64, DX \
+	ADDQ $256, R12 \
+	ADDQ $64, R13 \
+	DECQ CX
+
+// KPROW: the row's pointers and its lanes into Z12.
+#define KPROW \
+	MOVQ AX, SI \
+	LEAQ KDSC(AX), R9 \
+	LEAQ KDD(AX), R10 \
+	MOVQ xq0+24(FP), DI \
+	MOVQ kx0+32(FP), DX \
+	MOVQ xq1+40(FP), R12 \
+	MOVQ kx1+48(FP), R13 \
+	MOVQ groups+16(FP), CX \
+	VMOVUPS (R11), Y12 \
+	VINSERTF64X4 $1, (R8), Z12, Z12
+
+#define KPARGS \
+	MOVQ d+0(FP), AX \
+	MOVQ rows+8(FP), BX \
+	MOVQ l0+56(FP), R11 \
+	MOVQ l1+64(FP), R8 \
+	MOVQ o0+72(FP), R14 \
+	MOVQ o1+80(FP), R15
+
+// func kminTilePlanesVNNI(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)
+//
+// kminTile2AVX2's contract and registers, with the codes of d and of the
+// inputs in plane order; Z12 the lanes of both inputs, Z4/Z5 input 0's
+// sums of registers 0-1 and 2-3, Z8/Z9 input 1's.
+TEXT ·kminTilePlanesVNNI(SB), NOSPLIT, $0-88
+	KPARGS
+	VMOVDQU64 kminscidx<>+0(SB), Z13
+	VMOVDQU64 kminscidx<>+64(SB), Z15
+
+kptilerow:
+	KPROW
+
+kptileloop:
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	KPDOT(0, Z4, Z8)
+	KPDOT(64, Z4, Z8)
+	KPDOT(128, Z5, Z9)
+	KPDOT(192, Z5, Z9)
+	KPGATHER(Z4, Z8, Z0, Z1)
+	KPGATHER(Z5, Z9, Z1, Z2)
+	VPMOVZXWD  (R9), Z2
+	VPERMD     Z2, Z13, Z3
+	VPERMD     Z2, Z15, Z2
+	VPMULLD    Z3, Z0, Z0
+	VPMULLD    Z2, Z1, Z1
+	VPADDD     Z1, Z0, Z0
+	KPFIN
+	JNZ  kptileloop
+
+	VEXTRACTF64X4 $1, Z12, Y14
+	TESTQ R14, R14
+	JNZ   kptilefold
+	VMOVUPS Y12, (R11)
+	VMOVUPS Y14, (R8)
+	JMP   kptilenext
+
+kptilefold:
+	KFOLD(Y12, X12, (R14))
+	KFOLD(Y14, X14, (R15))
+	ADDQ $4, R14
+	ADDQ $4, R15
+
+kptilenext:
+	ADDQ $KDSIZE, AX
+	ADDQ $32, R11
+	ADDQ $32, R8
+	DECQ BX
+	JNZ  kptilerow
+	VZEROUPPER
+	RET
+
+// func kminTilePlanes1VNNI(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)
+//
+// kminTilePlanesVNNI for halves that share their scale (sc[2s] used): Z4
+// input 0's sums of all four registers, Z8 input 1's.
+TEXT ·kminTilePlanes1VNNI(SB), NOSPLIT, $0-88
+	KPARGS
+	VMOVDQU64 kminscidx<>+0(SB), Z13
+
+kp1tilerow:
+	KPROW
+
+kp1tileloop:
+	VPXORD Z4, Z4, Z4
+	VPXORD Z8, Z8, Z8
+	KPDOT(0, Z4, Z8)
+	KPDOT(64, Z4, Z8)
+	KPDOT(128, Z4, Z8)
+	KPDOT(192, Z4, Z8)
+	KPGATHER(Z4, Z8, Z0, Z1)
+	VPMOVZXWD  (R9), Z2
+	VPERMD     Z2, Z13, Z3
+	VPMULLD    Z3, Z0, Z0
+	KPFIN
+	JNZ  kp1tileloop
+
+	VEXTRACTF64X4 $1, Z12, Y14
+	TESTQ R14, R14
+	JNZ   kp1tilefold
+	VMOVUPS Y12, (R11)
+	VMOVUPS Y14, (R8)
+	JMP   kp1tilenext
+
+kp1tilefold:
+	KFOLD(Y12, X12, (R14))
+	KFOLD(Y14, X14, (R15))
+	ADDQ $4, R14
+	ADDQ $4, R15
+
+kp1tilenext:
+	ADDQ $KDSIZE, AX
+	ADDQ $32, R11
+	ADDQ $32, R8
+	DECQ BX
+	JNZ  kp1tilerow
+	VZEROUPPER
+	RET
+
+// ---- Q4_K straight to the min tiles' plane order (AVX-512 F): register r
+// of a group (planes 2r and 2r+1) lane L is sub-block s = L%8's dword
+// k = 2r + L/8, the low (s even) or high (s odd) nibbles of qs's dword
+// 8*(s/2) + k: picked from the 128 bytes of qs by VPERMI2D (kq4pidx + 64r),
+// shifted by 0 or 4 (kq4pidx + 256), masked; the scales, mins and factors
+// as kminDecodeQ4KAVX2 writes them.
+DATA kq4pidx<>+0(SB)/8, $0x0000000000000000
+DATA kq4pidx<>+8(SB)/8, $0x0000000800000008
+DATA kq4pidx<>+16(SB)/8, $0x0000001000000010
+DATA kq4pidx<>+24(SB)/8, $0x0000001800000018
+DATA kq4pidx<>+32(SB)/8, $0x0000000100000001
+DATA kq4pidx<>+40(SB)/8, $0x0000000900000009
+DATA kq4pidx<>+48(SB)/8, $0x0000001100000011
+DATA kq4pidx<>+56(SB)/8, $0x0000001900000019
+DATA kq4pidx<>+64(SB)/8, $0x0000000200000002
+DATA kq4pidx<>+72(SB)/8, $0x0000000a0000000a
+DATA kq4pidx<>+80(SB)/8, $0x0000001200000012
+DATA kq4pidx<>+88(SB)/8, $0x0000001a0000001a
+DATA kq4pidx<>+96(SB)/8, $0x0000000300000003
+DATA kq4pidx<>+104(SB)/8, $0x0000000b0000000b
+DATA kq4pidx<>+112(SB)/8, $0x0000001300000013
+DATA kq4pidx<>+120(SB)/8, $0x0000001b0000001b
+DATA kq4pidx<>+128(SB)/8, $0x0000000400000004
+DATA kq4pidx<>+136(SB)/8, $0x0000000c0000000c
+DATA kq4pidx<>+144(SB)/8, $0x0000001400000014
+DATA kq4pidx<>+152(SB)/8, $0x0000001c0000001c
+DATA kq4pidx<>+160(SB)/8, $0x0000000500000005
+DATA kq4pidx<>+168(SB)/8, $0x0000000d0000000d
+DATA kq4pidx<>+176(SB)/8, $0x0000001500000015
+DATA kq4pidx<>+184(SB)/8, $0x0000001d0000001d
+DATA kq4pidx<>+192(SB)/8, $0x0000000600000006
+DATA kq4pidx<>+200(SB)/8, $0x0000000e0000000e
+DATA kq4pidx<>+208(SB)/8, $0x0000001600000016
+DATA kq4pidx<>+216(SB)/8, $0x0000001e0000001e
+DATA kq4pidx<>+224(SB)/8, $0x0000000700000007
+DATA kq4pidx<>+232(SB)/8, $0x0000000f0000000f
+DATA kq4pidx<>+240(SB)/8, $0x0000001700000017
+DATA kq4pidx<>+248(SB)/8, $0x0000001f0000001f
+DATA kq4pidx<>+256(SB)/8, $0x0000000400000000
+DATA kq4pidx<>+264(SB)/8, $0x0000000400000000
+DATA kq4pidx<>+272(SB)/8, $0x0000000400000000
+DATA kq4pidx<>+280(SB)/8, $0x0000000400000000
+DATA kq4pidx<>+288(SB)/8, $0x0000000400000000
+DATA kq4pidx<>+296(SB)/8, $0x0000000400000000
+DATA kq4pidx<>+304(SB)/8, $0x0000000400000000
+DATA kq4pidx<>+312(SB)/8, $0x0000000400000000
+GLOBL kq4pidx<>(SB), RODATA|NOPTR, $320
+
+// KQ4PLANE(r, IDX): plane register r from qs in Z0 and Z1.
+#define KQ4PLANE(r, IDX) \
+	VMOVDQA64 IDX, Z6 \
+	VPERMI2D  Z1, Z0, Z6 \
+	VPSRLVD   Z12, Z6, Z6 \
+	VPANDD    Z13, Z6, Z6 \
+	VMOVDQU64 Z6, (64*r)(DI)
+
+// func kminDecodeQ4KPlanesAVX512(w *byte, groups int, d *kDecoded)
+TEXT ·kminDecodeQ4KPlanesAVX512(SB), NOSPLIT, $0-24
+	KDPROLOGUE
+	VMOVDQU64 kq4pidx<>+0(SB), Z8
+	VMOVDQU64 kq4pidx<>+64(SB), Z9
+	VMOVDQU64 kq4pidx<>+128(SB), Z10
+	VMOVDQU64 kq4pidx<>+192(SB), Z11
+	VMOVDQU64 kq4pidx<>+256(SB), Z12
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z13
+	TESTQ CX, CX
+	JZ    q4kpdone
+
+q4kploop:
+	VMOVDQU64 16(SI), Z0
+	VMOVDQU64 80(SI), Z1
+	KQ4PLANE(0, Z8)
+	KQ4PLANE(1, Z9)
+	KQ4PLANE(2, Z10)
+	KQ4PLANE(3, Z11)
+	K4HALVES
+	KDFACTORS(0, 2)
+	KDNEXT(144)
+	JNZ  q4kploop
+
+q4kpdone:
+	VZEROUPPER
+	RET
+
+// ---- Q5_K straight to plane order: Q4_K's nibbles (qs at 48), and bit 4
+// of sub-block s's byte j from bit s of qh[j] (at 16): plane register r
+// lane L takes qh's dword k = 2r + L/8 (VPERMD by kq5pidx + 64r), rotated
+// left by 4 - s (mod 32, kq5pidx + 256) so that bit s of each byte is at
+// its bit 4 (a rotation by less than 8 either way moves each byte's bit s
+// within the byte), masked by 0x10 and or-ed into the nibbles (VPTERNLOGD
+// 0xf8: A | B&C).
+DATA kq5pidx<>+0(SB)/8, $0x0000000000000000
+DATA kq5pidx<>+8(SB)/8, $0x0000000000000000
+DATA kq5pidx<>+16(SB)/8, $0x0000000000000000
+DATA kq5pidx<>+24(SB)/8, $0x0000000000000000
+DATA kq5pidx<>+32(SB)/8, $0x0000000100000001
+DATA kq5pidx<>+40(SB)/8, $0x0000000100000001
+DATA kq5pidx<>+48(SB)/8, $0x0000000100000001
+DATA kq5pidx<>+56(SB)/8, $0x0000000100000001
+DATA kq5pidx<>+64(SB)/8, $0x0000000200000002
+DATA kq5pidx<>+72(SB)/8, $0x0000000200000002
+DATA kq5pidx<>+80(SB)/8, $0x0000000200000002
+DATA kq5pidx<>+88(SB)/8, $0x0000000200000002
+DATA kq5pidx<>+96(SB)/8, $0x0000000300000003
+DATA kq5pidx<>+104(SB)/8, $0x0000000300000003
+DATA kq5pidx<>+112(SB)/8, $0x0000000300000003
+DATA kq5pidx<>+120(SB)/8, $0x0000000300000003
+DATA kq5pidx<>+128(SB)/8, $0x0000000400000004
+DATA kq5pidx<>+136(SB)/8, $0x0000000400000004
+DATA kq5pidx<>+144(SB)/8, $0x0000000400000004
+DATA kq5pidx<>+152(SB)/8, $0x0000000400000004
+DATA kq5pidx<>+160(SB)/8, $0x0000000500000005
+DATA kq5pidx<>+168(SB)/8, $0x0000000500000005
+DATA kq5pidx<>+176(SB)/8, $0x0000000500000005
+DATA kq5pidx<>+184(SB)/8, $0x0000000500000005
+DATA kq5pidx<>+192(SB)/8, $0x0000000600000006
+DATA kq5pidx<>+200(SB)/8, $0x0000000600000006
+DATA kq5pidx<>+208(SB)/8, $0x0000000600000006
+DATA kq5pidx<>+216(SB)/8, $0x0000000600000006
+DATA kq5pidx<>+224(SB)/8, $0x0000000700000007
+DATA kq5pidx<>+232(SB)/8, $0x0000000700000007
+DATA kq5pidx<>+240(SB)/8, $0x0000000700000007
+DATA kq5pidx<>+248(SB)/8, $0x0000000700000007
+DATA kq5pidx<>+256(SB)/8, $0x0000000300000004
+DATA kq5pidx<>+264(SB)/8, $0x0000000100000002
+DATA kq5pidx<>+272(SB)/8, $0x0000001f00000000
+DATA kq5pidx<>+280(SB)/8, $0x0000001d0000001e
+DATA kq5pidx<>+288(SB)/8, $0x0000000300000004
+DATA kq5pidx<>+296(SB)/8, $0x0000000100000002
+DATA kq5pidx<>+304(SB)/8, $0x0000001f00000000
+DATA kq5pidx<>+312(SB)/8, $0x0000001d0000001e
+GLOBL kq5pidx<>(SB), RODATA|NOPTR, $320
+
+// KQ5PLANE(r, IDX, HIDX): plane register r from qs in Z0 and Z1, qh in Z2.
+#define KQ5PLANE(r, IDX, HIDX) \
+	VMOVDQA64 IDX, Z6 \
+	VPERMI2D  Z1, Z0, Z6 \
+	VPSRLVD   Z12, Z6, Z6 \
+	VPANDD    Z13, Z6, Z6 \
+	VMOVDQU64 HIDX, Z7 \
+	VPERMD    Z2, Z7, Z7 \
+	VPROLVD   Z14, Z7, Z7 \
+	VPTERNLOGD $0xf8, Z15, Z7, Z6 \
+	VMOVDQU64 Z6, (64*r)(DI)
+
+// func kminDecodeQ5KPlanesAVX512(w *byte, groups int, d *kDecoded)
+TEXT ·kminDecodeQ5KPlanesAVX512(SB), NOSPLIT, $0-24
+	KDPROLOGUE
+	VMOVDQU64 kq4pidx<>+0(SB), Z8
+	VMOVDQU64 kq4pidx<>+64(SB), Z9
+	VMOVDQU64 kq4pidx<>+128(SB), Z10
+	VMOVDQU64 kq4pidx<>+192(SB), Z11
+	VMOVDQU64 kq4pidx<>+256(SB), Z12
+	VMOVDQU64 kq5pidx<>+256(SB), Z14
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z13
+	MOVL $0x10101010, AX
+	VPBROADCASTD AX, Z15
+	TESTQ CX, CX
+	JZ    q5kpdone
+
+q5kploop:
+	VMOVDQU64 48(SI), Z0
+	VMOVDQU64 112(SI), Z1
+	VMOVDQU   16(SI), Y2
+	KQ5PLANE(0, Z8, kq5pidx<>+0(SB))
+	KQ5PLANE(1, Z9, kq5pidx<>+64(SB))
+	KQ5PLANE(2, Z10, kq5pidx<>+128(SB))
+	KQ5PLANE(3, Z11, kq5pidx<>+192(SB))
+	K4HALVES
+	KDFACTORS(0, 2)
+	KDNEXT(176)
+	JNZ  q5kploop
+
+q5kpdone:
+	VZEROUPPER
+	RET

@@ -69,6 +69,23 @@ func TestKMinDecodersMatchPortable(t *testing.T) {
 							t.Fatalf("%s groups %d+%d on %s: sub-block %d: d %g dmin %g, want %g %g", typ, g0, ng, s.name, i, got.d[i], got.dmin[i], want.d[i], want.dmin[i])
 						}
 					}
+					// The tiles' layout: plane order where the set's
+					// kernel reads it; the rest as decodeKMin's.
+					tile := got
+					for i := range tile.w {
+						tile.w[i] = 0x55
+					}
+					s.k.decodeKMinTile(typ, row, g0, ng, &tile)
+					if s.k.kminPlanes {
+						copy(want.w[:], planesRef(want.w[:256*ng], 0))
+					}
+					same := tile.w == want.w && tile.sc == got.sc && tile.mn == got.mn
+					for i := range got.d {
+						same = same && sameFloat(tile.d[i], got.d[i]) && sameFloat(tile.dmin[i], got.dmin[i])
+					}
+					if !same {
+						t.Fatalf("%s groups %d+%d on %s: the tiles' decode differs (plane order: %v)", typ, g0, ng, s.name, s.k.kminPlanes)
+					}
 				}
 			}
 		}
