@@ -81,7 +81,8 @@ type kernelSet struct {
 	q8lanes [quant.NumTypes]func(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool
 	lanes   [quant.NumTypes]int
 	// q8decode decodes groups g0..g0+ng-1 of a row into d's groups
-	// at..at+ng-1 for DotQ8Rows, and q8dotDecoded adds their terms against one activation row to the lanes.
+	// at..at+ng-1 for the tiles (MatMulQ8, DotQ8Rows), and q8dotDecoded
+	// adds their terms against one activation row to the lanes.
 	q8decode     [quant.NumTypes]func(row []byte, g0, ng int, d *q8Decoded, at int)
 	q8dotDecoded func(d *q8Decoded, ng int, x *Q8Row, g0 int, l *[8]float32)
 	// q8quant is QuantizeQ8Row's loop over whole blocks, codes, scales,
@@ -111,12 +112,11 @@ type kernelSet struct {
 	q8decodeHalves [quant.NumTypes]func(row []byte, g0, ng int, d *q8Decoded)
 	q8dotTile2H    func(d *[qmmRows]q8Decoded, nr, ng int, x0, x1 *Q8Row, g0 int, l0, l1 [][8]float32, o0, o1 []float32)
 	// kminDecode decodes groups of a K-quant row with a min for the min
-	// tiles (qmm_k.go), and kminTile2 is their kernel for two inputs; with
-	// kminPlanes it reads the decoded chunks' and the inputs' codes in
-	// plane order (tilePlanes', unbiased).
+	// tiles (qmm_k.go), and kminTile2 is their kernel for two inputs; where
+	// k has tilePlanes (kminPlanes) it reads the decoded chunks' and the
+	// inputs' codes in plane order (tilePlanes', unbiased).
 	kminDecode [quant.NumTypes]func(row []byte, g0, ng int, d *kDecoded)
 	kminTile2  [quant.NumTypes]func(d *[qmmRows]kDecoded, nr, ng int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, l0, l1 [][8]float32, o0, o1 []float32)
-	kminPlanes bool
 	// kminDecodePlanes decodes as kminDecode does, the codes straight to
 	// plane order, where k has such a decoder for the type.
 	kminDecodePlanes [quant.NumTypes]func(row []byte, g0, ng int, d *kDecoded)

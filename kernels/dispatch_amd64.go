@@ -115,16 +115,15 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8rows[quant.Q8_0] = rowsQ8_0AVX512
 		k.q8lanes[quant.Q8_0], k.lanes[quant.Q8_0] = lanesQ8_0AVX512, q8Walk512.n
 		k.q8rows[quant.Q4_K] = kRowsAVX512(q4kRows)
-		k.q8lanes[quant.Q4_K], k.lanes[quant.Q4_K] = kLanesAVX512(q4kRows), iq4Streams
+		k.q8lanes[quant.Q4_K], k.lanes[quant.Q4_K] = kLanesAVX512(q4kRows), rowStreams
 		k.q8rows[quant.Q5_K] = kRowsAVX512(q5kRows)
-		k.q8lanes[quant.Q5_K], k.lanes[quant.Q5_K] = kLanesAVX512(q5kRows), iq4Streams
+		k.q8lanes[quant.Q5_K], k.lanes[quant.Q5_K] = kLanesAVX512(q5kRows), rowStreams
 		k.q8rows[quant.Q6_K] = kRowsAVX512(q6kRows)
-		k.q8lanes[quant.Q6_K], k.lanes[quant.Q6_K] = kLanesAVX512(q6kRows), iq4Streams
+		k.q8lanes[quant.Q6_K], k.lanes[quant.Q6_K] = kLanesAVX512(q6kRows), rowStreams
 		k.tilePlanes, k.q8dotTilePlanes = tilePlanesVector, q8dotTilePlanesVector
 		k.kminTile2[quant.Q2_K] = kminTilePlanesVector
 		k.kminTile2[quant.Q4_K] = kminTilePlanes1Vector // halves of one scale
 		k.kminTile2[quant.Q5_K] = kminTilePlanes1Vector
-		k.kminPlanes = true
 		k.kminDecodePlanes[quant.Q4_K] = kminDecodeQ4KPlanes
 		k.kminDecodePlanes[quant.Q5_K] = kminDecodeQ5KPlanes
 		k.paths = "avx2+f16c+avx512vnni"
@@ -133,9 +132,9 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		// The IQ4_NL and IQ3_S row kernels and the nibble types' plane
 		// decoders add VBMI (VPERMB, VPERMT2B, VPERMI2B).
 		k.q8rows[quant.IQ4_NL] = rowsIQ4NLAVX512
-		k.q8lanes[quant.IQ4_NL], k.lanes[quant.IQ4_NL] = lanesIQ4NLAVX512, iq4Streams
+		k.q8lanes[quant.IQ4_NL], k.lanes[quant.IQ4_NL] = lanesIQ4NLAVX512, rowStreams
 		k.q8rows[quant.IQ3_S] = rowsIQ3SAVX512
-		k.q8lanes[quant.IQ3_S], k.lanes[quant.IQ3_S] = lanesIQ3SAVX512, iq4Streams
+		k.q8lanes[quant.IQ3_S], k.lanes[quant.IQ3_S] = lanesIQ3SAVX512, rowStreams
 		k.q8decodePlanes[quant.IQ4_NL] = q8decodeIQ4NLPlanes
 		k.q8decodePlanes[quant.Q4_0] = q8decodeQ4_0Planes
 		k.paths += "+vbmi"

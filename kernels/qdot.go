@@ -345,8 +345,10 @@ func (k *kernelSet) dotQ8Rows(t quant.Type, row []byte, xs []*Q8Row, out []float
 		}
 	}
 	if !tiledQ8(t) || len(xs) == 1 || len(xs) < k.tileMinInputs(t) || n == 0 || !tilePadded(xs, n/32) {
+		checkDotQ8(t, len(row), xs[0]) // every x is n long
+		f := k.q8dot[t]
 		for r, x := range xs {
-			out[r] = k.dotQ8(t, row, x)
+			out[r] = dotQ8With(f, t, row, x)
 		}
 		return
 	}

@@ -81,7 +81,6 @@ func TestMatBF16KernelsGuarded(t *testing.T) {
 	for _, s := range testSets() {
 		runners = append(runners, namedBF16Mat{s.name, s.k.matBF16})
 	}
-	const sentinel = 0x7fa5a5a5
 	for _, n := range bf16TestLengths(rng) {
 		rows, ntok := 1+rng.IntN(11), 1+rng.IntN(7)
 		if n > 1024 {
@@ -100,14 +99,14 @@ func TestMatBF16KernelsGuarded(t *testing.T) {
 		buf := make([]float32, band+ntok*rows+band)
 		for _, s := range runners {
 			for i := range buf {
-				buf[i] = math.Float32frombits(sentinel)
+				buf[i] = math.Float32frombits(guard)
 			}
 			out := buf[band : band+ntok*rows]
 			s.f(&m, lo, hi, xs, out)
 			for i, v := range buf {
 				tk, r := (i-band)/max(rows, 1), (i-band)%max(rows, 1)
 				in := i >= band && i < band+ntok*rows && r >= lo && r < hi
-				if !in && math.Float32bits(v) != sentinel {
+				if !in && math.Float32bits(v) != guard {
 					t.Fatalf("n=%d rows %d [%d, %d) inputs %d on %s: wrote %g at %d", n, rows, lo, hi, ntok, s.name, v, i-band)
 				}
 				if in && !sameFloat(v, want[tk*rows+r]) {
@@ -125,7 +124,6 @@ func TestMatBF16KernelsGuarded(t *testing.T) {
 // outputs.
 func TestMatBF16PoolThreads(t *testing.T) {
 	rng := rand.New(rand.NewPCG(73, 74))
-	const sentinel = 0x7fa5a5a5
 	for _, sh := range []struct{ cols, rows, ntok int }{{256, 256, 64}, {300, 203, 7}, {2560, 67, 4}, {2560, 9, 1}, {100, 1000, 10}} {
 		m, xs := bf16TestMatrix(rng, sh.cols, sh.rows, sh.ntok)
 		want := make([]float32, sh.ntok*sh.rows)
@@ -137,7 +135,7 @@ func TestMatBF16PoolThreads(t *testing.T) {
 		guarded := func(n int) []float32 {
 			b := make([]float32, n+16)
 			for i := range b {
-				b[i] = math.Float32frombits(sentinel)
+				b[i] = math.Float32frombits(guard)
 			}
 			return b
 		}
@@ -145,7 +143,7 @@ func TestMatBF16PoolThreads(t *testing.T) {
 			t.Helper()
 			for i, v := range b {
 				if i >= len(want) {
-					if math.Float32bits(v) != sentinel {
+					if math.Float32bits(v) != guard {
 						t.Fatalf("%d x %d, %d inputs, threads=%d: %s wrote %g past its outputs", sh.cols, sh.rows, sh.ntok, th, what, v)
 					}
 				} else if !sameFloat(v, want[i]) {

@@ -48,9 +48,9 @@ GLOBL xxsIdx2<>(SB), RODATA|NOPTR, $16
 DATA xxs7f<>+0(SB)/4, $0x7f
 GLOBL xxs7f<>(SB), RODATA|NOPTR, $4
 
-// XXSSIGNS(Xw): K3 = the 64 sign bits of the two sign words in Xw's
+// XXSSIGNS: K3 = the 64 sign bits of the two sign words in X2's
 // dwords (after the permutation in Y13).
-#define XXSSIGNS(Xw) \
+#define XXSSIGNS \
 	VPERMD  Y2, Y13, Y2 \
 	VPSRLVD Y14, Y2, Y2 \
 	VPAND   Y15, Y2, Y2 \
@@ -87,7 +87,7 @@ GLOBL xxs7f<>(SB), RODATA|NOPTR, $4
 	KXNORW     K2, K2, K2 \
 	VPGATHERDD (R10)(Z0*4), K2, Z1 \
 	VMOVQ      (66+8*i)(SI), X2 \
-	XXSSIGNS(X2) \
+	XXSSIGNS \
 	XXSDOT(i, Zs, Yhi)
 
 // IQ2XXSQ(i, Zs, Yhi): quarter i of an IQ2_XXS block (66 bytes: fp16 d,
@@ -98,7 +98,7 @@ GLOBL xxs7f<>(SB), RODATA|NOPTR, $4
 	VPMOVZXBD  X0, Y0 \
 	KXNORB     K2, K2, K2 \
 	VPGATHERDQ (R10)(Y0*8), K2, Z1 \
-	XXSSIGNS(X2) \
+	XXSSIGNS \
 	XXSDOT(i, Zs, Yhi)
 
 #define XXSPROLOGUE(perm) \
@@ -145,7 +145,7 @@ GLOBL xxs7f<>(SB), RODATA|NOPTR, $4
 	KXNORW     K2, K2, K2 \
 	VPGATHERDD (R10)(Z0*4), K2, Z1 \
 	VMOVQ      (66+8*i)(SI), X2 \
-	XXSSIGNS(X2) \
+	XXSSIGNS \
 	XXSDEC(i)
 
 #define IQ2XXSDEC(i) \
@@ -154,7 +154,7 @@ GLOBL xxs7f<>(SB), RODATA|NOPTR, $4
 	VPMOVZXBD  X0, Y0 \
 	KXNORB     K2, K2, K2 \
 	VPGATHERDQ (R10)(Y0*8), K2, Z1 \
-	XXSSIGNS(X2) \
+	XXSSIGNS \
 	XXSDEC(i)
 
 #define XXSDECPROLOGUE(perm) \

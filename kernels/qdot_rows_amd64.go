@@ -301,10 +301,10 @@ func rowsQ8_0AVX2(m *Matrix, lo, hi int, x *Q8Row, out []float32, s q8Streams) b
 //go:noescape
 func iq4RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[3]uint64, out *float32, boff, ooff, n, pf int)
 
-// iq4Streams and iq4PrefetchDist are how the IQ4_NL row kernel walks a
-// range of rows: four streams, each prefetched 2048 bytes ahead by
-// PREFETCHT0 (Q8_0's walk on AVX-512, q8Walk512).
-const iq4Streams, iq4PrefetchDist = 4, 2048
+// rowStreams and rowPrefetch are how the IQ4_NL, IQ3_S and K-quant row
+// kernels walk a range of rows: Q8_0's walk on AVX-512 (q8Walk512), four
+// streams, each prefetched 2048 bytes ahead by PREFETCHT0.
+var rowStreams, rowPrefetch = q8Walk512.n, q8Walk512.pf
 
 // iq4Args are the arguments of iq4RowsAVX512 that depend on the row
 // length alone, or ok false where x lacks the padding a partial last
@@ -320,17 +320,17 @@ func iq4Args(m *Matrix, x *Q8Row) (groups, tail int, masks [3]uint64, ok bool) {
 }
 
 // rowsIQ4NLAVX512 is a kernelSet.q8rows entry for IQ4_NL: the range cut
-// into iq4Streams parts, row i of each beside row i of the others, the
+// into rowStreams parts, row i of each beside row i of the others, the
 // rows left over from a whole number of parts one at a time.
 func rowsIQ4NLAVX512(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 	groups, tail, masks, ok := iq4Args(m, x)
 	if !ok {
 		return false
 	}
-	if part := (hi - lo) / iq4Streams; part > 0 {
+	if part := (hi - lo) / rowStreams; part > 0 {
 		iq4RowsAVX512(&m.Data[lo*m.RowBytes], m.RowBytes, part, &x.qs[0], &x.d[0], &x.sums[0],
-			groups, tail, &masks, &out[lo], part*m.RowBytes, 4*part, iq4Streams, iq4PrefetchDist)
-		lo += iq4Streams * part
+			groups, tail, &masks, &out[lo], part*m.RowBytes, 4*part, rowStreams, rowPrefetch)
+		lo += rowStreams * part
 	}
 	if lo < hi {
 		iq4RowsAVX512(&m.Data[lo*m.RowBytes], m.RowBytes, hi-lo, &x.qs[0], &x.d[0], &x.sums[0],
@@ -340,15 +340,15 @@ func rowsIQ4NLAVX512(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 }
 
 // lanesIQ4NLAVX512 is a kernelSet.q8lanes entry for IQ4_NL: the kernel's
-// iq4Streams streams on lanes lane rows apart.
+// rowStreams streams on lanes lane rows apart.
 func lanesIQ4NLAVX512(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool {
 	groups, tail, masks, ok := iq4Args(m, x)
 	if !ok {
 		return false
 	}
-	_, _ = m.Data[(row+(iq4Streams-1)*lane+steps)*m.RowBytes-1], out[row+(iq4Streams-1)*lane+steps-1]
+	_, _ = m.Data[(row+(rowStreams-1)*lane+steps)*m.RowBytes-1], out[row+(rowStreams-1)*lane+steps-1]
 	iq4RowsAVX512(&m.Data[row*m.RowBytes], m.RowBytes, steps, &x.qs[0], &x.d[0], &x.sums[0],
-		groups, tail, &masks, &out[row], lane*m.RowBytes, 4*lane, iq4Streams, iq4PrefetchDist)
+		groups, tail, &masks, &out[row], lane*m.RowBytes, 4*lane, rowStreams, rowPrefetch)
 	return true
 }
 
@@ -375,21 +375,21 @@ var iq3sNibbles = func() *[1024]byte {
 // iq3Blocks is how many IQ3_S blocks a row of m has, or ok false where x
 // lacks the plane order (or the row has no blocks).
 func iq3Blocks(m *Matrix, x *Q8Row) (blocks int, ok bool) {
-	blocks = m.Cols / 256
-	return blocks, blocks > 0 && len(x.q2) == m.Cols && len(x.d) == m.Cols/32
+	blocks, ok = kBlocks(m, x)
+	return blocks, ok && len(x.q2) == m.Cols
 }
 
 // rowsIQ3SAVX512 is a kernelSet.q8rows entry for IQ3_S: rowsIQ4NLAVX512's
-// walk (iq4Streams parts, prefetched iq4PrefetchDist ahead).
+// walk (rowStreams parts, prefetched rowPrefetch ahead).
 func rowsIQ3SAVX512(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 	blocks, ok := iq3Blocks(m, x)
 	if !ok {
 		return false
 	}
-	if part := (hi - lo) / iq4Streams; part > 0 {
+	if part := (hi - lo) / rowStreams; part > 0 {
 		iq3RowsAVX512(&m.Data[lo*m.RowBytes], m.RowBytes, part, &x.q2[0], &x.d[0], blocks, &iq3sNibbles[0],
-			&out[lo], part*m.RowBytes, 4*part, iq4Streams, iq4PrefetchDist)
-		lo += iq4Streams * part
+			&out[lo], part*m.RowBytes, 4*part, rowStreams, rowPrefetch)
+		lo += rowStreams * part
 	}
 	if lo < hi {
 		iq3RowsAVX512(&m.Data[lo*m.RowBytes], m.RowBytes, hi-lo, &x.q2[0], &x.d[0], blocks, &iq3sNibbles[0],
@@ -399,15 +399,15 @@ func rowsIQ3SAVX512(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 }
 
 // lanesIQ3SAVX512 is a kernelSet.q8lanes entry for IQ3_S: the kernel's
-// iq4Streams streams on lanes lane rows apart.
+// rowStreams streams on lanes lane rows apart.
 func lanesIQ3SAVX512(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool {
 	blocks, ok := iq3Blocks(m, x)
 	if !ok {
 		return false
 	}
-	_, _ = m.Data[(row+(iq4Streams-1)*lane+steps)*m.RowBytes-1], out[row+(iq4Streams-1)*lane+steps-1]
+	_, _ = m.Data[(row+(rowStreams-1)*lane+steps)*m.RowBytes-1], out[row+(rowStreams-1)*lane+steps-1]
 	iq3RowsAVX512(&m.Data[row*m.RowBytes], m.RowBytes, steps, &x.q2[0], &x.d[0], blocks, &iq3sNibbles[0],
-		&out[row], lane*m.RowBytes, 4*lane, iq4Streams, iq4PrefetchDist)
+		&out[row], lane*m.RowBytes, 4*lane, rowStreams, rowPrefetch)
 	return true
 }
 
@@ -446,17 +446,17 @@ func kBlocks(m *Matrix, x *Q8Row) (blocks int, ok bool) {
 }
 
 // kRowsAVX512 is a kernelSet.q8rows entry running the K-quant row kernel
-// k: rowsIQ4NLAVX512's walk (iq4Streams parts, prefetched
-// iq4PrefetchDist ahead).
+// k: rowsIQ4NLAVX512's walk (rowStreams parts, prefetched
+// rowPrefetch ahead).
 func kRowsAVX512(k kRowsKernel) func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 	return func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 		blocks, ok := kBlocks(m, x)
 		if !ok {
 			return false
 		}
-		if part := (hi - lo) / iq4Streams; part > 0 {
-			k(&m.Data[lo*m.RowBytes], m.RowBytes, part, x, blocks, &out[lo], part*m.RowBytes, 4*part, iq4Streams, iq4PrefetchDist)
-			lo += iq4Streams * part
+		if part := (hi - lo) / rowStreams; part > 0 {
+			k(&m.Data[lo*m.RowBytes], m.RowBytes, part, x, blocks, &out[lo], part*m.RowBytes, 4*part, rowStreams, rowPrefetch)
+			lo += rowStreams * part
 		}
 		if lo < hi {
 			k(&m.Data[lo*m.RowBytes], m.RowBytes, hi-lo, x, blocks, &out[lo], 0, 0, 1, 0)
@@ -466,15 +466,15 @@ func kRowsAVX512(k kRowsKernel) func(m *Matrix, lo, hi int, x *Q8Row, out []floa
 }
 
 // kLanesAVX512 is a kernelSet.q8lanes entry running the K-quant row
-// kernel k: its iq4Streams streams on lanes lane rows apart.
+// kernel k: its rowStreams streams on lanes lane rows apart.
 func kLanesAVX512(k kRowsKernel) func(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool {
 	return func(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool {
 		blocks, ok := kBlocks(m, x)
 		if !ok {
 			return false
 		}
-		_, _ = m.Data[(row+(iq4Streams-1)*lane+steps)*m.RowBytes-1], out[row+(iq4Streams-1)*lane+steps-1]
-		k(&m.Data[row*m.RowBytes], m.RowBytes, steps, x, blocks, &out[row], lane*m.RowBytes, 4*lane, iq4Streams, iq4PrefetchDist)
+		_, _ = m.Data[(row+(rowStreams-1)*lane+steps)*m.RowBytes-1], out[row+(rowStreams-1)*lane+steps-1]
+		k(&m.Data[row*m.RowBytes], m.RowBytes, steps, x, blocks, &out[row], lane*m.RowBytes, 4*lane, rowStreams, rowPrefetch)
 		return true
 	}
 }

@@ -79,11 +79,9 @@ type qmmScratch struct {
 	pad   [q8GroupBytesMax]byte
 	lanes [][8]float32
 	// planes and sums: the block's inputs' codes in plane order
-	// (tilePlanes) and -128 x their sums, and the outputs of a last odd
-	// input's twin (the plane tiles run pairs).
+	// (tilePlanes) and -128 x their sums.
 	planes []int8
 	sums   []int32
-	twin   [qmmRows]float32
 }
 
 // planeInput is an input of q8dotTilePlanes from a group g0 on: its codes
@@ -150,11 +148,15 @@ func (p *Pool) MatMulQ8To(m *Matrix, xs []*Q8Row, outs [][]float32) {
 		return
 	}
 	if !tiledQ8(m.Type) || ntok < host.tileMinInputs(m.Type) || !tilePadded(xs, m.Cols/32) {
+		// One DotQ8 per output, the shapes (all xs m.Cols long) checked
+		// and the kernel looked up once.
+		checkDotQ8(m.Type, m.RowBytes, xs[0])
+		f := host.q8dot[m.Type]
 		p.Parallel(rows, m.Cols*ntok, func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				row := m.Row(r)
 				for t, x := range xs {
-					outs[t][r] = DotQ8(m.Type, row, x)
+					outs[t][r] = dotQ8With(f, m.Type, row, x)
 				}
 			}
 		})
@@ -200,9 +202,7 @@ func (k *kernelSet) matMulQ8Block(m *Matrix, xs []*Q8Row, outs [][]float32, r0, 
 	// A last group of at most 4 sub-blocks runs as a half group.
 	halfLast := nsub%8 != 0 && nsub%8 <= 4
 	planes := k.q8dotTilePlanes != nil && !tileHalves(m.Type)
-	nl := ntok
 	if planes {
-		nl = ntok + ntok%2 // an odd last input's twin
 		if cap(sc.planes) < 256*groups*ntok {
 			sc.planes = make([]int8, 256*groups*ntok)
 			sc.sums = make([]int32, 8*groups*ntok)
@@ -215,10 +215,10 @@ func (k *kernelSet) matMulQ8Block(m *Matrix, xs []*Q8Row, outs [][]float32, r0, 
 			}
 		}
 	}
-	if cap(sc.lanes) < qmmRows*nl {
-		sc.lanes = make([][8]float32, qmmRows*nl)
+	if cap(sc.lanes) < qmmRows*ntok {
+		sc.lanes = make([][8]float32, qmmRows*ntok)
 	}
-	lanes := sc.lanes[:qmmRows*nl]
+	lanes := sc.lanes[:qmmRows*ntok]
 	for rt := r0; rt < r1; rt += qmmRows {
 		nr := min(qmmRows, r1-rt)
 		if !planes {
@@ -391,12 +391,11 @@ func (k *kernelSet) decodeChunk(t quant.Type, row []byte, nsub, g0, ng int, d *q
 		// The row's last group, when partial (a 640-wide row's last 4
 		// sub-blocks): its blocks copied beside zero blocks and decoded as
 		// a whole group; the sub-blocks past the row are cleared below.
-		ti, _ := quant.Info(t)
-		if rest := nsub - s; whole < ng && rest > 0 && 32*rest%ti.BlockElements == 0 {
-			if gb := 256 / ti.BlockElements * ti.BlockBytes; gb <= len(pad) {
-				n := copy(pad[:32*rest/ti.BlockElements*ti.BlockBytes], row[gb*(g0+whole):])
-				clear(pad[n:gb])
-				dec(pad[:gb], 0, 1, d, whole)
+		if rest := nsub - s; whole < ng && rest > 0 {
+			ti, _ := quant.Info(t)
+			if gb := 256 / ti.BlockElements * ti.BlockBytes; gb <= len(pad) && 32*rest%ti.BlockElements == 0 {
+				at := gb * (g0 + whole)
+				dec(padGroup(row[at:at+32*rest/ti.BlockElements*ti.BlockBytes], gb, pad), 0, 1, d, whole)
 				s = nsub
 			}
 		}
@@ -435,10 +434,16 @@ func (k *kernelSet) decodeChunkPlanes(t quant.Type, row []byte, nsub, g0, ng int
 	if whole < ng {
 		ti, _ := quant.Info(t) // blocks of 32 weights
 		gb := 8 * ti.BlockBytes
-		n := copy(pad[:gb], row[gb*(g0+whole):])
-		clear(pad[n:gb])
-		dec(pad[:gb], 0, 1, d, whole)
+		dec(padGroup(row[gb*(g0+whole):], gb, pad), 0, 1, d, whole)
 	}
+}
+
+// padGroup is a group of gb bytes in pad: the blocks of src (a row's last,
+// partial group) beside zero blocks.
+func padGroup(src []byte, gb int, pad *[q8GroupBytesMax]byte) []byte {
+	n := copy(pad[:gb], src)
+	clear(pad[n:gb])
+	return pad[:gb]
 }
 
 // tileDot2 adds, for each of the first nr rows' decoded chunks d[i], the

@@ -110,7 +110,7 @@ func (k *kernelSet) decodeKMin(t quant.Type, row []byte, g0, ng int, d *kDecoded
 // decodeKMinTile is decodeKMin into the layout k's min tiles read: with
 // kminPlanes, the codes in plane order (tilePlanes', unbiased).
 func (k *kernelSet) decodeKMinTile(t quant.Type, row []byte, g0, ng int, d *kDecoded) {
-	if !k.kminPlanes {
+	if !k.kminPlanes() {
 		k.decodeKMin(t, row, g0, ng, d)
 		return
 	}
@@ -179,7 +179,7 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 		kxFill(m.Type, x, kx[t*groups:(t+1)*groups])
 	}
 	xq := func(t, g0 int) []int8 { return xs[t].qs[256*g0:] }
-	if k.kminPlanes {
+	if k.kminPlanes() {
 		if cap(sc.xp) < 256*groups*ntok {
 			sc.xp = make([]int8, 256*groups*ntok)
 		}
@@ -240,8 +240,12 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 // (211-216 against 216-224 tokens per CPU-s: its weights stream from memory
 // and the single-row kernels prefetch them).
 func (k *kernelSet) kminTileMinInputs() int {
-	if k.kminPlanes {
+	if k.kminPlanes() {
 		return 3
 	}
 	return 4
 }
+
+// kminPlanes reports whether k's min tiles read plane order: the sets with
+// the plane transposer bind the plane kernels (kminTile2).
+func (k *kernelSet) kminPlanes() bool { return k.tilePlanes != nil }

@@ -67,20 +67,7 @@ func kminTile2AVX2(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *
 // kminTile2Vector is the min tiles' kernel on AVX2: the first nr chunks of
 // d, ng groups each, against two inputs (codes and records from the chunk's
 // first group on) into their lanes, or folded into o0 and o1.
-func kminTile2Vector(d *[qmmRows]kDecoded, nr, ng int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, l0, l1 [][8]float32, o0, o1 []float32) {
-	if nr < 1 || ng < 1 {
-		return
-	}
-	_, _ = xq0[256*ng-1], xq1[256*ng-1]
-	_, _ = kx0[ng-1], kx1[ng-1]
-	_, _ = l0[nr-1], l1[nr-1]
-	var p0, p1 *float32
-	if o0 != nil {
-		_, _ = o0[nr-1], o1[nr-1]
-		p0, p1 = &o0[0], &o1[0]
-	}
-	kminTile2AVX2(&d[0], nr, ng, &xq0[0], &kx0[0], &xq1[0], &kx1[0], &l0[0], &l1[0], p0, p1)
-}
+var kminTile2Vector = kminTileKernel(kminTile2AVX2)
 
 //go:noescape
 func qmmDecodeQ3KAVX2(w *byte, groups int, out *int8, mh *int16, dw *float32)
@@ -101,10 +88,10 @@ func kminTilePlanesVNNI(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, 
 //go:noescape
 func kminTilePlanes1VNNI(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)
 
-// kminTilePlanes wraps a min tiles' kernel on AVX-512 VNNI (qmm_k_amd64.s)
-// as a kernelSet.kminTile2 entry: kminTile2Vector's contract, but d's and
-// the inputs' codes in plane order (tilePlanes').
-func kminTilePlanes(f func(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)) func(d *[qmmRows]kDecoded, nr, ng int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, l0, l1 [][8]float32, o0, o1 []float32) {
+// kminTileKernel wraps a min tiles' kernel (qmm_k_amd64.s) as a
+// kernelSet.kminTile2 entry; the AVX-512 VNNI kernels read d's and the
+// inputs' codes in plane order (tilePlanes').
+func kminTileKernel(f func(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)) func(d *[qmmRows]kDecoded, nr, ng int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, l0, l1 [][8]float32, o0, o1 []float32) {
 	return func(d *[qmmRows]kDecoded, nr, ng int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, l0, l1 [][8]float32, o0, o1 []float32) {
 		if nr < 1 || ng < 1 {
 			return
@@ -122,6 +109,6 @@ func kminTilePlanes(f func(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGrou
 }
 
 var (
-	kminTilePlanesVector  = kminTilePlanes(kminTilePlanesVNNI)
-	kminTilePlanes1Vector = kminTilePlanes(kminTilePlanes1VNNI)
+	kminTilePlanesVector  = kminTileKernel(kminTilePlanesVNNI)
+	kminTilePlanes1Vector = kminTileKernel(kminTilePlanes1VNNI)
 )

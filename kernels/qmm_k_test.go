@@ -71,12 +71,18 @@ func TestKMinDecodersMatchPortable(t *testing.T) {
 					}
 					// The tiles' layout: plane order where the set's
 					// kernel reads it; the rest as decodeKMin's.
-					tile := got
+					var tile kDecoded
 					for i := range tile.w {
 						tile.w[i] = 0x55
 					}
+					for i := range tile.sc {
+						tile.sc[i], tile.mn[i] = 0x5555, 0x5555
+					}
+					for i := range tile.d[:8*ng] {
+						tile.d[i], tile.dmin[i] = math.Float32frombits(guard), math.Float32frombits(guard)
+					}
 					s.k.decodeKMinTile(typ, row, g0, ng, &tile)
-					if s.k.kminPlanes {
+					if s.k.kminPlanes() {
 						copy(want.w[:], planesRef(want.w[:256*ng], 0))
 					}
 					same := tile.w == want.w && tile.sc == got.sc && tile.mn == got.mn
@@ -84,7 +90,7 @@ func TestKMinDecodersMatchPortable(t *testing.T) {
 						same = same && sameFloat(tile.d[i], got.d[i]) && sameFloat(tile.dmin[i], got.dmin[i])
 					}
 					if !same {
-						t.Fatalf("%s groups %d+%d on %s: the tiles' decode differs (plane order: %v)", typ, g0, ng, s.name, s.k.kminPlanes)
+						t.Fatalf("%s groups %d+%d on %s: the tiles' decode differs (plane order: %v)", typ, g0, ng, s.name, s.k.kminPlanes())
 					}
 				}
 			}

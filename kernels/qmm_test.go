@@ -96,8 +96,11 @@ func TestDecodeChunkPlanes(t *testing.T) {
 		}
 		for _, bias := range []byte{0, 0x80} {
 			got := make([]int8, len(src)+7)
+			for i := range got[len(src):] {
+				got[len(src)+i] = 0x55
+			}
 			s.k.tilePlanes(got[:len(src)], src, bias)
-			if want := planesRef(src, bias); !slices.Equal(got[:len(src)], want) || got[len(src)] != 0 {
+			if want := planesRef(src, bias); !slices.Equal(got[:len(src)], want) || !slices.Equal(got[len(src):], []int8{0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55}) {
 				t.Fatalf("tilePlanes on %s, bias %#x: %v, want %v", s.name, bias, got, want)
 			}
 		}

@@ -44,7 +44,7 @@ faster). Our engine runs in fast mode unless --exact.`,
 	cli.Threads(fl, &f.threads, "threads of both engines (0: GOMAXPROCS)")
 	cli.IntVar(fl, &f.prompt, "prompt", 64, 1, maxCtx, "prompt tokens of the prefill test")
 	cli.IntVar(fl, &f.gen, "gen", 64, 1, maxCtx, "decode steps of the decode test")
-	cli.IntVar(fl, &f.pairs, "pairs", 15, 1, 10000, "interleaved pairs per model and thread count")
+	cli.IntVar(fl, &f.pairs, "pairs", 15, 1, 10000, "interleaved pairs per model")
 	exactFlag(fl, &f.exact, "our engine")
 	return cmd
 }
