@@ -26,7 +26,9 @@ type cpuFeatures struct {
 	// avx512gfni: AVX-512 F, BW, VBMI (VPERMT2B) and GFNI
 	// (VGF2P8AFFINEQB).
 	avx512gfni bool
-	brand      string
+	// bmi2: PEXT and PDEP.
+	bmi2  bool
+	brand string
 }
 
 // hostCPU is read once, at start-up.
@@ -38,6 +40,7 @@ var hostCPU = cpuFeatures{
 	avx512vbmi: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VBMI),
 	avx512bf16: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512BF16),
 	avx512gfni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VBMI, cpuid.GFNI),
+	bmi2:       cpuid.CPU.Supports(cpuid.BMI2),
 	brand:      cpuid.CPU.BrandName,
 }
 

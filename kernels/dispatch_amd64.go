@@ -104,6 +104,12 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8decode[quant.IQ3_XXS] = q8decodeIQ3XXSVector512
 		k.q8decode[quant.IQ2_XXS] = q8decodeIQ2XXSVector512
 		k.q8decode[quant.IQ3_S] = q8decodeIQ3SVector512
+		k.q8decode[quant.IQ1_S] = q8decodeIQ1SVector512
+		k.q8decodeHalves[quant.IQ2_XS] = iqHalvesDecoder(quant.IQ2_XS, q8decodeIQ2XSAVX512)
+		k.q8decodeHalves[quant.IQ2_S] = iqHalvesDecoder(quant.IQ2_S, q8decodeIQ2SAVX512)
+		if c.bmi2 { // PEXT, PDEP
+			k.q8decodeHalves[quant.IQ1_M] = iqHalvesDecoder(quant.IQ1_M, q8decodeIQ1MAVX512)
+		}
 		k.q8dot[quant.Q2_K] = q8dotQ2KVector512
 		k.q8dot[quant.Q3_K] = q8dotQ3KVector512
 		k.q8dot[quant.Q5_K] = q8dotQ5KVector512

@@ -15,7 +15,7 @@ func testSets() []namedSet {
 	var out []namedSet
 	for mask := 0; mask < 128; mask++ {
 		want := cpuFeatures{avx: mask&1 != 0, f16c: mask&2 != 0, avx2: mask&4 != 0, avx512vnni: mask&8 != 0, avx512bf16: mask&16 != 0,
-			avx512gfni: mask&32 != 0, avx512vbmi: mask&64 != 0, brand: hostCPU.brand}
+			avx512gfni: mask&32 != 0, avx512vbmi: mask&64 != 0, bmi2: hostCPU.bmi2, brand: hostCPU.brand}
 		c := cpuFeatures{
 			avx:        hostCPU.avx && want.avx,
 			f16c:       hostCPU.f16c && want.f16c,
@@ -24,6 +24,7 @@ func testSets() []namedSet {
 			avx512bf16: hostCPU.avx512bf16 && want.avx512bf16,
 			avx512gfni: hostCPU.avx512gfni && want.avx512gfni,
 			avx512vbmi: hostCPU.avx512vbmi && want.avx512vbmi,
+			bmi2:       hostCPU.bmi2,
 			brand:      hostCPU.brand,
 		}
 		if (c.f16c || c.avx2) && !c.avx || (c.avx512vnni || c.avx512bf16) && !(c.avx2 && c.f16c) || c.avx512gfni && !c.avx512vnni ||

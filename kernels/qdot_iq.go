@@ -178,7 +178,6 @@ func iqWeightSub(t quant.Type, row []byte, s int, w *[32]int8) (float32, bool) {
 // the multipliers 2*sc_h+1 of its halves and the factor d/8.
 func iqHalvesSub(t quant.Type, row []byte, s int, w *[32]int8) (m0, m1 int32, dw float32) {
 	ib := s % 8
-	var sc byte
 	switch t {
 	case quant.IQ2_XS:
 		// Block: fp16 d, 32 words of grid index (9 bits) and signs, scales[8].
@@ -187,7 +186,6 @@ func iqHalvesSub(t quant.Type, row []byte, s int, w *[32]int8) (m0, m1 int32, dw
 			v := binary.LittleEndian.Uint16(blk[2+2*(4*ib+l):])
 			signed8(w[8*l:], iq2xsGrid[v&511], ksignsIQ2XS[v>>9])
 		}
-		sc = blk[66+ib]
 	case quant.IQ2_S:
 		// Block: fp16 d, qs[32], signs[32], qh[8], scales[8].
 		blk := row[82*(s/8) : 82*(s/8)+82]
@@ -195,7 +193,6 @@ func iqHalvesSub(t quant.Type, row []byte, s int, w *[32]int8) (m0, m1 int32, dw
 			idx := int(blk[2+4*ib+l]) | int(blk[66+ib]>>(2*l)&3)<<8
 			signed8(w[8*l:], iq2sGrid[idx], blk[34+4*ib+l])
 		}
-		sc = blk[74+ib]
 	case quant.IQ1_M:
 		// Block: qs[32], qh[16], 4 scale words (3-bit scale per 16
 		// weights, d in the top bits); group g = 4*ib+l, half k = g/2.
@@ -206,17 +203,34 @@ func iqHalvesSub(t quant.Type, row []byte, s int, w *[32]int8) (m0, m1 int32, dw
 			idx := int(blk[g]) | int(q&7)<<8
 			iq1Group8(w[8*l:], iq1sGrid[idx], q&8 != 0)
 		}
-		sw := binary.LittleEndian.Uint16(blk[48+2*(ib/2):])
-		lo := sw >> (6 * (ib % 2)) & 7
-		hi := sw >> (6*(ib%2) + 3) & 7
-		sc = byte(lo | hi<<4)
 	default:
 		panic("kernels: no two-scale weights for " + t.String())
 	}
 	var f [8]float32
 	gb := iqGroupBytes(t)
-	iqGroupFactors(t, row[gb*(s/8):gb*(s/8)+gb], &f)
-	return 2*int32(sc&15) + 1, 2*int32(sc>>4) + 1, f[ib]
+	blk := row[gb*(s/8) : gb*(s/8)+gb]
+	iqGroupFactors(t, blk, &f)
+	m0, m1 = iqHalvesScales(t, blk, ib)
+	return m0, m1, f[ib]
+}
+
+// iqHalvesScales is the multipliers 2*sc+1 of the halves of sub-block ib of
+// block blk of an IQ2_XS, IQ2_S or IQ1_M row.
+func iqHalvesScales(t quant.Type, blk []byte, ib int) (m0, m1 int32) {
+	var lo, hi byte
+	switch t {
+	case quant.IQ2_XS:
+		lo, hi = blk[66+ib]&15, blk[66+ib]>>4
+	case quant.IQ2_S:
+		lo, hi = blk[74+ib]&15, blk[74+ib]>>4
+	case quant.IQ1_M:
+		// A 3-bit scale per half, two sub-blocks to a scale word.
+		sw := binary.LittleEndian.Uint16(blk[48+2*(ib/2):])
+		lo, hi = byte(sw>>(6*(ib%2))&7), byte(sw>>(6*(ib%2)+3)&7)
+	default:
+		panic("kernels: no two-scale weights for " + t.String())
+	}
+	return 2*int32(lo) + 1, 2*int32(hi) + 1
 }
 
 // iqHalvesDotTail is q8DotTail for IQ2_XS and IQ2_S.

@@ -4,6 +4,7 @@
 #include "prefetch_amd64.h"
 
 #include "qdot_amd64.h"
+#include "qdot_ksigns_amd64.h"
 
 // IQ3_XXS and IQ2_XXS against Q8_0 activations in AVX-512 (F, BW, VNNI;
 // the VEX parts AVX2): q8dotIQ3XXSAVX2's and q8dotIQ2XXSAVX2's lanes, the
@@ -56,19 +57,7 @@ GLOBL xxs7f<>(SB), RODATA|NOPTR, $4
 	VPAND   Y15, Y2, Y2 \
 	VPMOVDB Z2, X2 \
 	VMOVQ   X2, AX \
-	MOVQ    AX, BX \
-	SHRQ    $4, BX \
-	XORQ    AX, BX \
-	MOVQ    BX, R12 \
-	SHRQ    $2, R12 \
-	XORQ    R12, BX \
-	MOVQ    BX, R12 \
-	SHRQ    $1, R12 \
-	XORQ    R12, BX \
-	ANDQ    R13, BX \
-	SHLQ    $7, BX \
-	ORQ     BX, AX \
-	KMOVQ   AX, K3
+	KSIGNS
 
 // XXSDOT(i, Zs, Yhi): the grid bytes in Z1 against quarter i's activations
 // with the signs in K3: Zs's low 8 dwords sub-block 2i's partial sums, its

@@ -1,0 +1,70 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+import "github.com/stratactl/stratactl/quant"
+
+// The IQ2_XS, IQ2_S, IQ1_S and IQ1_M tile decoders in AVX-512
+// (qdot_iqlow512_amd64.s): the grid entries gathered, the signs or deltas
+// applied in vectors; the multipliers and factors here, once per group, as
+// iqHalvesSub and iqWeightSub make them, so a group decodes to halvesSub's
+// and decodeGroupsPortable's weights, multipliers and scales.
+
+//go:noescape
+func q8decodeIQ2XSAVX512(w *byte, blocks int, grid *uint64, out *int8)
+
+//go:noescape
+func q8decodeIQ2SAVX512(w *byte, blocks int, grid *uint64, out *int8)
+
+//go:noescape
+func q8decodeIQ1SAVX512(w *byte, blocks int, grid *uint64, out *int8)
+
+//go:noescape
+func q8decodeIQ1MAVX512(w *byte, blocks int, grid *uint64, out *int8)
+
+// iqHalvesDecoder is a kernelSet.q8decodeHalves entry for t (IQ2_XS,
+// IQ2_S, IQ1_M) by its AVX-512 decoder dec.
+func iqHalvesDecoder(t quant.Type, dec func(w *byte, blocks int, grid *uint64, out *int8)) func(row []byte, g0, ng int, d *q8Decoded) {
+	gb := iqGroupBytes(t)
+	grid := &iq2xsGrid[0]
+	switch t {
+	case quant.IQ2_S:
+		grid = &iq2sGrid[0]
+	case quant.IQ1_M:
+		grid = &iq1sGrid[0]
+	}
+	return func(row []byte, g0, ng int, d *q8Decoded) {
+		if ng < 1 {
+			return
+		}
+		blk := row[gb*g0 : gb*(g0+ng)]
+		_ = d.w[256*ng-1]
+		dec(&blk[0], ng, grid, &d.w[0])
+		for g := 0; g < ng; g++ {
+			b := blk[gb*g : gb*(g+1)]
+			var f [8]float32
+			iqGroupFactors(t, b, &f)
+			copy(d.dw[8*g:8*g+8], f[:])
+			for ib := 0; ib < 8; ib++ {
+				m0, m1 := iqHalvesScales(t, b, ib)
+				d.mh[16*g+2*ib], d.mh[16*g+2*ib+1] = int16(m0), int16(m1)
+			}
+		}
+	}
+}
+
+// q8decodeIQ1SVector512 is the q8decode entry for IQ1_S.
+func q8decodeIQ1SVector512(row []byte, g0, ng int, d *q8Decoded, at int) {
+	if ng < 1 {
+		return
+	}
+	blk := row[50*g0 : 50*(g0+ng)]
+	_ = d.w[256*(at+ng)-1]
+	q8decodeIQ1SAVX512(&blk[0], ng, &iq1sGrid[0], &d.w[256*at])
+	for g := 0; g < ng; g++ {
+		iqGroupFactors(quant.IQ1_S, blk[50*g:50*(g+1)], (*[8]float32)(d.dw[8*(at+g):]))
+		for j := 8 * (at + g); j < 8*(at+g+1); j++ {
+			d.m[j] = 1
+		}
+	}
+}
