@@ -98,7 +98,11 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		// The VEX parts need AVX2 and F16C; the rest is AVX-512 F, BW, VNNI.
 		k.q8dot[quant.Q2_0] = q8dotQ2_0Vector512
 		k.q8dot[quant.IQ3_S] = q8dotIQ3SVector512
-		for _, t := range []quant.Type{quant.IQ3_XXS, quant.IQ2_XXS} {
+		wide := []quant.Type{quant.IQ3_XXS, quant.IQ2_XXS, quant.IQ2_XS, quant.IQ2_S, quant.IQ1_S}
+		if c.bmi2 { // IQ1_M's kernels take PEXT and PDEP
+			wide = append(wide, quant.IQ1_M)
+		}
+		for _, t := range wide {
 			k.q8dot[t] = func(row []byte, x *Q8Row) ([8]float32, int) { return q8dotIQGroups(t, true, row, x) }
 		}
 		k.q8decode[quant.IQ3_XXS] = q8decodeIQ3XXSVector512

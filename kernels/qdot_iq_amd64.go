@@ -92,6 +92,9 @@ func q8dotIQGroups(t quant.Type, wide bool, row []byte, x *Q8Row) (l [8]float32,
 // iqKernel runs t's kernel over ng <= iqBatch groups of w against the
 // activations from sub-block s0.
 func iqKernel(t quant.Type, wide bool, w []byte, x *Q8Row, s0, ng int, l *[8]float32) {
+	if wide && iqLowDot(t, w, x, s0, ng, l) {
+		return
+	}
 	// A short row's one or two groups take a small array: clearing a
 	// whole batch's cost as much as their factors.
 	if ng <= 2 {
@@ -104,7 +107,8 @@ func iqKernel(t quant.Type, wide bool, w []byte, x *Q8Row, s0, ng int, l *[8]flo
 }
 
 // iqFactorsKernel is iqKernel with room for the ng groups' factors; wide
-// selects the AVX-512 kernels where t has one (IQ3_XXS, IQ2_XXS).
+// selects the AVX-512 kernels where t has one (IQ3_XXS, IQ2_XXS; IQ2_XS,
+// IQ2_S, IQ1_S and IQ1_M take no factors: iqKernel runs them).
 func iqFactorsKernel(t quant.Type, wide bool, w []byte, x *Q8Row, s0, ng int, l *[8]float32, dw []float32) {
 	gb := iqGroupBytes(t)
 	_ = w[gb*ng-1]

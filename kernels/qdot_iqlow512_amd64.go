@@ -68,3 +68,45 @@ func q8decodeIQ1SVector512(row []byte, g0, ng int, d *q8Decoded, at int) {
 		}
 	}
 }
+
+// The DotQ8 kernels of the same types in AVX-512 (qdot_iqlow512_amd64.s):
+// q8dotIQGroups' lanes over whole groups, each group's factors made in the
+// kernel as iqGroupFactors makes them.
+
+//go:noescape
+func q8dotIQ2XSAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64)
+
+//go:noescape
+func q8dotIQ2SAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64)
+
+//go:noescape
+func q8dotIQ1SAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64)
+
+//go:noescape
+func q8dotIQ1MAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64)
+
+// iqLowDot runs t's AVX-512 DotQ8 kernel over ng groups of w against the
+// activations from sub-block s0 (called directly, not through a func
+// value, so that l does not escape) and reports whether t has one.
+func iqLowDot(t quant.Type, w []byte, x *Q8Row, s0, ng int, l *[8]float32) bool {
+	switch t {
+	case quant.IQ2_XS, quant.IQ2_S, quant.IQ1_S, quant.IQ1_M:
+	default:
+		return false
+	}
+	_ = w[iqGroupBytes(t)*ng-1]
+	_ = x.qs[32*(s0+8*ng)-1]
+	_ = x.d[s0+8*ng-1]
+	wp, xq, xd := &w[0], &x.qs[32*s0], &x.d[s0]
+	switch t {
+	case quant.IQ2_XS:
+		q8dotIQ2XSAVX512(wp, xq, xd, ng, l, &iq2xsGrid[0])
+	case quant.IQ2_S:
+		q8dotIQ2SAVX512(wp, xq, xd, ng, l, &iq2sGrid[0])
+	case quant.IQ1_S:
+		q8dotIQ1SAVX512(wp, xq, xd, ng, l, &iq1sGrid[0])
+	case quant.IQ1_M:
+		q8dotIQ1MAVX512(wp, xq, xd, ng, l, &iq1sGrid[0])
+	}
+	return true
+}

@@ -1,6 +1,8 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "prefetch_amd64.h"
+#include "qdot_amd64.h"
 #include "qdot_ksigns_amd64.h"
 
 // The tiles' decoders of IQ2_XS, IQ2_S, IQ1_S and IQ1_M in AVX-512 (F, BW,
@@ -92,13 +94,18 @@ GLOBL iqlB2<>(SB), RODATA|NOPTR, $4
 	VPSUBB   Z1, Z3, K3, Z1 \
 	VMOVDQU8 Z1, (64*i)(DI)
 
-// IQ1W(i): Z1 = 8*grid + 1, less 2 under K4, stored as quarter i.
+// IQ1VAL(one, two): Z1 = 8*grid + 1, less 2 under K4 (one and two hold 1
+// and 2 in every byte).
+#define IQ1VAL(one, two) \
+	VPADDB   Z1, Z1, Z1 \
+	VPADDB   Z1, Z1, Z1 \
+	VPADDB   Z1, Z1, Z1 \
+	VPADDB   one, Z1, Z1 \
+	VPSUBB   two, Z1, K4, Z1
+
+// IQ1W(i): IQ1VAL's weights stored as quarter i.
 #define IQ1W(i) \
-	VPADDB   Z1, Z1, Z1 \
-	VPADDB   Z1, Z1, Z1 \
-	VPADDB   Z1, Z1, Z1 \
-	VPADDB   Z11, Z1, Z1 \
-	VPSUBB   Z12, Z1, K4, Z1 \
+	IQ1VAL(Z11, Z12) \
 	VMOVDQU8 Z1, (64*i)(DI)
 
 #define IQ2XSDEC(i) \
@@ -230,5 +237,281 @@ iq1mdloop:
 	JNZ  iq1mdloop
 
 iq1mddone:
+	VZEROUPPER
+	RET
+
+// DotQ8 of the same types in AVX-512 (F, BW, VL, VNNI; IQ1_M also BMI2):
+// q8dotIQGroups' lanes with each group's factors made here (iqGroupFactors'
+// float32 operations in its order). Each quarter is decoded as above; the
+// IQ2 types' unsigned grid bytes times the activations negated under the
+// signs, the IQ1 types' weights' magnitudes (VPABSB) times the activations
+// negated where the weights are negative, summed by VPDPBUSD (16 dwords: 4
+// per half sub-block), the halves' dwords times their multipliers 2*sc+1
+// (VPMULLD; every sum exact in int32), REDUCE8, and the lanes += float(sum)
+// * (factor * dx) as XXSACC.
+//
+// Registers: SI block, DI activation codes, DX activation scales, CX groups,
+// R8 lanes, R10 grid, R13 0x01 in every byte; Y12 the lanes; Y13, Y15 the
+// index bits' shifts and mask, Y14 511; Z16 the halves' scale shifts, Z17
+// their mask, Z18 1 in every dword; Z3 zero, Z20 1 and Z19 2 in every byte
+// (Z11 and Z12 are a sum and the lanes here); Y4..Y11 the sums;
+// Z0..Z2, AX, BX, R12 temporaries.
+
+DATA iqlHalf4<>+0(SB)/8, $0x0000000000000000
+DATA iqlHalf4<>+8(SB)/8, $0x0000000000000000
+DATA iqlHalf4<>+16(SB)/8, $0x0000000400000004
+DATA iqlHalf4<>+24(SB)/8, $0x0000000400000004
+DATA iqlHalf4<>+32(SB)/8, $0x0000000800000008
+DATA iqlHalf4<>+40(SB)/8, $0x0000000800000008
+DATA iqlHalf4<>+48(SB)/8, $0x0000000c0000000c
+DATA iqlHalf4<>+56(SB)/8, $0x0000000c0000000c
+GLOBL iqlHalf4<>(SB), RODATA|NOPTR, $64
+
+DATA iqlHalf3<>+0(SB)/8, $0x0000000000000000
+DATA iqlHalf3<>+8(SB)/8, $0x0000000000000000
+DATA iqlHalf3<>+16(SB)/8, $0x0000000300000003
+DATA iqlHalf3<>+24(SB)/8, $0x0000000300000003
+DATA iqlHalf3<>+32(SB)/8, $0x0000000600000006
+DATA iqlHalf3<>+40(SB)/8, $0x0000000600000006
+DATA iqlHalf3<>+48(SB)/8, $0x0000000900000009
+DATA iqlHalf3<>+56(SB)/8, $0x0000000900000009
+GLOBL iqlHalf3<>(SB), RODATA|NOPTR, $64
+
+DATA iql15<>+0(SB)/4, $15
+GLOBL iql15<>(SB), RODATA|NOPTR, $4
+
+DATA iqlD1<>+0(SB)/4, $1
+GLOBL iqlD1<>(SB), RODATA|NOPTR, $4
+
+DATA iqlEighth<>+0(SB)/4, $0x3e000000
+GLOBL iqlEighth<>(SB), RODATA|NOPTR, $4
+
+#define IQLDOTPROLOGUE(shifts, mask, hshifts, hmask) \
+	MOVQ    w+0(FP), SI \
+	MOVQ    xq+8(FP), DI \
+	MOVQ    xd+16(FP), DX \
+	MOVQ    groups+24(FP), CX \
+	MOVQ    lanes+32(FP), R8 \
+	MOVQ    grid+40(FP), R10 \
+	MOVQ    $0x0101010101010101, R13 \
+	VMOVUPS (R8), Y12 \
+	VMOVDQU shifts, Y13 \
+	VPBROADCASTD iql511<>(SB), Y14 \
+	VPBROADCASTD mask, Y15 \
+	VMOVDQU32 hshifts, Z16 \
+	VPBROADCASTD hmask, Z17 \
+	VPBROADCASTD iqlD1<>(SB), Z18 \
+	VPBROADCASTD iqlB1<>(SB), Z20 \
+	VPBROADCASTD iqlB2<>(SB), Z19 \
+	VPXORD  Z3, Z3, Z3
+
+// IQLMULT(src): Z2 = the multipliers 2*sc+1 of the quarter's four halves,
+// four dwords each, from the scale bits at src (a word, moved to AX).
+#define IQLMULT(src) \
+	MOVWLZX      src, AX \
+	VMOVD        AX, X2 \
+	VPBROADCASTD X2, Z2 \
+	VPSRLVD      Z16, Z2, Z2 \
+	VPANDD       Z17, Z2, Z2 \
+	VPADDD       Z2, Z2, Z2 \
+	VPADDD       Z18, Z2, Z2
+
+// IQLSUMS(i, Zs): the unsigned weights in Z1 against quarter i's
+// activations negated under K3 into Zs, 4 dwords per half sub-block.
+#define IQLSUMS(i, Zs) \
+	VMOVDQU8 (64*i)(DI), Z0 \
+	VPSUBB   Z0, Z3, K3, Z0 \
+	VPXORD   Zs, Zs, Zs \
+	VPDPBUSD Z0, Z1, Zs
+
+// IQLHALVES(Zs, Yhi): Zs's halves times their multipliers (Z2), the high
+// 8 dwords (sub-block 2i+1) moved to Yhi.
+#define IQLHALVES(Zs, Yhi) \
+	VPMULLD       Z2, Zs, Zs \
+	VEXTRACTI64X4 $1, Zs, Yhi
+
+// IQ1ABS: IQ1VAL's weights, then K3 their negative bytes and Z1 their
+// magnitudes.
+#define IQ1ABS \
+	IQ1VAL(Z20, Z19) \
+	VPMOVB2M Z1, K3 \
+	VPABSB   Z1, Z1
+
+#define IQ2XSQ(i, Zs, Yhi) \
+	VPMOVZXWD (2+16*i)(SI), Y2 \
+	VPAND     Y14, Y2, Y0 \
+	IQLGATHER \
+	VPSRLD    $9, Y2, Y2 \
+	VPMOVDB   Y2, X2 \
+	VMOVQ     X2, AX \
+	KSIGNS \
+	IQLMULT((66+2*i)(SI)) \
+	IQLSUMS(i, Zs) \
+	IQLHALVES(Zs, Yhi)
+
+#define IQ2SQ(i, Zs, Yhi) \
+	VPMOVZXBD (2+8*i)(SI), Y0 \
+	MOVWLZX   (66+2*i)(SI), AX \
+	VMOVD     AX, X2 \
+	IQLHIGH(X2) \
+	IQLGATHER \
+	KMOVQ     (34+8*i)(SI), K3 \
+	IQLMULT((74+2*i)(SI)) \
+	IQLSUMS(i, Zs) \
+	IQLHALVES(Zs, Yhi)
+
+#define IQ1SQ(i, Zs, Yhi) \
+	VPMOVZXBD (2+8*i)(SI), Y0 \
+	MOVL      (34+4*i)(SI), AX \
+	VMOVD     AX, X2 \
+	IQLHIGH(X2) \
+	IQLGATHER \
+	MOVL      AX, BX \
+	SHRL      $15, BX \
+	ANDL      $1, BX \
+	NEGL      BX \
+	SHRL      $31, AX \
+	NEGQ      AX \
+	SHLQ      $32, AX \
+	ORQ       AX, BX \
+	KMOVQ     BX, K4 \
+	IQ1ABS \
+	IQLSUMS(i, Zs) \
+	VEXTRACTI64X4 $1, Zs, Yhi
+
+#define IQ1MQ(i, Zs, Yhi) \
+	VPMOVZXBD (8*i)(SI), Y0 \
+	MOVL      (32+4*i)(SI), AX \
+	VMOVD     AX, X2 \
+	IQLHIGH(X2) \
+	IQLGATHER \
+	MOVL      $0x88888888, BX \
+	PEXTL     BX, AX, BX \
+	PDEPQ     R13, BX, BX \
+	IMUL3Q    $0xff, BX, BX \
+	KMOVQ     BX, K4 \
+	IQ1ABS \
+	IQLMULT((48+2*i)(SI)) \
+	IQLSUMS(i, Zs) \
+	IQLHALVES(Zs, Yhi)
+
+// IQLACC(st): the group's sums (Y0) times its factors (Y1) and the
+// activation scales into the lanes, then on to the next group.
+#define IQLACC(st) \
+	VCVTDQ2PS Y0, Y0 \
+	VMULPS    (DX), Y1, Y1 \
+	VMULPS    Y1, Y0, Y0 \
+	VADDPS    Y0, Y12, Y12 \
+	ADDQ      $(st), SI \
+	ADDQ      $256, DI \
+	ADDQ      $32, DX \
+	DECQ      CX
+
+// IQ2FACTORS: Y1 = d * 0.125 in every lane (IQ2_XS, IQ2_S).
+#define IQ2FACTORS \
+	VPBROADCASTW (SI), X1 \
+	VCVTPH2PS    X1, Y1 \
+	VBROADCASTSS iqlEighth<>(SB), Y2 \
+	VMULPS       Y2, Y1, Y1
+
+// IQ1SFACTORS: Y1 = d * float32(2*s+1) * 0.125, s bits 12..14 of each
+// sub-block's qh word.
+#define IQ1SFACTORS \
+	VPMOVZXWD    34(SI), Y1 \
+	VPSRLD       $12, Y1, Y1 \
+	VPAND        Y15, Y1, Y1 \
+	VPADDD       Y1, Y1, Y1 \
+	VPADDD       Y18, Y1, Y1 \
+	VCVTDQ2PS    Y1, Y1 \
+	VPBROADCASTW (SI), X2 \
+	VCVTPH2PS    X2, Y2 \
+	VMULPS       Y1, Y2, Y1 \
+	VBROADCASTSS iqlEighth<>(SB), Y2 \
+	VMULPS       Y2, Y1, Y1
+
+// IQ1MFACTORS: Y1 = d * 0.125, d the fp16 of the scale words' top nibbles.
+#define IQ1MFACTORS \
+	MOVQ         48(SI), AX \
+	MOVQ         $0xf000f000f000f000, BX \
+	PEXTQ        BX, AX, AX \
+	VMOVD        AX, X1 \
+	VPBROADCASTW X1, X1 \
+	VCVTPH2PS    X1, Y1 \
+	VBROADCASTSS iqlEighth<>(SB), Y2 \
+	VMULPS       Y2, Y1, Y1
+
+// func q8dotIQ2XSAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64)
+TEXT ·q8dotIQ2XSAVX512(SB), NOSPLIT, $0-48
+	IQLDOTPROLOGUE(iqlShiftS<>(SB), iql3<>(SB), iqlHalf4<>(SB), iql15<>(SB))
+
+iq2xszloop:
+	PFAHEAD2(74)
+	IQ2XSQ(0, Z4, Y5)
+	IQ2XSQ(1, Z6, Y7)
+	IQ2XSQ(2, Z8, Y9)
+	IQ2XSQ(3, Z10, Y11)
+	REDUCE8
+	IQ2FACTORS
+	IQLACC(74)
+	JNZ iq2xszloop
+
+	VMOVUPS Y12, (R8)
+	VZEROUPPER
+	RET
+
+// func q8dotIQ2SAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64)
+TEXT ·q8dotIQ2SAVX512(SB), NOSPLIT, $0-48
+	IQLDOTPROLOGUE(iqlShiftS<>(SB), iql3<>(SB), iqlHalf4<>(SB), iql15<>(SB))
+
+iq2szloop:
+	PFAHEAD2(82)
+	IQ2SQ(0, Z4, Y5)
+	IQ2SQ(1, Z6, Y7)
+	IQ2SQ(2, Z8, Y9)
+	IQ2SQ(3, Z10, Y11)
+	REDUCE8
+	IQ2FACTORS
+	IQLACC(82)
+	JNZ iq2szloop
+
+	VMOVUPS Y12, (R8)
+	VZEROUPPER
+	RET
+
+// func q8dotIQ1SAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64)
+TEXT ·q8dotIQ1SAVX512(SB), NOSPLIT, $0-48
+	IQLDOTPROLOGUE(iqlShift1S<>(SB), iql7<>(SB), iqlHalf4<>(SB), iql15<>(SB))
+
+iq1szloop:
+	PFAHEAD1(50)
+	IQ1SQ(0, Z4, Y5)
+	IQ1SQ(1, Z6, Y7)
+	IQ1SQ(2, Z8, Y9)
+	IQ1SQ(3, Z10, Y11)
+	REDUCE8
+	IQ1SFACTORS
+	IQLACC(50)
+	JNZ iq1szloop
+
+	VMOVUPS Y12, (R8)
+	VZEROUPPER
+	RET
+
+// func q8dotIQ1MAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64)
+TEXT ·q8dotIQ1MAVX512(SB), NOSPLIT, $0-48
+	IQLDOTPROLOGUE(iqlShift1M<>(SB), iql7<>(SB), iqlHalf3<>(SB), iql7<>(SB))
+
+iq1mzloop:
+	PFAHEAD1(56)
+	IQ1MQ(0, Z4, Y5)
+	IQ1MQ(1, Z6, Y7)
+	IQ1MQ(2, Z8, Y9)
+	IQ1MQ(3, Z10, Y11)
+	REDUCE8
+	IQ1MFACTORS
+	IQLACC(56)
+	JNZ iq1mzloop
+
+	VMOVUPS Y12, (R8)
 	VZEROUPPER
 	RET
