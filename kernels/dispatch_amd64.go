@@ -104,6 +104,9 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		}
 		for _, t := range wide {
 			k.q8dot[t] = func(row []byte, x *Q8Row) ([8]float32, int) { return q8dotIQGroups(t, true, row, x) }
+			if t != quant.IQ3_XXS && t != quant.IQ2_XXS {
+				k.q8rows[t] = iqLowRows
+			}
 		}
 		k.q8decode[quant.IQ3_XXS] = q8decodeIQ3XXSVector512
 		k.q8decode[quant.IQ2_XXS] = q8decodeIQ2XXSVector512

@@ -110,3 +110,23 @@ func iqLowDot(t quant.Type, w []byte, x *Q8Row, s0, ng int, l *[8]float32) bool 
 	}
 	return true
 }
+
+// iqLowRows is a kernelSet.q8rows entry for IQ2_XS, IQ2_S, IQ1_S and IQ1_M
+// on AVX-512: each row's groups by the type's DotQ8 kernel called directly
+// (DotQ8's lanes in its order: the kernel takes the groups in turn, as
+// q8dotIQGroups' batches do) and folded, without DotQ8's per-row lookups;
+// false where x does not fit m's rows.
+func iqLowRows(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	t := m.Type
+	ng := len(x.d) / 8
+	if lo >= hi || ng == 0 || 8*ng != len(x.d) || m.RowBytes != iqGroupBytes(t)*ng {
+		return false
+	}
+	_, _ = m.Data[hi*m.RowBytes-1], out[hi-1]
+	for r := lo; r < hi; r++ {
+		var l [8]float32
+		iqLowDot(t, m.Data[r*m.RowBytes:(r+1)*m.RowBytes], x, 0, ng, &l)
+		out[r] = foldLanes(&l)
+	}
+	return true
+}
