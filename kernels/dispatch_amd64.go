@@ -129,12 +129,14 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.paths = "avx2+f16c+avx512vnni"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni && c.avx512vbmi {
-		// The IQ4_NL and IQ3_S row kernels and the nibble types' plane
+		// The IQ4_NL, IQ4_XS and IQ3_S row kernels and the nibble types' plane
 		// decoders add VBMI (VPERMB, VPERMT2B, VPERMI2B).
 		k.q8rows[quant.IQ4_NL] = rowsIQ4NLAVX512
 		k.q8lanes[quant.IQ4_NL], k.lanes[quant.IQ4_NL] = lanesIQ4NLAVX512, rowStreams
 		k.q8rows[quant.IQ3_S] = rowsIQ3SAVX512
 		k.q8lanes[quant.IQ3_S], k.lanes[quant.IQ3_S] = lanesIQ3SAVX512, rowStreams
+		k.q8rows[quant.IQ4_XS] = kRowsAVX512(iq4xsRows)
+		k.q8lanes[quant.IQ4_XS], k.lanes[quant.IQ4_XS] = kLanesAVX512(iq4xsRows), rowStreams
 		k.q8decodePlanes[quant.IQ4_NL] = q8decodeIQ4NLPlanes
 		k.q8decodePlanes[quant.Q4_0] = q8decodeQ4_0Planes
 		k.paths += "+vbmi"

@@ -438,6 +438,15 @@ func q6kRows(w *byte, stride, rows int, x *Q8Row, blocks int, out *float32, boff
 	q6kRowsAVX512(w, stride, rows, &x.qs[0], &x.d[0], blocks, out, boff, ooff, n, pf)
 }
 
+//go:noescape
+func iq4xsRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, blocks int, out *float32, boff, ooff, n, pf int)
+
+// iq4xsRows is IQ4_XS's row kernel (qdot_rows_iq_amd64.s, VBMI): its
+// blocks are 256 weights, as the K-quants', so it takes their walk.
+func iq4xsRows(w *byte, stride, rows int, x *Q8Row, blocks int, out *float32, boff, ooff, n, pf int) {
+	iq4xsRowsAVX512(w, stride, rows, &x.qs[0], &x.d[0], &x.sums[0], blocks, out, boff, ooff, n, pf)
+}
+
 // kBlocks is how many 256-weight blocks a row of m has, or ok false where
 // the row has none (or x is not m's length).
 func kBlocks(m *Matrix, x *Q8Row) (blocks int, ok bool) {

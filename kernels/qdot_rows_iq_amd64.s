@@ -116,6 +116,18 @@ GLOBL iq4rperm<>(SB), RODATA|NOPTR, $64
 	VPERMT2W Z1, Z28, Z12 \
 	VPERMT2B Z1, Z30, Z0 \
 	VPERMT2B Z2, Z29, Z1 \
+	IQ4DOT \
+	VCVTDQ2PS Y14, Y14 \
+	VCVTPH2PS X12, Y12 \
+	VMULPS (DX), Y12, Y12 \
+	VMULPS Y12, Y14, Y14 \
+	VADDPS Y14, Yacc, Yacc
+
+// IQ4DOT: Y14 = the 8 exact sub-block sums, in sub-block order, of the
+// nibble codes of sub-blocks 0..3 in Z0 and 4..7 in Z1 (16 bytes each,
+// one sub-block per 128-bit lane) against the group's activations Z20..Z23
+// (IQ4X), less 128 times their sums (Y24); Z0..Z3, Z6, Z7, Z15 clobbered.
+#define IQ4DOT \
 	VPSRLW $4, Z0, Z2 \
 	VPSRLW $4, Z1, Z3 \
 	VPERMB Z31, Z0, Z0 \
@@ -134,12 +146,7 @@ GLOBL iq4rperm<>(SB), RODATA|NOPTR, $64
 	VPSHUFD $0x4e, Z14, Z15 \
 	VPADDD Z15, Z14, Z14 \
 	VPERMD Z14, Z27, Z14 \
-	VPSUBD Y24, Y14, Y14 \
-	VCVTDQ2PS Y14, Y14 \
-	VCVTPH2PS X12, Y12 \
-	VMULPS (DX), Y12, Y12 \
-	VMULPS Y12, Y14, Y14 \
-	VADDPS Y14, Yacc, Yacc
+	VPSUBD Y24, Y14, Y14
 
 // IQ4FOLD(Yl, Xl, dst): dst = ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) of Yl.
 #define IQ4FOLD(Yl, Xl, dst) \
@@ -280,6 +287,166 @@ iq4adv:
 	JNZ  iq4row
 
 iq4done:
+	VZEROUPPER
+	RET
+
+// IQ4_XS rows against Q8_0 activations, up to four at once (AVX-512 F,
+// BW, VL, VNNI and VBMI; qdot.go's order): iq4RowsAVX512's contract, its
+// codebook lookup and sums (IQ4DOT) on whole blocks of 136 bytes (fp16 d,
+// scales_h[2], scales_l[4], qs[128]: sub-block ib's 16 bytes at 8+16ib, as
+// an IQ4_NL block's). A group is one block, so the codes need no gather:
+// qs's two halves, 64 bytes at 8 and at 72, hold sub-blocks 0..3 and 4..7
+// one per 128-bit lane. The factors are IQ4XSFactors': ls = nibble ib of
+// scales_l (the dword at 4 shifted right by 4ib) | bits 2ib, 2ib+1 of
+// scales_h at bits 4 and 5 (the dword at 2 rotated left by 4-2ib), and
+// f = d * float32(ls-32); the term float32(sum) * (f * activation scale).
+//
+// Registers: iq4RowsAVX512's Z31 (table) and Z27 (order); Y30, Y29 the
+// scale shifts and rotations, Y28, Y19 the masks 15 and 0x30, Y18 the 32s.
+
+DATA iq4xsrsl<>+0(SB)/8, $0x0000000400000000
+DATA iq4xsrsl<>+8(SB)/8, $0x0000000c00000008
+DATA iq4xsrsl<>+16(SB)/8, $0x0000001400000010
+DATA iq4xsrsl<>+24(SB)/8, $0x0000001c00000018
+GLOBL iq4xsrsl<>(SB), RODATA|NOPTR, $32
+
+DATA iq4xsrsh<>+0(SB)/8, $0x0000000200000004
+DATA iq4xsrsh<>+8(SB)/8, $0x0000001e00000000
+DATA iq4xsrsh<>+16(SB)/8, $0x0000001a0000001c
+DATA iq4xsrsh<>+24(SB)/8, $0x0000001600000018
+GLOBL iq4xsrsh<>(SB), RODATA|NOPTR, $32
+
+DATA iq4xsr0f<>+0(SB)/8, $0x0000000f0000000f
+DATA iq4xsr0f<>+8(SB)/8, $0x0000000f0000000f
+DATA iq4xsr0f<>+16(SB)/8, $0x0000000f0000000f
+DATA iq4xsr0f<>+24(SB)/8, $0x0000000f0000000f
+GLOBL iq4xsr0f<>(SB), RODATA|NOPTR, $32
+
+DATA iq4xsr30<>+0(SB)/8, $0x0000003000000030
+DATA iq4xsr30<>+8(SB)/8, $0x0000003000000030
+DATA iq4xsr30<>+16(SB)/8, $0x0000003000000030
+DATA iq4xsr30<>+24(SB)/8, $0x0000003000000030
+GLOBL iq4xsr30<>(SB), RODATA|NOPTR, $32
+
+DATA iq4xsr20<>+0(SB)/8, $0x0000002000000020
+DATA iq4xsr20<>+8(SB)/8, $0x0000002000000020
+DATA iq4xsr20<>+16(SB)/8, $0x0000002000000020
+DATA iq4xsr20<>+24(SB)/8, $0x0000002000000020
+GLOBL iq4xsr20<>(SB), RODATA|NOPTR, $32
+
+// IQ4XSROW(base, Yacc): the block's terms of the row at base into Yacc.
+#define IQ4XSROW(base, Yacc) \
+	VMOVDQU64 8(base), Z0 \
+	VMOVDQU64 72(base), Z1 \
+	IQ4DOT \
+	VPBROADCASTD 4(base), Y12 \
+	VPSRLVD Y30, Y12, Y12 \
+	VPANDD Y28, Y12, Y12 \
+	VPBROADCASTD 2(base), Y13 \
+	VPROLVD Y29, Y13, Y13 \
+	VPANDD Y19, Y13, Y13 \
+	VPORD Y13, Y12, Y12 \
+	VPSUBD Y18, Y12, Y12 \
+	VCVTDQ2PS Y12, Y12 \
+	VPBROADCASTW 0(base), X13 \
+	VCVTPH2PS X13, Y13 \
+	VMULPS Y13, Y12, Y12 \
+	VMULPS (DX), Y12, Y12 \
+	VCVTDQ2PS Y14, Y14 \
+	VMULPS Y12, Y14, Y14 \
+	VADDPS Y14, Yacc, Yacc
+
+// func iq4xsRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, blocks int, out *float32, boff, ooff, n, pf int)
+// q4kRowsAVX512's arguments and walk (qdot_rows_k_amd64.s).
+TEXT ·iq4xsRowsAVX512(SB), NOSPLIT, $0-96
+	VMOVDQU64 iq4rtab<>(SB), Z31
+	VMOVDQU64 iq4rperm<>(SB), Z27
+	VMOVDQU32 iq4xsrsl<>(SB), Y30
+	VMOVDQU32 iq4xsrsh<>(SB), Y29
+	VMOVDQU32 iq4xsr0f<>(SB), Y28
+	VMOVDQU32 iq4xsr30<>(SB), Y19
+	VMOVDQU32 iq4xsr20<>(SB), Y18
+	MOVQ  w+0(FP), R13
+	MOVQ  rows+16(FP), R10
+	MOVQ  out+56(FP), R8
+	MOVQ  n+80(FP), R12
+	MOVQ  pf+88(FP), R14
+	TESTQ R10, R10
+	JZ    iq4xsdone
+
+iq4xsrow:
+	MOVQ R13, SI
+	MOVQ boff+64(FP), AX
+	LEAQ (R13)(AX*1), R15
+	LEAQ (R13)(AX*2), R11
+	LEAQ (R15)(AX*2), R9
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ xs+40(FP), BX
+	MOVQ blocks+48(FP), CX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+iq4xsblock:
+	TESTQ R14, R14
+	JZ    iq4xsx
+	IQ4PF(SI)
+	CMPQ  R12, $2
+	JLT   iq4xsx
+	IQ4PF(R15)
+	CMPQ  R12, $3
+	JLT   iq4xsx
+	IQ4PF(R11)
+	CMPQ  R12, $4
+	JLT   iq4xsx
+	IQ4PF(R9)
+
+iq4xsx:
+	IQ4X
+	IQ4XSROW(SI, Y8)
+	CMPQ R12, $2
+	JLT  iq4xsnext
+	IQ4XSROW(R15, Y9)
+	CMPQ R12, $3
+	JLT  iq4xsnext
+	IQ4XSROW(R11, Y10)
+	CMPQ R12, $4
+	JLT  iq4xsnext
+	IQ4XSROW(R9, Y11)
+
+iq4xsnext:
+	ADDQ $136, SI
+	ADDQ $136, R15
+	ADDQ $136, R11
+	ADDQ $136, R9
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  iq4xsblock
+
+	MOVQ ooff+72(FP), AX
+	IQ4FOLD(Y8, X8, (R8))
+	CMPQ R12, $2
+	JLT  iq4xsadv
+	IQ4FOLD(Y9, X9, (R8)(AX*1))
+	CMPQ R12, $3
+	JLT  iq4xsadv
+	IQ4FOLD(Y10, X10, (R8)(AX*2))
+	CMPQ R12, $4
+	JLT  iq4xsadv
+	LEAQ (R8)(AX*2), R9
+	IQ4FOLD(Y11, X11, (R9)(AX*1))
+
+iq4xsadv:
+	ADDQ $4, R8
+	ADDQ stride+8(FP), R13
+	DECQ R10
+	JNZ  iq4xsrow
+
+iq4xsdone:
 	VZEROUPPER
 	RET
 

@@ -146,6 +146,35 @@ func adversarialQ6K(rng *rand.Rand, nb int) []byte {
 	return b
 }
 
+// adversarialIQ4XS is a row of nb IQ4_XS blocks, each random or with a
+// special d (specialHalves) and extreme parts: every 6-bit scale 0 or 63
+// (scales_h and scales_l all 0x00 or 0xff), every code the codebook's
+// least or greatest or the two alternating.
+func adversarialIQ4XS(rng *rand.Rand, nb int) []byte {
+	b := make([]byte, 136*nb)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	fill := func(p []byte, v byte) {
+		for i := range p {
+			p[i] = v
+		}
+	}
+	for k := 0; k < nb; k++ {
+		blk := b[136*k : 136*k+136]
+		if rng.IntN(3) == 0 {
+			binary.LittleEndian.PutUint16(blk, specialHalves[rng.IntN(len(specialHalves))])
+		}
+		if v := rng.IntN(3); v < 2 {
+			fill(blk[2:8], byte(0xff*v))
+		}
+		if v := rng.IntN(5); v < 4 {
+			fill(blk[8:], [4]byte{0x00, 0xff, 0x0f, 0xf0}[v])
+		}
+	}
+	return b
+}
+
 // iqRowsActivations are activation rows of n values for the row kernel
 // tests: gaussian, saturating (every block's codes at +-127 beside small
 // ones) and with zero blocks.
@@ -165,7 +194,10 @@ func iqRowsActivations(rng *rand.Rand, n int) [][]float32 {
 	return [][]float32{g, sat, zero}
 }
 
-// TestIQRowsPool: the IQ4_NL, IQ3_S, Q4_K, Q5_K and Q6_K row and lane kernels through the
+// iqRowsTypes are the types with row kernels besides Q8_0 and Q2_0.
+var iqRowsTypes = []quant.Type{quant.IQ4_NL, quant.IQ3_S, quant.IQ4_XS, quant.Q4_K, quant.Q5_K, quant.Q6_K}
+
+// TestIQRowsPool: the row and lane kernels of iqRowsTypes through the
 // pool's single-token products (MatVecQ8, MatVecsQ8, MatVecsQ8GLU) give
 // the portable DotQ8's bits for every row at 1, 2, 3 and 7 threads, in
 // lanes and row by row: rows of whole and partial groups, row counts that
@@ -177,16 +209,13 @@ func iqRowsActivations(rng *rand.Rand, n int) [][]float32 {
 func TestIQRowsPool(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
 	type shape = struct{ cols, rows int }
-	for _, typ := range []quant.Type{quant.IQ4_NL, quant.IQ3_S, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+	for _, typ := range iqRowsTypes {
 		shapes := []shape{{256, 37}, {2560, 101}, {288, 7}, {2528, 130}, {32, 5}, {480, 64}, {224, 3}, {4096, 9}}
 		adversarial := adversarialIQ4NL
-		switch typ {
-		case quant.IQ3_S:
-			shapes = []shape{{256, 37}, {2560, 101}, {512, 7}, {256, 130}, {768, 5}, {4096, 9}, {1024, 3}}
-			adversarial = adversarialIQ3S
-		case quant.Q4_K, quant.Q5_K, quant.Q6_K:
+		if typ != quant.IQ4_NL { // blocks of 256 weights
 			shapes = []shape{{256, 37}, {2560, 101}, {512, 7}, {256, 130}, {768, 5}, {4096, 9}, {1024, 3}}
 			adversarial = map[quant.Type]func(*rand.Rand, int) []byte{
+				quant.IQ3_S: adversarialIQ3S, quant.IQ4_XS: adversarialIQ4XS,
 				quant.Q4_K: adversarialQ4K, quant.Q5_K: adversarialQ5K, quant.Q6_K: adversarialQ6K}[typ]
 		}
 		testIQRowsPool(t, rng, typ, shapes, adversarial)
@@ -319,14 +348,14 @@ func testIQRowsPool(t *testing.T, rng *rand.Rand, typ quant.Type, shapes []struc
 	}
 }
 
-// BenchmarkIQRows is the IQ4_NL, IQ3_S, Q4_K, Q5_K and Q6_K row kernels (kernelSet.q8rows, one call
+// BenchmarkIQRows is the row kernels of iqRowsTypes (kernelSet.q8rows, one call
 // over the matrix) against the per-row path it replaces (one DotQ8 per
 // row), on one thread over an expert-sized matrix in cache: 256 rows of
 // 256 weights (tiny-qwen3moe's n_embd) and of 2560 (bytes/s are weight
 // bytes).
 func BenchmarkIQRows(b *testing.B) {
 	rng := rand.New(rand.NewPCG(93, 94))
-	for _, typ := range []quant.Type{quant.IQ4_NL, quant.IQ3_S, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+	for _, typ := range iqRowsTypes {
 		for _, cols := range []int{256, 2560} {
 			const rows = 256
 			var data []byte
