@@ -114,6 +114,10 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8rows[quant.Q2_0] = rowsQ2_0AVX512
 		k.q8rows[quant.Q8_0] = rowsQ8_0AVX512
 		k.q8lanes[quant.Q8_0], k.lanes[quant.Q8_0] = lanesQ8_0AVX512, q8Walk512.n
+		k.q8rows[quant.Q2_K] = kRowsAVX512(q2kRows)
+		k.q8lanes[quant.Q2_K], k.lanes[quant.Q2_K] = kLanesAVX512(q2kRows), rowStreams
+		k.q8rows[quant.Q3_K] = kRowsAVX512(q3kRows)
+		k.q8lanes[quant.Q3_K], k.lanes[quant.Q3_K] = kLanesAVX512(q3kRows), rowStreams
 		k.q8rows[quant.Q4_K] = kRowsAVX512(q4kRows)
 		k.q8lanes[quant.Q4_K], k.lanes[quant.Q4_K] = kLanesAVX512(q4kRows), rowStreams
 		k.q8rows[quant.Q5_K] = kRowsAVX512(q5kRows)

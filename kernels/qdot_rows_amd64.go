@@ -439,6 +439,20 @@ func q6kRows(w *byte, stride, rows int, x *Q8Row, blocks int, out *float32, boff
 }
 
 //go:noescape
+func q2kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, out *float32, boff, ooff, n, pf int)
+
+//go:noescape
+func q3kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, out *float32, boff, ooff, n, pf int)
+
+func q2kRows(w *byte, stride, rows int, x *Q8Row, blocks int, out *float32, boff, ooff, n, pf int) {
+	q2kRowsAVX512(w, stride, rows, &x.qs[0], &x.d[0], blocks, out, boff, ooff, n, pf)
+}
+
+func q3kRows(w *byte, stride, rows int, x *Q8Row, blocks int, out *float32, boff, ooff, n, pf int) {
+	q3kRowsAVX512(w, stride, rows, &x.qs[0], &x.d[0], blocks, out, boff, ooff, n, pf)
+}
+
+//go:noescape
 func iq4xsRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, blocks int, out *float32, boff, ooff, n, pf int)
 
 // iq4xsRows is IQ4_XS's row kernel (qdot_rows_iq_amd64.s, VBMI): its

@@ -146,6 +146,62 @@ func adversarialQ6K(rng *rand.Rand, nb int) []byte {
 	return b
 }
 
+// adversarialQ2K is a row of nb Q2_K blocks, each random or with special
+// d and dmin (specialHalves, each on its own) and extreme parts: every
+// scale and min 0 or 15 (scale bytes 0x00, 0xff, 0x0f or 0xf0), every
+// code 0 or 3.
+func adversarialQ2K(rng *rand.Rand, nb int) []byte {
+	b := make([]byte, 84*nb)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	for k := 0; k < nb; k++ {
+		blk := b[84*k : 84*k+84]
+		for _, off := range []int{80, 82} {
+			if rng.IntN(3) == 0 {
+				binary.LittleEndian.PutUint16(blk[off:], specialHalves[rng.IntN(len(specialHalves))])
+			}
+		}
+		if v := rng.IntN(5); v < 4 {
+			fillBytes(blk[:16], [4]byte{0x00, 0xff, 0x0f, 0xf0}[v])
+		}
+		if v := rng.IntN(3); v < 2 {
+			fillBytes(blk[16:80], byte(0xff*v))
+		}
+	}
+	return b
+}
+
+// adversarialQ3K is a row of nb Q3_K blocks, each random or with a
+// special d (specialHalves) and extreme parts: every scale -32 or 31
+// (scale bytes all 0x00 or 0xff), every code -4 or 3 (hmask and qs all
+// 0x00 or 0xff, each on its own).
+func adversarialQ3K(rng *rand.Rand, nb int) []byte {
+	b := make([]byte, 110*nb)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	for k := 0; k < nb; k++ {
+		blk := b[110*k : 110*k+110]
+		if rng.IntN(3) == 0 {
+			binary.LittleEndian.PutUint16(blk[108:], specialHalves[rng.IntN(len(specialHalves))])
+		}
+		for _, p := range [][]byte{blk[:32], blk[32:96], blk[96:108]} {
+			if v := rng.IntN(3); v < 2 {
+				fillBytes(p, byte(0xff*v))
+			}
+		}
+	}
+	return b
+}
+
+// fillBytes sets every byte of p to v.
+func fillBytes(p []byte, v byte) {
+	for i := range p {
+		p[i] = v
+	}
+}
+
 // adversarialIQ4XS is a row of nb IQ4_XS blocks, each random or with a
 // special d (specialHalves) and extreme parts: every 6-bit scale 0 or 63
 // (scales_h and scales_l all 0x00 or 0xff), every code the codebook's
@@ -195,7 +251,7 @@ func iqRowsActivations(rng *rand.Rand, n int) [][]float32 {
 }
 
 // iqRowsTypes are the types with row kernels besides Q8_0 and Q2_0.
-var iqRowsTypes = []quant.Type{quant.IQ4_NL, quant.IQ3_S, quant.IQ4_XS, quant.Q4_K, quant.Q5_K, quant.Q6_K}
+var iqRowsTypes = []quant.Type{quant.IQ4_NL, quant.IQ3_S, quant.IQ4_XS, quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K}
 
 // TestIQRowsPool: the row and lane kernels of iqRowsTypes through the
 // pool's single-token products (MatVecQ8, MatVecsQ8, MatVecsQ8GLU) give
@@ -215,8 +271,8 @@ func TestIQRowsPool(t *testing.T) {
 		if typ != quant.IQ4_NL { // blocks of 256 weights
 			shapes = []shape{{256, 37}, {2560, 101}, {512, 7}, {256, 130}, {768, 5}, {4096, 9}, {1024, 3}}
 			adversarial = map[quant.Type]func(*rand.Rand, int) []byte{
-				quant.IQ3_S: adversarialIQ3S, quant.IQ4_XS: adversarialIQ4XS,
-				quant.Q4_K: adversarialQ4K, quant.Q5_K: adversarialQ5K, quant.Q6_K: adversarialQ6K}[typ]
+				quant.IQ3_S: adversarialIQ3S, quant.IQ4_XS: adversarialIQ4XS, quant.Q2_K: adversarialQ2K,
+				quant.Q3_K: adversarialQ3K, quant.Q4_K: adversarialQ4K, quant.Q5_K: adversarialQ5K, quant.Q6_K: adversarialQ6K}[typ]
 		}
 		testIQRowsPool(t, rng, typ, shapes, adversarial)
 		// Rows of no blocks: the row and lane kernels refuse them, writing
