@@ -195,6 +195,52 @@ func adversarialQ3K(rng *rand.Rand, nb int) []byte {
 	return b
 }
 
+// adversarialIQ3XXS is a row of nb IQ3_XXS blocks, each random or with a
+// special d (specialHalves) and extreme parts: every grid index 0 or 255,
+// every sign/scale word 0 or all ones (no signs and scale 0, every sign
+// and scale 15), each on its own.
+func adversarialIQ3XXS(rng *rand.Rand, nb int) []byte {
+	b := make([]byte, 98*nb)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	for k := 0; k < nb; k++ {
+		blk := b[98*k : 98*k+98]
+		if rng.IntN(3) == 0 {
+			binary.LittleEndian.PutUint16(blk, specialHalves[rng.IntN(len(specialHalves))])
+		}
+		for _, p := range [][]byte{blk[2:66], blk[66:98]} {
+			if v := rng.IntN(3); v < 2 {
+				fillBytes(p, byte(0xff*v))
+			}
+		}
+	}
+	return b
+}
+
+// adversarialIQ2XXS is adversarialIQ3XXS for IQ2_XXS's blocks of 66 bytes
+// (grid indices and words interleaved per sub-block).
+func adversarialIQ2XXS(rng *rand.Rand, nb int) []byte {
+	b := make([]byte, 66*nb)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	for k := 0; k < nb; k++ {
+		blk := b[66*k : 66*k+66]
+		if rng.IntN(3) == 0 {
+			binary.LittleEndian.PutUint16(blk, specialHalves[rng.IntN(len(specialHalves))])
+		}
+		for part := 0; part < 2; part++ { // the indices, then the words
+			if v := rng.IntN(3); v < 2 {
+				for ib := 0; ib < 8; ib++ {
+					fillBytes(blk[2+8*ib+4*part:6+8*ib+4*part], byte(0xff*v))
+				}
+			}
+		}
+	}
+	return b
+}
+
 // fillBytes sets every byte of p to v.
 func fillBytes(p []byte, v byte) {
 	for i := range p {
@@ -251,7 +297,8 @@ func iqRowsActivations(rng *rand.Rand, n int) [][]float32 {
 }
 
 // iqRowsTypes are the types with row kernels besides Q8_0 and Q2_0.
-var iqRowsTypes = []quant.Type{quant.IQ4_NL, quant.IQ3_S, quant.IQ4_XS, quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K}
+var iqRowsTypes = []quant.Type{quant.IQ4_NL, quant.IQ3_S, quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS,
+	quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K}
 
 // TestIQRowsPool: the row and lane kernels of iqRowsTypes through the
 // pool's single-token products (MatVecQ8, MatVecsQ8, MatVecsQ8GLU) give
@@ -272,7 +319,8 @@ func TestIQRowsPool(t *testing.T) {
 			shapes = []shape{{256, 37}, {2560, 101}, {512, 7}, {256, 130}, {768, 5}, {4096, 9}, {1024, 3}}
 			adversarial = map[quant.Type]func(*rand.Rand, int) []byte{
 				quant.IQ3_S: adversarialIQ3S, quant.IQ4_XS: adversarialIQ4XS, quant.Q2_K: adversarialQ2K,
-				quant.Q3_K: adversarialQ3K, quant.Q4_K: adversarialQ4K, quant.Q5_K: adversarialQ5K, quant.Q6_K: adversarialQ6K}[typ]
+				quant.Q3_K: adversarialQ3K, quant.Q4_K: adversarialQ4K, quant.IQ3_XXS: adversarialIQ3XXS,
+				quant.IQ2_XXS: adversarialIQ2XXS, quant.Q5_K: adversarialQ5K, quant.Q6_K: adversarialQ6K}[typ]
 		}
 		testIQRowsPool(t, rng, typ, shapes, adversarial)
 		// Rows of no blocks: the row and lane kernels refuse them, writing
