@@ -301,9 +301,10 @@ func rowsQ8_0AVX2(m *Matrix, lo, hi int, x *Q8Row, out []float32, s q8Streams) b
 //go:noescape
 func iq4RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[3]uint64, out *float32, boff, ooff, n, pf int)
 
-// rowStreams and rowPrefetch are how the IQ4_NL, IQ3_S and K-quant row
-// kernels walk a range of rows: Q8_0's walk on AVX-512 (q8Walk512), four
-// streams, each prefetched 2048 bytes ahead by PREFETCHT0.
+// rowStreams and rowPrefetch are how the IQ4_NL, IQ4_XS, IQ3_S, IQ3_XXS,
+// IQ2_XXS and K-quant row kernels walk a range of rows: Q8_0's walk on
+// AVX-512 (q8Walk512), four streams, each prefetched 2048 bytes ahead by
+// PREFETCHT0.
 var rowStreams, rowPrefetch = q8Walk512.n, q8Walk512.pf
 
 // iq4Args are the arguments of iq4RowsAVX512 that depend on the row
@@ -461,8 +462,9 @@ func planeLanes(k planeRowsKernel, tab *byte) func(m *Matrix, row, steps, lane i
 	}
 }
 
-// iq3Blocks is how many IQ3_S blocks a row of m has, or ok false where x
-// lacks the plane order (or the row has no blocks).
+// iq3Blocks is how many 256-weight blocks (IQ3_S, IQ3_XXS, IQ2_XXS) a
+// row of m has, or ok false where x lacks the plane order (or the row has
+// no blocks).
 func iq3Blocks(m *Matrix, x *Q8Row) (blocks int, ok bool) {
 	blocks, ok = kBlocks(m, x)
 	return blocks, ok && len(x.q2) == m.Cols
