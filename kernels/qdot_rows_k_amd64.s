@@ -888,15 +888,57 @@ GLOBL k2r04<>(SB), RODATA|NOPTR, $64
 	VSUBPS Y15, Y14, Y14 \
 	VADDPS Y14, Yacc, Yacc
 
+// q3krrot: per pair k, the qword rotations taking hmask's bits 2k (lower
+// half) and 2k+1 (upper) of each byte to its bit 2.
+DATA q3krrot<>+0(SB)/8, $2
+DATA q3krrot<>+8(SB)/8, $2
+DATA q3krrot<>+16(SB)/8, $2
+DATA q3krrot<>+24(SB)/8, $2
+DATA q3krrot<>+32(SB)/8, $1
+DATA q3krrot<>+40(SB)/8, $1
+DATA q3krrot<>+48(SB)/8, $1
+DATA q3krrot<>+56(SB)/8, $1
+DATA q3krrot<>+64(SB)/8, $0
+DATA q3krrot<>+72(SB)/8, $0
+DATA q3krrot<>+80(SB)/8, $0
+DATA q3krrot<>+88(SB)/8, $0
+DATA q3krrot<>+96(SB)/8, $63
+DATA q3krrot<>+104(SB)/8, $63
+DATA q3krrot<>+112(SB)/8, $63
+DATA q3krrot<>+120(SB)/8, $63
+DATA q3krrot<>+128(SB)/8, $62
+DATA q3krrot<>+136(SB)/8, $62
+DATA q3krrot<>+144(SB)/8, $62
+DATA q3krrot<>+152(SB)/8, $62
+DATA q3krrot<>+160(SB)/8, $61
+DATA q3krrot<>+168(SB)/8, $61
+DATA q3krrot<>+176(SB)/8, $61
+DATA q3krrot<>+184(SB)/8, $61
+DATA q3krrot<>+192(SB)/8, $60
+DATA q3krrot<>+200(SB)/8, $60
+DATA q3krrot<>+208(SB)/8, $60
+DATA q3krrot<>+216(SB)/8, $60
+DATA q3krrot<>+224(SB)/8, $59
+DATA q3krrot<>+232(SB)/8, $59
+DATA q3krrot<>+240(SB)/8, $59
+DATA q3krrot<>+248(SB)/8, $59
+GLOBL q3krrot<>(SB), RODATA|NOPTR, $256
+
+// Q3KRHI(off, Z): bit 2 of pair off/64's codes in Z from hmask (Z16), by a
+// rotation and an or of the bit under Z24's 4s (Z4 clobbered).
+#define Q3KRHI(off, Z) \
+	VPROLVQ q3krrot<>+off(SB), Z16, Z4 \
+	VPTERNLOGD $0xf8, Z24, Z4, Z
+
 // Q3KROW(base, Yacc): the block's terms of the Q3_K row at base into Yacc.
 #define Q3KROW(base, Yacc) \
 	K2RCODES(32(base), Z0, Z1) \
 	K2RCODES(64(base), Z2, Z3) \
 	VBROADCASTI64X4 0(base), Z16 \
-	KRHI(Z0, Z24) \
-	KRHI(Z1, Z24) \
-	KRHI(Z2, Z24) \
-	KRHI(Z3, Z24) \
+	Q3KRHI(0, Z0) \
+	Q3KRHI(64, Z1) \
+	Q3KRHI(128, Z2) \
+	Q3KRHI(192, Z3) \
 	K2RDOT \
 	VPSUBD Z19, Z13, Z13 \
 	VMOVDQU 94(base), X1 \
@@ -1019,7 +1061,6 @@ TEXT ·q3kRowsAVX512(SB), NOSPLIT, $0-88
 	K2RCONST
 	VMOVDQU32 q3krlo<>(SB), X26
 	VMOVDQU64 k2r04<>(SB), Z24
-	VMOVDQU64 q5krbits12<>(SB), Z17
 	MOVQ  w+0(FP), R13
 	MOVQ  rows+16(FP), R10
 	MOVQ  out+48(FP), R8
