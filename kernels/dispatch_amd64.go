@@ -127,6 +127,10 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8rows[quant.Q2_0] = rowsQ2_0AVX512
 		k.q8rows[quant.Q8_0] = rowsQ8_0AVX512
 		k.q8lanes[quant.Q8_0], k.lanes[quant.Q8_0] = lanesQ8_0AVX512, q8Walk512.n
+		k.q8rows[quant.Q2_K] = kRowsAVX512(q2kRows)
+		k.q8lanes[quant.Q2_K], k.lanes[quant.Q2_K] = kLanesAVX512(q2kRows), rowStreams
+		k.q8rows[quant.Q3_K] = kRowsAVX512(q3kRows)
+		k.q8lanes[quant.Q3_K], k.lanes[quant.Q3_K] = kLanesAVX512(q3kRows), rowStreams
 		k.q8rows[quant.Q4_K] = kRowsAVX512(q4kRows)
 		k.q8lanes[quant.Q4_K], k.lanes[quant.Q4_K] = kLanesAVX512(q4kRows), rowStreams
 		k.q8rows[quant.Q5_K] = kRowsAVX512(q5kRows)
@@ -142,12 +146,18 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.paths = "avx2+f16c+avx512vnni"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni && c.avx512vbmi {
-		// The IQ4_NL and IQ3_S row kernels and the nibble types' plane
+		// The IQ4_NL, IQ4_XS, IQ3_S, IQ3_XXS and IQ2_XXS row kernels and the nibble types' plane
 		// decoders add VBMI (VPERMB, VPERMT2B, VPERMI2B).
 		k.q8rows[quant.IQ4_NL] = rowsIQ4NLAVX512
 		k.q8lanes[quant.IQ4_NL], k.lanes[quant.IQ4_NL] = lanesIQ4NLAVX512, rowStreams
-		k.q8rows[quant.IQ3_S] = rowsIQ3SAVX512
-		k.q8lanes[quant.IQ3_S], k.lanes[quant.IQ3_S] = lanesIQ3SAVX512, rowStreams
+		k.q8rows[quant.IQ3_S] = planeRows(iq3RowsAVX512, &iq3sNibbles[0])
+		k.q8lanes[quant.IQ3_S], k.lanes[quant.IQ3_S] = planeLanes(iq3RowsAVX512, &iq3sNibbles[0]), rowStreams
+		k.q8rows[quant.IQ3_XXS] = planeRows(iq3xxsRowsAVX512, &xxsTab[0])
+		k.q8lanes[quant.IQ3_XXS], k.lanes[quant.IQ3_XXS] = planeLanes(iq3xxsRowsAVX512, &xxsTab[0]), rowStreams
+		k.q8rows[quant.IQ2_XXS] = planeRows(iq2xxsRowsAVX512, &xxsTab[0])
+		k.q8lanes[quant.IQ2_XXS], k.lanes[quant.IQ2_XXS] = planeLanes(iq2xxsRowsAVX512, &xxsTab[0]), rowStreams
+		k.q8rows[quant.IQ4_XS] = kRowsAVX512(iq4xsRows)
+		k.q8lanes[quant.IQ4_XS], k.lanes[quant.IQ4_XS] = kLanesAVX512(iq4xsRows), rowStreams
 		k.q8decodePlanes[quant.IQ4_NL] = q8decodeIQ4NLPlanes
 		k.q8decodePlanes[quant.Q4_0] = q8decodeQ4_0Planes
 		k.paths += "+vbmi"

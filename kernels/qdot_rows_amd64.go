@@ -301,9 +301,10 @@ func rowsQ8_0AVX2(m *Matrix, lo, hi int, x *Q8Row, out []float32, s q8Streams) b
 //go:noescape
 func iq4RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[3]uint64, out *float32, boff, ooff, n, pf int)
 
-// rowStreams and rowPrefetch are how the IQ4_NL, IQ3_S and K-quant row
-// kernels walk a range of rows: Q8_0's walk on AVX-512 (q8Walk512), four
-// streams, each prefetched 2048 bytes ahead by PREFETCHT0.
+// rowStreams and rowPrefetch are how the IQ4_NL, IQ4_XS, IQ3_S, IQ3_XXS,
+// IQ2_XXS and K-quant row kernels walk a range of rows: Q8_0's walk on
+// AVX-512 (q8Walk512), four streams, each prefetched 2048 bytes ahead by
+// PREFETCHT0.
 var rowStreams, rowPrefetch = q8Walk512.n, q8Walk512.pf
 
 // iq4Args are the arguments of iq4RowsAVX512 that depend on the row
@@ -372,43 +373,101 @@ var iq3sNibbles = func() *[1024]byte {
 	return t
 }()
 
-// iq3Blocks is how many IQ3_S blocks a row of m has, or ok false where x
-// lacks the plane order (or the row has no blocks).
+//go:noescape
+func iq3xxsRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, tab *byte, out *float32, boff, ooff, n, pf int)
+
+//go:noescape
+func iq2xxsRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, tab *byte, out *float32, boff, ooff, n, pf int)
+
+// xxsTab is the IQ3_XXS and IQ2_XXS row kernels' table, 64-byte aligned:
+// at 0 byte j of each IQ3_XXS grid entry at 256j+entry; at 1024
+// ksigns_iq2xs; at 1152 the IQ2_XXS grid entries' bytes 0..3 (entry) and
+// 4..7 (256+entry) as 2-bit codes of the grid's three values, byte j's at
+// bits 2j; at 1664, 1728, 1792 the values of the codes at bits 0, 2 and 4
+// of a 6-bit index.
+var xxsTab = func() *[1856]byte {
+	buf := make([]byte, 1856+63)
+	off := int(-uintptr(unsafe.Pointer(&buf[0])) & 63)
+	t := (*[1856]byte)(buf[off:])
+	for e, g := range iq3xxsGrid {
+		for j := 0; j < 4; j++ {
+			t[256*j+e] = byte(g >> (8 * j))
+		}
+	}
+	copy(t[1024:1152], ksignsIQ2XS[:])
+	values := [4]byte{0x08, 0x19, 0x2b, 0}
+	code := func(v byte) byte {
+		for c, w := range values[:3] {
+			if v == w {
+				return byte(c)
+			}
+		}
+		panic("kernels: an IQ2_XXS grid byte not 8, 25 or 43")
+	}
+	for e, g := range iq2xxsGrid {
+		for h := 0; h < 2; h++ {
+			var b byte
+			for j := 0; j < 4; j++ {
+				b |= code(byte(g>>(8*(4*h+j)))) << (2 * j)
+			}
+			t[1152+256*h+e] = b
+		}
+	}
+	for x := 0; x < 64; x++ {
+		for k := 0; k < 3; k++ {
+			t[1664+64*k+x] = values[x>>(2*k)&3]
+		}
+	}
+	return t
+}()
+
+// planeRowsKernel is a row kernel against the plane-order activations
+// (Q8Row.q2) whose rows are whole 256-weight blocks, taking a table:
+// iq3RowsAVX512's arguments.
+type planeRowsKernel func(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, tab *byte, out *float32, boff, ooff, n, pf int)
+
+// planeRows is a kernelSet.q8rows entry running k with table tab:
+// rowsIQ4NLAVX512's walk (rowStreams parts, prefetched rowPrefetch ahead).
+func planeRows(k planeRowsKernel, tab *byte) func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	return func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+		blocks, ok := iq3Blocks(m, x)
+		if !ok {
+			return false
+		}
+		if part := (hi - lo) / rowStreams; part > 0 {
+			k(&m.Data[lo*m.RowBytes], m.RowBytes, part, &x.q2[0], &x.d[0], blocks, tab,
+				&out[lo], part*m.RowBytes, 4*part, rowStreams, rowPrefetch)
+			lo += rowStreams * part
+		}
+		if lo < hi {
+			k(&m.Data[lo*m.RowBytes], m.RowBytes, hi-lo, &x.q2[0], &x.d[0], blocks, tab,
+				&out[lo], 0, 0, 1, 0)
+		}
+		return true
+	}
+}
+
+// planeLanes is a kernelSet.q8lanes entry running k with table tab: its
+// rowStreams streams on lanes lane rows apart.
+func planeLanes(k planeRowsKernel, tab *byte) func(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool {
+	return func(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool {
+		blocks, ok := iq3Blocks(m, x)
+		if !ok {
+			return false
+		}
+		_, _ = m.Data[(row+(rowStreams-1)*lane+steps)*m.RowBytes-1], out[row+(rowStreams-1)*lane+steps-1]
+		k(&m.Data[row*m.RowBytes], m.RowBytes, steps, &x.q2[0], &x.d[0], blocks, tab,
+			&out[row], lane*m.RowBytes, 4*lane, rowStreams, rowPrefetch)
+		return true
+	}
+}
+
+// iq3Blocks is how many 256-weight blocks (IQ3_S, IQ3_XXS, IQ2_XXS) a
+// row of m has, or ok false where x lacks the plane order (or the row has
+// no blocks).
 func iq3Blocks(m *Matrix, x *Q8Row) (blocks int, ok bool) {
 	blocks, ok = kBlocks(m, x)
 	return blocks, ok && len(x.q2) == m.Cols
-}
-
-// rowsIQ3SAVX512 is a kernelSet.q8rows entry for IQ3_S: rowsIQ4NLAVX512's
-// walk (rowStreams parts, prefetched rowPrefetch ahead).
-func rowsIQ3SAVX512(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
-	blocks, ok := iq3Blocks(m, x)
-	if !ok {
-		return false
-	}
-	if part := (hi - lo) / rowStreams; part > 0 {
-		iq3RowsAVX512(&m.Data[lo*m.RowBytes], m.RowBytes, part, &x.q2[0], &x.d[0], blocks, &iq3sNibbles[0],
-			&out[lo], part*m.RowBytes, 4*part, rowStreams, rowPrefetch)
-		lo += rowStreams * part
-	}
-	if lo < hi {
-		iq3RowsAVX512(&m.Data[lo*m.RowBytes], m.RowBytes, hi-lo, &x.q2[0], &x.d[0], blocks, &iq3sNibbles[0],
-			&out[lo], 0, 0, 1, 0)
-	}
-	return true
-}
-
-// lanesIQ3SAVX512 is a kernelSet.q8lanes entry for IQ3_S: the kernel's
-// rowStreams streams on lanes lane rows apart.
-func lanesIQ3SAVX512(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool {
-	blocks, ok := iq3Blocks(m, x)
-	if !ok {
-		return false
-	}
-	_, _ = m.Data[(row+(rowStreams-1)*lane+steps)*m.RowBytes-1], out[row+(rowStreams-1)*lane+steps-1]
-	iq3RowsAVX512(&m.Data[row*m.RowBytes], m.RowBytes, steps, &x.q2[0], &x.d[0], blocks, &iq3sNibbles[0],
-		&out[row], lane*m.RowBytes, 4*lane, rowStreams, rowPrefetch)
-	return true
 }
 
 //go:noescape
@@ -436,6 +495,29 @@ func q5kRows(w *byte, stride, rows int, x *Q8Row, blocks int, out *float32, boff
 
 func q6kRows(w *byte, stride, rows int, x *Q8Row, blocks int, out *float32, boff, ooff, n, pf int) {
 	q6kRowsAVX512(w, stride, rows, &x.qs[0], &x.d[0], blocks, out, boff, ooff, n, pf)
+}
+
+//go:noescape
+func q2kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, out *float32, boff, ooff, n, pf int)
+
+//go:noescape
+func q3kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, out *float32, boff, ooff, n, pf int)
+
+func q2kRows(w *byte, stride, rows int, x *Q8Row, blocks int, out *float32, boff, ooff, n, pf int) {
+	q2kRowsAVX512(w, stride, rows, &x.qs[0], &x.d[0], blocks, out, boff, ooff, n, pf)
+}
+
+func q3kRows(w *byte, stride, rows int, x *Q8Row, blocks int, out *float32, boff, ooff, n, pf int) {
+	q3kRowsAVX512(w, stride, rows, &x.qs[0], &x.d[0], blocks, out, boff, ooff, n, pf)
+}
+
+//go:noescape
+func iq4xsRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, blocks int, out *float32, boff, ooff, n, pf int)
+
+// iq4xsRows is IQ4_XS's row kernel (qdot_rows_iq_amd64.s, VBMI): its
+// blocks are 256 weights, as the K-quants', so it takes their walk.
+func iq4xsRows(w *byte, stride, rows int, x *Q8Row, blocks int, out *float32, boff, ooff, n, pf int) {
+	iq4xsRowsAVX512(w, stride, rows, &x.qs[0], &x.d[0], &x.sums[0], blocks, out, boff, ooff, n, pf)
 }
 
 // kBlocks is how many 256-weight blocks a row of m has, or ok false where

@@ -116,6 +116,18 @@ GLOBL iq4rperm<>(SB), RODATA|NOPTR, $64
 	VPERMT2W Z1, Z28, Z12 \
 	VPERMT2B Z1, Z30, Z0 \
 	VPERMT2B Z2, Z29, Z1 \
+	IQ4DOT \
+	VCVTDQ2PS Y14, Y14 \
+	VCVTPH2PS X12, Y12 \
+	VMULPS (DX), Y12, Y12 \
+	VMULPS Y12, Y14, Y14 \
+	VADDPS Y14, Yacc, Yacc
+
+// IQ4DOT: Y14 = the 8 exact sub-block sums, in sub-block order, of the
+// nibble codes of sub-blocks 0..3 in Z0 and 4..7 in Z1 (16 bytes each,
+// one sub-block per 128-bit lane) against the group's activations Z20..Z23
+// (IQ4X), less 128 times their sums (Y24); Z0..Z3, Z6, Z7, Z15 clobbered.
+#define IQ4DOT \
 	VPSRLW $4, Z0, Z2 \
 	VPSRLW $4, Z1, Z3 \
 	VPERMB Z31, Z0, Z0 \
@@ -134,12 +146,7 @@ GLOBL iq4rperm<>(SB), RODATA|NOPTR, $64
 	VPSHUFD $0x4e, Z14, Z15 \
 	VPADDD Z15, Z14, Z14 \
 	VPERMD Z14, Z27, Z14 \
-	VPSUBD Y24, Y14, Y14 \
-	VCVTDQ2PS Y14, Y14 \
-	VCVTPH2PS X12, Y12 \
-	VMULPS (DX), Y12, Y12 \
-	VMULPS Y12, Y14, Y14 \
-	VADDPS Y14, Yacc, Yacc
+	VPSUBD Y24, Y14, Y14
 
 // IQ4FOLD(Yl, Xl, dst): dst = ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) of Yl.
 #define IQ4FOLD(Yl, Xl, dst) \
@@ -280,6 +287,166 @@ iq4adv:
 	JNZ  iq4row
 
 iq4done:
+	VZEROUPPER
+	RET
+
+// IQ4_XS rows against Q8_0 activations, up to four at once (AVX-512 F,
+// BW, VL, VNNI and VBMI; qdot.go's order): iq4RowsAVX512's contract, its
+// codebook lookup and sums (IQ4DOT) on whole blocks of 136 bytes (fp16 d,
+// scales_h[2], scales_l[4], qs[128]: sub-block ib's 16 bytes at 8+16ib, as
+// an IQ4_NL block's). A group is one block, so the codes need no gather:
+// qs's two halves, 64 bytes at 8 and at 72, hold sub-blocks 0..3 and 4..7
+// one per 128-bit lane. The factors are IQ4XSFactors': ls = nibble ib of
+// scales_l (the dword at 4 shifted right by 4ib) | bits 2ib, 2ib+1 of
+// scales_h at bits 4 and 5 (the dword at 2 rotated left by 4-2ib), and
+// f = d * float32(ls-32); the term float32(sum) * (f * activation scale).
+//
+// Registers: iq4RowsAVX512's Z31 (table) and Z27 (order); Y30, Y29 the
+// scale shifts and rotations, Y28, Y19 the masks 15 and 0x30, Y18 the 32s.
+
+DATA iq4xsrsl<>+0(SB)/8, $0x0000000400000000
+DATA iq4xsrsl<>+8(SB)/8, $0x0000000c00000008
+DATA iq4xsrsl<>+16(SB)/8, $0x0000001400000010
+DATA iq4xsrsl<>+24(SB)/8, $0x0000001c00000018
+GLOBL iq4xsrsl<>(SB), RODATA|NOPTR, $32
+
+DATA iq4xsrsh<>+0(SB)/8, $0x0000000200000004
+DATA iq4xsrsh<>+8(SB)/8, $0x0000001e00000000
+DATA iq4xsrsh<>+16(SB)/8, $0x0000001a0000001c
+DATA iq4xsrsh<>+24(SB)/8, $0x0000001600000018
+GLOBL iq4xsrsh<>(SB), RODATA|NOPTR, $32
+
+DATA iq4xsr0f<>+0(SB)/8, $0x0000000f0000000f
+DATA iq4xsr0f<>+8(SB)/8, $0x0000000f0000000f
+DATA iq4xsr0f<>+16(SB)/8, $0x0000000f0000000f
+DATA iq4xsr0f<>+24(SB)/8, $0x0000000f0000000f
+GLOBL iq4xsr0f<>(SB), RODATA|NOPTR, $32
+
+DATA iq4xsr30<>+0(SB)/8, $0x0000003000000030
+DATA iq4xsr30<>+8(SB)/8, $0x0000003000000030
+DATA iq4xsr30<>+16(SB)/8, $0x0000003000000030
+DATA iq4xsr30<>+24(SB)/8, $0x0000003000000030
+GLOBL iq4xsr30<>(SB), RODATA|NOPTR, $32
+
+DATA iq4xsr20<>+0(SB)/8, $0x0000002000000020
+DATA iq4xsr20<>+8(SB)/8, $0x0000002000000020
+DATA iq4xsr20<>+16(SB)/8, $0x0000002000000020
+DATA iq4xsr20<>+24(SB)/8, $0x0000002000000020
+GLOBL iq4xsr20<>(SB), RODATA|NOPTR, $32
+
+// IQ4XSROW(base, Yacc): the block's terms of the row at base into Yacc.
+#define IQ4XSROW(base, Yacc) \
+	VMOVDQU64 8(base), Z0 \
+	VMOVDQU64 72(base), Z1 \
+	IQ4DOT \
+	VPBROADCASTD 4(base), Y12 \
+	VPSRLVD Y30, Y12, Y12 \
+	VPANDD Y28, Y12, Y12 \
+	VPBROADCASTD 2(base), Y13 \
+	VPROLVD Y29, Y13, Y13 \
+	VPANDD Y19, Y13, Y13 \
+	VPORD Y13, Y12, Y12 \
+	VPSUBD Y18, Y12, Y12 \
+	VCVTDQ2PS Y12, Y12 \
+	VPBROADCASTW 0(base), X13 \
+	VCVTPH2PS X13, Y13 \
+	VMULPS Y13, Y12, Y12 \
+	VMULPS (DX), Y12, Y12 \
+	VCVTDQ2PS Y14, Y14 \
+	VMULPS Y12, Y14, Y14 \
+	VADDPS Y14, Yacc, Yacc
+
+// func iq4xsRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, blocks int, out *float32, boff, ooff, n, pf int)
+// q4kRowsAVX512's arguments and walk (qdot_rows_k_amd64.s).
+TEXT ·iq4xsRowsAVX512(SB), NOSPLIT, $0-96
+	VMOVDQU64 iq4rtab<>(SB), Z31
+	VMOVDQU64 iq4rperm<>(SB), Z27
+	VMOVDQU32 iq4xsrsl<>(SB), Y30
+	VMOVDQU32 iq4xsrsh<>(SB), Y29
+	VMOVDQU32 iq4xsr0f<>(SB), Y28
+	VMOVDQU32 iq4xsr30<>(SB), Y19
+	VMOVDQU32 iq4xsr20<>(SB), Y18
+	MOVQ  w+0(FP), R13
+	MOVQ  rows+16(FP), R10
+	MOVQ  out+56(FP), R8
+	MOVQ  n+80(FP), R12
+	MOVQ  pf+88(FP), R14
+	TESTQ R10, R10
+	JZ    iq4xsdone
+
+iq4xsrow:
+	MOVQ R13, SI
+	MOVQ boff+64(FP), AX
+	LEAQ (R13)(AX*1), R15
+	LEAQ (R13)(AX*2), R11
+	LEAQ (R15)(AX*2), R9
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ xs+40(FP), BX
+	MOVQ blocks+48(FP), CX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+iq4xsblock:
+	TESTQ R14, R14
+	JZ    iq4xsx
+	IQ4PF(SI)
+	CMPQ  R12, $2
+	JLT   iq4xsx
+	IQ4PF(R15)
+	CMPQ  R12, $3
+	JLT   iq4xsx
+	IQ4PF(R11)
+	CMPQ  R12, $4
+	JLT   iq4xsx
+	IQ4PF(R9)
+
+iq4xsx:
+	IQ4X
+	IQ4XSROW(SI, Y8)
+	CMPQ R12, $2
+	JLT  iq4xsnext
+	IQ4XSROW(R15, Y9)
+	CMPQ R12, $3
+	JLT  iq4xsnext
+	IQ4XSROW(R11, Y10)
+	CMPQ R12, $4
+	JLT  iq4xsnext
+	IQ4XSROW(R9, Y11)
+
+iq4xsnext:
+	ADDQ $136, SI
+	ADDQ $136, R15
+	ADDQ $136, R11
+	ADDQ $136, R9
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  iq4xsblock
+
+	MOVQ ooff+72(FP), AX
+	IQ4FOLD(Y8, X8, (R8))
+	CMPQ R12, $2
+	JLT  iq4xsadv
+	IQ4FOLD(Y9, X9, (R8)(AX*1))
+	CMPQ R12, $3
+	JLT  iq4xsadv
+	IQ4FOLD(Y10, X10, (R8)(AX*2))
+	CMPQ R12, $4
+	JLT  iq4xsadv
+	LEAQ (R8)(AX*2), R9
+	IQ4FOLD(Y11, X11, (R9)(AX*1))
+
+iq4xsadv:
+	ADDQ $4, R8
+	ADDQ stride+8(FP), R13
+	DECQ R10
+	JNZ  iq4xsrow
+
+iq4xsdone:
 	VZEROUPPER
 	RET
 
@@ -547,5 +714,403 @@ iq3adv:
 	JNZ  iq3row
 
 iq3done:
+	VZEROUPPER
+	RET
+
+// IQ3_XXS and IQ2_XXS rows against Q8_0 activations in the plane order
+// (Q8Row.q2), up to four at once (AVX-512 F, BW, VL, VNNI and VBMI;
+// qdot.go's order): iq3RowsAVX512's contract, walk and plane products
+// (IQ3PLANE, its sub-block order). Rows are whole 256-weight blocks:
+//
+//   IQ3_XXS, 98 bytes: fp16 d, qs[64] grid indices (4 weights each), at
+//   66 the 8 sub-blocks' words (4 sign fields of 7 bits, scale in the
+//   top 4);
+//   IQ2_XXS, 66 bytes: fp16 d, per sub-block at 2+8ib 4 grid indices (8
+//   weights each) and the word.
+//
+// IQ3_XXS's index I (0..63) is weights 4I..4I+3, so byte j of its grid
+// entry is plane j's weight I (against byte I of activation plane j);
+// IQ2_XXS's index i (0..31) is two such virtual indices I = 2i and 2i+1,
+// bytes 0..3 and 4..7 of its entry. The caller's table (tab, xxsTab)
+// holds IQ3_XXS's grid as 4 byte planes of 256 entries, looked up by
+// VPERMT2B in each 128-entry half, zero-masked by bit 7, ORed; and
+// IQ2_XXS's grid bytes as 2-bit codes (its only values are 3), the four
+// planes' in one byte, 512 entries (entry | 256 for the odd virtual
+// indices: IQ3QUARTERS with the odd lanes as the ninth bit), the planes'
+// values by VPERMB from the code byte (plane 3 after a shift by 2).
+// Signs: the 32 fields (VPMULTISHIFTQB from the words), field (ib, l) the
+// 8 weights 8l.. of sub-block ib, i.e. virtual indices 8ib+2l and 8ib+2l+1,
+// spread so that byte I holds its index's field (VPERMB) and mapped by
+// ksigns_iq2xs (7-bit field, parity as bit 7) from the table: bit j of
+// byte I (I even) or bit j+4 (I odd) negates plane j's activation I
+// (IQ3PLANE against Z23..Z26). The factor d * (0.5 + word>>28) * 0.5
+// (IQ3_XXS) or * 0.25 (IQ2_XXS), the term float32(sum) * (factor *
+// activation scale).
+//
+// Registers: R12 the table; K7 IQ2_XXS's odd lanes; Z17 zero, Z18 the
+// sums' order, Y19 0.5s, Y16 the factor's last multiplier, Z20 the field
+// shifts, Z21 the spread, Z23..Z26 the sign bits; per block Z12..Z15 the
+// activation planes; per row Z0..Z7, K1..K6; Y8..Y11 the lanes.
+
+DATA xxsrexp3<>+0(SB)/8, $0x0303020201010000
+DATA xxsrexp3<>+8(SB)/8, $0x0707060605050404
+DATA xxsrexp3<>+16(SB)/8, $0x0b0b0a0a09090808
+DATA xxsrexp3<>+24(SB)/8, $0x0f0f0e0e0d0d0c0c
+DATA xxsrexp3<>+32(SB)/8, $0x1313121211111010
+DATA xxsrexp3<>+40(SB)/8, $0x1717161615151414
+DATA xxsrexp3<>+48(SB)/8, $0x1b1b1a1a19191818
+DATA xxsrexp3<>+56(SB)/8, $0x1f1f1e1e1d1d1c1c
+GLOBL xxsrexp3<>(SB), RODATA|NOPTR, $64
+
+DATA xxsrexp2<>+0(SB)/8, $0x0303020201010000
+DATA xxsrexp2<>+8(SB)/8, $0x0b0b0a0a09090808
+DATA xxsrexp2<>+16(SB)/8, $0x1313121211111010
+DATA xxsrexp2<>+24(SB)/8, $0x1b1b1a1a19191818
+DATA xxsrexp2<>+32(SB)/8, $0x2323222221212020
+DATA xxsrexp2<>+40(SB)/8, $0x2b2b2a2a29292828
+DATA xxsrexp2<>+48(SB)/8, $0x3333323231313030
+DATA xxsrexp2<>+56(SB)/8, $0x3b3b3a3a39393838
+GLOBL xxsrexp2<>(SB), RODATA|NOPTR, $64
+
+DATA xxsrctl3<>+0(SB)/8, $0x352e2720150e0700
+DATA xxsrctl3<>+8(SB)/8, $0x352e2720150e0700
+DATA xxsrctl3<>+16(SB)/8, $0x352e2720150e0700
+DATA xxsrctl3<>+24(SB)/8, $0x352e2720150e0700
+GLOBL xxsrctl3<>(SB), RODATA|NOPTR, $32
+
+DATA xxsrctl2<>+0(SB)/8, $0x00000000352e2720
+DATA xxsrctl2<>+8(SB)/8, $0x00000000352e2720
+DATA xxsrctl2<>+16(SB)/8, $0x00000000352e2720
+DATA xxsrctl2<>+24(SB)/8, $0x00000000352e2720
+DATA xxsrctl2<>+32(SB)/8, $0x00000000352e2720
+DATA xxsrctl2<>+40(SB)/8, $0x00000000352e2720
+DATA xxsrctl2<>+48(SB)/8, $0x00000000352e2720
+DATA xxsrctl2<>+56(SB)/8, $0x00000000352e2720
+GLOBL xxsrctl2<>(SB), RODATA|NOPTR, $64
+
+DATA xxsrbit0<>+0(SB)/8, $0x1001100110011001
+DATA xxsrbit0<>+8(SB)/8, $0x1001100110011001
+DATA xxsrbit0<>+16(SB)/8, $0x1001100110011001
+DATA xxsrbit0<>+24(SB)/8, $0x1001100110011001
+DATA xxsrbit0<>+32(SB)/8, $0x1001100110011001
+DATA xxsrbit0<>+40(SB)/8, $0x1001100110011001
+DATA xxsrbit0<>+48(SB)/8, $0x1001100110011001
+DATA xxsrbit0<>+56(SB)/8, $0x1001100110011001
+GLOBL xxsrbit0<>(SB), RODATA|NOPTR, $64
+
+DATA xxsrbit1<>+0(SB)/8, $0x2002200220022002
+DATA xxsrbit1<>+8(SB)/8, $0x2002200220022002
+DATA xxsrbit1<>+16(SB)/8, $0x2002200220022002
+DATA xxsrbit1<>+24(SB)/8, $0x2002200220022002
+DATA xxsrbit1<>+32(SB)/8, $0x2002200220022002
+DATA xxsrbit1<>+40(SB)/8, $0x2002200220022002
+DATA xxsrbit1<>+48(SB)/8, $0x2002200220022002
+DATA xxsrbit1<>+56(SB)/8, $0x2002200220022002
+GLOBL xxsrbit1<>(SB), RODATA|NOPTR, $64
+
+DATA xxsrbit2<>+0(SB)/8, $0x4004400440044004
+DATA xxsrbit2<>+8(SB)/8, $0x4004400440044004
+DATA xxsrbit2<>+16(SB)/8, $0x4004400440044004
+DATA xxsrbit2<>+24(SB)/8, $0x4004400440044004
+DATA xxsrbit2<>+32(SB)/8, $0x4004400440044004
+DATA xxsrbit2<>+40(SB)/8, $0x4004400440044004
+DATA xxsrbit2<>+48(SB)/8, $0x4004400440044004
+DATA xxsrbit2<>+56(SB)/8, $0x4004400440044004
+GLOBL xxsrbit2<>(SB), RODATA|NOPTR, $64
+
+DATA xxsrbit3<>+0(SB)/8, $0x8008800880088008
+DATA xxsrbit3<>+8(SB)/8, $0x8008800880088008
+DATA xxsrbit3<>+16(SB)/8, $0x8008800880088008
+DATA xxsrbit3<>+24(SB)/8, $0x8008800880088008
+DATA xxsrbit3<>+32(SB)/8, $0x8008800880088008
+DATA xxsrbit3<>+40(SB)/8, $0x8008800880088008
+DATA xxsrbit3<>+48(SB)/8, $0x8008800880088008
+DATA xxsrbit3<>+56(SB)/8, $0x8008800880088008
+GLOBL xxsrbit3<>(SB), RODATA|NOPTR, $64
+
+DATA xxsrconst<>+0(SB)/4, $0x3f000000
+DATA xxsrconst<>+4(SB)/4, $0x3e800000
+GLOBL xxsrconst<>(SB), RODATA|NOPTR, $8
+
+// XXS3LOOK(j, Zr): Zr = byte plane j of the IQ3_XXS grid entries of the
+// indices in Z5 (K1: bit 7 clear, K2: set).
+#define XXS3LOOK(j, Zr) \
+	VMOVDQU64 (256*j)(R12), Zr \
+	VPERMT2B.Z (256*j+64)(R12), Z5, K1, Zr \
+	VMOVDQU64 (256*j+128)(R12), Z4 \
+	VPERMT2B.Z (256*j+192)(R12), Z5, K2, Z4 \
+	VPORD Z4, Zr, Zr
+
+// XXSDOT(Zf, Zw0, Zw1, Zw2, Zw3): Y7 = the 8 sub-block sums of the planes'
+// weights Zw0..Zw3 against the activation planes, signed by the fields in
+// Zf's bytes (Zf clobbered).
+#define XXSDOT(Zf, Zw0, Zw1, Zw2, Zw3) \
+	VPERMB Zf, Z21, Zf \
+	VMOVDQU64 1024(R12), Z5 \
+	VPERMT2B 1088(R12), Zf, Z5 \
+	VPXORD Z7, Z7, Z7 \
+	IQ3PLANE(Zw0, Z23, Z12, K1) \
+	IQ3PLANE(Zw1, Z24, Z13, K2) \
+	IQ3PLANE(Zw2, Z25, Z14, K3) \
+	IQ3PLANE(Zw3, Z26, Z15, K4) \
+	VPSHUFD $0xb1, Z7, Z6 \
+	VPADDD Z6, Z7, Z7 \
+	VPERMD Z7, Z18, Z7
+
+// XXSTERM(base, Yacc): the terms of the sums Y7 and the scales word>>28
+// in Y6 into Yacc.
+#define XXSTERM(base, Yacc) \
+	VCVTDQ2PS Y6, Y6 \
+	VADDPS Y19, Y6, Y6 \
+	VPBROADCASTW 0(base), X4 \
+	VCVTPH2PS X4, Y4 \
+	VMULPS Y6, Y4, Y4 \
+	VMULPS Y16, Y4, Y4 \
+	VMULPS (DX), Y4, Y4 \
+	VCVTDQ2PS Y7, Y7 \
+	VMULPS Y4, Y7, Y7 \
+	VADDPS Y7, Yacc, Yacc
+
+// IQ3XXSROW(base, Yacc): the IQ3_XXS block at base into Yacc.
+#define IQ3XXSROW(base, Yacc) \
+	VMOVDQU64 2(base), Z5 \
+	VPMOVB2M Z5, K2 \
+	KNOTQ K2, K1 \
+	XXS3LOOK(0, Z0) \
+	XXS3LOOK(1, Z1) \
+	XXS3LOOK(2, Z2) \
+	XXS3LOOK(3, Z3) \
+	VPMULTISHIFTQB 66(base), Y20, Y4 \
+	XXSDOT(Z4, Z0, Z1, Z2, Z3) \
+	VMOVDQU 66(base), Y6 \
+	VPSRLD $28, Y6, Y6 \
+	XXSTERM(base, Yacc)
+
+// IQ2XXSROW(base, Yacc): the IQ2_XXS block at base into Yacc.
+#define IQ2XXSROW(base, Yacc) \
+	VMOVDQU64 2(base), Z6 \
+	VPERMB Z6, Z21, Z5 \
+	VPMULTISHIFTQB Z6, Z20, Z6 \
+	VPMOVB2M Z5, K6 \
+	KORQ K6, K7, K1 \
+	KNOTQ K1, K1 \
+	KANDNQ K6, K7, K2 \
+	KANDNQ K7, K6, K3 \
+	KANDQ K6, K7, K4 \
+	IQ3QUARTERS(1152, Z1) \
+	VPERMB 1664(R12), Z1, Z0 \
+	VPERMB 1728(R12), Z1, Z2 \
+	VPERMB 1792(R12), Z1, Z3 \
+	VPSRLW $2, Z1, Z1 \
+	VPERMB 1792(R12), Z1, Z1 \
+	XXSDOT(Z6, Z0, Z2, Z3, Z1) \
+	VMOVDQU64 2(base), Z6 \
+	VPSRLQ $60, Z6, Z6 \
+	VPMOVQD Z6, Y6 \
+	XXSTERM(base, Yacc)
+
+// func iq3xxsRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, tab *byte, out *float32, boff, ooff, n, pf int)
+// iq3RowsAVX512's arguments; tab is xxsTab.
+TEXT ·iq3xxsRowsAVX512(SB), NOSPLIT, $0-96
+	VPXORD Z17, Z17, Z17
+	VMOVDQU64 iq3reven<>(SB), Z18
+	VBROADCASTSS xxsrconst<>+0(SB), Y19
+	VBROADCASTSS xxsrconst<>+0(SB), Y16
+	VMOVDQU64 xxsrctl3<>(SB), Z20
+	VMOVDQU64 xxsrexp3<>(SB), Z21
+	VMOVDQU64 xxsrbit0<>(SB), Z23
+	VMOVDQU64 xxsrbit1<>(SB), Z24
+	VMOVDQU64 xxsrbit2<>(SB), Z25
+	VMOVDQU64 xxsrbit3<>(SB), Z26
+	MOVQ  tab+48(FP), R12
+	MOVQ  w+0(FP), R13
+	MOVQ  rows+16(FP), R10
+	MOVQ  out+56(FP), R8
+	MOVQ  pf+88(FP), R14
+	TESTQ R10, R10
+	JZ    iq3xxsdone
+
+iq3xxsrow:
+	MOVQ R13, SI
+	MOVQ boff+64(FP), AX
+	LEAQ (R13)(AX*1), R15
+	LEAQ (R13)(AX*2), R11
+	LEAQ (R15)(AX*2), R9
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ blocks+40(FP), CX
+	MOVQ n+80(FP), BX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	TESTQ CX, CX
+	JZ    iq3xxsfold
+
+iq3xxsblock:
+	TESTQ R14, R14
+	JZ    iq3xxsx
+	IQ3PF(SI)
+	CMPQ  BX, $2
+	JLT   iq3xxsx
+	IQ3PF(R15)
+	CMPQ  BX, $3
+	JLT   iq3xxsx
+	IQ3PF(R11)
+	CMPQ  BX, $4
+	JLT   iq3xxsx
+	IQ3PF(R9)
+
+iq3xxsx:
+	VMOVDQU64 0(DI), Z12
+	VMOVDQU64 64(DI), Z13
+	VMOVDQU64 128(DI), Z14
+	VMOVDQU64 192(DI), Z15
+	IQ3XXSROW(SI, Y8)
+	CMPQ BX, $2
+	JLT  iq3xxsnext
+	IQ3XXSROW(R15, Y9)
+	CMPQ BX, $3
+	JLT  iq3xxsnext
+	IQ3XXSROW(R11, Y10)
+	CMPQ BX, $4
+	JLT  iq3xxsnext
+	IQ3XXSROW(R9, Y11)
+
+iq3xxsnext:
+	ADDQ $98, SI
+	ADDQ $98, R15
+	ADDQ $98, R11
+	ADDQ $98, R9
+	ADDQ $256, DI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  iq3xxsblock
+
+iq3xxsfold:
+	MOVQ ooff+72(FP), AX
+	IQ4FOLD(Y8, X8, (R8))
+	CMPQ BX, $2
+	JLT  iq3xxsadv
+	IQ4FOLD(Y9, X9, (R8)(AX*1))
+	CMPQ BX, $3
+	JLT  iq3xxsadv
+	IQ4FOLD(Y10, X10, (R8)(AX*2))
+	CMPQ BX, $4
+	JLT  iq3xxsadv
+	LEAQ (R8)(AX*2), R9
+	IQ4FOLD(Y11, X11, (R9)(AX*1))
+
+iq3xxsadv:
+	ADDQ $4, R8
+	ADDQ stride+8(FP), R13
+	DECQ R10
+	JNZ  iq3xxsrow
+
+iq3xxsdone:
+	VZEROUPPER
+	RET
+
+// func iq2xxsRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, tab *byte, out *float32, boff, ooff, n, pf int)
+// iq3RowsAVX512's arguments; tab is xxsTab.
+TEXT ·iq2xxsRowsAVX512(SB), NOSPLIT, $0-96
+	VPXORD Z17, Z17, Z17
+	VMOVDQU64 iq3reven<>(SB), Z18
+	VBROADCASTSS xxsrconst<>+0(SB), Y19
+	VBROADCASTSS xxsrconst<>+4(SB), Y16
+	VMOVDQU64 xxsrctl2<>(SB), Z20
+	VMOVDQU64 xxsrexp2<>(SB), Z21
+	VMOVDQU64 xxsrbit0<>(SB), Z23
+	VMOVDQU64 xxsrbit1<>(SB), Z24
+	VMOVDQU64 xxsrbit2<>(SB), Z25
+	VMOVDQU64 xxsrbit3<>(SB), Z26
+	MOVQ  $0xaaaaaaaaaaaaaaaa, AX
+	KMOVQ AX, K7
+	MOVQ  tab+48(FP), R12
+	MOVQ  w+0(FP), R13
+	MOVQ  rows+16(FP), R10
+	MOVQ  out+56(FP), R8
+	MOVQ  pf+88(FP), R14
+	TESTQ R10, R10
+	JZ    iq2xxsdone
+
+iq2xxsrow:
+	MOVQ R13, SI
+	MOVQ boff+64(FP), AX
+	LEAQ (R13)(AX*1), R15
+	LEAQ (R13)(AX*2), R11
+	LEAQ (R15)(AX*2), R9
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ blocks+40(FP), CX
+	MOVQ n+80(FP), BX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	TESTQ CX, CX
+	JZ    iq2xxsfold
+
+iq2xxsblock:
+	TESTQ R14, R14
+	JZ    iq2xxsx
+	IQ3PF(SI)
+	CMPQ  BX, $2
+	JLT   iq2xxsx
+	IQ3PF(R15)
+	CMPQ  BX, $3
+	JLT   iq2xxsx
+	IQ3PF(R11)
+	CMPQ  BX, $4
+	JLT   iq2xxsx
+	IQ3PF(R9)
+
+iq2xxsx:
+	VMOVDQU64 0(DI), Z12
+	VMOVDQU64 64(DI), Z13
+	VMOVDQU64 128(DI), Z14
+	VMOVDQU64 192(DI), Z15
+	IQ2XXSROW(SI, Y8)
+	CMPQ BX, $2
+	JLT  iq2xxsnext
+	IQ2XXSROW(R15, Y9)
+	CMPQ BX, $3
+	JLT  iq2xxsnext
+	IQ2XXSROW(R11, Y10)
+	CMPQ BX, $4
+	JLT  iq2xxsnext
+	IQ2XXSROW(R9, Y11)
+
+iq2xxsnext:
+	ADDQ $66, SI
+	ADDQ $66, R15
+	ADDQ $66, R11
+	ADDQ $66, R9
+	ADDQ $256, DI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  iq2xxsblock
+
+iq2xxsfold:
+	MOVQ ooff+72(FP), AX
+	IQ4FOLD(Y8, X8, (R8))
+	CMPQ BX, $2
+	JLT  iq2xxsadv
+	IQ4FOLD(Y9, X9, (R8)(AX*1))
+	CMPQ BX, $3
+	JLT  iq2xxsadv
+	IQ4FOLD(Y10, X10, (R8)(AX*2))
+	CMPQ BX, $4
+	JLT  iq2xxsadv
+	LEAQ (R8)(AX*2), R9
+	IQ4FOLD(Y11, X11, (R9)(AX*1))
+
+iq2xxsadv:
+	ADDQ $4, R8
+	ADDQ stride+8(FP), R13
+	DECQ R10
+	JNZ  iq2xxsrow
+
+iq2xxsdone:
 	VZEROUPPER
 	RET

@@ -146,6 +146,137 @@ func adversarialQ6K(rng *rand.Rand, nb int) []byte {
 	return b
 }
 
+// adversarialQ2K is a row of nb Q2_K blocks, each random or with special
+// d and dmin (specialHalves, each on its own) and extreme parts: every
+// scale and min 0 or 15 (scale bytes 0x00, 0xff, 0x0f or 0xf0), every
+// code 0 or 3.
+func adversarialQ2K(rng *rand.Rand, nb int) []byte {
+	b := make([]byte, 84*nb)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	for k := 0; k < nb; k++ {
+		blk := b[84*k : 84*k+84]
+		for _, off := range []int{80, 82} {
+			if rng.IntN(3) == 0 {
+				binary.LittleEndian.PutUint16(blk[off:], specialHalves[rng.IntN(len(specialHalves))])
+			}
+		}
+		if v := rng.IntN(5); v < 4 {
+			fillBytes(blk[:16], [4]byte{0x00, 0xff, 0x0f, 0xf0}[v])
+		}
+		if v := rng.IntN(3); v < 2 {
+			fillBytes(blk[16:80], byte(0xff*v))
+		}
+	}
+	return b
+}
+
+// adversarialQ3K is a row of nb Q3_K blocks, each random or with a
+// special d (specialHalves) and extreme parts: every scale -32 or 31
+// (scale bytes all 0x00 or 0xff), every code -4 or 3 (hmask and qs all
+// 0x00 or 0xff, each on its own).
+func adversarialQ3K(rng *rand.Rand, nb int) []byte {
+	b := make([]byte, 110*nb)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	for k := 0; k < nb; k++ {
+		blk := b[110*k : 110*k+110]
+		if rng.IntN(3) == 0 {
+			binary.LittleEndian.PutUint16(blk[108:], specialHalves[rng.IntN(len(specialHalves))])
+		}
+		for _, p := range [][]byte{blk[:32], blk[32:96], blk[96:108]} {
+			if v := rng.IntN(3); v < 2 {
+				fillBytes(p, byte(0xff*v))
+			}
+		}
+	}
+	return b
+}
+
+// adversarialIQ3XXS is a row of nb IQ3_XXS blocks, each random or with a
+// special d (specialHalves) and extreme parts: every grid index 0 or 255,
+// every sign/scale word 0 or all ones (no signs and scale 0, every sign
+// and scale 15), each on its own.
+func adversarialIQ3XXS(rng *rand.Rand, nb int) []byte {
+	b := make([]byte, 98*nb)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	for k := 0; k < nb; k++ {
+		blk := b[98*k : 98*k+98]
+		if rng.IntN(3) == 0 {
+			binary.LittleEndian.PutUint16(blk, specialHalves[rng.IntN(len(specialHalves))])
+		}
+		for _, p := range [][]byte{blk[2:66], blk[66:98]} {
+			if v := rng.IntN(3); v < 2 {
+				fillBytes(p, byte(0xff*v))
+			}
+		}
+	}
+	return b
+}
+
+// adversarialIQ2XXS is adversarialIQ3XXS for IQ2_XXS's blocks of 66 bytes
+// (grid indices and words interleaved per sub-block).
+func adversarialIQ2XXS(rng *rand.Rand, nb int) []byte {
+	b := make([]byte, 66*nb)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	for k := 0; k < nb; k++ {
+		blk := b[66*k : 66*k+66]
+		if rng.IntN(3) == 0 {
+			binary.LittleEndian.PutUint16(blk, specialHalves[rng.IntN(len(specialHalves))])
+		}
+		for part := 0; part < 2; part++ { // the indices, then the words
+			if v := rng.IntN(3); v < 2 {
+				for ib := 0; ib < 8; ib++ {
+					fillBytes(blk[2+8*ib+4*part:6+8*ib+4*part], byte(0xff*v))
+				}
+			}
+		}
+	}
+	return b
+}
+
+// fillBytes sets every byte of p to v.
+func fillBytes(p []byte, v byte) {
+	for i := range p {
+		p[i] = v
+	}
+}
+
+// adversarialIQ4XS is a row of nb IQ4_XS blocks, each random or with a
+// special d (specialHalves) and extreme parts: every 6-bit scale 0 or 63
+// (scales_h and scales_l all 0x00 or 0xff), every code the codebook's
+// least or greatest or the two alternating.
+func adversarialIQ4XS(rng *rand.Rand, nb int) []byte {
+	b := make([]byte, 136*nb)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	fill := func(p []byte, v byte) {
+		for i := range p {
+			p[i] = v
+		}
+	}
+	for k := 0; k < nb; k++ {
+		blk := b[136*k : 136*k+136]
+		if rng.IntN(3) == 0 {
+			binary.LittleEndian.PutUint16(blk, specialHalves[rng.IntN(len(specialHalves))])
+		}
+		if v := rng.IntN(3); v < 2 {
+			fill(blk[2:8], byte(0xff*v))
+		}
+		if v := rng.IntN(5); v < 4 {
+			fill(blk[8:], [4]byte{0x00, 0xff, 0x0f, 0xf0}[v])
+		}
+	}
+	return b
+}
+
 // iqRowsActivations are activation rows of n values for the row kernel
 // tests: gaussian, saturating (every block's codes at +-127 beside small
 // ones) and with zero blocks.
@@ -165,7 +296,11 @@ func iqRowsActivations(rng *rand.Rand, n int) [][]float32 {
 	return [][]float32{g, sat, zero}
 }
 
-// TestIQRowsPool: the IQ4_NL, IQ3_S, Q4_K, Q5_K and Q6_K row and lane kernels through the
+// iqRowsTypes are the types with row kernels besides Q8_0 and Q2_0.
+var iqRowsTypes = []quant.Type{quant.IQ4_NL, quant.IQ3_S, quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS,
+	quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K}
+
+// TestIQRowsPool: the row and lane kernels of iqRowsTypes through the
 // pool's single-token products (MatVecQ8, MatVecsQ8, MatVecsQ8GLU) give
 // the portable DotQ8's bits for every row at 1, 2, 3 and 7 threads, in
 // lanes and row by row: rows of whole and partial groups, row counts that
@@ -177,17 +312,15 @@ func iqRowsActivations(rng *rand.Rand, n int) [][]float32 {
 func TestIQRowsPool(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
 	type shape = struct{ cols, rows int }
-	for _, typ := range []quant.Type{quant.IQ4_NL, quant.IQ3_S, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+	for _, typ := range iqRowsTypes {
 		shapes := []shape{{256, 37}, {2560, 101}, {288, 7}, {2528, 130}, {32, 5}, {480, 64}, {224, 3}, {4096, 9}}
 		adversarial := adversarialIQ4NL
-		switch typ {
-		case quant.IQ3_S:
-			shapes = []shape{{256, 37}, {2560, 101}, {512, 7}, {256, 130}, {768, 5}, {4096, 9}, {1024, 3}}
-			adversarial = adversarialIQ3S
-		case quant.Q4_K, quant.Q5_K, quant.Q6_K:
+		if typ != quant.IQ4_NL { // blocks of 256 weights
 			shapes = []shape{{256, 37}, {2560, 101}, {512, 7}, {256, 130}, {768, 5}, {4096, 9}, {1024, 3}}
 			adversarial = map[quant.Type]func(*rand.Rand, int) []byte{
-				quant.Q4_K: adversarialQ4K, quant.Q5_K: adversarialQ5K, quant.Q6_K: adversarialQ6K}[typ]
+				quant.IQ3_S: adversarialIQ3S, quant.IQ4_XS: adversarialIQ4XS, quant.Q2_K: adversarialQ2K,
+				quant.Q3_K: adversarialQ3K, quant.Q4_K: adversarialQ4K, quant.IQ3_XXS: adversarialIQ3XXS,
+				quant.IQ2_XXS: adversarialIQ2XXS, quant.Q5_K: adversarialQ5K, quant.Q6_K: adversarialQ6K}[typ]
 		}
 		testIQRowsPool(t, rng, typ, shapes, adversarial)
 		// Rows of no blocks: the row and lane kernels refuse them, writing
@@ -319,14 +452,14 @@ func testIQRowsPool(t *testing.T, rng *rand.Rand, typ quant.Type, shapes []struc
 	}
 }
 
-// BenchmarkIQRows is the IQ4_NL, IQ3_S, Q4_K, Q5_K and Q6_K row kernels (kernelSet.q8rows, one call
+// BenchmarkIQRows is the row kernels of iqRowsTypes (kernelSet.q8rows, one call
 // over the matrix) against the per-row path it replaces (one DotQ8 per
 // row), on one thread over an expert-sized matrix in cache: 256 rows of
 // 256 weights (tiny-qwen3moe's n_embd) and of 2560 (bytes/s are weight
 // bytes).
 func BenchmarkIQRows(b *testing.B) {
 	rng := rand.New(rand.NewPCG(93, 94))
-	for _, typ := range []quant.Type{quant.IQ4_NL, quant.IQ3_S, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+	for _, typ := range iqRowsTypes {
 		for _, cols := range []int{256, 2560} {
 			const rows = 256
 			var data []byte

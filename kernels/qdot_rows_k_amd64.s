@@ -78,6 +78,20 @@ DATA q4kr30<>+0(SB)/8, $0x3030303030303030
 DATA q4kr30<>+8(SB)/8, $0x3030303030303030
 GLOBL q4kr30<>(SB), RODATA|NOPTR, $16
 
+// KHALVES: Z13 = the 16 half totals of the products in Z4..Z7 (Zk's
+// 128-bit lane L a 16-weight half of sub-block 2k+L/2, 4 dword partials):
+// dword 4L+k is half 4k+L (Z12, Z14, Z15 clobbered).
+#define KHALVES \
+	VPUNPCKLQDQ Z5, Z4, Z12 \
+	VPUNPCKHQDQ Z5, Z4, Z13 \
+	VPADDD Z13, Z12, Z12 \
+	VPUNPCKLQDQ Z7, Z6, Z14 \
+	VPUNPCKHQDQ Z7, Z6, Z15 \
+	VPADDD Z15, Z14, Z14 \
+	VSHUFPS $0x88, Z14, Z12, Z13 \
+	VSHUFPS $0xdd, Z14, Z12, Z15 \
+	VPADDD Z15, Z13, Z13
+
 // Q4KRX: the block's activations at DI, scales at DX and sums at BX, for
 // every row.
 #define Q4KRX \
@@ -119,15 +133,7 @@ GLOBL q4kr30<>(SB), RODATA|NOPTR, $16
 	VPDPBUSD Z21, Z1, Z5 \
 	VPDPBUSD Z22, Z2, Z6 \
 	VPDPBUSD Z23, Z3, Z7 \
-	VPUNPCKLQDQ Z5, Z4, Z12 \
-	VPUNPCKHQDQ Z5, Z4, Z13 \
-	VPADDD Z13, Z12, Z12 \
-	VPUNPCKLQDQ Z7, Z6, Z14 \
-	VPUNPCKHQDQ Z7, Z6, Z15 \
-	VPADDD Z15, Z14, Z14 \
-	VSHUFPS $0x88, Z14, Z12, Z13 \
-	VSHUFPS $0xdd, Z14, Z12, Z15 \
-	VPADDD Z15, Z13, Z13 \
+	KHALVES \
 	VSHUFI64X2 $0x88, Z13, Z13, Z14 \
 	VSHUFI64X2 $0xdd, Z13, Z13, Z15 \
 	VPADDD Y15, Y14, Y14 \
@@ -281,7 +287,7 @@ q4kdone:
 // sub-block s (qh broadcast to both halves in Z16, shifted right by 2 per
 // pair so that bits 0 and 1 of each byte are the pair's, tested against
 // Z17's bit 0 in the lower half and bit 1 in the upper, the 16 added under
-// the byte mask).
+// the byte mask: KRHI).
 
 DATA q5krbits12<>+0(SB)/8, $0x0101010101010101
 DATA q5krbits12<>+8(SB)/8, $0x0101010101010101
@@ -303,21 +309,22 @@ DATA q5kr10<>+48(SB)/8, $0x1010101010101010
 DATA q5kr10<>+56(SB)/8, $0x1010101010101010
 GLOBL q5kr10<>(SB), RODATA|NOPTR, $64
 
-// Q5KRHI(Z): bit 4 of the pair's codes in Z from qh (Z16), then the next
-// pair's bits to bits 0 and 1.
-#define Q5KRHI(Z) \
+// KRHI(Z, add): the pair's high code bits (Q5_K's bit 4, Q3_K's bit 2)
+// into the codes in Z, add where the bit of Z16 (qh, hmask) that Z17
+// tests is set, then the next pair's bits to bits 0 and 1.
+#define KRHI(Z, add) \
 	VPTESTMB Z17, Z16, K1 \
-	VPADDB q5kr10<>(SB), Z, K1, Z \
+	VPADDB add, Z, K1, Z \
 	VPSRLW $2, Z16, Z16
 
 // Q5KROW(base, Yacc): the block's terms of the Q5_K row at base into Yacc.
 #define Q5KROW(base, Yacc) \
 	Q4KRCODES4(base, 48) \
 	VBROADCASTI64X4 16(base), Z16 \
-	Q5KRHI(Z0) \
-	Q5KRHI(Z1) \
-	Q5KRHI(Z2) \
-	Q5KRHI(Z3) \
+	KRHI(Z0, q5kr10<>(SB)) \
+	KRHI(Z1, q5kr10<>(SB)) \
+	KRHI(Z2, q5kr10<>(SB)) \
+	KRHI(Z3, q5kr10<>(SB)) \
 	Q4KRTERM(base, Yacc)
 
 // func q5kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, blocks int, out *float32, boff, ooff, n, pf int)
@@ -532,15 +539,7 @@ GLOBL q6krscales<>(SB), RODATA|NOPTR, $16
 	VPDPBUSD Z21, Z1, Z5 \
 	VPDPBUSD Z22, Z2, Z6 \
 	VPDPBUSD Z23, Z3, Z7 \
-	VPUNPCKLQDQ Z5, Z4, Z12 \
-	VPUNPCKHQDQ Z5, Z4, Z13 \
-	VPADDD Z13, Z12, Z12 \
-	VPUNPCKLQDQ Z7, Z6, Z14 \
-	VPUNPCKHQDQ Z7, Z6, Z15 \
-	VPADDD Z15, Z14, Z14 \
-	VSHUFPS $0x88, Z14, Z12, Z13 \
-	VSHUFPS $0xdd, Z14, Z12, Z15 \
-	VPADDD Z15, Z13, Z13 \
+	KHALVES \
 	VMOVDQU 192(base), X0 \
 	VPSHUFB X26, X0, X0 \
 	VPMOVSXBD X0, Z0 \
@@ -652,5 +651,495 @@ q6kadv:
 	JNZ  q6krow
 
 q6kdone:
+	VZEROUPPER
+	RET
+
+// Q2_K and Q3_K rows against Q8_0 activations, up to four at once
+// (AVX-512 F, BW, VL and VNNI; qdot.go's order, its K-quant terms): the
+// multi-row kernels' contract, each row's lanes and fold DotQ8's, its
+// terms kTerm's (qdot_k.go). Rows are whole 256-weight blocks:
+//
+//   Q2_K, 84 bytes: scales[16] (per 16 weights, scale low nibble, min
+//   high), qs[64] at 16, fp16 d at 80, dmin at 82;
+//   Q3_K, 110 bytes: hmask[32], qs[64] at 32, scales[12] at 96 (16 6-bit
+//   scales, minus 32), fp16 d at 108.
+//
+// Sub-block s's code j is bits 2(s%4) of qs[32(s/4)+j] (Q3_K: plus 4 for
+// bit s of hmask[j], the weight code-4). Each 32 bytes of qs broadcast to
+// both halves of a zmm and shifted right by 0|2 and 4|6 (VPSRLVQ, masked
+// to 2 bits) give the codes of sub-blocks 2k (lower) and 2k+1 (upper),
+// against the activations' natural bytes 64k..64k+63 by VPDPBUSD; Q3_K's
+// bit 2 by KRHI (hmask and its test bits as Q5_K's qh). The products'
+// 16 half totals (KHALVES) times the 16 scales (VPSHUFB to KHALVES'
+// order), the two halves of each sub-block added and put in order.
+// Q2_K's min sums are the same over the block's 16 half sums of the
+// activations (computed once per block for the rows, KHALVES of VPDPBUSD
+// by byte ones), times the mins: both reduced at once, the term
+// float32(a) * (d * dx) - float32(b) * (dmin * dx). Q3_K's half totals
+// less 4 times the half sums are sum (code-4)*x exactly; the term
+// float32(a) * (d * dx).
+//
+// Registers: Z31, Z30 the codes' shifts, Z29 the 2-bit mask, Z28 dword
+// 15s, Z27 byte ones, Z25 the order of both reductions (Y25 alone: q4krperm),
+// X26 the scales' order, Z24 byte 4s, Z17 Q3_K's test bits; per block
+// Z20..Z23 the activations, Y18 their scales, Z19 their 16 half sums
+// (Q3_K: times 4); per row Z0..Z7, Z12..Z16; Y8..Y11 the lanes.
+
+DATA k2rsh02<>+0(SB)/8, $0
+DATA k2rsh02<>+8(SB)/8, $0
+DATA k2rsh02<>+16(SB)/8, $0
+DATA k2rsh02<>+24(SB)/8, $0
+DATA k2rsh02<>+32(SB)/8, $2
+DATA k2rsh02<>+40(SB)/8, $2
+DATA k2rsh02<>+48(SB)/8, $2
+DATA k2rsh02<>+56(SB)/8, $2
+GLOBL k2rsh02<>(SB), RODATA|NOPTR, $64
+
+DATA k2rsh46<>+0(SB)/8, $4
+DATA k2rsh46<>+8(SB)/8, $4
+DATA k2rsh46<>+16(SB)/8, $4
+DATA k2rsh46<>+24(SB)/8, $4
+DATA k2rsh46<>+32(SB)/8, $6
+DATA k2rsh46<>+40(SB)/8, $6
+DATA k2rsh46<>+48(SB)/8, $6
+DATA k2rsh46<>+56(SB)/8, $6
+GLOBL k2rsh46<>(SB), RODATA|NOPTR, $64
+
+// k2rperm: q4krperm for both halves (the mins' sums 8 dwords on).
+DATA k2rperm<>+0(SB)/8, $0x0000000400000000
+DATA k2rperm<>+8(SB)/8, $0x0000000500000001
+DATA k2rperm<>+16(SB)/8, $0x0000000600000002
+DATA k2rperm<>+24(SB)/8, $0x0000000700000003
+DATA k2rperm<>+32(SB)/8, $0x0000000c00000008
+DATA k2rperm<>+40(SB)/8, $0x0000000d00000009
+DATA k2rperm<>+48(SB)/8, $0x0000000e0000000a
+DATA k2rperm<>+56(SB)/8, $0x0000000f0000000b
+GLOBL k2rperm<>(SB), RODATA|NOPTR, $64
+
+// q3krlo, q3krhi: the bytes of the 16 at 94 (qs's last 2, scales[12], d)
+// holding the low 4 and the high 2 bits of the scale at each position
+// of KHALVES' order (position 4L+k: scale i = 4k+L; low bits in byte
+// 2+i%8, shifted right by 4 where i >= 8, q3krlosh; high bits in byte
+// 10+i%4 at bit 2(i/4), rotated to bit 4 by q3krhirot).
+DATA q3krlo<>+0(SB)/8, $0x0703070306020602
+DATA q3krlo<>+8(SB)/8, $0x0905090508040804
+GLOBL q3krlo<>(SB), RODATA|NOPTR, $16
+
+DATA q3krhi<>+0(SB)/8, $0x0b0b0b0b0a0a0a0a
+DATA q3krhi<>+8(SB)/8, $0x0d0d0d0d0c0c0c0c
+GLOBL q3krhi<>(SB), RODATA|NOPTR, $16
+
+DATA q3krlosh<>+0(SB)/8, $0x0000000000000000
+DATA q3krlosh<>+8(SB)/8, $0x0000000400000004
+DATA q3krlosh<>+16(SB)/8, $0x0000000000000000
+DATA q3krlosh<>+24(SB)/8, $0x0000000400000004
+DATA q3krlosh<>+32(SB)/8, $0x0000000000000000
+DATA q3krlosh<>+40(SB)/8, $0x0000000400000004
+DATA q3krlosh<>+48(SB)/8, $0x0000000000000000
+DATA q3krlosh<>+56(SB)/8, $0x0000000400000004
+GLOBL q3krlosh<>(SB), RODATA|NOPTR, $64
+
+DATA q3krhirot<>+0(SB)/8, $0x0000000200000004
+DATA q3krhirot<>+8(SB)/8, $0x0000001e00000000
+DATA q3krhirot<>+16(SB)/8, $0x0000000200000004
+DATA q3krhirot<>+24(SB)/8, $0x0000001e00000000
+DATA q3krhirot<>+32(SB)/8, $0x0000000200000004
+DATA q3krhirot<>+40(SB)/8, $0x0000001e00000000
+DATA q3krhirot<>+48(SB)/8, $0x0000000200000004
+DATA q3krhirot<>+56(SB)/8, $0x0000001e00000000
+GLOBL q3krhirot<>(SB), RODATA|NOPTR, $64
+
+DATA k2rd0f<>+0(SB)/8, $0x0000000f0000000f
+DATA k2rd0f<>+8(SB)/8, $0x0000000f0000000f
+DATA k2rd0f<>+16(SB)/8, $0x0000000f0000000f
+DATA k2rd0f<>+24(SB)/8, $0x0000000f0000000f
+DATA k2rd0f<>+32(SB)/8, $0x0000000f0000000f
+DATA k2rd0f<>+40(SB)/8, $0x0000000f0000000f
+DATA k2rd0f<>+48(SB)/8, $0x0000000f0000000f
+DATA k2rd0f<>+56(SB)/8, $0x0000000f0000000f
+GLOBL k2rd0f<>(SB), RODATA|NOPTR, $64
+
+DATA q3krd30<>+0(SB)/8, $0x0000003000000030
+DATA q3krd30<>+8(SB)/8, $0x0000003000000030
+DATA q3krd30<>+16(SB)/8, $0x0000003000000030
+DATA q3krd30<>+24(SB)/8, $0x0000003000000030
+DATA q3krd30<>+32(SB)/8, $0x0000003000000030
+DATA q3krd30<>+40(SB)/8, $0x0000003000000030
+DATA q3krd30<>+48(SB)/8, $0x0000003000000030
+DATA q3krd30<>+56(SB)/8, $0x0000003000000030
+GLOBL q3krd30<>(SB), RODATA|NOPTR, $64
+
+DATA q3krd20<>+0(SB)/8, $0x0000002000000020
+DATA q3krd20<>+8(SB)/8, $0x0000002000000020
+DATA q3krd20<>+16(SB)/8, $0x0000002000000020
+DATA q3krd20<>+24(SB)/8, $0x0000002000000020
+DATA q3krd20<>+32(SB)/8, $0x0000002000000020
+DATA q3krd20<>+40(SB)/8, $0x0000002000000020
+DATA q3krd20<>+48(SB)/8, $0x0000002000000020
+DATA q3krd20<>+56(SB)/8, $0x0000002000000020
+GLOBL q3krd20<>(SB), RODATA|NOPTR, $64
+
+DATA k2r03<>+0(SB)/8, $0x0303030303030303
+DATA k2r03<>+8(SB)/8, $0x0303030303030303
+DATA k2r03<>+16(SB)/8, $0x0303030303030303
+DATA k2r03<>+24(SB)/8, $0x0303030303030303
+DATA k2r03<>+32(SB)/8, $0x0303030303030303
+DATA k2r03<>+40(SB)/8, $0x0303030303030303
+DATA k2r03<>+48(SB)/8, $0x0303030303030303
+DATA k2r03<>+56(SB)/8, $0x0303030303030303
+GLOBL k2r03<>(SB), RODATA|NOPTR, $64
+
+DATA k2r01<>+0(SB)/8, $0x0101010101010101
+DATA k2r01<>+8(SB)/8, $0x0101010101010101
+DATA k2r01<>+16(SB)/8, $0x0101010101010101
+DATA k2r01<>+24(SB)/8, $0x0101010101010101
+DATA k2r01<>+32(SB)/8, $0x0101010101010101
+DATA k2r01<>+40(SB)/8, $0x0101010101010101
+DATA k2r01<>+48(SB)/8, $0x0101010101010101
+DATA k2r01<>+56(SB)/8, $0x0101010101010101
+GLOBL k2r01<>(SB), RODATA|NOPTR, $64
+
+DATA k2r04<>+0(SB)/8, $0x0404040404040404
+DATA k2r04<>+8(SB)/8, $0x0404040404040404
+DATA k2r04<>+16(SB)/8, $0x0404040404040404
+DATA k2r04<>+24(SB)/8, $0x0404040404040404
+DATA k2r04<>+32(SB)/8, $0x0404040404040404
+DATA k2r04<>+40(SB)/8, $0x0404040404040404
+DATA k2r04<>+48(SB)/8, $0x0404040404040404
+DATA k2r04<>+56(SB)/8, $0x0404040404040404
+GLOBL k2r04<>(SB), RODATA|NOPTR, $64
+
+// K2RCONST: the constants both kernels hold.
+#define K2RCONST \
+	VMOVDQU64 k2rsh02<>(SB), Z31 \
+	VMOVDQU64 k2rsh46<>(SB), Z30 \
+	VMOVDQU64 k2r03<>(SB), Z29 \
+	VMOVDQU64 k2rd0f<>(SB), Z28 \
+	VMOVDQU64 k2r01<>(SB), Z27 \
+	VMOVDQU64 k2rperm<>(SB), Z25
+
+// K2RX: the block's activations at DI and scales at DX, and Z13 their 16
+// half sums (KHALVES' order), for every row.
+#define K2RX \
+	VMOVDQU64 0(DI), Z20 \
+	VMOVDQU64 64(DI), Z21 \
+	VMOVDQU64 128(DI), Z22 \
+	VMOVDQU64 192(DI), Z23 \
+	VMOVUPS (DX), Y18 \
+	VPXORD Z4, Z4, Z4 \
+	VPXORD Z5, Z5, Z5 \
+	VPXORD Z6, Z6, Z6 \
+	VPXORD Z7, Z7, Z7 \
+	VPDPBUSD Z20, Z27, Z4 \
+	VPDPBUSD Z21, Z27, Z5 \
+	VPDPBUSD Z22, Z27, Z6 \
+	VPDPBUSD Z23, Z27, Z7 \
+	KHALVES
+
+// K2RCODES(at, Zlo, Zhi): the 2-bit codes of the four sub-blocks whose
+// 32 bytes of qs are at at: the first two in Zlo, the last two in Zhi.
+#define K2RCODES(at, Zlo, Zhi) \
+	VBROADCASTI64X4 at, Zhi \
+	VPSRLVQ Z31, Zhi, Zlo \
+	VPSRLVQ Z30, Zhi, Zhi \
+	VPANDD Z29, Zlo, Zlo \
+	VPANDD Z29, Zhi, Zhi
+
+// K2RDOT: Z13 = the 16 half totals of the codes in Z0..Z3 against the
+// block's activations.
+#define K2RDOT \
+	VPXORD Z4, Z4, Z4 \
+	VPXORD Z5, Z5, Z5 \
+	VPXORD Z6, Z6, Z6 \
+	VPXORD Z7, Z7, Z7 \
+	VPDPBUSD Z20, Z0, Z4 \
+	VPDPBUSD Z21, Z1, Z5 \
+	VPDPBUSD Z22, Z2, Z6 \
+	VPDPBUSD Z23, Z3, Z7 \
+	KHALVES
+
+// K2RMULD(off, Y): Y = Y * (the fp16 at off(base) * the activation scales).
+#define K2RMULD(base, off, Y) \
+	VPBROADCASTW off(base), X13 \
+	VCVTPH2PS X13, Y13 \
+	VMULPS Y18, Y13, Y13 \
+	VMULPS Y13, Y, Y
+
+// Q2KROW(base, Yacc): the block's terms of the Q2_K row at base into Yacc.
+#define Q2KROW(base, Yacc) \
+	K2RCODES(16(base), Z0, Z1) \
+	K2RCODES(48(base), Z2, Z3) \
+	K2RDOT \
+	VMOVDQU (base), X0 \
+	VPSHUFB X26, X0, X0 \
+	VPMOVZXBD X0, Z0 \
+	VPSRLD $4, Z0, Z1 \
+	VPANDD Z28, Z0, Z0 \
+	VPMULLD Z0, Z13, Z13 \
+	VPMULLD Z19, Z1, Z1 \
+	VSHUFI64X2 $0x88, Z1, Z13, Z14 \
+	VSHUFI64X2 $0xdd, Z1, Z13, Z15 \
+	VPADDD Z15, Z14, Z14 \
+	VPERMD Z14, Z25, Z14 \
+	VCVTDQ2PS Z14, Z14 \
+	VEXTRACTF64X4 $1, Z14, Y15 \
+	K2RMULD(base, 80, Y14) \
+	K2RMULD(base, 82, Y15) \
+	VSUBPS Y15, Y14, Y14 \
+	VADDPS Y14, Yacc, Yacc
+
+// q3krrot: per pair k, the qword rotations taking hmask's bits 2k (lower
+// half) and 2k+1 (upper) of each byte to its bit 2.
+DATA q3krrot<>+0(SB)/8, $2
+DATA q3krrot<>+8(SB)/8, $2
+DATA q3krrot<>+16(SB)/8, $2
+DATA q3krrot<>+24(SB)/8, $2
+DATA q3krrot<>+32(SB)/8, $1
+DATA q3krrot<>+40(SB)/8, $1
+DATA q3krrot<>+48(SB)/8, $1
+DATA q3krrot<>+56(SB)/8, $1
+DATA q3krrot<>+64(SB)/8, $0
+DATA q3krrot<>+72(SB)/8, $0
+DATA q3krrot<>+80(SB)/8, $0
+DATA q3krrot<>+88(SB)/8, $0
+DATA q3krrot<>+96(SB)/8, $63
+DATA q3krrot<>+104(SB)/8, $63
+DATA q3krrot<>+112(SB)/8, $63
+DATA q3krrot<>+120(SB)/8, $63
+DATA q3krrot<>+128(SB)/8, $62
+DATA q3krrot<>+136(SB)/8, $62
+DATA q3krrot<>+144(SB)/8, $62
+DATA q3krrot<>+152(SB)/8, $62
+DATA q3krrot<>+160(SB)/8, $61
+DATA q3krrot<>+168(SB)/8, $61
+DATA q3krrot<>+176(SB)/8, $61
+DATA q3krrot<>+184(SB)/8, $61
+DATA q3krrot<>+192(SB)/8, $60
+DATA q3krrot<>+200(SB)/8, $60
+DATA q3krrot<>+208(SB)/8, $60
+DATA q3krrot<>+216(SB)/8, $60
+DATA q3krrot<>+224(SB)/8, $59
+DATA q3krrot<>+232(SB)/8, $59
+DATA q3krrot<>+240(SB)/8, $59
+DATA q3krrot<>+248(SB)/8, $59
+GLOBL q3krrot<>(SB), RODATA|NOPTR, $256
+
+// Q3KRHI(off, Z): bit 2 of pair off/64's codes in Z from hmask (Z16), by a
+// rotation and an or of the bit under Z24's 4s (Z4 clobbered).
+#define Q3KRHI(off, Z) \
+	VPROLVQ q3krrot<>+off(SB), Z16, Z4 \
+	VPTERNLOGD $0xf8, Z24, Z4, Z
+
+// Q3KROW(base, Yacc): the block's terms of the Q3_K row at base into Yacc.
+#define Q3KROW(base, Yacc) \
+	K2RCODES(32(base), Z0, Z1) \
+	K2RCODES(64(base), Z2, Z3) \
+	VBROADCASTI64X4 0(base), Z16 \
+	Q3KRHI(0, Z0) \
+	Q3KRHI(64, Z1) \
+	Q3KRHI(128, Z2) \
+	Q3KRHI(192, Z3) \
+	K2RDOT \
+	VPSUBD Z19, Z13, Z13 \
+	VMOVDQU 94(base), X1 \
+	VPSHUFB X26, X1, X0 \
+	VPMOVZXBD X0, Z0 \
+	VPSRLVD q3krlosh<>(SB), Z0, Z0 \
+	VPANDD Z28, Z0, Z0 \
+	VPSHUFB q3krhi<>(SB), X1, X1 \
+	VPMOVZXBD X1, Z1 \
+	VPROLVD q3krhirot<>(SB), Z1, Z1 \
+	VPANDD q3krd30<>(SB), Z1, Z1 \
+	VPORD Z1, Z0, Z0 \
+	VPSUBD q3krd20<>(SB), Z0, Z0 \
+	VPMULLD Z0, Z13, Z13 \
+	VSHUFI64X2 $0x88, Z13, Z13, Z14 \
+	VSHUFI64X2 $0xdd, Z13, Z13, Z15 \
+	VPADDD Y15, Y14, Y14 \
+	VPERMD Y14, Y25, Y14 \
+	VCVTDQ2PS Y14, Y14 \
+	K2RMULD(base, 108, Y14) \
+	VADDPS Y14, Yacc, Yacc
+
+// K2PF(base): the block pf (R14) bytes ahead of base, a line at a time
+// (two prefetches 64 bytes apart reach every line of blocks of 84 or 110).
+#define K2PF(base) \
+	PREFETCHT0 (base)(R14*1) \
+	PREFETCHT0 64(base)(R14*1)
+
+// func q2kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, out *float32, boff, ooff, n, pf int)
+// q6kRowsAVX512's arguments.
+TEXT ·q2kRowsAVX512(SB), NOSPLIT, $0-88
+	K2RCONST
+	VMOVDQU32 q6krscales<>(SB), X26
+	MOVQ  w+0(FP), R13
+	MOVQ  rows+16(FP), R10
+	MOVQ  out+48(FP), R8
+	MOVQ  n+72(FP), R12
+	MOVQ  pf+80(FP), R14
+	TESTQ R10, R10
+	JZ    q2kdone
+
+q2krow:
+	MOVQ R13, SI
+	MOVQ boff+56(FP), AX
+	LEAQ (R13)(AX*1), R15
+	LEAQ (R13)(AX*2), R11
+	LEAQ (R15)(AX*2), R9
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ blocks+40(FP), CX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+q2kblock:
+	TESTQ R14, R14
+	JZ    q2kx
+	K2PF(SI)
+	CMPQ  R12, $2
+	JLT   q2kx
+	K2PF(R15)
+	CMPQ  R12, $3
+	JLT   q2kx
+	K2PF(R11)
+	CMPQ  R12, $4
+	JLT   q2kx
+	K2PF(R9)
+
+q2kx:
+	K2RX
+	VMOVDQA64 Z13, Z19
+	Q2KROW(SI, Y8)
+	CMPQ R12, $2
+	JLT  q2knext
+	Q2KROW(R15, Y9)
+	CMPQ R12, $3
+	JLT  q2knext
+	Q2KROW(R11, Y10)
+	CMPQ R12, $4
+	JLT  q2knext
+	Q2KROW(R9, Y11)
+
+q2knext:
+	ADDQ $84, SI
+	ADDQ $84, R15
+	ADDQ $84, R11
+	ADDQ $84, R9
+	ADDQ $256, DI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  q2kblock
+
+	MOVQ ooff+64(FP), AX
+	Q4KFOLD(Y8, X8, (R8))
+	CMPQ R12, $2
+	JLT  q2kadv
+	Q4KFOLD(Y9, X9, (R8)(AX*1))
+	CMPQ R12, $3
+	JLT  q2kadv
+	Q4KFOLD(Y10, X10, (R8)(AX*2))
+	CMPQ R12, $4
+	JLT  q2kadv
+	LEAQ (R8)(AX*2), R9
+	Q4KFOLD(Y11, X11, (R9)(AX*1))
+
+q2kadv:
+	ADDQ $4, R8
+	ADDQ stride+8(FP), R13
+	DECQ R10
+	JNZ  q2krow
+
+q2kdone:
+	VZEROUPPER
+	RET
+
+// func q3kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, out *float32, boff, ooff, n, pf int)
+// q6kRowsAVX512's arguments.
+TEXT ·q3kRowsAVX512(SB), NOSPLIT, $0-88
+	K2RCONST
+	VMOVDQU32 q3krlo<>(SB), X26
+	VMOVDQU64 k2r04<>(SB), Z24
+	MOVQ  w+0(FP), R13
+	MOVQ  rows+16(FP), R10
+	MOVQ  out+48(FP), R8
+	MOVQ  n+72(FP), R12
+	MOVQ  pf+80(FP), R14
+	TESTQ R10, R10
+	JZ    q3kdone
+
+q3krow:
+	MOVQ R13, SI
+	MOVQ boff+56(FP), AX
+	LEAQ (R13)(AX*1), R15
+	LEAQ (R13)(AX*2), R11
+	LEAQ (R15)(AX*2), R9
+	MOVQ xq+24(FP), DI
+	MOVQ xd+32(FP), DX
+	MOVQ blocks+40(FP), CX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+q3kblock:
+	TESTQ R14, R14
+	JZ    q3kx
+	K2PF(SI)
+	CMPQ  R12, $2
+	JLT   q3kx
+	K2PF(R15)
+	CMPQ  R12, $3
+	JLT   q3kx
+	K2PF(R11)
+	CMPQ  R12, $4
+	JLT   q3kx
+	K2PF(R9)
+
+q3kx:
+	K2RX
+	VPSLLD $2, Z13, Z19
+	Q3KROW(SI, Y8)
+	CMPQ R12, $2
+	JLT  q3knext
+	Q3KROW(R15, Y9)
+	CMPQ R12, $3
+	JLT  q3knext
+	Q3KROW(R11, Y10)
+	CMPQ R12, $4
+	JLT  q3knext
+	Q3KROW(R9, Y11)
+
+q3knext:
+	ADDQ $110, SI
+	ADDQ $110, R15
+	ADDQ $110, R11
+	ADDQ $110, R9
+	ADDQ $256, DI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  q3kblock
+
+	MOVQ ooff+64(FP), AX
+	Q4KFOLD(Y8, X8, (R8))
+	CMPQ R12, $2
+	JLT  q3kadv
+	Q4KFOLD(Y9, X9, (R8)(AX*1))
+	CMPQ R12, $3
+	JLT  q3kadv
+	Q4KFOLD(Y10, X10, (R8)(AX*2))
+	CMPQ R12, $4
+	JLT  q3kadv
+	LEAQ (R8)(AX*2), R9
+	Q4KFOLD(Y11, X11, (R9)(AX*1))
+
+q3kadv:
+	ADDQ $4, R8
+	ADDQ stride+8(FP), R13
+	DECQ R10
+	JNZ  q3krow
+
+q3kdone:
 	VZEROUPPER
 	RET
