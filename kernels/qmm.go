@@ -64,6 +64,8 @@ func (k *kernelSet) tileMinInputs(t quant.Type) int {
 	switch {
 	case k.q8decode[t] != nil:
 		return 1
+	case k.kminTile2[t] != nil && !kHasMin(t):
+		return 3
 	case k.q8decodeHalves[t] != nil:
 		return 3
 	case k.kminDecode[t] != nil:
@@ -192,7 +194,7 @@ const qmmInputBlock = 128
 
 // matMulQ8Block is matMulQ8Tiles on one block of inputs.
 func (k *kernelSet) matMulQ8Block(m *Matrix, xs []*Q8Row, outs [][]float32, r0, r1 int, sc *qmmScratch) {
-	if kMinTiled(m.Type) {
+	if k.kTiled(m.Type) {
 		k.matMulKMinBlock(m, xs, outs, r0, r1) // qmm_k.go
 		return
 	}

@@ -53,7 +53,11 @@ func kminDecodeQ4KPlanesAVX512(w *byte, groups int, d *kDecoded)
 //go:noescape
 func kminDecodeQ5KPlanesAVX512(w *byte, groups int, d *kDecoded)
 
+//go:noescape
+func kDecodeQ6KPlanesAVX512(w *byte, groups int, d *kDecoded)
+
 var (
+	kDecodeQ6KPlanes    = kminDecoder(kDecodeQ6KPlanesAVX512, 210)
 	kminDecodeQ4KPlanes = kminDecoder(kminDecodeQ4KPlanesAVX512, 144)
 	kminDecodeQ5KPlanes = kminDecoder(kminDecodeQ5KPlanesAVX512, 176)
 	kminDecodeQ2KVector = kminDecoder(kminDecodeQ2KAVX2, 84)
@@ -108,7 +112,11 @@ func kminTileKernel(f func(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGrou
 	}
 }
 
+//go:noescape
+func kTilePlanesBiasVNNI(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)
+
 var (
+	kTilePlanesBiasVector = kminTileKernel(kTilePlanesBiasVNNI)
 	kminTilePlanesVector  = kminTileKernel(kminTilePlanesVNNI)
 	kminTilePlanes1Vector = kminTileKernel(kminTilePlanes1VNNI)
 )

@@ -17,7 +17,7 @@ import (
 func TestKMinDecodersMatchPortable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(81, 82))
 	const groups = 20
-	for _, typ := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K} {
+	for _, typ := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		row := guardedBytes(randomBlocks(rng, typ, groups), rng.IntN(8))
 		for _, s := range testSets() {
 			for g0 := 0; g0 < groups; g0 += 3 {
@@ -107,7 +107,7 @@ func TestKMinDecodersMatchPortable(t *testing.T) {
 // output.
 func TestKTilesGuarded(t *testing.T) {
 	rng := rand.New(rand.NewPCG(83, 84))
-	for _, typ := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K} {
+	for _, typ := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		for n := 0; n <= 4096; n += 256 {
 			rows := 1 + rng.IntN(2*qmmRows+3)
 			ntok := []int{1, 2, 3, 8, 9, 17}[rng.IntN(6)]
@@ -194,7 +194,7 @@ func TestKTilesGuarded(t *testing.T) {
 // (q8ErrorBound), with the tiles taken (enough inputs for them).
 func TestKTilesAgainstExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(85, 86))
-	for _, typ := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K} {
+	for _, typ := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		q, cols, rows := kFixture(t, typ)
 		ntok := max(host.tileMinInputs(typ), 9)
 		if !tiledQ8(typ) {
@@ -246,7 +246,7 @@ func TestKTilesAgainstExact(t *testing.T) {
 // tileMinInputs on; "tiles" runs them at every count).
 func BenchmarkMatMulQ8K(b *testing.B) {
 	rng := rand.New(rand.NewPCG(87, 88))
-	for _, typ := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K} {
+	for _, typ := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		for _, sh := range []struct{ rows, cols int }{{640, 2560}, {2560, 768}} {
 			data, err := SampleBlocks(typ, sh.rows*sh.cols/256, 7)
 			if err != nil {
