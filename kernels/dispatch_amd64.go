@@ -128,6 +128,10 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.kminDecodePlanes[quant.Q5_K] = kminDecodeQ5KPlanes
 		k.kminTile2[quant.Q6_K] = kTilePlanesBiasVector // no min: biased codes
 		k.kminDecodePlanes[quant.Q6_K] = kDecodeQ6KPlanes
+		k.kminTile1G[quant.Q2_K] = kminTile1GMinVector
+		k.kminTile1G[quant.Q4_K] = kminTile1G1Vector
+		k.kminTile1G[quant.Q5_K] = kminTile1G1Vector
+		k.kminTile1G[quant.Q6_K] = kminTile1GBiasVector
 		k.paths = "avx2+f16c+avx512vnni"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni && c.avx512vbmi {

@@ -221,6 +221,20 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 		}
 		xq = func(t, g0 int) []int8 { return sc.xp[256*(groups*t+g0) : 256*groups*(t+1)] }
 	}
+	if tile1 := k.kminTile1G[m.Type]; tile1 != nil && groups == 1 {
+		// Rows of one group: no lanes kept between chunks.
+		for rt := r0; rt < r1; rt += qmmRows {
+			nr := min(qmmRows, r1-rt)
+			for i := 0; i < nr; i++ {
+				k.decodeKMinTile(m.Type, m.Row(rt+i), 0, 1, &sc.d[i])
+			}
+			for t := 0; t < ntok; t += 2 {
+				u := min(t+1, ntok-1)
+				tile1(&sc.d, nr, xq(t, 0), kx[t:t+1], xq(u, 0), kx[u:u+1], outs[t][rt:rt+nr], outs[u][rt:rt+nr])
+			}
+		}
+		return
+	}
 	for rt := r0; rt < r1; rt += qmmRows {
 		nr := min(qmmRows, r1-rt)
 		clear(lanes)

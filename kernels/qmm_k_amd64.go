@@ -120,3 +120,26 @@ var (
 	kminTilePlanesVector  = kminTileKernel(kminTilePlanesVNNI)
 	kminTilePlanes1Vector = kminTileKernel(kminTilePlanes1VNNI)
 )
+
+//go:noescape
+func kminTile1GVNNI(d *kDecoded, rows int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, o0, o1 *float32, kind int)
+
+// kminTile1GKernel wraps kminTile1GVNNI for one kind (0: Q4_K and Q5_K, 1:
+// Q2_K, 2: Q6_K) as a kernelSet.kminTile1G entry.
+func kminTile1GKernel(kind int) func(d *[qmmRows]kDecoded, nr int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, o0, o1 []float32) {
+	return func(d *[qmmRows]kDecoded, nr int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, o0, o1 []float32) {
+		if nr < 1 {
+			return
+		}
+		_, _ = xq0[255], xq1[255]
+		_, _ = kx0[0], kx1[0]
+		_, _ = o0[nr-1], o1[nr-1]
+		kminTile1GVNNI(&d[0], nr, &xq0[0], &kx0[0], &xq1[0], &kx1[0], &o0[0], &o1[0], kind)
+	}
+}
+
+var (
+	kminTile1G1Vector    = kminTile1GKernel(0)
+	kminTile1GMinVector  = kminTile1GKernel(1)
+	kminTile1GBiasVector = kminTile1GKernel(2)
+)

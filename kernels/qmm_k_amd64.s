@@ -473,6 +473,20 @@ GLOBL kminscidx<>(SB), RODATA|NOPTR, $128
 	VSHUFI64X2 $0xee, A1, A0, T \
 	VPADDD     T, S, S
 
+// KPFOLD2: both inputs' lanes in Z12 folded (KFOLD's steps, foldLanes'
+// order: halves, then pairs, then the two left) in one register, stored to
+// (R14) and (R15).
+#define KPFOLD2 \
+	VSHUFF64X2    $0x31, Z12, Z12, Z0 \
+	VADDPS        Z0, Z12, Z0 \
+	VPERMILPS     $0x0e, Z0, Z1 \
+	VADDPS        Z1, Z0, Z0 \
+	VMOVSHDUP     Z0, Z1 \
+	VADDPS        Z1, Z0, Z0 \
+	VMOVSS        X0, (R14) \
+	VEXTRACTF32X4 $2, Z0, X1 \
+	VMOVSS        X1, (R15)
+
 // KPNEXT: the pointers to the next group.
 #define KPNEXT \
 	ADDQ $256, SI \
@@ -565,16 +579,15 @@ kptileloop:
 	KPFIN
 	JNZ  kptileloop
 
-	VEXTRACTF64X4 $1, Z12, Y14
 	TESTQ R14, R14
 	JNZ   kptilefold
+	VEXTRACTF64X4 $1, Z12, Y14
 	VMOVUPS Y12, (R11)
 	VMOVUPS Y14, (R8)
 	JMP   kptilenext
 
 kptilefold:
-	KFOLD(Y12, X12, (R14))
-	KFOLD(Y14, X14, (R15))
+	KPFOLD2
 	ADDQ $4, R14
 	ADDQ $4, R15
 
@@ -612,16 +625,15 @@ kp1tileloop:
 	KPFIN
 	JNZ  kp1tileloop
 
-	VEXTRACTF64X4 $1, Z12, Y14
 	TESTQ R14, R14
 	JNZ   kp1tilefold
+	VEXTRACTF64X4 $1, Z12, Y14
 	VMOVUPS Y12, (R11)
 	VMOVUPS Y14, (R8)
 	JMP   kp1tilenext
 
 kp1tilefold:
-	KFOLD(Y12, X12, (R14))
-	KFOLD(Y14, X14, (R15))
+	KPFOLD2
 	ADDQ $4, R14
 	ADDQ $4, R15
 
@@ -848,16 +860,15 @@ kbtileloop:
 	KPNEXT
 	JNZ  kbtileloop
 
-	VEXTRACTF64X4 $1, Z12, Y14
 	TESTQ R14, R14
 	JNZ   kbtilefold
+	VEXTRACTF64X4 $1, Z12, Y14
 	VMOVUPS Y12, (R11)
 	VMOVUPS Y14, (R8)
 	JMP   kbtilenext
 
 kbtilefold:
-	KFOLD(Y12, X12, (R14))
-	KFOLD(Y14, X14, (R15))
+	KPFOLD2
 	ADDQ $4, R14
 	ADDQ $4, R15
 
@@ -1019,5 +1030,118 @@ q6kploop:
 	JNZ  q6kploop
 
 q6kpdone:
+	VZEROUPPER
+	RET
+
+// func kminTile1GVNNI(d *kDecoded, rows int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, o0, o1 *float32, kind int)
+//
+// The plane tiles for rows of one group (a 256-weight row: the whole row
+// one chunk, the lanes starting at +0 and folded at once): each of rows
+// decoded chunks (KDSIZE bytes apart) against both inputs, whose codes
+// (Z16-Z19, Z20-Z23), scales (Z6) and half sums (Z7) stay in registers for
+// all rows, the folded sums stored to o0[i] and o1[i]. kind 0: halves of
+// one scale (Q4_K, Q5_K); 1: halves of their own scales with a min (Q2_K);
+// 2: halves of their own scales, codes biased (Q6_K): the steps of
+// kminTilePlanes1VNNI, kminTilePlanesVNNI and kTilePlanesBiasVNNI. AX walks
+// the chunks, BX counts the rows, R14 and R15 the outputs, CX the kind.
+TEXT ·kminTile1GVNNI(SB), NOSPLIT, $0-72
+	MOVQ d+0(FP), AX
+	MOVQ rows+8(FP), BX
+	MOVQ xq0+16(FP), SI
+	MOVQ kx0+24(FP), DX
+	MOVQ xq1+32(FP), DI
+	MOVQ kx1+40(FP), R13
+	MOVQ o0+48(FP), R14
+	MOVQ o1+56(FP), R15
+	MOVQ kind+64(FP), CX
+	VMOVDQU64 0(SI), Z16
+	VMOVDQU64 64(SI), Z17
+	VMOVDQU64 128(SI), Z18
+	VMOVDQU64 192(SI), Z19
+	VMOVDQU64 0(DI), Z20
+	VMOVDQU64 64(DI), Z21
+	VMOVDQU64 128(DI), Z22
+	VMOVDQU64 192(DI), Z23
+	VMOVUPS      (DX), Y6
+	VINSERTF64X4 $1, (R13), Z6, Z6
+	VMOVDQU      32(DX), Y7
+	VINSERTI64X4 $1, 32(R13), Z7, Z7
+	VMOVDQU64 kminscidx<>+0(SB), Z13
+	VMOVDQU64 kminscidx<>+64(SB), Z15
+	VPXORD    Z11, Z11, Z11
+
+k1grow:
+	VMOVDQU64 (AX), Z24
+	VMOVDQU64 64(AX), Z25
+	VMOVDQU64 128(AX), Z26
+	VMOVDQU64 192(AX), Z27
+	VPMOVSXWD KDSC(AX), Z2
+	TESTQ CX, CX
+	JNZ   k1ghalves
+	VPXORD   Z4, Z4, Z4
+	VPXORD   Z8, Z8, Z8
+	VPDPBUSD Z16, Z24, Z4
+	VPDPBUSD Z20, Z24, Z8
+	VPDPBUSD Z17, Z25, Z4
+	VPDPBUSD Z21, Z25, Z8
+	VPDPBUSD Z18, Z26, Z4
+	VPDPBUSD Z22, Z26, Z8
+	VPDPBUSD Z19, Z27, Z4
+	VPDPBUSD Z23, Z27, Z8
+	KPGATHER(Z4, Z8, Z0, Z1)
+	VPERMD   Z2, Z13, Z3
+	VPMULLD  Z3, Z0, Z0
+	JMP      k1gsums
+
+k1ghalves:
+	VPXORD   Z4, Z4, Z4
+	VPXORD   Z5, Z5, Z5
+	VPXORD   Z8, Z8, Z8
+	VPXORD   Z9, Z9, Z9
+	VPDPBUSD Z16, Z24, Z4
+	VPDPBUSD Z20, Z24, Z8
+	VPDPBUSD Z17, Z25, Z4
+	VPDPBUSD Z21, Z25, Z8
+	VPDPBUSD Z18, Z26, Z5
+	VPDPBUSD Z22, Z26, Z9
+	VPDPBUSD Z19, Z27, Z5
+	VPDPBUSD Z23, Z27, Z9
+	KPGATHER(Z4, Z8, Z0, Z1)
+	KPGATHER(Z5, Z9, Z1, Z3)
+	VPERMD   Z2, Z13, Z3
+	VPERMD   Z2, Z15, Z2
+	VPMULLD  Z3, Z0, Z0
+	VPMULLD  Z2, Z1, Z1
+	VPADDD   Z1, Z0, Z0
+
+k1gsums:
+	VBROADCASTI64X4 (KDSC+KDMN)(AX), Z1
+	VPMADDWD        Z7, Z1, Z1
+	VBROADCASTF64X4 KDD(AX), Z2
+	VMULPS          Z2, Z6, Z2
+	CMPQ CX, $2
+	JNE  k1gmin
+	VPSUBD    Z1, Z0, Z0
+	VCVTDQ2PS Z0, Z0
+	VMULPS    Z2, Z0, Z0
+	JMP  k1gfold
+
+k1gmin:
+	VCVTDQ2PS Z0, Z0
+	VMULPS    Z2, Z0, Z0
+	VCVTDQ2PS Z1, Z1
+	VBROADCASTF64X4 (KDD+KDMN)(AX), Z2
+	VMULPS    Z2, Z6, Z2
+	VMULPS    Z2, Z1, Z1
+	VSUBPS    Z1, Z0, Z0
+
+k1gfold:
+	VADDPS Z0, Z11, Z12
+	KPFOLD2
+	ADDQ $KDSIZE, AX
+	ADDQ $4, R14
+	ADDQ $4, R15
+	DECQ BX
+	JNZ  k1grow
 	VZEROUPPER
 	RET
