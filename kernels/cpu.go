@@ -120,6 +120,9 @@ type kernelSet struct {
 	// kminDecodePlanes decodes as kminDecode does, the codes straight to
 	// plane order, where k has such a decoder for the type.
 	kminDecodePlanes [quant.NumTypes]func(row []byte, g0, ng int, d *kDecoded)
+	// kminDecodeRows decodes n rows of one block each (rows, consecutive)
+	// as kminDecodePlanes does, row i into d[i], where k has it.
+	kminDecodeRows [quant.NumTypes]func(rows []byte, n int, d *[qmmRows]kDecoded)
 	// kminTile1G, where set, is kminTile2 for rows of one group (256
 	// weights: the whole row one chunk): the lanes start at +0 and are
 	// folded into o0 and o1, not read or stored.

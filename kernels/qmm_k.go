@@ -225,8 +225,12 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 		// Rows of one group: no lanes kept between chunks.
 		for rt := r0; rt < r1; rt += qmmRows {
 			nr := min(qmmRows, r1-rt)
-			for i := 0; i < nr; i++ {
-				k.decodeKMinTile(m.Type, m.Row(rt+i), 0, 1, &sc.d[i])
+			if dec := k.kminDecodeRows[m.Type]; dec != nil {
+				dec(m.Data[rt*m.RowBytes:(rt+nr)*m.RowBytes], nr, &sc.d)
+			} else {
+				for i := 0; i < nr; i++ {
+					k.decodeKMinTile(m.Type, m.Row(rt+i), 0, 1, &sc.d[i])
+				}
 			}
 			for t := 0; t < ntok; t += 2 {
 				u := min(t+1, ntok-1)

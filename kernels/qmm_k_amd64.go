@@ -48,21 +48,41 @@ func kminDecoder(f func(w *byte, groups int, d *kDecoded), blockBytes int) func(
 }
 
 //go:noescape
-func kminDecodeQ4KPlanesAVX512(w *byte, groups int, d *kDecoded)
+func kminDecodeQ4KPlanesAVX512(w *byte, groups int, d *kDecoded, next int)
 
 //go:noescape
-func kminDecodeQ5KPlanesAVX512(w *byte, groups int, d *kDecoded)
+func kminDecodeQ5KPlanesAVX512(w *byte, groups int, d *kDecoded, next int)
 
 //go:noescape
-func kDecodeQ6KPlanesAVX512(w *byte, groups int, d *kDecoded)
+func kDecodeQ6KPlanesAVX512(w *byte, groups int, d *kDecoded, next int)
+
+// kPlanesDecoder wraps a plane decoder of blockBytes-byte blocks (next 0:
+// a row's groups into one kDecoded; 1: each block into the next) as a
+// kernelSet.kminDecodePlanes entry and a kernelSet.kminDecodeRows one.
+func kPlanesDecoder(f func(w *byte, groups int, d *kDecoded, next int), blockBytes int) (func(row []byte, g0, ng int, d *kDecoded), func(rows []byte, n int, d *[qmmRows]kDecoded)) {
+	return func(row []byte, g0, ng int, d *kDecoded) {
+			if ng < 1 {
+				return
+			}
+			_ = row[blockBytes*(g0+ng)-1]
+			f(&row[blockBytes*g0], ng, d, 0)
+		}, func(rows []byte, n int, d *[qmmRows]kDecoded) {
+			if n < 1 {
+				return
+			}
+			_ = d[n-1]
+			_ = rows[blockBytes*n-1]
+			f(&rows[0], n, &d[0], 1)
+		}
+}
 
 var (
-	kDecodeQ6KPlanes    = kminDecoder(kDecodeQ6KPlanesAVX512, 210)
-	kminDecodeQ4KPlanes = kminDecoder(kminDecodeQ4KPlanesAVX512, 144)
-	kminDecodeQ5KPlanes = kminDecoder(kminDecodeQ5KPlanesAVX512, 176)
-	kminDecodeQ2KVector = kminDecoder(kminDecodeQ2KAVX2, 84)
-	kminDecodeQ4KVector = kminDecoder(kminDecodeQ4KAVX2, 144)
-	kminDecodeQ5KVector = kminDecoder(kminDecodeQ5KAVX2, 176)
+	kDecodeQ6KPlanes, kDecodeQ6KRows       = kPlanesDecoder(kDecodeQ6KPlanesAVX512, 210)
+	kminDecodeQ4KPlanes, kminDecodeQ4KRows = kPlanesDecoder(kminDecodeQ4KPlanesAVX512, 144)
+	kminDecodeQ5KPlanes, kminDecodeQ5KRows = kPlanesDecoder(kminDecodeQ5KPlanesAVX512, 176)
+	kminDecodeQ2KVector                    = kminDecoder(kminDecodeQ2KAVX2, 84)
+	kminDecodeQ4KVector                    = kminDecoder(kminDecodeQ4KAVX2, 144)
+	kminDecodeQ5KVector                    = kminDecoder(kminDecodeQ5KAVX2, 176)
 )
 
 //go:noescape

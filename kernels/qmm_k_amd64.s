@@ -71,6 +71,25 @@ GLOBL qmkq3shifts<>(SB), RODATA|NOPTR, $16
 	VCVTPH2PS X3, Y3 \
 	VMOVUPS Y3, KDMN(R11)
 
+// KDSTEP(lbl): R10 and R13 the steps of KDNEXTV: a group's 256 codes and
+// 32 bytes of scales and factors further in d, or, where next (argument at
+// 24) is not 0, the next kDecoded (each group a one-block row's chunk).
+#define KDSTEP(lbl) \
+	MOVQ $256, R10 \
+	MOVQ $32, R13 \
+	CMPQ next+24(FP), $0 \
+	JEQ  lbl \
+	MOVQ $KDSIZE, R10 \
+	MOVQ $KDSIZE, R13 \
+lbl:
+
+#define KDNEXTV(bytes) \
+	ADDQ $bytes, SI \
+	ADDQ R10, DI \
+	ADDQ R13, R9 \
+	ADDQ R13, R11 \
+	DECQ CX
+
 #define KDNEXT(bytes) \
 	ADDQ $bytes, SI \
 	ADDQ $256, DI \
@@ -702,9 +721,10 @@ GLOBL kq4pidx<>(SB), RODATA|NOPTR, $320
 	VPANDD    Z13, Z6, Z6 \
 	VMOVDQU64 Z6, (64*r)(DI)
 
-// func kminDecodeQ4KPlanesAVX512(w *byte, groups int, d *kDecoded)
-TEXT ·kminDecodeQ4KPlanesAVX512(SB), NOSPLIT, $0-24
+// func kminDecodeQ4KPlanesAVX512(w *byte, groups int, d *kDecoded, next int)
+TEXT ·kminDecodeQ4KPlanesAVX512(SB), NOSPLIT, $0-32
 	KDPROLOGUE
+	KDSTEP(q4kpstep)
 	VMOVDQU64 kq4pidx<>+0(SB), Z8
 	VMOVDQU64 kq4pidx<>+64(SB), Z9
 	VMOVDQU64 kq4pidx<>+128(SB), Z10
@@ -727,7 +747,7 @@ q4kploop:
 	KQ4PLANE(3, Z11)
 	K4HALVES
 	KDFACTORS(0, 2)
-	KDNEXT(144)
+	KDNEXTV(144)
 	JNZ  q4kploop
 
 q4kpdone:
@@ -795,9 +815,10 @@ GLOBL kq5pidx<>(SB), RODATA|NOPTR, $320
 	VPTERNLOGD $0xf8, Z15, Z7, Z6 \
 	VMOVDQU64 Z6, (64*r)(DI)
 
-// func kminDecodeQ5KPlanesAVX512(w *byte, groups int, d *kDecoded)
-TEXT ·kminDecodeQ5KPlanesAVX512(SB), NOSPLIT, $0-24
+// func kminDecodeQ5KPlanesAVX512(w *byte, groups int, d *kDecoded, next int)
+TEXT ·kminDecodeQ5KPlanesAVX512(SB), NOSPLIT, $0-32
 	KDPROLOGUE
+	KDSTEP(q5kpstep)
 	VMOVDQU64 kq4pidx<>+0(SB), Z8
 	VMOVDQU64 kq4pidx<>+64(SB), Z9
 	VMOVDQU64 kq4pidx<>+128(SB), Z10
@@ -821,7 +842,7 @@ q5kploop:
 	KQ5PLANE(3, Z11, kq5pidx<>+192(SB))
 	K4HALVES
 	KDFACTORS(0, 2)
-	KDNEXT(176)
+	KDNEXTV(176)
 	JNZ  q5kploop
 
 q5kpdone:
@@ -985,9 +1006,10 @@ GLOBL kq6pidx<>(SB), RODATA|NOPTR, $640
 	VPTERNLOGD $0xf8, Z15, Z7, Z6 \
 	VMOVDQU64 Z6, (64*r)(DI)
 
-// func kDecodeQ6KPlanesAVX512(w *byte, groups int, d *kDecoded)
-TEXT ·kDecodeQ6KPlanesAVX512(SB), NOSPLIT, $0-24
+// func kDecodeQ6KPlanesAVX512(w *byte, groups int, d *kDecoded, next int)
+TEXT ·kDecodeQ6KPlanesAVX512(SB), NOSPLIT, $0-32
 	KDPROLOGUE
+	KDSTEP(q6kpstep)
 	VMOVDQU64 kq6pidx<>+0(SB), Z8
 	VMOVDQU64 kq6pidx<>+64(SB), Z9
 	VMOVDQU64 kq6pidx<>+128(SB), Z10
@@ -1026,7 +1048,7 @@ q6kploop:
 	VCVTPH2PS X3, Y3
 	VMOVUPS   Y3, (R11)
 	VMOVUPS   Y4, KDMN(R11)
-	KDNEXT(210)
+	KDNEXTV(210)
 	JNZ  q6kploop
 
 q6kpdone:

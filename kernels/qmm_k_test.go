@@ -10,7 +10,7 @@ import (
 )
 
 // TestKMinDecodersMatchPortable: every kernel set's decoder of the min
-// tiles (and Q3_K's halves decoder) writes exactly the portable decoder's
+// tiles (and Q3_K's halves decoder, and the one-block rows decoders) writes exactly the portable decoder's
 // codes, scales, mins and factors (kSub's), for the groups asked only, on
 // raw random blocks (NaN, infinite and subnormal scales among them) between
 // guard bands.
@@ -91,6 +91,34 @@ func TestKMinDecodersMatchPortable(t *testing.T) {
 					}
 					if !same {
 						t.Fatalf("%s groups %d+%d on %s: the tiles' decode differs (plane order: %v)", typ, g0, ng, s.name, s.k.kminPlanes())
+					}
+				}
+				// The row's blocks as rows of one block: kminDecodeRows
+				// writes each as decodeKMinTile does, nothing past row n.
+				dec := s.k.kminDecodeRows[typ]
+				if dec == nil {
+					continue
+				}
+				ti, _ := quant.Info(typ)
+				for n := 1; n <= min(qmmRows, groups-g0); n++ {
+					var got, want [qmmRows]kDecoded
+					for i := range got {
+						for j := range got[i].w {
+							got[i].w[j], want[i].w[j] = 0x55, 0x55
+						}
+					}
+					for i := 0; i < n; i++ {
+						s.k.decodeKMinTile(typ, row[ti.BlockBytes*(g0+i):ti.BlockBytes*(g0+i+1)], 0, 1, &want[i])
+					}
+					dec(row[ti.BlockBytes*g0:ti.BlockBytes*(g0+n)], n, &got)
+					for i := range got {
+						same := got[i].w == want[i].w && got[i].sc == want[i].sc && got[i].mn == want[i].mn
+						for j := range got[i].d {
+							same = same && sameFloat(got[i].d[j], want[i].d[j]) && sameFloat(got[i].dmin[j], want[i].dmin[j])
+						}
+						if !same {
+							t.Fatalf("%s rows %d+%d on %s: row %d differs from decodeKMinTile's", typ, g0, n, s.name, i)
+						}
 					}
 				}
 			}
