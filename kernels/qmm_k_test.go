@@ -231,7 +231,7 @@ func TestKTilesAgainstExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(85, 86))
 	for _, typ := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		q, cols, rows := kFixture(t, typ)
-		ntok := max(host.tileMinInputs(typ), 9)
+		ntok := max(host.tileMinInputs(typ, cols), 9)
 		if !tiledQ8(typ) {
 			t.Fatalf("%s: not in the tiles", typ)
 		}
