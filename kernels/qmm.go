@@ -46,7 +46,8 @@ func tiledQ8(t quant.Type) bool {
 // 16-weight half (q8Decoded.mh): IQ2_XS, IQ2_S and IQ1_M (iqHalvesSub), and
 // Q6_K and Q3_K, whose term float32(sc_0*sumi_lo + sc_1*sumi_hi) * (d*dx)
 // (kSub's codes and signed scales, no min) is the same form. (Q2_K, Q4_K
-// and Q5_K have a min: qmm_k.go's tiles.)
+// and Q5_K have a min: qmm_k.go's tiles; there too Q6_K where k binds a
+// kernel for it, kernelSet.kTiled.)
 func tileHalves(t quant.Type) bool {
 	return isIQHalves(t) || t == quant.Q6_K || t == quant.Q3_K
 }
