@@ -123,6 +123,13 @@ type kernelSet struct {
 	// kminDecodePlanes decodes as kminDecode does, the codes straight to
 	// plane order, where k has such a decoder for the type.
 	kminDecodePlanes [quant.NumTypes]func(row []byte, g0, ng int, d *kDecoded)
+	// kminDecodeRows decodes n rows of one block each (rows, consecutive)
+	// as kminDecodePlanes does, row i into d[i], where k has it.
+	kminDecodeRows [quant.NumTypes]func(rows []byte, n int, d *[qmmRows]kDecoded)
+	// kminTile1G, where set, is kminTile2 for rows of one group (256
+	// weights: the whole row one chunk): the lanes start at +0 and are
+	// folded into o0 and o1, not read or stored.
+	kminTile1G [quant.NumTypes]func(d *[qmmRows]kDecoded, nr int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, o0, o1 []float32)
 	// bf16dot is DotBF16 on a padded row (qdot_bf16.go's order), false
 	// when the row is left to the portable path.
 	bf16dot func(row []byte, x *BF16Row) (float32, bool)

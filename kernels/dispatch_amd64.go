@@ -143,6 +143,15 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.kminTile2[quant.Q5_K] = kminTilePlanes1Vector
 		k.kminDecodePlanes[quant.Q4_K] = kminDecodeQ4KPlanes
 		k.kminDecodePlanes[quant.Q5_K] = kminDecodeQ5KPlanes
+		k.kminTile2[quant.Q6_K] = kTilePlanesBiasVector // no min: biased codes
+		k.kminDecodePlanes[quant.Q6_K] = kDecodeQ6KPlanes
+		k.kminDecodeRows[quant.Q4_K] = kminDecodeQ4KRows
+		k.kminDecodeRows[quant.Q5_K] = kminDecodeQ5KRows
+		k.kminDecodeRows[quant.Q6_K] = kDecodeQ6KRows
+		k.kminTile1G[quant.Q2_K] = kminTile1GMinVector
+		k.kminTile1G[quant.Q4_K] = kminTile1G1Vector
+		k.kminTile1G[quant.Q5_K] = kminTile1G1Vector
+		k.kminTile1G[quant.Q6_K] = kminTile1GBiasVector
 		k.paths = "avx2+f16c+avx512vnni"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni && c.avx512vbmi {

@@ -344,7 +344,7 @@ func (k *kernelSet) dotQ8Rows(t quant.Type, row []byte, xs []*Q8Row, out []float
 			panic(fmt.Sprintf("kernels: DotQ8Rows with rows of %d and %d activations", n, x.Len()))
 		}
 	}
-	if !tiledQ8(t) || len(xs) == 1 || len(xs) < k.tileMinInputs(t) || n == 0 || !tilePadded(xs, n/32) {
+	if !tiledQ8(t) || len(xs) == 1 || len(xs) < k.tileMinInputs(t, n) || n == 0 || !tilePadded(xs, n/32) {
 		checkDotQ8(t, len(row), xs[0]) // every x is n long
 		f := k.q8dot[t]
 		for r, x := range xs {

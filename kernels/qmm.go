@@ -46,24 +46,33 @@ func tiledQ8(t quant.Type) bool {
 // 16-weight half (q8Decoded.mh): IQ2_XS, IQ2_S and IQ1_M (iqHalvesSub), and
 // Q6_K and Q3_K, whose term float32(sc_0*sumi_lo + sc_1*sumi_hi) * (d*dx)
 // (kSub's codes and signed scales, no min) is the same form. (Q2_K, Q4_K
-// and Q5_K have a min: qmm_k.go's tiles.)
+// and Q5_K have a min: qmm_k.go's tiles; there too Q6_K where k binds a
+// kernel for it, kernelSet.kTiled.)
 func tileHalves(t quant.Type) bool {
 	return isIQHalves(t) || t == quant.Q6_K || t == quant.Q3_K
 }
 
 // tileMinInputs is how many inputs a call needs for the tiled path on
-// type t with k's kernels: any number where a vector decoder decodes the
-// chunks; 3 for Q6_K's and Q3_K's (with an odd last input paired with
-// itself, the tiles beat one DotQ8 per element at 3 inputs, one thread:
-// Q6_K 768 x 1024 123 against 146 us, 640 x 2560 247 against 262; Q3_K
-// 130 against 147 and 244 against 270; at 2 Q3_K's 768 x 1024 lost, 101
-// against 96); 16 where they decode in Go, which costs about as much per
-// weight as 10 to 17 inputs' single-row vector dots (BenchmarkMatMulQ8 at
-// 2 and 64 inputs; the bits are the same either way).
-func (k *kernelSet) tileMinInputs(t quant.Type) int {
+// type t with k's kernels, rows of cols weights: any number where a vector
+// decoder decodes the chunks; 2 for rows of one block on the one-group
+// tiles (kminTile1G: BenchmarkMatMulQ8K at 256 x 256 and 2 inputs, Q4_K
+// 42.2-42.6 against 10.8-11.6 GMAC/s one DotQ8 per element, Q6_K 38.7-39.9
+// against 8.9-9.1); 3 for Q6_K's and Q3_K's (with an odd last input
+// paired with itself, the tiles beat one DotQ8 per element at 3 inputs,
+// one thread: Q6_K 768 x 1024 123 against 146 us, 640 x 2560 247 against
+// 262; Q3_K 130 against 147 and 244 against 270; at 2 Q3_K's 768 x 1024
+// lost, 101 against 96; Q6_K on the min tiles' VNNI kernel likewise); 16
+// where they decode in Go, which costs about as much per weight as 10 to
+// 17 inputs' single-row vector dots (BenchmarkMatMulQ8 at 2 and 64 inputs;
+// the bits are the same either way).
+func (k *kernelSet) tileMinInputs(t quant.Type, cols int) int {
 	switch {
 	case k.q8decode[t] != nil:
 		return 1
+	case cols == 256 && k.kminTile1G[t] != nil:
+		return 2
+	case k.kminTile2[t] != nil && !kHasMin(t):
+		return 3
 	case k.q8decodeHalves[t] != nil:
 		return 3
 	case k.kminDecode[t] != nil:
@@ -147,7 +156,7 @@ func (p *Pool) MatMulQ8To(m *Matrix, xs []*Q8Row, outs [][]float32) {
 	if ntok == 0 {
 		return
 	}
-	if !tiledQ8(m.Type) || ntok < host.tileMinInputs(m.Type) || !tilePadded(xs, m.Cols/32) {
+	if !tiledQ8(m.Type) || ntok < host.tileMinInputs(m.Type, m.Cols) || !tilePadded(xs, m.Cols/32) {
 		// One DotQ8 per output, the shapes (all xs m.Cols long) checked
 		// and the kernel looked up once.
 		checkDotQ8(m.Type, m.RowBytes, xs[0])
@@ -192,7 +201,7 @@ const qmmInputBlock = 128
 
 // matMulQ8Block is matMulQ8Tiles on one block of inputs.
 func (k *kernelSet) matMulQ8Block(m *Matrix, xs []*Q8Row, outs [][]float32, r0, r1 int, sc *qmmScratch) {
-	if kMinTiled(m.Type) {
+	if k.kTiled(m.Type) {
 		k.matMulKMinBlock(m, xs, outs, r0, r1) // qmm_k.go
 		return
 	}

@@ -21,11 +21,33 @@ import (
 // Every result is DotQ8's bits: the integers are exact and the float steps
 // are kTerm's, lane s%8 and the fold as qdot.go has them. A K-quant row is
 // whole 256-weight blocks, one group of 8 sub-blocks each, so a chunk has no
-// partial group. (Q3_K, which has no min, takes qmm.go's halves tiles with
-// its vector decoder in qmm_k_amd64.s.)
+// partial group.
+//
+// Q6_K, which has no min, takes these tiles too where k binds their kernel
+// for it (kernelSet.kTiled; else qmm.go's halves tiles, as Q3_K): its codes
+// decoded biased to unsigned (q+kCodeBias) and the halves' mins set to the
+// bias times their scales, so A - B is the signed codes' A exactly, and the
+// term float32(A-B)*(d*dx), kTerm's without a min.
 
-// kMinTiled reports whether t takes the tiles of this file.
+// kMinTiled reports whether t takes the tiles of this file on every kernel
+// set.
 func kMinTiled(t quant.Type) bool { return kHasMin(t) }
+
+// kTiled reports whether t takes the tiles of this file with k's kernels:
+// the types with a min, and those without one that k binds a kernel for.
+func (k *kernelSet) kTiled(t quant.Type) bool { return kMinTiled(t) || k.kminTile2[t] != nil }
+
+// kCodeBias is what the tiles of this file add to type t's codes: 0 for
+// the types with a min, Q6_K's 32 and Q3_K's 4 (codes from -32 and -4).
+func kCodeBias(t quant.Type) int32 {
+	switch t {
+	case quant.Q6_K:
+		return 32
+	case quant.Q3_K:
+		return 4
+	}
+	return 0
+}
 
 // kminGroups is how many groups of 8 sub-blocks a chunk of the min tiles
 // holds (qmm_k_amd64.s's KG): 4, 1024 weights, so a tile's 16 decoded rows
@@ -38,6 +60,8 @@ const kminGroups = 4
 // per sub-block i (of the chunk) its 32 codes at w[32i:], the scales and
 // mins of its halves at sc[2i], sc[2i+1] and mn[2i], mn[2i+1] (Q4_K and
 // Q5_K: the same for both), its block's d and dmin at d[i] and dmin[i].
+// For a type without a min the codes are biased (kCodeBias), the mins the
+// bias times the scales and dmin 0.
 type kDecoded struct {
 	w    [kminGroups * 256]int8
 	sc   [kminGroups * 16]int16
@@ -48,7 +72,7 @@ type kDecoded struct {
 
 // kxGroup is one input's group of 8 activation sub-blocks as the min tiles
 // read it: the blocks' scales and the sums of the codes of each 16, hs[2j]
-// and hs[2j+1] for sub-block j's halves (at most 16*127 in magnitude); for
+// and hs[2j+1] for sub-block j's halves (at most 16*128 in magnitude); for
 // the types whose halves share their min (Q4_K, Q5_K) hs[2j] is the sum of
 // all 32 (the row's block sum, at most 32*127) and hs[2j+1] zero, which
 // gives B_s the same integer.
@@ -63,7 +87,7 @@ func kxFill(t quant.Type, x *Q8Row, dst []kxGroup) {
 	for g := range dst {
 		kx := &dst[g]
 		copy(kx.dx[:], x.d[8*g:8*g+8])
-		if t != quant.Q2_K {
+		if t == quant.Q4_K || t == quant.Q5_K {
 			for j, s := range x.sums[8*g : 8*g+8] {
 				kx.hs[2*j], kx.hs[2*j+1] = int16(s), 0
 			}
@@ -84,15 +108,19 @@ func kxFill(t quant.Type, x *Q8Row, dst []kxGroup) {
 	}
 }
 
-// decodeKMinPortable decodes groups g0..g0+ng-1 of a row of type t
-// (kMinTiled) into d by kSub: the definition the vector decoders match.
+// decodeKMinPortable decodes groups g0..g0+ng-1 of a row of K-quant type
+// t into d by kSub (a type without a min biased by kCodeBias): the
+// definition the vector decoders match.
 func decodeKMinPortable(t quant.Type, row []byte, g0, ng int, d *kDecoded) {
 	var k kSubBlock
+	bias := kCodeBias(t)
 	for i := 0; i < 8*ng; i++ {
 		kSub(t, row, 8*g0+i, &k)
-		*(*[32]int8)(d.w[32*i:]) = k.q
+		for j, q := range k.q {
+			d.w[32*i+j] = int8(int32(q) + bias)
+		}
 		for h := 0; h < 2; h++ {
-			d.sc[2*i+h], d.mn[2*i+h] = int16(k.sc[h]), int16(k.mn[h])
+			d.sc[2*i+h], d.mn[2*i+h] = int16(k.sc[h]), int16(k.mn[h]+bias*k.sc[h])
 		}
 		d.d[i], d.dmin[i] = k.d, k.dmin
 	}
@@ -123,9 +151,10 @@ func (k *kernelSet) decodeKMinTile(t quant.Type, row []byte, g0, ng int, d *kDec
 	k.tilePlanes(w, w, 0)
 }
 
-// kminDot1 adds the terms of d's ng groups against input x (xq its codes
-// from group g0 on, kx its records from g0 on) to l, kTerm's steps.
-func kminDot1(d *kDecoded, ng int, xq []int8, kx []kxGroup, l *[8]float32) {
+// kminDot1 adds the terms of d's ng groups (type t's) against input x (xq
+// its codes from group g0 on, kx its records from g0 on) to l, kTerm's
+// steps.
+func kminDot1(t quant.Type, d *kDecoded, ng int, xq []int8, kx []kxGroup, l *[8]float32) {
 	for i := 0; i < 8*ng; i++ {
 		w, xs := d.w[32*i:32*i+32], xq[32*i:32*i+32]
 		var lo, hi int32
@@ -137,6 +166,10 @@ func kminDot1(d *kDecoded, ng int, xq []int8, kx []kxGroup, l *[8]float32) {
 		a := int32(d.sc[2*i])*lo + int32(d.sc[2*i+1])*hi
 		b := int32(d.mn[2*i])*int32(g.hs[2*(i%8)]) + int32(d.mn[2*i+1])*int32(g.hs[2*(i%8)+1])
 		dx := g.dx[i%8]
+		if !kHasMin(t) {
+			l[i%8] += float32(float32(a-b) * float32(d.d[i]*dx))
+			continue
+		}
 		ta := float32(float32(a) * float32(d.d[i]*dx))
 		tb := float32(float32(b) * float32(d.dmin[i]*dx))
 		l[i%8] += float32(ta - tb)
@@ -156,7 +189,7 @@ type kminScratch struct {
 
 var kminScratchPool sync.Pool
 
-// matMulKMinBlock is matMulQ8Block for the types of kMinTiled: outs[t][r]
+// matMulKMinBlock is matMulQ8Block for the types of kTiled: outs[t][r]
 // = DotQ8(t, row r of m, xs[t]) for r0 <= r < r1, the lanes token-major
 // (lanes[t*qmmRows+i] for row rt+i of the tile), every token by k's tile
 // kernel where it has one, else portably, folded into outs on a row's last
@@ -188,6 +221,24 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 		}
 		xq = func(t, g0 int) []int8 { return sc.xp[256*(groups*t+g0) : 256*groups*(t+1)] }
 	}
+	if tile1 := k.kminTile1G[m.Type]; tile1 != nil && groups == 1 {
+		// Rows of one group: no lanes kept between chunks.
+		for rt := r0; rt < r1; rt += qmmRows {
+			nr := min(qmmRows, r1-rt)
+			if dec := k.kminDecodeRows[m.Type]; dec != nil {
+				dec(m.Data[rt*m.RowBytes:(rt+nr)*m.RowBytes], nr, &sc.d)
+			} else {
+				for i := 0; i < nr; i++ {
+					k.decodeKMinTile(m.Type, m.Row(rt+i), 0, 1, &sc.d[i])
+				}
+			}
+			for t := 0; t < ntok; t += 2 {
+				u := min(t+1, ntok-1)
+				tile1(&sc.d, nr, xq(t, 0), kx[t:t+1], xq(u, 0), kx[u:u+1], outs[t][rt:rt+nr], outs[u][rt:rt+nr])
+			}
+		}
+		return
+	}
 	for rt := r0; rt < r1; rt += qmmRows {
 		nr := min(qmmRows, r1-rt)
 		clear(lanes)
@@ -216,7 +267,7 @@ func (k *kernelSet) matMulKMinBlock(m *Matrix, xs []*Q8Row, outs [][]float32, r0
 			for ; t < ntok; t++ {
 				l := lanes[t*qmmRows : t*qmmRows+nr]
 				for i := range l {
-					kminDot1(&sc.d[i], ng, xs[t].qs[256*g0:], kxAt(t), &l[i])
+					kminDot1(m.Type, &sc.d[i], ng, xs[t].qs[256*g0:], kxAt(t), &l[i])
 				}
 				if last {
 					o := outs[t][rt : rt+nr]

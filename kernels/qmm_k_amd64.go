@@ -48,17 +48,41 @@ func kminDecoder(f func(w *byte, groups int, d *kDecoded), blockBytes int) func(
 }
 
 //go:noescape
-func kminDecodeQ4KPlanesAVX512(w *byte, groups int, d *kDecoded)
+func kminDecodeQ4KPlanesAVX512(w *byte, groups int, d *kDecoded, next int)
 
 //go:noescape
-func kminDecodeQ5KPlanesAVX512(w *byte, groups int, d *kDecoded)
+func kminDecodeQ5KPlanesAVX512(w *byte, groups int, d *kDecoded, next int)
+
+//go:noescape
+func kDecodeQ6KPlanesAVX512(w *byte, groups int, d *kDecoded, next int)
+
+// kPlanesDecoder wraps a plane decoder of blockBytes-byte blocks (next 0:
+// a row's groups into one kDecoded; 1: each block into the next) as a
+// kernelSet.kminDecodePlanes entry and a kernelSet.kminDecodeRows one.
+func kPlanesDecoder(f func(w *byte, groups int, d *kDecoded, next int), blockBytes int) (func(row []byte, g0, ng int, d *kDecoded), func(rows []byte, n int, d *[qmmRows]kDecoded)) {
+	return func(row []byte, g0, ng int, d *kDecoded) {
+			if ng < 1 {
+				return
+			}
+			_ = row[blockBytes*(g0+ng)-1]
+			f(&row[blockBytes*g0], ng, d, 0)
+		}, func(rows []byte, n int, d *[qmmRows]kDecoded) {
+			if n < 1 {
+				return
+			}
+			_ = d[n-1]
+			_ = rows[blockBytes*n-1]
+			f(&rows[0], n, &d[0], 1)
+		}
+}
 
 var (
-	kminDecodeQ4KPlanes = kminDecoder(kminDecodeQ4KPlanesAVX512, 144)
-	kminDecodeQ5KPlanes = kminDecoder(kminDecodeQ5KPlanesAVX512, 176)
-	kminDecodeQ2KVector = kminDecoder(kminDecodeQ2KAVX2, 84)
-	kminDecodeQ4KVector = kminDecoder(kminDecodeQ4KAVX2, 144)
-	kminDecodeQ5KVector = kminDecoder(kminDecodeQ5KAVX2, 176)
+	kDecodeQ6KPlanes, kDecodeQ6KRows       = kPlanesDecoder(kDecodeQ6KPlanesAVX512, 210)
+	kminDecodeQ4KPlanes, kminDecodeQ4KRows = kPlanesDecoder(kminDecodeQ4KPlanesAVX512, 144)
+	kminDecodeQ5KPlanes, kminDecodeQ5KRows = kPlanesDecoder(kminDecodeQ5KPlanesAVX512, 176)
+	kminDecodeQ2KVector                    = kminDecoder(kminDecodeQ2KAVX2, 84)
+	kminDecodeQ4KVector                    = kminDecoder(kminDecodeQ4KAVX2, 144)
+	kminDecodeQ5KVector                    = kminDecoder(kminDecodeQ5KAVX2, 176)
 )
 
 //go:noescape
@@ -108,7 +132,34 @@ func kminTileKernel(f func(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGrou
 	}
 }
 
+//go:noescape
+func kTilePlanesBiasVNNI(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)
+
 var (
+	kTilePlanesBiasVector = kminTileKernel(kTilePlanesBiasVNNI)
 	kminTilePlanesVector  = kminTileKernel(kminTilePlanesVNNI)
 	kminTilePlanes1Vector = kminTileKernel(kminTilePlanes1VNNI)
+)
+
+//go:noescape
+func kminTile1GVNNI(d *kDecoded, rows int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, o0, o1 *float32, kind int)
+
+// kminTile1GKernel wraps kminTile1GVNNI for one kind (0: Q4_K and Q5_K, 1:
+// Q2_K, 2: Q6_K) as a kernelSet.kminTile1G entry.
+func kminTile1GKernel(kind int) func(d *[qmmRows]kDecoded, nr int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, o0, o1 []float32) {
+	return func(d *[qmmRows]kDecoded, nr int, xq0 []int8, kx0 []kxGroup, xq1 []int8, kx1 []kxGroup, o0, o1 []float32) {
+		if nr < 1 {
+			return
+		}
+		_, _ = xq0[255], xq1[255]
+		_, _ = kx0[0], kx1[0]
+		_, _ = o0[nr-1], o1[nr-1]
+		kminTile1GVNNI(&d[0], nr, &xq0[0], &kx0[0], &xq1[0], &kx1[0], &o0[0], &o1[0], kind)
+	}
+}
+
+var (
+	kminTile1G1Vector    = kminTile1GKernel(0)
+	kminTile1GMinVector  = kminTile1GKernel(1)
+	kminTile1GBiasVector = kminTile1GKernel(2)
 )

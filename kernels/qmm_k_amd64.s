@@ -71,6 +71,25 @@ GLOBL qmkq3shifts<>(SB), RODATA|NOPTR, $16
 	VCVTPH2PS X3, Y3 \
 	VMOVUPS Y3, KDMN(R11)
 
+// KDSTEP(lbl): R10 and R13 the steps of KDNEXTV: a group's 256 codes and
+// 32 bytes of scales and factors further in d, or, where next (argument at
+// 24) is not 0, the next kDecoded (each group a one-block row's chunk).
+#define KDSTEP(lbl) \
+	MOVQ $256, R10 \
+	MOVQ $32, R13 \
+	CMPQ next+24(FP), $0 \
+	JEQ  lbl \
+	MOVQ $KDSIZE, R10 \
+	MOVQ $KDSIZE, R13 \
+lbl:
+
+#define KDNEXTV(bytes) \
+	ADDQ $bytes, SI \
+	ADDQ R10, DI \
+	ADDQ R13, R9 \
+	ADDQ R13, R11 \
+	DECQ CX
+
 #define KDNEXT(bytes) \
 	ADDQ $bytes, SI \
 	ADDQ $256, DI \
@@ -473,8 +492,33 @@ GLOBL kminscidx<>(SB), RODATA|NOPTR, $128
 	VSHUFI64X2 $0xee, A1, A0, T \
 	VPADDD     T, S, S
 
+// KPFOLD2: both inputs' lanes in Z12 folded (KFOLD's steps, foldLanes'
+// order: halves, then pairs, then the two left) in one register, stored to
+// (R14) and (R15).
+#define KPFOLD2 \
+	VSHUFF64X2    $0x31, Z12, Z12, Z0 \
+	VADDPS        Z0, Z12, Z0 \
+	VPERMILPS     $0x0e, Z0, Z1 \
+	VADDPS        Z1, Z0, Z0 \
+	VMOVSHDUP     Z0, Z1 \
+	VADDPS        Z1, Z0, Z0 \
+	VMOVSS        X0, (R14) \
+	VEXTRACTF32X4 $2, Z0, X1 \
+	VMOVSS        X1, (R15)
+
+// KPNEXT: the pointers to the next group.
+#define KPNEXT \
+	ADDQ $256, SI \
+	ADDQ $32, R9 \
+	ADDQ $32, R10 \
+	ADDQ $256, DI \
+	ADDQ $64, DX \
+	ADDQ $256, R12 \
+	ADDQ $64, R13 \
+	DECQ CX
+
 // KPFIN: Z0 = A of both inputs (int32) to their term, added to Z12 (KFIN's
-// steps), and the pointers to the next group.
+// steps), and the pointers to the next group (KPNEXT).
 #define KPFIN \
 	VCVTDQ2PS  Z0, Z0 \
 	VMOVUPS    (DX), Y6 \
@@ -492,14 +536,7 @@ GLOBL kminscidx<>(SB), RODATA|NOPTR, $128
 	VMULPS     Z2, Z1, Z1 \
 	VSUBPS     Z1, Z0, Z0 \
 	VADDPS     Z0, Z12, Z12 \
-	ADDQ $256, SI \
-	ADDQ $32, R9 \
-	ADDQ $32, R10 \
-	ADDQ $256, DI \
-	ADDQ $64, DX \
-	ADDQ $256, R12 \
-	ADDQ $64, R13 \
-	DECQ CX
+	KPNEXT
 
 // KPROW: the row's pointers and its lanes into Z12.
 #define KPROW \
@@ -522,6 +559,27 @@ GLOBL kminscidx<>(SB), RODATA|NOPTR, $128
 	MOVQ o0+72(FP), R14 \
 	MOVQ o1+80(FP), R15
 
+// KQHALVES: the sums of the halves of both inputs' group (registers 0-1 and
+// 2-3 apart) times the halves' scales (sign-extended: Q6_K's are signed;
+// picked by Z13, Z15), added: A of both inputs in Z0.
+#define KQHALVES \
+	VPXORD Z4, Z4, Z4 \
+	VPXORD Z5, Z5, Z5 \
+	VPXORD Z8, Z8, Z8 \
+	VPXORD Z9, Z9, Z9 \
+	KPDOT(0, Z4, Z8) \
+	KPDOT(64, Z4, Z8) \
+	KPDOT(128, Z5, Z9) \
+	KPDOT(192, Z5, Z9) \
+	KPGATHER(Z4, Z8, Z0, Z1) \
+	KPGATHER(Z5, Z9, Z1, Z2) \
+	VPMOVSXWD  (R9), Z2 \
+	VPERMD     Z2, Z13, Z3 \
+	VPERMD     Z2, Z15, Z2 \
+	VPMULLD    Z3, Z0, Z0 \
+	VPMULLD    Z2, Z1, Z1 \
+	VPADDD     Z1, Z0, Z0
+
 // func kminTilePlanesVNNI(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)
 //
 // kminTile2AVX2's contract and registers, with the codes of d and of the
@@ -536,35 +594,19 @@ kptilerow:
 	KPROW
 
 kptileloop:
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	KPDOT(0, Z4, Z8)
-	KPDOT(64, Z4, Z8)
-	KPDOT(128, Z5, Z9)
-	KPDOT(192, Z5, Z9)
-	KPGATHER(Z4, Z8, Z0, Z1)
-	KPGATHER(Z5, Z9, Z1, Z2)
-	VPMOVZXWD  (R9), Z2
-	VPERMD     Z2, Z13, Z3
-	VPERMD     Z2, Z15, Z2
-	VPMULLD    Z3, Z0, Z0
-	VPMULLD    Z2, Z1, Z1
-	VPADDD     Z1, Z0, Z0
+	KQHALVES
 	KPFIN
 	JNZ  kptileloop
 
-	VEXTRACTF64X4 $1, Z12, Y14
 	TESTQ R14, R14
 	JNZ   kptilefold
+	VEXTRACTF64X4 $1, Z12, Y14
 	VMOVUPS Y12, (R11)
 	VMOVUPS Y14, (R8)
 	JMP   kptilenext
 
 kptilefold:
-	KFOLD(Y12, X12, (R14))
-	KFOLD(Y14, X14, (R15))
+	KPFOLD2
 	ADDQ $4, R14
 	ADDQ $4, R15
 
@@ -602,16 +644,15 @@ kp1tileloop:
 	KPFIN
 	JNZ  kp1tileloop
 
-	VEXTRACTF64X4 $1, Z12, Y14
 	TESTQ R14, R14
 	JNZ   kp1tilefold
+	VEXTRACTF64X4 $1, Z12, Y14
 	VMOVUPS Y12, (R11)
 	VMOVUPS Y14, (R8)
 	JMP   kp1tilenext
 
 kp1tilefold:
-	KFOLD(Y12, X12, (R14))
-	KFOLD(Y14, X14, (R15))
+	KPFOLD2
 	ADDQ $4, R14
 	ADDQ $4, R15
 
@@ -680,9 +721,10 @@ GLOBL kq4pidx<>(SB), RODATA|NOPTR, $320
 	VPANDD    Z13, Z6, Z6 \
 	VMOVDQU64 Z6, (64*r)(DI)
 
-// func kminDecodeQ4KPlanesAVX512(w *byte, groups int, d *kDecoded)
-TEXT ·kminDecodeQ4KPlanesAVX512(SB), NOSPLIT, $0-24
+// func kminDecodeQ4KPlanesAVX512(w *byte, groups int, d *kDecoded, next int)
+TEXT ·kminDecodeQ4KPlanesAVX512(SB), NOSPLIT, $0-32
 	KDPROLOGUE
+	KDSTEP(q4kpstep)
 	VMOVDQU64 kq4pidx<>+0(SB), Z8
 	VMOVDQU64 kq4pidx<>+64(SB), Z9
 	VMOVDQU64 kq4pidx<>+128(SB), Z10
@@ -694,6 +736,9 @@ TEXT ·kminDecodeQ4KPlanesAVX512(SB), NOSPLIT, $0-24
 	JZ    q4kpdone
 
 q4kploop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
 	VMOVDQU64 16(SI), Z0
 	VMOVDQU64 80(SI), Z1
 	KQ4PLANE(0, Z8)
@@ -702,7 +747,7 @@ q4kploop:
 	KQ4PLANE(3, Z11)
 	K4HALVES
 	KDFACTORS(0, 2)
-	KDNEXT(144)
+	KDNEXTV(144)
 	JNZ  q4kploop
 
 q4kpdone:
@@ -770,9 +815,10 @@ GLOBL kq5pidx<>(SB), RODATA|NOPTR, $320
 	VPTERNLOGD $0xf8, Z15, Z7, Z6 \
 	VMOVDQU64 Z6, (64*r)(DI)
 
-// func kminDecodeQ5KPlanesAVX512(w *byte, groups int, d *kDecoded)
-TEXT ·kminDecodeQ5KPlanesAVX512(SB), NOSPLIT, $0-24
+// func kminDecodeQ5KPlanesAVX512(w *byte, groups int, d *kDecoded, next int)
+TEXT ·kminDecodeQ5KPlanesAVX512(SB), NOSPLIT, $0-32
 	KDPROLOGUE
+	KDSTEP(q5kpstep)
 	VMOVDQU64 kq4pidx<>+0(SB), Z8
 	VMOVDQU64 kq4pidx<>+64(SB), Z9
 	VMOVDQU64 kq4pidx<>+128(SB), Z10
@@ -796,9 +842,328 @@ q5kploop:
 	KQ5PLANE(3, Z11, kq5pidx<>+192(SB))
 	K4HALVES
 	KDFACTORS(0, 2)
-	KDNEXT(176)
+	KDNEXTV(176)
 	JNZ  q5kploop
 
 q5kpdone:
+	VZEROUPPER
+	RET
+
+// func kTilePlanesBiasVNNI(d *kDecoded, rows, groups int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, l0, l1 *[8]float32, o0, o1 *float32)
+//
+// kminTilePlanesVNNI for the K-quants without a min (Q6_K): d's codes are
+// biased to unsigned, each half's code bias times its scale in d's mins, so
+// the sub-block's A is its halves' sums times their scales less the mins
+// times the half sums (VPMADDWD), exact; its term float32(A)*(d*dx) added
+// to the lanes (kTerm's steps without the min's).
+TEXT ·kTilePlanesBiasVNNI(SB), NOSPLIT, $0-88
+	KPARGS
+	VMOVDQU64 kminscidx<>+0(SB), Z13
+	VMOVDQU64 kminscidx<>+64(SB), Z15
+
+kbtilerow:
+	KPROW
+
+kbtileloop:
+	KQHALVES
+	VBROADCASTI64X4 KDMN(R9), Z1
+	VMOVDQU    32(DX), Y3
+	VINSERTI64X4 $1, 32(R13), Z3, Z3
+	VPMADDWD   Z3, Z1, Z1
+	VPSUBD     Z1, Z0, Z0
+	VCVTDQ2PS  Z0, Z0
+	VMOVUPS    (DX), Y6
+	VINSERTF64X4 $1, (R13), Z6, Z6
+	VBROADCASTF64X4 (R10), Z2
+	VMULPS     Z2, Z6, Z2
+	VMULPS     Z2, Z0, Z0
+	VADDPS     Z0, Z12, Z12
+	KPNEXT
+	JNZ  kbtileloop
+
+	TESTQ R14, R14
+	JNZ   kbtilefold
+	VEXTRACTF64X4 $1, Z12, Y14
+	VMOVUPS Y12, (R11)
+	VMOVUPS Y14, (R8)
+	JMP   kbtilenext
+
+kbtilefold:
+	KPFOLD2
+	ADDQ $4, R14
+	ADDQ $4, R15
+
+kbtilenext:
+	ADDQ $KDSIZE, AX
+	ADDQ $32, R11
+	ADDQ $32, R8
+	DECQ BX
+	JNZ  kbtilerow
+	VZEROUPPER
+	RET
+
+// ---- Q6_K straight to the tiles' plane order, its codes biased (0..63):
+// ql[128], qh[64] at 128, scales[16] (int8) at 192, d at 208. Sub-block s
+// (half h = s/4, i = s%4) byte j is the low (i < 2) or high nibble of
+// ql[64h + 32*(i%2) + j] and bits 2i, 2i+1 of qh[32h + j] as bits 4-5.
+// Plane register r lane L (s = L%8, k = 2r + L/8): ql's dword
+// 16h + 8*(i%2) + k by VPERMI2D (kq6pidx + 64r), shifted by 0 or 4
+// (kq6pidx + 512), masked; qh's dword 8h + k by VPERMD (kq6pidx + 256 +
+// 64r) rotated left by 4 - 2i (mod 32, kq6pidx + 576: bits 2i and 2i+1 of
+// each byte to its bits 4 and 5, within the byte), masked by 0x30 and
+// or-ed in. The scales sign-extended, the mins 32 times them (the bias),
+// d, and dmin 0 (kSub's).
+DATA kq6pidx<>+0(SB)/8, $0x0000000800000000
+DATA kq6pidx<>+8(SB)/8, $0x0000000800000000
+DATA kq6pidx<>+16(SB)/8, $0x0000001800000010
+DATA kq6pidx<>+24(SB)/8, $0x0000001800000010
+DATA kq6pidx<>+32(SB)/8, $0x0000000900000001
+DATA kq6pidx<>+40(SB)/8, $0x0000000900000001
+DATA kq6pidx<>+48(SB)/8, $0x0000001900000011
+DATA kq6pidx<>+56(SB)/8, $0x0000001900000011
+DATA kq6pidx<>+64(SB)/8, $0x0000000a00000002
+DATA kq6pidx<>+72(SB)/8, $0x0000000a00000002
+DATA kq6pidx<>+80(SB)/8, $0x0000001a00000012
+DATA kq6pidx<>+88(SB)/8, $0x0000001a00000012
+DATA kq6pidx<>+96(SB)/8, $0x0000000b00000003
+DATA kq6pidx<>+104(SB)/8, $0x0000000b00000003
+DATA kq6pidx<>+112(SB)/8, $0x0000001b00000013
+DATA kq6pidx<>+120(SB)/8, $0x0000001b00000013
+DATA kq6pidx<>+128(SB)/8, $0x0000000c00000004
+DATA kq6pidx<>+136(SB)/8, $0x0000000c00000004
+DATA kq6pidx<>+144(SB)/8, $0x0000001c00000014
+DATA kq6pidx<>+152(SB)/8, $0x0000001c00000014
+DATA kq6pidx<>+160(SB)/8, $0x0000000d00000005
+DATA kq6pidx<>+168(SB)/8, $0x0000000d00000005
+DATA kq6pidx<>+176(SB)/8, $0x0000001d00000015
+DATA kq6pidx<>+184(SB)/8, $0x0000001d00000015
+DATA kq6pidx<>+192(SB)/8, $0x0000000e00000006
+DATA kq6pidx<>+200(SB)/8, $0x0000000e00000006
+DATA kq6pidx<>+208(SB)/8, $0x0000001e00000016
+DATA kq6pidx<>+216(SB)/8, $0x0000001e00000016
+DATA kq6pidx<>+224(SB)/8, $0x0000000f00000007
+DATA kq6pidx<>+232(SB)/8, $0x0000000f00000007
+DATA kq6pidx<>+240(SB)/8, $0x0000001f00000017
+DATA kq6pidx<>+248(SB)/8, $0x0000001f00000017
+DATA kq6pidx<>+256(SB)/8, $0x0000000000000000
+DATA kq6pidx<>+264(SB)/8, $0x0000000000000000
+DATA kq6pidx<>+272(SB)/8, $0x0000000800000008
+DATA kq6pidx<>+280(SB)/8, $0x0000000800000008
+DATA kq6pidx<>+288(SB)/8, $0x0000000100000001
+DATA kq6pidx<>+296(SB)/8, $0x0000000100000001
+DATA kq6pidx<>+304(SB)/8, $0x0000000900000009
+DATA kq6pidx<>+312(SB)/8, $0x0000000900000009
+DATA kq6pidx<>+320(SB)/8, $0x0000000200000002
+DATA kq6pidx<>+328(SB)/8, $0x0000000200000002
+DATA kq6pidx<>+336(SB)/8, $0x0000000a0000000a
+DATA kq6pidx<>+344(SB)/8, $0x0000000a0000000a
+DATA kq6pidx<>+352(SB)/8, $0x0000000300000003
+DATA kq6pidx<>+360(SB)/8, $0x0000000300000003
+DATA kq6pidx<>+368(SB)/8, $0x0000000b0000000b
+DATA kq6pidx<>+376(SB)/8, $0x0000000b0000000b
+DATA kq6pidx<>+384(SB)/8, $0x0000000400000004
+DATA kq6pidx<>+392(SB)/8, $0x0000000400000004
+DATA kq6pidx<>+400(SB)/8, $0x0000000c0000000c
+DATA kq6pidx<>+408(SB)/8, $0x0000000c0000000c
+DATA kq6pidx<>+416(SB)/8, $0x0000000500000005
+DATA kq6pidx<>+424(SB)/8, $0x0000000500000005
+DATA kq6pidx<>+432(SB)/8, $0x0000000d0000000d
+DATA kq6pidx<>+440(SB)/8, $0x0000000d0000000d
+DATA kq6pidx<>+448(SB)/8, $0x0000000600000006
+DATA kq6pidx<>+456(SB)/8, $0x0000000600000006
+DATA kq6pidx<>+464(SB)/8, $0x0000000e0000000e
+DATA kq6pidx<>+472(SB)/8, $0x0000000e0000000e
+DATA kq6pidx<>+480(SB)/8, $0x0000000700000007
+DATA kq6pidx<>+488(SB)/8, $0x0000000700000007
+DATA kq6pidx<>+496(SB)/8, $0x0000000f0000000f
+DATA kq6pidx<>+504(SB)/8, $0x0000000f0000000f
+DATA kq6pidx<>+512(SB)/8, $0x0000000000000000
+DATA kq6pidx<>+520(SB)/8, $0x0000000400000004
+DATA kq6pidx<>+528(SB)/8, $0x0000000000000000
+DATA kq6pidx<>+536(SB)/8, $0x0000000400000004
+DATA kq6pidx<>+544(SB)/8, $0x0000000000000000
+DATA kq6pidx<>+552(SB)/8, $0x0000000400000004
+DATA kq6pidx<>+560(SB)/8, $0x0000000000000000
+DATA kq6pidx<>+568(SB)/8, $0x0000000400000004
+DATA kq6pidx<>+576(SB)/8, $0x0000000200000004
+DATA kq6pidx<>+584(SB)/8, $0x0000001e00000000
+DATA kq6pidx<>+592(SB)/8, $0x0000000200000004
+DATA kq6pidx<>+600(SB)/8, $0x0000001e00000000
+DATA kq6pidx<>+608(SB)/8, $0x0000000200000004
+DATA kq6pidx<>+616(SB)/8, $0x0000001e00000000
+DATA kq6pidx<>+624(SB)/8, $0x0000000200000004
+DATA kq6pidx<>+632(SB)/8, $0x0000001e00000000
+GLOBL kq6pidx<>(SB), RODATA|NOPTR, $640
+
+// KQ6PLANE(r, IDX, HIDX): plane register r from ql in Z0 and Z1, qh in Z2.
+#define KQ6PLANE(r, IDX, HIDX) \
+	VMOVDQA64 IDX, Z6 \
+	VPERMI2D  Z1, Z0, Z6 \
+	VPSRLVD   Z12, Z6, Z6 \
+	VPANDD    Z13, Z6, Z6 \
+	VPERMD    Z2, HIDX, Z7 \
+	VPROLVD   Z14, Z7, Z7 \
+	VPTERNLOGD $0xf8, Z15, Z7, Z6 \
+	VMOVDQU64 Z6, (64*r)(DI)
+
+// func kDecodeQ6KPlanesAVX512(w *byte, groups int, d *kDecoded, next int)
+TEXT ·kDecodeQ6KPlanesAVX512(SB), NOSPLIT, $0-32
+	KDPROLOGUE
+	KDSTEP(q6kpstep)
+	VMOVDQU64 kq6pidx<>+0(SB), Z8
+	VMOVDQU64 kq6pidx<>+64(SB), Z9
+	VMOVDQU64 kq6pidx<>+128(SB), Z10
+	VMOVDQU64 kq6pidx<>+192(SB), Z11
+	VMOVDQU64 kq6pidx<>+256(SB), Z16
+	VMOVDQU64 kq6pidx<>+320(SB), Z17
+	VMOVDQU64 kq6pidx<>+384(SB), Z18
+	VMOVDQU64 kq6pidx<>+448(SB), Z19
+	VMOVDQU64 kq6pidx<>+512(SB), Z12
+	VMOVDQU64 kq6pidx<>+576(SB), Z14
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z13
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z15
+	VPXOR Y4, Y4, Y4
+	TESTQ CX, CX
+	JZ    q6kpdone
+
+q6kploop:
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
+	PREFETCHT0 2240(SI)
+	VMOVDQU64 0(SI), Z0
+	VMOVDQU64 64(SI), Z1
+	VMOVDQU64 128(SI), Z2
+	KQ6PLANE(0, Z8, Z16)
+	KQ6PLANE(1, Z9, Z17)
+	KQ6PLANE(2, Z10, Z18)
+	KQ6PLANE(3, Z11, Z19)
+	VPMOVSXBW 192(SI), Y3
+	VMOVDQU   Y3, (R9)
+	VPSLLW    $5, Y3, Y3
+	VMOVDQU   Y3, KDMN(R9)
+	VPBROADCASTW 208(SI), X3
+	VCVTPH2PS X3, Y3
+	VMOVUPS   Y3, (R11)
+	VMOVUPS   Y4, KDMN(R11)
+	KDNEXTV(210)
+	JNZ  q6kploop
+
+q6kpdone:
+	VZEROUPPER
+	RET
+
+// func kminTile1GVNNI(d *kDecoded, rows int, xq0 *int8, kx0 *kxGroup, xq1 *int8, kx1 *kxGroup, o0, o1 *float32, kind int)
+//
+// The plane tiles for rows of one group (a 256-weight row: the whole row
+// one chunk, the lanes starting at +0 and folded at once): each of rows
+// decoded chunks (KDSIZE bytes apart) against both inputs, whose codes
+// (Z16-Z19, Z20-Z23), scales (Z6) and half sums (Z7) stay in registers for
+// all rows, the folded sums stored to o0[i] and o1[i]. kind 0: halves of
+// one scale (Q4_K, Q5_K); 1: halves of their own scales with a min (Q2_K);
+// 2: halves of their own scales, codes biased (Q6_K): the steps of
+// kminTilePlanes1VNNI, kminTilePlanesVNNI and kTilePlanesBiasVNNI. AX walks
+// the chunks, BX counts the rows, R14 and R15 the outputs, CX the kind.
+TEXT ·kminTile1GVNNI(SB), NOSPLIT, $0-72
+	MOVQ d+0(FP), AX
+	MOVQ rows+8(FP), BX
+	MOVQ xq0+16(FP), SI
+	MOVQ kx0+24(FP), DX
+	MOVQ xq1+32(FP), DI
+	MOVQ kx1+40(FP), R13
+	MOVQ o0+48(FP), R14
+	MOVQ o1+56(FP), R15
+	MOVQ kind+64(FP), CX
+	VMOVDQU64 0(SI), Z16
+	VMOVDQU64 64(SI), Z17
+	VMOVDQU64 128(SI), Z18
+	VMOVDQU64 192(SI), Z19
+	VMOVDQU64 0(DI), Z20
+	VMOVDQU64 64(DI), Z21
+	VMOVDQU64 128(DI), Z22
+	VMOVDQU64 192(DI), Z23
+	VMOVUPS      (DX), Y6
+	VINSERTF64X4 $1, (R13), Z6, Z6
+	VMOVDQU      32(DX), Y7
+	VINSERTI64X4 $1, 32(R13), Z7, Z7
+	VMOVDQU64 kminscidx<>+0(SB), Z13
+	VMOVDQU64 kminscidx<>+64(SB), Z15
+	VPXORD    Z11, Z11, Z11
+
+k1grow:
+	VMOVDQU64 (AX), Z24
+	VMOVDQU64 64(AX), Z25
+	VMOVDQU64 128(AX), Z26
+	VMOVDQU64 192(AX), Z27
+	VPMOVSXWD KDSC(AX), Z2
+	TESTQ CX, CX
+	JNZ   k1ghalves
+	VPXORD   Z4, Z4, Z4
+	VPXORD   Z8, Z8, Z8
+	VPDPBUSD Z16, Z24, Z4
+	VPDPBUSD Z20, Z24, Z8
+	VPDPBUSD Z17, Z25, Z4
+	VPDPBUSD Z21, Z25, Z8
+	VPDPBUSD Z18, Z26, Z4
+	VPDPBUSD Z22, Z26, Z8
+	VPDPBUSD Z19, Z27, Z4
+	VPDPBUSD Z23, Z27, Z8
+	KPGATHER(Z4, Z8, Z0, Z1)
+	VPERMD   Z2, Z13, Z3
+	VPMULLD  Z3, Z0, Z0
+	JMP      k1gsums
+
+k1ghalves:
+	VPXORD   Z4, Z4, Z4
+	VPXORD   Z5, Z5, Z5
+	VPXORD   Z8, Z8, Z8
+	VPXORD   Z9, Z9, Z9
+	VPDPBUSD Z16, Z24, Z4
+	VPDPBUSD Z20, Z24, Z8
+	VPDPBUSD Z17, Z25, Z4
+	VPDPBUSD Z21, Z25, Z8
+	VPDPBUSD Z18, Z26, Z5
+	VPDPBUSD Z22, Z26, Z9
+	VPDPBUSD Z19, Z27, Z5
+	VPDPBUSD Z23, Z27, Z9
+	KPGATHER(Z4, Z8, Z0, Z1)
+	KPGATHER(Z5, Z9, Z1, Z3)
+	VPERMD   Z2, Z13, Z3
+	VPERMD   Z2, Z15, Z2
+	VPMULLD  Z3, Z0, Z0
+	VPMULLD  Z2, Z1, Z1
+	VPADDD   Z1, Z0, Z0
+
+k1gsums:
+	VBROADCASTI64X4 (KDSC+KDMN)(AX), Z1
+	VPMADDWD        Z7, Z1, Z1
+	VBROADCASTF64X4 KDD(AX), Z2
+	VMULPS          Z2, Z6, Z2
+	CMPQ CX, $2
+	JNE  k1gmin
+	VPSUBD    Z1, Z0, Z0
+	VCVTDQ2PS Z0, Z0
+	VMULPS    Z2, Z0, Z0
+	JMP  k1gfold
+
+k1gmin:
+	VCVTDQ2PS Z0, Z0
+	VMULPS    Z2, Z0, Z0
+	VCVTDQ2PS Z1, Z1
+	VBROADCASTF64X4 (KDD+KDMN)(AX), Z2
+	VMULPS    Z2, Z6, Z2
+	VMULPS    Z2, Z1, Z1
+	VSUBPS    Z1, Z0, Z0
+
+k1gfold:
+	VADDPS Z0, Z11, Z12
+	KPFOLD2
+	ADDQ $KDSIZE, AX
+	ADDQ $4, R14
+	ADDQ $4, R15
+	DECQ BX
+	JNZ  k1grow
 	VZEROUPPER
 	RET

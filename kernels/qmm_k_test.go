@@ -10,14 +10,14 @@ import (
 )
 
 // TestKMinDecodersMatchPortable: every kernel set's decoder of the min
-// tiles (and Q3_K's halves decoder) writes exactly the portable decoder's
+// tiles (and Q3_K's halves decoder, and the one-block rows decoders) writes exactly the portable decoder's
 // codes, scales, mins and factors (kSub's), for the groups asked only, on
 // raw random blocks (NaN, infinite and subnormal scales among them) between
 // guard bands.
 func TestKMinDecodersMatchPortable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(81, 82))
 	const groups = 20
-	for _, typ := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K} {
+	for _, typ := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		row := guardedBytes(randomBlocks(rng, typ, groups), rng.IntN(8))
 		for _, s := range testSets() {
 			for g0 := 0; g0 < groups; g0 += 3 {
@@ -93,6 +93,34 @@ func TestKMinDecodersMatchPortable(t *testing.T) {
 						t.Fatalf("%s groups %d+%d on %s: the tiles' decode differs (plane order: %v)", typ, g0, ng, s.name, s.k.kminPlanes())
 					}
 				}
+				// The row's blocks as rows of one block: kminDecodeRows
+				// writes each as decodeKMinTile does, nothing past row n.
+				dec := s.k.kminDecodeRows[typ]
+				if dec == nil {
+					continue
+				}
+				ti, _ := quant.Info(typ)
+				for n := 1; n <= min(qmmRows, groups-g0); n++ {
+					var got, want [qmmRows]kDecoded
+					for i := range got {
+						for j := range got[i].w {
+							got[i].w[j], want[i].w[j] = 0x55, 0x55
+						}
+					}
+					for i := 0; i < n; i++ {
+						s.k.decodeKMinTile(typ, row[ti.BlockBytes*(g0+i):ti.BlockBytes*(g0+i+1)], 0, 1, &want[i])
+					}
+					dec(row[ti.BlockBytes*g0:ti.BlockBytes*(g0+n)], n, &got)
+					for i := range got {
+						same := got[i].w == want[i].w && got[i].sc == want[i].sc && got[i].mn == want[i].mn
+						for j := range got[i].d {
+							same = same && sameFloat(got[i].d[j], want[i].d[j]) && sameFloat(got[i].dmin[j], want[i].dmin[j])
+						}
+						if !same {
+							t.Fatalf("%s rows %d+%d on %s: row %d differs from decodeKMinTile's", typ, g0, n, s.name, i)
+						}
+					}
+				}
 			}
 		}
 	}
@@ -101,14 +129,21 @@ func TestKMinDecodersMatchPortable(t *testing.T) {
 // TestKTilesGuarded: for the K-quants the tiled product (every kernel set's
 // min or halves tiles, MatMulQ8 on 1 and 3 threads, DotQ8Rows) gives the
 // per-token DotQ8's bits (the portable path) for every row and input, over
-// every whole-block length 0..4096, row counts that leave partial tiles,
+// every whole-block length 0..4096 (256 several times), row counts that leave partial tiles,
 // odd and even input counts (an odd last one paired with itself), unaligned
 // rows and activations between guard bands, writing nothing outside its
 // output.
 func TestKTilesGuarded(t *testing.T) {
 	rng := rand.New(rand.NewPCG(83, 84))
-	for _, typ := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K} {
-		for n := 0; n <= 4096; n += 256 {
+	// Every whole-block length to 4096, and rows of one block (the
+	// one-group kernels, kminTile1G) five times more.
+	var lengths []int
+	for n := 0; n <= 4096; n += 256 {
+		lengths = append(lengths, n)
+	}
+	lengths = append(lengths, 256, 256, 256, 256, 256)
+	for _, typ := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+		for _, n := range lengths {
 			rows := 1 + rng.IntN(2*qmmRows+3)
 			ntok := []int{1, 2, 3, 8, 9, 17}[rng.IntN(6)]
 			var data []byte
@@ -194,9 +229,9 @@ func TestKTilesGuarded(t *testing.T) {
 // (q8ErrorBound), with the tiles taken (enough inputs for them).
 func TestKTilesAgainstExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(85, 86))
-	for _, typ := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K} {
+	for _, typ := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		q, cols, rows := kFixture(t, typ)
-		ntok := max(host.tileMinInputs(typ), 9)
+		ntok := max(host.tileMinInputs(typ, cols), 9)
 		if !tiledQ8(typ) {
 			t.Fatalf("%s: not in the tiles", typ)
 		}
@@ -241,13 +276,14 @@ func TestKTilesAgainstExact(t *testing.T) {
 // BenchmarkMatMulQ8K: the K-quants' tiled product against one DotQ8 per
 // element at the field's gate or up shape (640 rows of 2560) and a down
 // projection of 2560 rows of 768 (a K-quant row is whole blocks of 256, so
-// the field's 640 is none), at several input counts, on one thread, in
+// the field's 640 is none) and the tiny test models' 256 x 256 experts
+// (one block a row, a few inputs each), at several input counts, on one thread, in
 // multiply-adds per CPU-second (MatMulQ8 takes the tiles from
 // tileMinInputs on; "tiles" runs them at every count).
 func BenchmarkMatMulQ8K(b *testing.B) {
 	rng := rand.New(rand.NewPCG(87, 88))
-	for _, typ := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K} {
-		for _, sh := range []struct{ rows, cols int }{{640, 2560}, {2560, 768}} {
+	for _, typ := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+		for _, sh := range []struct{ rows, cols int }{{640, 2560}, {2560, 768}, {256, 256}} {
 			data, err := SampleBlocks(typ, sh.rows*sh.cols/256, 7)
 			if err != nil {
 				b.Fatal(err)
@@ -256,7 +292,7 @@ func BenchmarkMatMulQ8K(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for _, ntok := range []int{2, 4, 8, 16, 64} {
+			for _, ntok := range []int{2, 3, 4, 8, 16, 64} {
 				xs := make([]*Q8Row, ntok)
 				for i := range xs {
 					xs[i] = new(Q8Row)
@@ -279,7 +315,8 @@ func BenchmarkMatMulQ8K(b *testing.B) {
 						reportCPURate(b, float64(b.N)*macs, processCPU()-cpu, "cpu-GMAC/s")
 					})
 				}
-				run("tiles", func() { host.matMulQ8Tiles(&m, xs, outs, 0, sh.rows, new(qmmScratch)) })
+				sc := new(qmmScratch) // as the pool's, kept between calls
+				run("tiles", func() { host.matMulQ8Tiles(&m, xs, outs, 0, sh.rows, sc) })
 				run("each", func() {
 					for r := 0; r < sh.rows; r++ {
 						for t, x := range xs {
