@@ -80,7 +80,7 @@ func q8dotIQ2XSAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]floa
 func q8dotIQ2SAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64)
 
 //go:noescape
-func q8dotIQ1SAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64)
+func q8dotIQ1SAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64, sums *int32)
 
 //go:noescape
 func q8dotIQ1MAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64)
@@ -104,7 +104,8 @@ func iqLowDot(t quant.Type, w []byte, x *Q8Row, s0, ng int, l *[8]float32) bool 
 	case quant.IQ2_S:
 		q8dotIQ2SAVX512(wp, xq, xd, ng, l, &iq2sGrid[0])
 	case quant.IQ1_S:
-		q8dotIQ1SAVX512(wp, xq, xd, ng, l, &iq1sGrid[0])
+		_ = x.sums[s0+8*ng-1]
+		q8dotIQ1SAVX512(wp, xq, xd, ng, l, &iq1sGrid[0], &x.sums[s0])
 	case quant.IQ1_M:
 		q8dotIQ1MAVX512(wp, xq, xd, ng, l, &iq1sGrid[0])
 	}

@@ -360,24 +360,30 @@ GLOBL iqlEighth<>(SB), RODATA|NOPTR, $4
 	IQLSUMS(i, Zs) \
 	IQLHALVES(Zs, Yhi)
 
+// IQ1SQ: the weights 8*g + e split (e, the delta's sign, is one per
+// sub-block): |g| (the grid bytes are -1, 0 or 1) against the activations
+// negated where g < 0 here, 8 times that plus e times the block's code sum
+// (Q8Row.sums) after REDUCE8 (IQ1SDELTA).
 #define IQ1SQ(i, Zs, Yhi) \
 	VPMOVZXBD (2+8*i)(SI), Y0 \
 	MOVL      (34+4*i)(SI), AX \
 	VMOVD     AX, X2 \
 	IQLHIGH(X2) \
 	IQLGATHER \
-	MOVL      AX, BX \
-	SHRL      $15, BX \
-	ANDL      $1, BX \
-	NEGL      BX \
-	SHRL      $31, AX \
-	NEGQ      AX \
-	SHLQ      $32, AX \
-	ORQ       AX, BX \
-	KMOVQ     BX, K4 \
-	IQ1ABS \
+	VPMOVB2M  Z1, K3 \
+	VPANDD    Z20, Z1, Z1 \
 	IQLSUMS(i, Zs) \
 	VEXTRACTI64X4 $1, Zs, Yhi
+
+// IQ1SDELTA: Y0 = 8*Y0 + e*sum per sub-block, e -1 where bit 15 of its qh
+// word is set; R11 the group's code sums.
+#define IQ1SDELTA \
+	VPSLLD   $3, Y0, Y0 \
+	VMOVDQU  (R11), Y2 \
+	VMOVDQU  34(SI), X1 \
+	VPMOVW2M X1, K4 \
+	VPSUBD   Y2, Y3, K4, Y2 \
+	VPADDD   Y2, Y0, Y0
 
 #define IQ1MQ(i, Zs, Yhi) \
 	VPMOVZXBD (8*i)(SI), Y0 \
@@ -478,9 +484,11 @@ iq2szloop:
 	VZEROUPPER
 	RET
 
-// func q8dotIQ1SAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64)
-TEXT ·q8dotIQ1SAVX512(SB), NOSPLIT, $0-48
+// func q8dotIQ1SAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64, sums *int32)
+TEXT ·q8dotIQ1SAVX512(SB), NOSPLIT, $0-56
 	IQLDOTPROLOGUE(iqlShift1S<>(SB), iql7<>(SB), iqlHalf4<>(SB), iql15<>(SB))
+
+	MOVQ sums+48(FP), R11
 
 iq1szloop:
 	PFAHEAD1(50)
@@ -489,8 +497,10 @@ iq1szloop:
 	IQ1SQ(2, Z8, Y9)
 	IQ1SQ(3, Z10, Y11)
 	REDUCE8
+	IQ1SDELTA
 	IQ1SFACTORS
 	IQLACC(50)
+	LEAQ 32(R11), R11
 	JNZ iq1szloop
 
 	VMOVUPS Y12, (R8)
