@@ -130,10 +130,12 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.paths = "avx2+f16c+avx512vnni"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni && c.avx512vbmi {
-		// The IQ4_NL and IQ3_S row kernels and the nibble types' and
-		// MXFP4's plane decoders add VBMI (VPERMB, VPERMT2B, VPERMI2B).
-		k.q8rows[quant.IQ4_NL] = rowsIQ4NLAVX512
-		k.q8lanes[quant.IQ4_NL], k.lanes[quant.IQ4_NL] = lanesIQ4NLAVX512, rowStreams
+		// The IQ4_NL, MXFP4 and IQ3_S row kernels and the nibble types'
+		// and MXFP4's plane decoders add VBMI (VPERMB, VPERMT2B, VPERMI2B).
+		k.q8rows[quant.IQ4_NL] = iq4Rows.rows
+		k.q8lanes[quant.IQ4_NL], k.lanes[quant.IQ4_NL] = iq4Rows.lanes, rowStreams
+		k.q8rows[quant.MXFP4] = mxfp4Rows.rows
+		k.q8lanes[quant.MXFP4], k.lanes[quant.MXFP4] = mxfp4Rows.lanes, rowStreams
 		k.q8rows[quant.IQ3_S] = rowsIQ3SAVX512
 		k.q8lanes[quant.IQ3_S], k.lanes[quant.IQ3_S] = lanesIQ3SAVX512, rowStreams
 		k.q8decodePlanes[quant.IQ4_NL] = q8decodeIQ4NLPlanes

@@ -15,6 +15,13 @@ import (
 // and NaNs.
 var specialHalves = []uint16{0x0000, 0x8000, 0x0001, 0x03ff, 0x8200, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0xfe00}
 
+// adversarialMXFP4 is a row of nb MXFP4 blocks whose exponents run on from
+// a random one through 255 and 0 (mxfp4Exponents), their nibbles random or
+// every weight +-12.
+func adversarialMXFP4(rng *rand.Rand, nb int) []byte {
+	return mxfp4Exponents(rng, nb, rng.IntN(256), rng.IntN(2) == 0)
+}
+
 // adversarialIQ4NL is a row of nb IQ4_NL blocks, each random or with a
 // special scale (specialHalves) and extreme codes: every weight the
 // codebook's least (-127) or greatest (113), or the two alternating.
@@ -165,7 +172,7 @@ func iqRowsActivations(rng *rand.Rand, n int) [][]float32 {
 	return [][]float32{g, sat, zero}
 }
 
-// TestIQRowsPool: the IQ4_NL, IQ3_S, Q4_K, Q5_K and Q6_K row and lane kernels through the
+// TestIQRowsPool: the IQ4_NL, MXFP4, IQ3_S, Q4_K, Q5_K and Q6_K row and lane kernels through the
 // pool's single-token products (MatVecQ8, MatVecsQ8, MatVecsQ8GLU) give
 // the portable DotQ8's bits for every row at 1, 2, 3 and 7 threads, in
 // lanes and row by row: rows of whole and partial groups, row counts that
@@ -177,10 +184,14 @@ func iqRowsActivations(rng *rand.Rand, n int) [][]float32 {
 func TestIQRowsPool(t *testing.T) {
 	rng := rand.New(rand.NewPCG(91, 92))
 	type shape = struct{ cols, rows int }
-	for _, typ := range []quant.Type{quant.IQ4_NL, quant.IQ3_S, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+	for _, typ := range []quant.Type{quant.IQ4_NL, quant.MXFP4, quant.IQ3_S, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		shapes := []shape{{256, 37}, {2560, 101}, {288, 7}, {2528, 130}, {32, 5}, {480, 64}, {224, 3}, {4096, 9}}
 		adversarial := adversarialIQ4NL
 		switch typ {
+		case quant.MXFP4:
+			// Rows of 256 and 263 blocks hold every exponent 0..255.
+			shapes = append(shapes, shape{8192, 6}, shape{8416, 5})
+			adversarial = adversarialMXFP4
 		case quant.IQ3_S:
 			shapes = []shape{{256, 37}, {2560, 101}, {512, 7}, {256, 130}, {768, 5}, {4096, 9}, {1024, 3}}
 			adversarial = adversarialIQ3S
@@ -319,14 +330,14 @@ func testIQRowsPool(t *testing.T, rng *rand.Rand, typ quant.Type, shapes []struc
 	}
 }
 
-// BenchmarkIQRows is the IQ4_NL, IQ3_S, Q4_K, Q5_K and Q6_K row kernels (kernelSet.q8rows, one call
+// BenchmarkIQRows is the IQ4_NL, MXFP4, IQ3_S, Q4_K, Q5_K and Q6_K row kernels (kernelSet.q8rows, one call
 // over the matrix) against the per-row path it replaces (one DotQ8 per
 // row), on one thread over an expert-sized matrix in cache: 256 rows of
 // 256 weights (tiny-qwen3moe's n_embd) and of 2560 (bytes/s are weight
 // bytes).
 func BenchmarkIQRows(b *testing.B) {
 	rng := rand.New(rand.NewPCG(93, 94))
-	for _, typ := range []quant.Type{quant.IQ4_NL, quant.IQ3_S, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+	for _, typ := range []quant.Type{quant.IQ4_NL, quant.MXFP4, quant.IQ3_S, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		for _, cols := range []int{256, 2560} {
 			const rows = 256
 			var data []byte
