@@ -32,9 +32,10 @@
 // lane, which leaves it as it is (a lane starts at +0, never -0).
 //
 // Registers: Z31 the table, Z30, Z29 the code gathers, Z28 the scale
-// gather, Z27 the sub-block order; per group Z20..Z23 the activations
-// (blocks 0..3 low, high; 4..7 low, high), Y24 their sums times 128; per
-// row Z0..Z7, Z12, Z14, Z15; Y8..Y11 the lanes of rows A..D.
+// gather, Z27 the sub-block order, Y5 dword ones (MXFP4's factors); per
+// group Z20..Z23 the activations (blocks 0..3 low, high; 4..7 low, high),
+// Y24 their sums times 128; per row Z0..Z3, Z6, Z7, Z12..Z15; Y8..Y11 the
+// lanes of rows A..D.
 
 DATA iq4rtab<>+0(SB)/8, $0x766a5d4f3f2d1801
 DATA iq4rtab<>+8(SB)/8, $0xf1d9c5b5a6998d81
