@@ -78,6 +78,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8decode[quant.Q4_0] = q8decodeQ4_0Vector
 		k.q8decode[quant.IQ4_NL] = q8decodeIQ4NLVector
 		k.q8decode[quant.IQ4_XS] = q8decodeIQ4XSVector
+		k.q8decode[quant.MXFP4] = q8decodeMXFP4Vector
 		for _, t := range iqVectorTypes {
 			k.q8dot[t] = func(row []byte, x *Q8Row) ([8]float32, int) { return q8dotIQGroups(t, false, row, x) }
 		}
@@ -155,10 +156,13 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.paths = "avx2+f16c+avx512vnni"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni && c.avx512vbmi {
-		// The IQ4_NL, IQ4_XS, IQ3_S, IQ3_XXS and IQ2_XXS row kernels and the nibble types' plane
-		// decoders add VBMI (VPERMB, VPERMT2B, VPERMI2B).
-		k.q8rows[quant.IQ4_NL] = rowsIQ4NLAVX512
-		k.q8lanes[quant.IQ4_NL], k.lanes[quant.IQ4_NL] = lanesIQ4NLAVX512, rowStreams
+		// The IQ4_NL, MXFP4, IQ4_XS, IQ3_S, IQ3_XXS and IQ2_XXS row kernels
+		// and the nibble types' and MXFP4's plane decoders add VBMI (VPERMB,
+		// VPERMT2B, VPERMI2B).
+		k.q8rows[quant.IQ4_NL] = iq4Rows.rows
+		k.q8lanes[quant.IQ4_NL], k.lanes[quant.IQ4_NL] = iq4Rows.lanes, rowStreams
+		k.q8rows[quant.MXFP4] = mxfp4Rows.rows
+		k.q8lanes[quant.MXFP4], k.lanes[quant.MXFP4] = mxfp4Rows.lanes, rowStreams
 		k.q8rows[quant.IQ3_S] = planeRows(iq3RowsAVX512, &iq3sNibbles[0])
 		k.q8lanes[quant.IQ3_S], k.lanes[quant.IQ3_S] = planeLanes(iq3RowsAVX512, &iq3sNibbles[0]), rowStreams
 		k.q8rows[quant.IQ3_XXS] = planeRows(iq3xxsRowsAVX512, &xxsTab[0])
@@ -169,6 +173,7 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.q8lanes[quant.IQ4_XS], k.lanes[quant.IQ4_XS] = kLanesAVX512(iq4xsRows), rowStreams
 		k.q8decodePlanes[quant.IQ4_NL] = q8decodeIQ4NLPlanes
 		k.q8decodePlanes[quant.Q4_0] = q8decodeQ4_0Planes
+		k.q8decodePlanes[quant.MXFP4] = q8decodeMXFP4Planes
 		k.paths += "+vbmi"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni && c.avx512gfni {

@@ -75,3 +75,16 @@ GLOBL q8sgnbit<>(SB), RODATA|NOPTR, $32
 	VPINSRW $7, (7*st)(base), X13, X13
 
 #define SCALES8(st) SCALES8B(SI, st)
+
+// E8M0HALF(Y, Yones, Yt): the dwords e (0..255) of Y to quant.E8M0Half(e)'s
+// float32 bits, 2^(e-128) exactly: (e-1) << 23 where e >= 2, else the
+// subnormal (e+1) << 21 (0x00200000 << e); the signed maximum of the two
+// picks it (for e >= 2 the first is the larger and positive, for e = 1 it
+// is 0 and for e = 0 negative). Yones holds 1 in every dword; Yt is
+// clobbered.
+#define E8M0HALF(Y, Yones, Yt) \
+	VPADDD  Yones, Y, Yt \
+	VPSLLD  $21, Yt, Yt \
+	VPSUBD  Yones, Y, Y \
+	VPSLLD  $23, Y, Y \
+	VPMAXSD Yt, Y, Y

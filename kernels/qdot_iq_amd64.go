@@ -52,6 +52,12 @@ func iqFactorsIQ3XXS(w *byte, groups int, dw *float32)
 //go:noescape
 func iqFactorsIQ2XXS(w *byte, groups int, dw *float32)
 
+// iqFactorsMXFP4 writes quant.E8M0Half of each MXFP4 block's exponent by
+// integer operations (AVX2), 8 per group of 8 blocks.
+//
+//go:noescape
+func iqFactorsMXFP4(w *byte, groups int, dw *float32)
+
 // q8decodeIQ4XSAVX2 is the tiles' decoder for IQ4_XS (weights and
 // multipliers; the wrapper adds the factors).
 //
@@ -61,6 +67,18 @@ func q8decodeIQ4XSAVX2(w *byte, blocks int, table *int8, out *int8, m *int16)
 func q8decodeIQ4XSVector(row []byte, g0, ng int, d *q8Decoded, at int) {
 	iqFactorsIQ4XS(&row[136*g0], ng, &d.dw[8*at])
 	q8decodeIQ4XSAVX2(&row[136*g0], ng, &quant.KvaluesIQ4NL[0], &d.w[256*at], &d.m[8*at])
+}
+
+// q8decodeMXFP4AVX2 is the tiles' decoder for MXFP4 (groups of 8 blocks;
+// the wrapper adds the factors).
+//
+//go:noescape
+func q8decodeMXFP4AVX2(w *byte, groups int, table *int8, out *int8, m *int16)
+
+func q8decodeMXFP4Vector(row []byte, g0, ng int, d *q8Decoded, at int) {
+	_ = row[136*(g0+ng)-1]
+	iqFactorsMXFP4(&row[136*g0], ng, &d.dw[8*at])
+	q8decodeMXFP4AVX2(&row[136*g0], ng, &mxfp4Values[0], &d.w[256*at], &d.m[8*at])
 }
 
 // iqBatch is how many groups' factors the wrapper computes per call.
@@ -119,6 +137,8 @@ func iqFactorsKernel(t quant.Type, wide bool, w []byte, x *Q8Row, s0, ng int, l 
 		iqFactorsIQ3XXS(&w[0], ng, &dw[0])
 	case quant.IQ2_XXS:
 		iqFactorsIQ2XXS(&w[0], ng, &dw[0])
+	case quant.MXFP4:
+		iqFactorsMXFP4(&w[0], ng, &dw[0])
 	default:
 		for g := 0; g < ng; g++ {
 			iqGroupFactors(t, w[gb*g:gb*(g+1)], (*[8]float32)(dw[8*g:]))

@@ -596,6 +596,29 @@ iq2xxsfdone:
 	VZEROUPPER
 	RET
 
+// NIBDECGROUP(off, st): the 8 sub-blocks of the group at SI, sub-block
+// j's 16 nibble bytes at off + st*j, through the value table X14 (NIB32) to
+// DI, and the multipliers 1 (R11's words) to R9.
+#define NIBDECGROUP(off, st) \
+	NIB32((off)(SI)) \
+	VMOVDQU Y0, (DI) \
+	NIB32((off+st)(SI)) \
+	VMOVDQU Y0, 32(DI) \
+	NIB32((off+2*st)(SI)) \
+	VMOVDQU Y0, 64(DI) \
+	NIB32((off+3*st)(SI)) \
+	VMOVDQU Y0, 96(DI) \
+	NIB32((off+4*st)(SI)) \
+	VMOVDQU Y0, 128(DI) \
+	NIB32((off+5*st)(SI)) \
+	VMOVDQU Y0, 160(DI) \
+	NIB32((off+6*st)(SI)) \
+	VMOVDQU Y0, 192(DI) \
+	NIB32((off+7*st)(SI)) \
+	VMOVDQU Y0, 224(DI) \
+	MOVQ R11, (R9) \
+	MOVQ R11, 8(R9)
+
 // func q8decodeIQ4XSAVX2(w *byte, blocks int, table *int8, out *int8, m *int16)
 // The tiles' decoder for IQ4_XS (the factors are the wrapper's,
 // iqFactorsIQ4XS): each sub-block's 32 nibble weights through the value
@@ -612,24 +635,7 @@ TEXT ·q8decodeIQ4XSAVX2(SB), NOSPLIT, $0-40
 	JZ    iq4xsddone
 
 iq4xsdloop:
-	NIB32((8)(SI))
-	VMOVDQU Y0, (DI)
-	NIB32((24)(SI))
-	VMOVDQU Y0, 32(DI)
-	NIB32((40)(SI))
-	VMOVDQU Y0, 64(DI)
-	NIB32((56)(SI))
-	VMOVDQU Y0, 96(DI)
-	NIB32((72)(SI))
-	VMOVDQU Y0, 128(DI)
-	NIB32((88)(SI))
-	VMOVDQU Y0, 160(DI)
-	NIB32((104)(SI))
-	VMOVDQU Y0, 192(DI)
-	NIB32((120)(SI))
-	VMOVDQU Y0, 224(DI)
-	MOVQ R11, (R9)
-	MOVQ R11, 8(R9)
+	NIBDECGROUP(8, 16)
 	ADDQ $136, SI
 	ADDQ $256, DI
 	ADDQ $16, R9
@@ -637,5 +643,77 @@ iq4xsdloop:
 	JNZ  iq4xsdloop
 
 iq4xsddone:
+	VZEROUPPER
+	RET
+
+// func q8decodeMXFP4AVX2(w *byte, blocks int, table *int8, out *int8, m *int16)
+// The tiles' decoder for MXFP4 (the factors are the wrapper's,
+// iqFactorsMXFP4): groups of 8 blocks of 17 bytes, the nibbles at 1.
+TEXT ·q8decodeMXFP4AVX2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ groups+8(FP), CX
+	MOVQ table+16(FP), AX
+	MOVQ out+24(FP), DI
+	MOVQ m+32(FP), R9
+	VMOVDQU (AX), X14
+	MOVQ    $0x0001000100010001, R11
+	TESTQ CX, CX
+	JZ    mxfp4ddone
+
+mxfp4dloop:
+	NIBDECGROUP(1, 17)
+	ADDQ $136, SI
+	ADDQ $256, DI
+	ADDQ $16, R9
+	DECQ CX
+	JNZ  mxfp4dloop
+
+mxfp4ddone:
+	VZEROUPPER
+	RET
+
+// The offsets of a group's 8 exponents (blocks of 17 bytes).
+DATA iqfE8M0At<>+0(SB)/4, $0
+DATA iqfE8M0At<>+4(SB)/4, $17
+DATA iqfE8M0At<>+8(SB)/4, $34
+DATA iqfE8M0At<>+12(SB)/4, $51
+DATA iqfE8M0At<>+16(SB)/4, $68
+DATA iqfE8M0At<>+20(SB)/4, $85
+DATA iqfE8M0At<>+24(SB)/4, $102
+DATA iqfE8M0At<>+28(SB)/4, $119
+GLOBL iqfE8M0At<>(SB), RODATA|NOPTR, $32
+
+DATA iqfByte<>+0(SB)/4, $255
+GLOBL iqfByte<>(SB), RODATA|NOPTR, $4
+
+DATA iqfOne<>+0(SB)/4, $1
+GLOBL iqfOne<>(SB), RODATA|NOPTR, $4
+
+// func iqFactorsMXFP4(w *byte, groups int, dw *float32)
+// quant.E8M0Half of each block's exponent: the 8 gathered as dwords (the
+// 3 bytes after each are the group's), their low bytes kept, E8M0HALF.
+TEXT ·iqFactorsMXFP4(SB), NOSPLIT, $0-24
+	MOVQ w+0(FP), SI
+	MOVQ groups+8(FP), CX
+	MOVQ dw+16(FP), DI
+	VMOVDQU iqfE8M0At<>(SB), Y15
+	VPBROADCASTD iqfByte<>(SB), Y14
+	VPBROADCASTD iqfOne<>(SB), Y13
+	TESTQ CX, CX
+	JZ    mxfp4fdone
+
+mxfp4floop:
+	VPCMPEQD Y2, Y2, Y2
+	VPXOR    Y1, Y1, Y1
+	VPGATHERDD Y2, (SI)(Y15*1), Y1
+	VPAND    Y14, Y1, Y1
+	E8M0HALF(Y1, Y13, Y3)
+	VMOVDQU  Y1, (DI)
+	ADDQ $136, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  mxfp4floop
+
+mxfp4fdone:
 	VZEROUPPER
 	RET

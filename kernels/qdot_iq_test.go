@@ -3,6 +3,7 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stratactl/stratactl/quant"
@@ -71,6 +72,111 @@ func TestIQDotQ8Truth(t *testing.T) {
 				bound := float64(n/256+6) * 0x1p-24 * mag * 1.01
 				if e := math.Abs(float64(got) - sum); !(e <= bound) {
 					t.Fatalf("%s n=%d (blocks of %d): %g, float64 %g, error %g over %g", typ, n, ti.BlockElements, got, sum, e, bound)
+				}
+			}
+		}
+	}
+}
+
+// mxfp4Exponents is an MXFP4 row of nb blocks whose exponents run through
+// every value 0..255 from first (so any 256 blocks hold each once), the
+// nibbles random or, where extreme, every nibble the codebook's largest
+// magnitude (0x77: +12, 0xff: -12).
+func mxfp4Exponents(rng *rand.Rand, nb, first int, extreme bool) []byte {
+	row := make([]byte, 17*nb)
+	for b := 0; b < nb; b++ {
+		row[17*b] = byte(first + b)
+		for j := 1; j < 17; j++ {
+			if extreme {
+				row[17*b+j] = []byte{0x77, 0xff, 0x7f, 0xf7}[rng.IntN(4)]
+			} else {
+				row[17*b+j] = byte(rng.Uint32())
+			}
+		}
+	}
+	return row
+}
+
+// TestMXFP4EveryExponent: for every E8M0 exponent 0..255 (the subnormal
+// factors of 0 and 1, 2^127 of 255), every kernel set's decoders give
+// quant.E8M0Half's factor bit for bit and the portable weights, and its
+// DotQ8 and tiles the portable DotQ8's bits, on rows of whole groups and
+// rows ending in a partial group, random and extreme nibbles.
+func TestMXFP4EveryExponent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(91, 92))
+	for _, nb := range []int{256, 260, 264, 257, 263} {
+		for _, extreme := range []bool{false, true} {
+			for _, first := range []int{0, 5, 128} {
+				row := mxfp4Exponents(rng, nb, first, extreme)
+				n := 32 * nb
+				// Activations small enough that most products stay finite,
+				// and one row scaled so large ones overflow.
+				xs := make([]*Q8Row, 3)
+				for i := range xs {
+					var q Q8Row
+					if err := QuantizeQ8Row(gaussians(rng, n, []float64{1e-30, 1, 1e30}[i]), &q); err != nil {
+						t.Fatal(err)
+					}
+					xs[i] = guardedQ8Row(&q, rng.IntN(8), true)
+				}
+				data := guardedBytes(append(slices.Clone(row), mxfp4Exponents(rng, nb, first+7, !extreme)...), rng.IntN(8))
+				m, err := NewMatrix(quant.MXFP4, data, n, 2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range testSets() {
+					groups := (nb + 7) / 8
+					for g0 := 0; g0 < groups; g0 += decodedGroups {
+						ng := min(decodedGroups, groups-g0)
+						var d, dp q8Decoded
+						var pad [q8GroupBytesMax]byte
+						s.k.decodeChunk(quant.MXFP4, row, nb, g0, ng, &d, &pad)
+						if s.k.tilePlanes != nil {
+							s.k.decodeChunkPlanes(quant.MXFP4, row, nb, g0, ng, &dp, &pad)
+						}
+						for i := 0; i < 8*ng; i++ {
+							b := 8*g0 + i
+							want := float32(0)
+							if b < nb {
+								want = quant.E8M0Half(row[17*b])
+							}
+							if !sameFloat(d.dw[i], want) || s.k.tilePlanes != nil && !sameFloat(dp.dw[i], want) {
+								t.Fatalf("nb=%d on %s: block %d (e=%d): dw %#x, planes %#x, want %#x", nb, s.name, b, row[17*b%len(row)], math.Float32bits(d.dw[i]), math.Float32bits(dp.dw[i]), math.Float32bits(want))
+							}
+							if b >= nb {
+								continue
+							}
+							var w [32]int8
+							weightSub(quant.MXFP4, row, b, &w)
+							if [32]int8(d.w[32*i:32*i+32]) != w || d.m[i] != 1 {
+								t.Fatalf("nb=%d on %s: block %d: weights %v m %d, want %v", nb, s.name, b, d.w[32*i:32*i+32], d.m[i], w)
+							}
+						}
+					}
+					for r := 0; r < 2; r++ {
+						for i, x := range xs {
+							want := portable.dotQ8(quant.MXFP4, m.Row(r), x)
+							if got := s.k.dotQ8(quant.MXFP4, m.Row(r), x); !sameFloat(got, want) {
+								t.Fatalf("nb=%d first=%d extreme=%v on %s: row %d input %d: DotQ8 %g, portable %g", nb, first, extreme, s.name, r, i, got, want)
+							}
+						}
+					}
+					out, ok := guardedFloats(2*len(xs), rng.IntN(4))
+					outs := make([][]float32, len(xs))
+					for i := range outs {
+						outs[i] = out[2*i : 2*i+2]
+					}
+					s.k.matMulQ8Tiles(&m, xs, outs, 0, 2, new(qmmScratch))
+					for i, x := range xs {
+						for r := 0; r < 2; r++ {
+							if want := portable.dotQ8(quant.MXFP4, m.Row(r), x); !sameFloat(outs[i][r], want) {
+								t.Fatalf("nb=%d first=%d extreme=%v on %s: tiles row %d input %d: %g, DotQ8 %g", nb, first, extreme, s.name, r, i, outs[i][r], want)
+							}
+						}
+					}
+					if !ok() {
+						t.Fatalf("nb=%d on %s: the tiles wrote outside out", nb, s.name)
+					}
 				}
 			}
 		}

@@ -307,48 +307,66 @@ func iq4RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, 
 // PREFETCHT0.
 var rowStreams, rowPrefetch = q8Walk512.n, q8Walk512.pf
 
-// iq4Args are the arguments of iq4RowsAVX512 that depend on the row
-// length alone, or ok false where x lacks the padding a partial last
-// group reads (or the row has no blocks).
-func iq4Args(m *Matrix, x *Q8Row) (groups, tail int, masks [3]uint64, ok bool) {
+//go:noescape
+func mxfp4RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[3]uint64, out *float32, boff, ooff, n, pf int)
+
+// nibRowsKernel is iq4RowsAVX512 or mxfp4RowsAVX512.
+type nibRowsKernel func(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[3]uint64, out *float32, boff, ooff, n, pf int)
+
+// nibRows is a nibble row kernel with its type's geometry: groups of 8
+// blocks of bb bytes, the group's last window at tw.
+type nibRows struct {
+	k      nibRowsKernel
+	bb, tw int
+}
+
+var (
+	iq4Rows   = nibRows{iq4RowsAVX512, 18, 80}
+	mxfp4Rows = nibRows{mxfp4RowsAVX512, 17, 72}
+)
+
+// args are the arguments of r's kernel that depend on the row length
+// alone, or ok false where x lacks the padding a partial last group reads
+// (or the row has no blocks).
+func (r nibRows) args(m *Matrix, x *Q8Row) (groups, tail int, masks [3]uint64, ok bool) {
 	nb := m.Cols / 32
 	groups, tail = nb/8, nb%8
 	if nb == 0 || tail > 0 && !x.padded(8*groups) || len(x.d) != nb {
 		return 0, 0, masks, false
 	}
-	masks = [3]uint64{byteMask(18 * tail), byteMask(18*tail - 64), byteMask(18*tail - 80)}
+	masks = [3]uint64{byteMask(r.bb * tail), byteMask(r.bb*tail - 64), byteMask(r.bb*tail - r.tw)}
 	return groups, tail, masks, true
 }
 
-// rowsIQ4NLAVX512 is a kernelSet.q8rows entry for IQ4_NL: the range cut
-// into rowStreams parts, row i of each beside row i of the others, the
-// rows left over from a whole number of parts one at a time.
-func rowsIQ4NLAVX512(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
-	groups, tail, masks, ok := iq4Args(m, x)
+// rows is a kernelSet.q8rows entry (IQ4_NL, MXFP4): the range cut into
+// rowStreams parts, row i of each beside row i of the others, the rows
+// left over from a whole number of parts one at a time.
+func (r nibRows) rows(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
+	groups, tail, masks, ok := r.args(m, x)
 	if !ok {
 		return false
 	}
 	if part := (hi - lo) / rowStreams; part > 0 {
-		iq4RowsAVX512(&m.Data[lo*m.RowBytes], m.RowBytes, part, &x.qs[0], &x.d[0], &x.sums[0],
+		r.k(&m.Data[lo*m.RowBytes], m.RowBytes, part, &x.qs[0], &x.d[0], &x.sums[0],
 			groups, tail, &masks, &out[lo], part*m.RowBytes, 4*part, rowStreams, rowPrefetch)
 		lo += rowStreams * part
 	}
 	if lo < hi {
-		iq4RowsAVX512(&m.Data[lo*m.RowBytes], m.RowBytes, hi-lo, &x.qs[0], &x.d[0], &x.sums[0],
+		r.k(&m.Data[lo*m.RowBytes], m.RowBytes, hi-lo, &x.qs[0], &x.d[0], &x.sums[0],
 			groups, tail, &masks, &out[lo], 0, 0, 1, 0)
 	}
 	return true
 }
 
-// lanesIQ4NLAVX512 is a kernelSet.q8lanes entry for IQ4_NL: the kernel's
+// lanes is a kernelSet.q8lanes entry (IQ4_NL, MXFP4): the kernel's
 // rowStreams streams on lanes lane rows apart.
-func lanesIQ4NLAVX512(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool {
-	groups, tail, masks, ok := iq4Args(m, x)
+func (r nibRows) lanes(m *Matrix, row, steps, lane int, x *Q8Row, out []float32) bool {
+	groups, tail, masks, ok := r.args(m, x)
 	if !ok {
 		return false
 	}
 	_, _ = m.Data[(row+(rowStreams-1)*lane+steps)*m.RowBytes-1], out[row+(rowStreams-1)*lane+steps-1]
-	iq4RowsAVX512(&m.Data[row*m.RowBytes], m.RowBytes, steps, &x.qs[0], &x.d[0], &x.sums[0],
+	r.k(&m.Data[row*m.RowBytes], m.RowBytes, steps, &x.qs[0], &x.d[0], &x.sums[0],
 		groups, tail, &masks, &out[row], lane*m.RowBytes, 4*lane, rowStreams, rowPrefetch)
 	return true
 }
@@ -427,7 +445,7 @@ var xxsTab = func() *[1856]byte {
 type planeRowsKernel func(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, tab *byte, out *float32, boff, ooff, n, pf int)
 
 // planeRows is a kernelSet.q8rows entry running k with table tab:
-// rowsIQ4NLAVX512's walk (rowStreams parts, prefetched rowPrefetch ahead).
+// nibRows.rows' walk (rowStreams parts, prefetched rowPrefetch ahead).
 func planeRows(k planeRowsKernel, tab *byte) func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 	return func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 		blocks, ok := iq3Blocks(m, x)
@@ -528,7 +546,7 @@ func kBlocks(m *Matrix, x *Q8Row) (blocks int, ok bool) {
 }
 
 // kRowsAVX512 is a kernelSet.q8rows entry running the K-quant row kernel
-// k: rowsIQ4NLAVX512's walk (rowStreams parts, prefetched
+// k: nibRows.rows' walk (rowStreams parts, prefetched
 // rowPrefetch ahead).
 func kRowsAVX512(k kRowsKernel) func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 	return func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {

@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "qdot_amd64.h"
 
 // IQ4_NL rows against Q8_0 activations, up to four at once (AVX-512 F, BW,
 // VL, VNNI and VBMI; qdot.go's order): the multi-row kernels' contract
@@ -31,9 +32,10 @@
 // lane, which leaves it as it is (a lane starts at +0, never -0).
 //
 // Registers: Z31 the table, Z30, Z29 the code gathers, Z28 the scale
-// gather, Z27 the sub-block order; per group Z20..Z23 the activations
-// (blocks 0..3 low, high; 4..7 low, high), Y24 their sums times 128; per
-// row Z0..Z7, Z12, Z14, Z15; Y8..Y11 the lanes of rows A..D.
+// gather, Z27 the sub-block order, Y5 dword ones (MXFP4's factors); per
+// group Z20..Z23 the activations (blocks 0..3 low, high; 4..7 low, high),
+// Y24 their sums times 128; per row Z0..Z3, Z6, Z7, Z12..Z15; Y8..Y11 the
+// lanes of rows A..D.
 
 DATA iq4rtab<>+0(SB)/8, $0x766a5d4f3f2d1801
 DATA iq4rtab<>+8(SB)/8, $0xf1d9c5b5a6998d81
@@ -98,27 +100,47 @@ GLOBL iq4rperm<>(SB), RODATA|NOPTR, $64
 	VMOVDQU32 (BX), Y24 \
 	VPSLLD $7, Y24, Y24
 
-// IQ4LOAD(base): the three windows of a whole group; IQ4LOADT(base) of
-// the partial group, by the masks K1, K2, K4.
-#define IQ4LOAD(base) \
+// IQ4LOAD(base, tw): the three windows of a whole group (the last at tw);
+// IQ4LOADT(base, tw) of the partial group, by the masks K1, K2, K4.
+#define IQ4LOAD(base, tw) \
 	VMOVDQU64 0(base), Z0 \
 	VMOVDQU64 64(base), Z1 \
-	VMOVDQU64 80(base), Z2
+	VMOVDQU64 tw(base), Z2
 
-#define IQ4LOADT(base) \
+#define IQ4LOADT(base, tw) \
 	VMOVDQU8.Z 0(base), K1, Z0 \
 	VMOVDQU8.Z 64(base), K2, Z1 \
-	VMOVDQU8.Z 80(base), K4, Z2
+	VMOVDQU8.Z tw(base), K4, Z2
 
-// IQ4ROW(Yacc): the group's terms of the row loaded in Z0..Z2 into Yacc.
-#define IQ4ROW(Yacc) \
+// IQ4SCALEG, IQ4SCALEF: the 8 fp16 scales gathered from Z0, Z1 (Z28's
+// words) into X12, then to float32 in Y12. MXSCALEG, MXSCALEF: MXFP4's 8
+// E8M0 exponents (Z28's bytes), then their factors (E8M0HALF, Y5 the
+// ones, Y13 clobbered).
+#define IQ4SCALEG \
 	VMOVDQA64 Z0, Z12 \
-	VPERMT2W Z1, Z28, Z12 \
+	VPERMT2W Z1, Z28, Z12
+
+#define IQ4SCALEF \
+	VCVTPH2PS X12, Y12
+
+#define MXSCALEG \
+	VMOVDQA64 Z0, Z12 \
+	VPERMT2B Z1, Z28, Z12
+
+#define MXSCALEF \
+	VPMOVZXBD X12, Y12 \
+	E8M0HALF(Y12, Y5, Y13)
+
+// IQ4ROW(Yacc, SCALEG, SCALEF): the group's terms of the row loaded in
+// Z0..Z2 into Yacc, the scales by SCALEG (before the code gathers) and
+// SCALEF.
+#define IQ4ROW(Yacc, SCALEG, SCALEF) \
+	SCALEG \
 	VPERMT2B Z1, Z30, Z0 \
 	VPERMT2B Z2, Z29, Z1 \
 	IQ4DOT \
 	VCVTDQ2PS Y14, Y14 \
-	VCVTPH2PS X12, Y12 \
+	SCALEF \
 	VMULPS (DX), Y12, Y12 \
 	VMULPS Y12, Y14, Y14 \
 	VADDPS Y14, Yacc, Yacc
@@ -164,6 +186,131 @@ GLOBL iq4rperm<>(SB), RODATA|NOPTR, $64
 	PREFETCHT0 64(base)(R14*1) \
 	PREFETCHT0 128(base)(R14*1)
 
+// IQ4ROWS(tab, codes0, codes1, scale, SCALEG, SCALEF, tw, gb): the body
+// of the nibble row kernels, groups of gb bytes (8 blocks), the last
+// window at tw, the tables and the scales' macros of the type.
+#define IQ4ROWS(tab, codes0, codes1, scale, SCALEG, SCALEF, tw, gb) \
+	VMOVDQU64 tab<>(SB), Z31 \
+	VMOVDQU64 codes0<>(SB), Z30 \
+	VMOVDQU64 codes1<>(SB), Z29 \
+	VMOVDQU64 scale<>(SB), Z28 \
+	VMOVDQU64 iq4rperm<>(SB), Z27 \
+	MOVL $1, AX \
+	VPBROADCASTD AX, Y5 \
+	MOVQ  masks+64(FP), AX \
+	KMOVQ 0(AX), K1 \
+	KMOVQ 8(AX), K2 \
+	KMOVQ 16(AX), K4 \
+	MOVQ  w+0(FP), R13 \
+	MOVQ  rows+16(FP), R10 \
+	MOVQ  out+72(FP), R8 \
+	MOVQ  n+96(FP), R12 \
+	MOVQ  pf+104(FP), R14 \
+	TESTQ R10, R10 \
+	JZ    iq4done \
+\
+iq4row: \
+	MOVQ R13, SI \
+	MOVQ boff+80(FP), AX \
+	LEAQ (R13)(AX*1), R15 \
+	LEAQ (R13)(AX*2), R11 \
+	LEAQ (R15)(AX*2), R9 \
+	MOVQ xq+24(FP), DI \
+	MOVQ xd+32(FP), DX \
+	MOVQ xs+40(FP), BX \
+	MOVQ groups+48(FP), CX \
+	VXORPS Y8, Y8, Y8 \
+	VXORPS Y9, Y9, Y9 \
+	VXORPS Y10, Y10, Y10 \
+	VXORPS Y11, Y11, Y11 \
+	TESTQ CX, CX \
+	JZ    iq4tail \
+\
+iq4group: \
+	TESTQ R14, R14 \
+	JZ    iq4x \
+	IQ4PF(SI) \
+	CMPQ  R12, $2 \
+	JLT   iq4x \
+	IQ4PF(R15) \
+	CMPQ  R12, $3 \
+	JLT   iq4x \
+	IQ4PF(R11) \
+	CMPQ  R12, $4 \
+	JLT   iq4x \
+	IQ4PF(R9) \
+\
+iq4x: \
+	IQ4X \
+	IQ4LOAD(SI, tw) \
+	IQ4ROW(Y8, SCALEG, SCALEF) \
+	CMPQ R12, $2 \
+	JLT  iq4next \
+	IQ4LOAD(R15, tw) \
+	IQ4ROW(Y9, SCALEG, SCALEF) \
+	CMPQ R12, $3 \
+	JLT  iq4next \
+	IQ4LOAD(R11, tw) \
+	IQ4ROW(Y10, SCALEG, SCALEF) \
+	CMPQ R12, $4 \
+	JLT  iq4next \
+	IQ4LOAD(R9, tw) \
+	IQ4ROW(Y11, SCALEG, SCALEF) \
+\
+iq4next: \
+	ADDQ $gb, SI \
+	ADDQ $gb, R15 \
+	ADDQ $gb, R11 \
+	ADDQ $gb, R9 \
+	ADDQ $256, DI \
+	ADDQ $32, DX \
+	ADDQ $32, BX \
+	DECQ CX \
+	JNZ  iq4group \
+\
+iq4tail: \
+	CMPQ tail+56(FP), $0 \
+	JEQ  iq4fold \
+	IQ4X \
+	IQ4LOADT(SI, tw) \
+	IQ4ROW(Y8, SCALEG, SCALEF) \
+	CMPQ R12, $2 \
+	JLT  iq4fold \
+	IQ4LOADT(R15, tw) \
+	IQ4ROW(Y9, SCALEG, SCALEF) \
+	CMPQ R12, $3 \
+	JLT  iq4fold \
+	IQ4LOADT(R11, tw) \
+	IQ4ROW(Y10, SCALEG, SCALEF) \
+	CMPQ R12, $4 \
+	JLT  iq4fold \
+	IQ4LOADT(R9, tw) \
+	IQ4ROW(Y11, SCALEG, SCALEF) \
+\
+iq4fold: \
+	MOVQ ooff+88(FP), AX \
+	IQ4FOLD(Y8, X8, (R8)) \
+	CMPQ R12, $2 \
+	JLT  iq4adv \
+	IQ4FOLD(Y9, X9, (R8)(AX*1)) \
+	CMPQ R12, $3 \
+	JLT  iq4adv \
+	IQ4FOLD(Y10, X10, (R8)(AX*2)) \
+	CMPQ R12, $4 \
+	JLT  iq4adv \
+	LEAQ (R8)(AX*2), R9 \
+	IQ4FOLD(Y11, X11, (R9)(AX*1)) \
+\
+iq4adv: \
+	ADDQ $4, R8 \
+	ADDQ stride+8(FP), R13 \
+	DECQ R10 \
+	JNZ  iq4row \
+\
+iq4done: \
+	VZEROUPPER \
+	RET
+
 // func iq4RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[3]uint64, out *float32, boff, ooff, n, pf int)
 // rows: rows A, each stride bytes from the last, outputs at out; with n
 // (1..4) streams, as many rows B, C, D, boff, 2boff, 3boff bytes after
@@ -171,124 +318,59 @@ GLOBL iq4rperm<>(SB), RODATA|NOPTR, $64
 // group's load masks of the windows at 0, 64 and 80. pf: each stream
 // prefetched pf bytes ahead (PREFETCHT0, 0 for none).
 TEXT ·iq4RowsAVX512(SB), NOSPLIT, $0-112
-	VMOVDQU64 iq4rtab<>(SB), Z31
-	VMOVDQU64 iq4rcodes0<>(SB), Z30
-	VMOVDQU64 iq4rcodes1<>(SB), Z29
-	VMOVDQU64 iq4rscale<>(SB), Z28
-	VMOVDQU64 iq4rperm<>(SB), Z27
-	MOVQ  masks+64(FP), AX
-	KMOVQ 0(AX), K1
-	KMOVQ 8(AX), K2
-	KMOVQ 16(AX), K4
-	MOVQ  w+0(FP), R13
-	MOVQ  rows+16(FP), R10
-	MOVQ  out+72(FP), R8
-	MOVQ  n+96(FP), R12
-	MOVQ  pf+104(FP), R14
-	TESTQ R10, R10
-	JZ    iq4done
+	IQ4ROWS(iq4rtab, iq4rcodes0, iq4rcodes1, iq4rscale, IQ4SCALEG, IQ4SCALEF, 80, 144)
 
-iq4row:
-	MOVQ R13, SI
-	MOVQ boff+80(FP), AX
-	LEAQ (R13)(AX*1), R15
-	LEAQ (R13)(AX*2), R11
-	LEAQ (R15)(AX*2), R9
-	MOVQ xq+24(FP), DI
-	MOVQ xd+32(FP), DX
-	MOVQ xs+40(FP), BX
-	MOVQ groups+48(FP), CX
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	TESTQ CX, CX
-	JZ    iq4tail
+// MXFP4 rows, the same way: a group is 8 blocks of 17 bytes (the E8M0
+// exponent, 16 bytes of nibbles), its windows at 0, 64 and 72; the codebook
+// (mxrtab), code gathers (mxrcodes0, mxrcodes1) and the exponents' bytes
+// (mxrscale) MXFP4's, each factor quant.E8M0Half's by E8M0HALF. An absent
+// block of a partial group has exponent 0 (factor 2^-128): its term is
+// float32(0) times 2^-128 times the padding's scale 0, +0 still.
 
-iq4group:
-	TESTQ R14, R14
-	JZ    iq4x
-	IQ4PF(SI)
-	CMPQ  R12, $2
-	JLT   iq4x
-	IQ4PF(R15)
-	CMPQ  R12, $3
-	JLT   iq4x
-	IQ4PF(R11)
-	CMPQ  R12, $4
-	JLT   iq4x
-	IQ4PF(R9)
+DATA mxrtab<>+0(SB)/8, $0x8c88868483828180
+DATA mxrtab<>+8(SB)/8, $0x74787a7c7d7e7f80
+DATA mxrtab<>+16(SB)/8, $0x8c88868483828180
+DATA mxrtab<>+24(SB)/8, $0x74787a7c7d7e7f80
+DATA mxrtab<>+32(SB)/8, $0x8c88868483828180
+DATA mxrtab<>+40(SB)/8, $0x74787a7c7d7e7f80
+DATA mxrtab<>+48(SB)/8, $0x8c88868483828180
+DATA mxrtab<>+56(SB)/8, $0x74787a7c7d7e7f80
+GLOBL mxrtab<>(SB), RODATA|NOPTR, $64
 
-iq4x:
-	IQ4X
-	IQ4LOAD(SI)
-	IQ4ROW(Y8)
-	CMPQ R12, $2
-	JLT  iq4next
-	IQ4LOAD(R15)
-	IQ4ROW(Y9)
-	CMPQ R12, $3
-	JLT  iq4next
-	IQ4LOAD(R11)
-	IQ4ROW(Y10)
-	CMPQ R12, $4
-	JLT  iq4next
-	IQ4LOAD(R9)
-	IQ4ROW(Y11)
+DATA mxrcodes0<>+0(SB)/8, $0x0807060504030201
+DATA mxrcodes0<>+8(SB)/8, $0x100f0e0d0c0b0a09
+DATA mxrcodes0<>+16(SB)/8, $0x1918171615141312
+DATA mxrcodes0<>+24(SB)/8, $0x21201f1e1d1c1b1a
+DATA mxrcodes0<>+32(SB)/8, $0x2a29282726252423
+DATA mxrcodes0<>+40(SB)/8, $0x3231302f2e2d2c2b
+DATA mxrcodes0<>+48(SB)/8, $0x3b3a393837363534
+DATA mxrcodes0<>+56(SB)/8, $0x434241403f3e3d3c
+GLOBL mxrcodes0<>(SB), RODATA|NOPTR, $64
 
-iq4next:
-	ADDQ $144, SI
-	ADDQ $144, R15
-	ADDQ $144, R11
-	ADDQ $144, R9
-	ADDQ $256, DI
-	ADDQ $32, DX
-	ADDQ $32, BX
-	DECQ CX
-	JNZ  iq4group
+DATA mxrcodes1<>+0(SB)/8, $0x0c0b0a0908070605
+DATA mxrcodes1<>+8(SB)/8, $0x14131211100f0e0d
+DATA mxrcodes1<>+16(SB)/8, $0x1d1c1b1a19181716
+DATA mxrcodes1<>+24(SB)/8, $0x2524232221201f1e
+DATA mxrcodes1<>+32(SB)/8, $0x2e2d2c2b2a292827
+DATA mxrcodes1<>+40(SB)/8, $0x363534333231302f
+DATA mxrcodes1<>+48(SB)/8, $0x3f3e3d3c3b3a3938
+DATA mxrcodes1<>+56(SB)/8, $0x7f7e7d7c7b7a7978
+GLOBL mxrcodes1<>(SB), RODATA|NOPTR, $64
 
-iq4tail:
-	CMPQ tail+56(FP), $0
-	JEQ  iq4fold
-	IQ4X
-	IQ4LOADT(SI)
-	IQ4ROW(Y8)
-	CMPQ R12, $2
-	JLT  iq4fold
-	IQ4LOADT(R15)
-	IQ4ROW(Y9)
-	CMPQ R12, $3
-	JLT  iq4fold
-	IQ4LOADT(R11)
-	IQ4ROW(Y10)
-	CMPQ R12, $4
-	JLT  iq4fold
-	IQ4LOADT(R9)
-	IQ4ROW(Y11)
+DATA mxrscale<>+0(SB)/8, $0x7766554433221100
+DATA mxrscale<>+8(SB)/8, $0x0000000000000000
+DATA mxrscale<>+16(SB)/8, $0x0000000000000000
+DATA mxrscale<>+24(SB)/8, $0x0000000000000000
+DATA mxrscale<>+32(SB)/8, $0x0000000000000000
+DATA mxrscale<>+40(SB)/8, $0x0000000000000000
+DATA mxrscale<>+48(SB)/8, $0x0000000000000000
+DATA mxrscale<>+56(SB)/8, $0x0000000000000000
+GLOBL mxrscale<>(SB), RODATA|NOPTR, $64
 
-iq4fold:
-	MOVQ ooff+88(FP), AX
-	IQ4FOLD(Y8, X8, (R8))
-	CMPQ R12, $2
-	JLT  iq4adv
-	IQ4FOLD(Y9, X9, (R8)(AX*1))
-	CMPQ R12, $3
-	JLT  iq4adv
-	IQ4FOLD(Y10, X10, (R8)(AX*2))
-	CMPQ R12, $4
-	JLT  iq4adv
-	LEAQ (R8)(AX*2), R9
-	IQ4FOLD(Y11, X11, (R9)(AX*1))
-
-iq4adv:
-	ADDQ $4, R8
-	ADDQ stride+8(FP), R13
-	DECQ R10
-	JNZ  iq4row
-
-iq4done:
-	VZEROUPPER
-	RET
+// func mxfp4RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[3]uint64, out *float32, boff, ooff, n, pf int)
+// iq4RowsAVX512's arguments; masks: the windows at 0, 64 and 72.
+TEXT ·mxfp4RowsAVX512(SB), NOSPLIT, $0-112
+	IQ4ROWS(mxrtab, mxrcodes0, mxrcodes1, mxrscale, MXSCALEG, MXSCALEF, 72, 136)
 
 // IQ4_XS rows against Q8_0 activations, up to four at once (AVX-512 F,
 // BW, VL, VNNI and VBMI; qdot.go's order): iq4RowsAVX512's contract, its

@@ -15,6 +15,13 @@ import (
 // and NaNs.
 var specialHalves = []uint16{0x0000, 0x8000, 0x0001, 0x03ff, 0x8200, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0xfe00}
 
+// adversarialMXFP4 is a row of nb MXFP4 blocks whose exponents run on from
+// a random one through 255 and 0 (mxfp4Exponents), their nibbles random or
+// every weight +-12.
+func adversarialMXFP4(rng *rand.Rand, nb int) []byte {
+	return mxfp4Exponents(rng, nb, rng.IntN(256), rng.IntN(2) == 0)
+}
+
 // adversarialIQ4NL is a row of nb IQ4_NL blocks, each random or with a
 // special scale (specialHalves) and extreme codes: every weight the
 // codebook's least (-127) or greatest (113), or the two alternating.
@@ -297,7 +304,7 @@ func iqRowsActivations(rng *rand.Rand, n int) [][]float32 {
 }
 
 // iqRowsTypes are the types with row kernels besides Q8_0 and Q2_0.
-var iqRowsTypes = []quant.Type{quant.IQ4_NL, quant.IQ3_S, quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS,
+var iqRowsTypes = []quant.Type{quant.IQ4_NL, quant.MXFP4, quant.IQ3_S, quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS,
 	quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K}
 
 // TestIQRowsPool: the row and lane kernels of iqRowsTypes through the
@@ -315,7 +322,13 @@ func TestIQRowsPool(t *testing.T) {
 	for _, typ := range iqRowsTypes {
 		shapes := []shape{{256, 37}, {2560, 101}, {288, 7}, {2528, 130}, {32, 5}, {480, 64}, {224, 3}, {4096, 9}}
 		adversarial := adversarialIQ4NL
-		if typ != quant.IQ4_NL { // blocks of 256 weights
+		switch typ {
+		case quant.IQ4_NL:
+		case quant.MXFP4:
+			// Rows of 256 and 263 blocks hold every exponent 0..255.
+			shapes = append(shapes, shape{8192, 6}, shape{8416, 5})
+			adversarial = adversarialMXFP4
+		default: // blocks of 256 weights
 			shapes = []shape{{256, 37}, {2560, 101}, {512, 7}, {256, 130}, {768, 5}, {4096, 9}, {1024, 3}}
 			adversarial = map[quant.Type]func(*rand.Rand, int) []byte{
 				quant.IQ3_S: adversarialIQ3S, quant.IQ4_XS: adversarialIQ4XS, quant.Q2_K: adversarialQ2K,

@@ -425,8 +425,8 @@ func (k *kernelSet) decodeChunk(t quant.Type, row []byte, nsub, g0, ng int, d *q
 // decodeChunkPlanes is decodeChunk for q8dotTilePlanes: the weights biased
 // and in plane order, by k's plane decoder for t where it has one (a
 // partial last group from pad, its blocks beside zero blocks: the
-// sub-blocks past the row get the zero blocks' scale 0, and their terms
-// are +0 against the inputs' zero padding whatever their weights), else
+// sub-blocks past the row get scale 0, and their terms are +0 against the
+// inputs' zero padding whatever their weights), else
 // by decodeChunk and tilePlanes.
 func (k *kernelSet) decodeChunkPlanes(t quant.Type, row []byte, nsub, g0, ng int, d *q8Decoded, pad *[q8GroupBytesMax]byte) {
 	dec := k.q8decodePlanes[t]
@@ -444,6 +444,9 @@ func (k *kernelSet) decodeChunkPlanes(t quant.Type, row []byte, nsub, g0, ng int
 		ti, _ := quant.Info(t) // blocks of 32 weights
 		gb := 8 * ti.BlockBytes
 		dec(padGroup(row[gb*(g0+whole):], gb, pad), 0, 1, d, whole)
+		// A zero block's scale is 0 but for MXFP4, whose exponent 0 is
+		// 2^-128: the padded sub-blocks' scales set to 0 as decodeChunk's.
+		clear(d.dw[8*whole+nsub-8*(g0+whole) : 8*(whole+1)])
 	}
 }
 

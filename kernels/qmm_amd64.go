@@ -176,3 +176,13 @@ func q8decodeIQ4NLPlanes(row []byte, g0, ng int, d *q8Decoded, at int) {
 	_ = row[144*(g0+ng)-1]
 	qmmDecodeNibPlanesAVX512(&row[144*g0], ng, &quant.KvaluesIQ4NL[0], &d.w[256*at], &d.m[8*at], &d.dw[8*at])
 }
+
+//go:noescape
+func qmmDecodeMXFP4PlanesAVX512(w *byte, groups int, table *int8, out *int8, m *int16, dw *float32)
+
+// q8decodeMXFP4Planes decodes whole groups of MXFP4 straight to the plane
+// tiles' layout, the factors by integer operations (qmm_amd64.s).
+func q8decodeMXFP4Planes(row []byte, g0, ng int, d *q8Decoded, at int) {
+	_ = row[136*(g0+ng)-1]
+	qmmDecodeMXFP4PlanesAVX512(&row[136*g0], ng, &mxfp4Values[0], &d.w[256*at], &d.m[8*at], &d.dw[8*at])
+}

@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "qmm_amd64.h"
+#include "qdot_amd64.h"
 
 // q8dotTile2AVX2 is q8dotDecodedAVX2 (qdot_amd64.s) for two activation
 // rows at once, over the rows of a tile: each decoded weight sub-block is loaded, its absolute value
@@ -451,57 +452,70 @@ DATA nibscales<>+0(SB)/8, $0x001b001200090000
 DATA nibscales<>+8(SB)/8, $0x003f0036002d0024
 GLOBL nibscales<>(SB), RODATA|NOPTR, $16
 
-// func qmmDecodeNibPlanesAVX512(w *byte, groups int, table *int8, out *int8, m *int16, dw *float32)
-TEXT ·qmmDecodeNibPlanesAVX512(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ groups+8(FP), CX
-	MOVQ table+16(FP), AX
-	MOVQ out+24(FP), DI
-	MOVQ m+32(FP), R9
-	MOVQ dw+40(FP), R11
-	VBROADCASTI32X4 (AX), Z15
-	MOVL $0x80808080, AX
-	VPBROADCASTD AX, Z14
-	VPXORD Z14, Z15, Z15
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z13
-	MOVL $0x00010001, AX
-	VPBROADCASTD AX, X12
-	VMOVDQU32 nibplane0<>(SB), Z10
-	VMOVDQU32 nibplane1<>(SB), Z11
-	VMOVDQU nibscales<>(SB), X9
-	MOVQ $0xF0000000F0000000, AX
+// NIBPLANES(tail): the weights of the group at SI (its blocks' nibbles
+// gathered by the byte indices Z10 and Z11, block 7's from the 64 bytes
+// at tail under K2) to plane order at DI, biased through Z15; Z0 and Z1
+// keep the group's first 128 bytes for its scales. Z13 holds 0x0f bytes.
+#define NIBPLANES(tail) \
+	PREFETCHT0 2048(SI) \
+	PREFETCHT0 2112(SI) \
+	PREFETCHT0 2176(SI) \
+	VMOVDQU32 (SI), Z0 \
+	VMOVDQU32 64(SI), Z1 \
+	VMOVDQU32 tail(SI), Z2 \
+	VMOVDQA64 Z10, Z3 \
+	VPERMI2B Z1, Z0, Z3 \
+	VPERMB Z2, Z10, K2, Z3 \
+	VMOVDQA64 Z11, Z4 \
+	VPERMI2B Z1, Z0, Z4 \
+	VPERMB Z2, Z11, K2, Z4 \
+	VPSRLW $4, Z3, Z6 \
+	VPSRLW $4, Z4, Z7 \
+	VPANDD Z13, Z3, Z3 \
+	VPANDD Z13, Z4, Z4 \
+	VPANDD Z13, Z6, Z6 \
+	VPANDD Z13, Z7, Z7 \
+	VPSHUFB Z3, Z15, Z3 \
+	VPSHUFB Z4, Z15, Z4 \
+	VPSHUFB Z6, Z15, Z6 \
+	VPSHUFB Z7, Z15, Z7 \
+	VMOVDQU32 Z3, (DI) \
+	VMOVDQU32 Z4, 64(DI) \
+	VMOVDQU32 Z6, 128(DI) \
+	VMOVDQU32 Z7, 192(DI)
+
+// NIBPLANESETUP(t0, t1): the arguments, the biased table (at table), the 0x0f bytes,
+// the 16-bit ones in X12, the index tables t0 and t1 in Z10 and Z11, K2
+// the lanes of block 7.
+#define NIBPLANESETUP(t0, t1) \
+	MOVQ w+0(FP), SI \
+	MOVQ groups+8(FP), CX \
+	MOVQ table+16(FP), AX \
+	MOVQ out+24(FP), DI \
+	MOVQ m+32(FP), R9 \
+	MOVQ dw+40(FP), R11 \
+	VBROADCASTI32X4 (AX), Z15 \
+	MOVL $0x80808080, AX \
+	VPBROADCASTD AX, Z14 \
+	VPXORD Z14, Z15, Z15 \
+	MOVL $0x0f0f0f0f, AX \
+	VPBROADCASTD AX, Z13 \
+	MOVL $0x00010001, AX \
+	VPBROADCASTD AX, X12 \
+	VMOVDQU32 t0<>(SB), Z10 \
+	VMOVDQU32 t1<>(SB), Z11 \
+	MOVQ $0xF0000000F0000000, AX \
 	KMOVQ AX, K2
 
+// func qmmDecodeNibPlanesAVX512(w *byte, groups int, table *int8, out *int8, m *int16, dw *float32)
+TEXT ·qmmDecodeNibPlanesAVX512(SB), NOSPLIT, $0-48
+	NIBPLANESETUP(nibplane0, nibplane1)
+	VMOVDQU nibscales<>(SB), X9
+
 nibploop:
-	PREFETCHT0 2048(SI)
-	PREFETCHT0 2112(SI)
-	PREFETCHT0 2176(SI)
-	VMOVDQU32 (SI), Z0
-	VMOVDQU32 64(SI), Z1
-	VMOVDQU32 80(SI), Z2
-	VMOVDQA64 Z10, Z3
-	VPERMI2B Z1, Z0, Z3
-	VPERMB Z2, Z10, K2, Z3
-	VMOVDQA64 Z11, Z4
-	VPERMI2B Z1, Z0, Z4
-	VPERMB Z2, Z11, K2, Z4
+	NIBPLANES(80)
 	VMOVDQA64 Z9, Z5
 	VPERMI2W Z1, Z0, Z5
-	VPSRLW $4, Z3, Z6
-	VPSRLW $4, Z4, Z7
-	VPANDD Z13, Z3, Z3
-	VPANDD Z13, Z4, Z4
-	VPANDD Z13, Z6, Z6
-	VPANDD Z13, Z7, Z7
-	VPSHUFB Z3, Z15, Z3
-	VPSHUFB Z4, Z15, Z4
-	VPSHUFB Z6, Z15, Z6
-	VPSHUFB Z7, Z15, Z7
-	VMOVDQU32 Z3, (DI)
-	VMOVDQU32 Z4, 64(DI)
-	VMOVDQU32 Z6, 128(DI)
-	VMOVDQU32 Z7, 192(DI)
 	VCVTPH2PS X5, Y5
 	VMOVUPS Y5, (R11)
 	VMOVDQU X12, (R9)
@@ -511,5 +525,61 @@ nibploop:
 	ADDQ $32, R11
 	DECQ CX
 	JNZ  nibploop
+	VZEROUPPER
+	RET
+
+// ---- MXFP4 to plane order (AVX-512 F, BW, VBMI; AVX2): a group of 8
+// blocks of 17 bytes (the E8M0 exponent e, 16 bytes of nibbles) as the
+// nibble types' (NIBPLANES, block 7's nibbles from the 64 bytes at 72), the
+// exponents gathered by VPERMI2B and widened, each factor E8M0HALF's
+// (quant.E8M0Half) by integer operations.
+
+// Per output byte 32p' + 4s + j: the source byte 17s + 1 + 4p + j (p =
+// p' or 2 + p'), for block 7 its offset in the bytes at 72.
+DATA mxplane0<>+0(SB)/8, $0x1514131204030201
+DATA mxplane0<>+8(SB)/8, $0x3736353426252423
+DATA mxplane0<>+16(SB)/8, $0x5958575648474645
+DATA mxplane0<>+24(SB)/8, $0x333231306a696867
+DATA mxplane0<>+32(SB)/8, $0x1918171608070605
+DATA mxplane0<>+40(SB)/8, $0x3b3a39382a292827
+DATA mxplane0<>+48(SB)/8, $0x5d5c5b5a4c4b4a49
+DATA mxplane0<>+56(SB)/8, $0x373635346e6d6c6b
+GLOBL mxplane0<>(SB), RODATA|NOPTR, $64
+
+DATA mxplane1<>+0(SB)/8, $0x1d1c1b1a0c0b0a09
+DATA mxplane1<>+8(SB)/8, $0x3f3e3d3c2e2d2c2b
+DATA mxplane1<>+16(SB)/8, $0x61605f5e504f4e4d
+DATA mxplane1<>+24(SB)/8, $0x3b3a39387271706f
+DATA mxplane1<>+32(SB)/8, $0x21201f1e100f0e0d
+DATA mxplane1<>+40(SB)/8, $0x434241403231302f
+DATA mxplane1<>+48(SB)/8, $0x6564636254535251
+DATA mxplane1<>+56(SB)/8, $0x3f3e3d3c76757473
+GLOBL mxplane1<>(SB), RODATA|NOPTR, $64
+
+// The exponents' bytes 17s, s = 0..7 (the rest of the 64 bytes unused).
+DATA mxexps<>+0(SB)/8, $0x7766554433221100
+GLOBL mxexps<>(SB), RODATA|NOPTR, $64
+
+// func qmmDecodeMXFP4PlanesAVX512(w *byte, groups int, table *int8, out *int8, m *int16, dw *float32)
+TEXT ·qmmDecodeMXFP4PlanesAVX512(SB), NOSPLIT, $0-48
+	NIBPLANESETUP(mxplane0, mxplane1)
+	VMOVDQU32 mxexps<>(SB), Z9
+	MOVL $1, AX
+	VPBROADCASTD AX, Y8
+
+mxploop:
+	NIBPLANES(72)
+	VMOVDQA64 Z9, Z5
+	VPERMI2B Z1, Z0, Z5
+	VPMOVZXBD X5, Y5
+	E8M0HALF(Y5, Y8, Y6)
+	VMOVDQU Y5, (R11)
+	VMOVDQU X12, (R9)
+	ADDQ $136, SI
+	ADDQ $256, DI
+	ADDQ $16, R9
+	ADDQ $32, R11
+	DECQ CX
+	JNZ  mxploop
 	VZEROUPPER
 	RET
