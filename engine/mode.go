@@ -58,6 +58,9 @@ type acts struct {
 	// Rows whose buffers the next quantization reuses (rewrap).
 	spareQ []*kernels.Q8Row
 	spareB []*kernels.BF16Row
+	// A gathered batch's lists of its source's rows, reused by gatherInto.
+	gq []*kernels.Q8Row
+	gb []*kernels.BF16Row
 }
 
 // newActs wraps the rows x (len a multiple of n) for mode mode.
@@ -110,7 +113,7 @@ func (a *acts) f32() []float32 {
 func (a *acts) q8() []*kernels.Q8Row {
 	if a.q == nil {
 		if a.from != nil {
-			a.q = make([]*kernels.Q8Row, a.T())
+			a.q = grow(&a.gq, a.T())
 		} else {
 			a.q = reuseRows(a.spareQ, a.T())
 		}
@@ -133,7 +136,7 @@ func (a *acts) q8() []*kernels.Q8Row {
 func (a *acts) bf16() []*kernels.BF16Row {
 	if a.b == nil {
 		if a.from != nil {
-			a.b = make([]*kernels.BF16Row, a.T())
+			a.b = grow(&a.gb, a.T())
 		} else {
 			a.b = reuseRows(a.spareB, a.T())
 		}
@@ -148,12 +151,17 @@ func (a *acts) bf16() []*kernels.BF16Row {
 	return a.b
 }
 
-// gather is the rows idx of a. Its quantized and bfloat16 rows are a's,
-// shared, so no row is quantized twice; its float32 rows are copied to buf
-// (len >= len(idx)*n) only when a product reads them (f32): in fast mode a
-// product on a quantized type reads the shared quantized rows in place.
-func (a *acts) gather(idx []int, buf []float32) *acts {
-	return &acts{n: a.n, rows: len(idx), fast: a.fast, from: a, idx: idx, buf: buf}
+// gatherInto makes g the rows idx of a and returns it. Its quantized and
+// bfloat16 rows are a's, shared, so no row is quantized twice; its float32
+// rows are copied to buf (len >= len(idx)*n) only when a product reads
+// them (f32): in fast mode a product on a quantized type reads the shared
+// quantized rows in place. g's lists of shared rows are reused (its own
+// quantized rows, if it had any, are dropped: g is a gathered batch's
+// wrapper from then on).
+func (a *acts) gatherInto(g *acts, idx []int, buf []float32) *acts {
+	gq, gb := g.gq, g.gb
+	*g = acts{n: a.n, rows: len(idx), fast: a.fast, from: a, idx: idx, buf: buf, gq: gq, gb: gb}
+	return g
 }
 
 // prepare makes the rows in the form a product of mat with a reads

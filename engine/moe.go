@@ -296,9 +296,9 @@ func (s *Session) expertsBatch(l int, users [][]int, distinct []int, xa *acts, y
 	if _, mapped := m.Experts.(*mappedExperts); mapped && m.Pool.Threads > 1 && len(distinct) >= 2*m.Pool.Threads {
 		return s.expertsParallel(l, users, distinct, xa, ys, act)
 	}
-	var b expertBufs
+	b := s.sc.expertBufs(1)[0]
 	for _, e := range distinct {
-		if err := s.expertRun(m.Pool, l, e, users[e], xa, ys, act, &b); err != nil {
+		if err := s.expertRun(m.Pool, l, e, users[e], xa, ys, act, b); err != nil {
 			return err
 		}
 		s.Stats.DistinctLoads++
@@ -307,11 +307,15 @@ func (s *Session) expertsBatch(l int, users [][]int, distinct []int, xa *acts, y
 }
 
 // expertBufs are one goroutine's buffers for expertRun, grown to the
-// largest expert it ran.
+// largest expert it ran and kept in the session's scratch from layer to
+// layer and batch to batch: the gathered inputs' wrapper and the down
+// projection's input wrapper keep their row lists and quantized rows, so
+// a warm prefill allocates none per expert.
 type expertBufs struct {
 	tok          []int
 	xs, g, up, y []float32
 	outs         [][]float32
+	in, down     acts
 }
 
 // expertRun runs expert e of layer l on its slots u (token, rank) of xa,
@@ -331,7 +335,7 @@ func (s *Session) expertRun(pool *kernels.Pool, l, e int, u []int, xa *acts, ys,
 	for j, slot := range u {
 		tok[j] = slot / K
 	}
-	ea := xa.gather(tok, grow(&b.xs, nt*D))
+	ea := xa.gatherInto(&b.in, tok, grow(&b.xs, nt*D))
 	g, up := grow(&b.g, nt*F), grow(&b.up, nt*F)
 	matMul(pool, &ex.Gate, ea, g)
 	matMul(pool, &ex.Up, ea, up)
@@ -340,7 +344,8 @@ func (s *Session) expertRun(pool *kernels.Pool, l, e int, u []int, xa *acts, ys,
 	for j, slot := range u {
 		outs[j] = ys[slot*D : (slot+1)*D]
 	}
-	matMulTo(pool, &ex.Down, newActs(g, F, m.Mode), outs, grow(&b.y, nt*D))
+	b.down.rewrap(g, F, m.Mode)
+	matMulTo(pool, &ex.Down, &b.down, outs, grow(&b.y, nt*D))
 	if act != nil {
 		for j, slot := range u {
 			copy(act[slot*F:(slot+1)*F], g[j*F:(j+1)*F])
@@ -375,16 +380,17 @@ func (s *Session) expertsParallel(l int, users [][]int, distinct []int, xa *acts
 	s.sc.order = order
 	var next atomic.Int64
 	errs := make([]error, m.Pool.Threads)
-	// One index per goroutine: each runs experts until none is left.
+	bufs := s.sc.expertBufs(len(errs))
+	// One index per goroutine: each runs experts until none is left, in
+	// that index's buffers.
 	m.Pool.Parallel(len(errs), 1<<30, func(lo, hi int) {
-		var b expertBufs
 		for w := lo; w < hi; w++ {
 			for errs[w] == nil {
 				i := int(next.Add(1) - 1)
 				if i >= len(order) {
 					break
 				}
-				errs[w] = s.expertRun(serialPool, l, order[i], users[order[i]], xa, ys, act, &b)
+				errs[w] = s.expertRun(serialPool, l, order[i], users[order[i]], xa, ys, act, bufs[w])
 			}
 		}
 	})

@@ -122,11 +122,13 @@ func tilePadded(xs []*Q8Row, nsub int) bool {
 // MatVecQ8 per input at any thread count and any batching.
 func (p *Pool) MatMulQ8(m *Matrix, xs []*Q8Row, out []float32) {
 	checkMatMulQ8(m, xs, out)
-	outs := make([][]float32, len(xs))
-	for t := range outs {
-		outs[t] = out[t*m.Rows : (t+1)*m.Rows]
+	// The output rows' list in a recycled task (no allocation once warm).
+	t := p.task()
+	for i := range xs {
+		t.us = append(t.us, out[i*m.Rows:(i+1)*m.Rows])
 	}
-	p.MatMulQ8To(m, xs, outs)
+	p.MatMulQ8To(m, xs, t.us)
+	p.putTask(t)
 }
 
 // MatMulQ8To is MatMulQ8 with input t's outputs in outs[t] (each at least
@@ -147,27 +149,38 @@ func (p *Pool) MatMulQ8To(m *Matrix, xs []*Q8Row, outs [][]float32) {
 	if ntok == 0 {
 		return
 	}
+	t := p.task()
+	t.m, t.q8, t.outs = m, append(t.q8, xs...), append(t.outs, outs...)
 	if !tiledQ8(m.Type) || ntok < host.tileMinInputs(m.Type) || !tilePadded(xs, m.Cols/32) {
 		// One DotQ8 per output, the shapes (all xs m.Cols long) checked
-		// and the kernel looked up once.
+		// once.
 		checkDotQ8(m.Type, m.RowBytes, xs[0])
-		f := host.q8dot[m.Type]
-		p.Parallel(rows, m.Cols*ntok, func(lo, hi int) {
-			for r := lo; r < hi; r++ {
-				row := m.Row(r)
-				for t, x := range xs {
-					outs[t][r] = dotQ8With(f, m.Type, row, x)
-				}
-			}
-		})
-		return
+		p.Parallel(rows, m.Cols*ntok, t.matMulQ8Dots)
+	} else {
+		tiles := (rows + qmmRows - 1) / qmmRows
+		p.Parallel(tiles, qmmRows*m.Cols*ntok, t.matMulQ8Tiles)
 	}
-	tiles := (rows + qmmRows - 1) / qmmRows
-	p.Parallel(tiles, qmmRows*m.Cols*ntok, func(lo, hi int) {
-		sc := getQmmScratch()
-		host.matMulQ8Tiles(m, xs, outs, lo*qmmRows, min(hi*qmmRows, rows), sc)
-		qmmScratchPool.Put(sc)
-	})
+	p.putTask(t)
+}
+
+// runMatMulQ8Dots runs MatMulQ8To's rows [lo, hi) one DotQ8 per output,
+// the kernel looked up once.
+func (t *task) runMatMulQ8Dots(lo, hi int) {
+	m, xs, outs := t.m, t.q8, t.outs
+	f := host.q8dot[m.Type]
+	for r := lo; r < hi; r++ {
+		row := m.Row(r)
+		for i, x := range xs {
+			outs[i][r] = dotQ8With(f, m.Type, row, x)
+		}
+	}
+}
+
+// runMatMulQ8Tiles runs MatMulQ8To's tiles [lo, hi).
+func (t *task) runMatMulQ8Tiles(lo, hi int) {
+	sc := getQmmScratch()
+	host.matMulQ8Tiles(t.m, t.q8, t.outs, lo*qmmRows, min(hi*qmmRows, t.m.Rows), sc)
+	qmmScratchPool.Put(sc)
 }
 
 // matMulQ8Tiles computes outs[t][r] = DotQ8(t, row r of m, xs[t]) for the

@@ -24,6 +24,7 @@ type task struct {
 	fused  bool
 
 	matMul, matVecs, matVecsQ8, matVecsQ8GLU func(lo, hi int)
+	matMulQ8Dots, matMulQ8Tiles              func(lo, hi int)
 }
 
 // task is a recycled task of p.
@@ -32,6 +33,7 @@ func (p *Pool) task() *task {
 	if t == nil {
 		t = new(task)
 		t.matMul, t.matVecs, t.matVecsQ8, t.matVecsQ8GLU = t.runMatMul, t.runMatVecs, t.runMatVecsQ8, t.runMatVecsQ8GLU
+		t.matMulQ8Dots, t.matMulQ8Tiles = t.runMatMulQ8Dots, t.runMatMulQ8Tiles
 	}
 	t.p = p
 	return t
