@@ -72,6 +72,29 @@ func (k *kernelSet) tileMinInputs(t quant.Type) int {
 	return 16
 }
 
+// rowsBeatTiles reports whether ntok inputs against m run faster by k's
+// multi-row kernel, one input at a time over chunks of rows
+// (runMatMulQ8Dots), than by the tiles (the bits are the same either
+// way). The tiles run the inputs in pairs and decode every weight row
+// once per call, which pays from 4 inputs on, and pad a row shorter than
+// one group (8 sub-blocks) to a whole group, which costs them more than
+// 7 inputs' worth of row kernels; Q6_K's tiles (a multiplier per half)
+// lose up to 5 inputs; the min tiles of Q4_K and Q5_K win from 3.
+// BenchmarkMatMulQ8Small, one thread, cpu-GMAC/s, tiles against rows:
+// IQ4_NL 64 x 256 at 3 inputs 28.2 / 38.6, at 4 37.4 / 38.4, at 6 44.6 /
+// 39.4; 256 x 64 at 6 8.8 / 9.1, at 8 10.2 / 9.1; 640 x 2560 at 3 40.1 /
+// 42.6, at 4 51.9 / 42.9; Q6_K 256 x 256 at 4 20.4 / 29.9, 640 x 2560 at
+// 4 28.6 / 30.7, at 6 31.7 / 31.3.
+func (k *kernelSet) rowsBeatTiles(m *Matrix, ntok int) bool {
+	switch {
+	case k.q8rows[m.Type] == nil || kMinTiled(m.Type):
+		return false
+	case tileHalves(m.Type):
+		return ntok < 6
+	}
+	return ntok < 4 || m.Cols < 8*32 && ntok < 8
+}
+
 // qmmScratch is one worker's tile: the decoded chunks of its rows and the
 // lanes of every (row, activation row) output of the tile.
 type qmmScratch struct {
@@ -151,10 +174,8 @@ func (p *Pool) MatMulQ8To(m *Matrix, xs []*Q8Row, outs [][]float32) {
 	}
 	t := p.task()
 	t.m, t.q8, t.outs = m, append(t.q8, xs...), append(t.outs, outs...)
-	if !tiledQ8(m.Type) || ntok < host.tileMinInputs(m.Type) || !tilePadded(xs, m.Cols/32) {
-		// One DotQ8 per output, the shapes (all xs m.Cols long) checked
-		// once.
-		checkDotQ8(m.Type, m.RowBytes, xs[0])
+	if !tiledQ8(m.Type) || ntok < host.tileMinInputs(m.Type) || host.rowsBeatTiles(m, ntok) || !tilePadded(xs, m.Cols/32) {
+		// One DotQ8 per output.
 		p.Parallel(rows, m.Cols*ntok, t.matMulQ8Dots)
 	} else {
 		tiles := (rows + qmmRows - 1) / qmmRows
@@ -163,18 +184,24 @@ func (p *Pool) MatMulQ8To(m *Matrix, xs []*Q8Row, outs [][]float32) {
 	p.putTask(t)
 }
 
-// runMatMulQ8Dots runs MatMulQ8To's rows [lo, hi) one DotQ8 per output,
-// the kernel looked up once.
+// runMatMulQ8Dots runs MatMulQ8To's rows [lo, hi) one DotQ8 per output:
+// in chunks of about dotsChunkBytes of weights, each chunk against every
+// input by the type's multi-row kernel (dotQ8Range), so that a chunk
+// stays in L1 while the inputs pass over it.
 func (t *task) runMatMulQ8Dots(lo, hi int) {
 	m, xs, outs := t.m, t.q8, t.outs
-	f := host.q8dot[m.Type]
-	for r := lo; r < hi; r++ {
-		row := m.Row(r)
+	step := max(1, dotsChunkBytes/m.RowBytes)
+	for r := lo; r < hi; r += step {
+		r1 := min(r+step, hi)
 		for i, x := range xs {
-			outs[i][r] = dotQ8With(f, m.Type, row, x)
+			host.dotQ8Range(m, r, r1, x, outs[i])
 		}
 	}
 }
+
+// dotsChunkBytes is the weight bytes runMatMulQ8Dots runs every input
+// over before it moves on.
+const dotsChunkBytes = 16 << 10
 
 // runMatMulQ8Tiles runs MatMulQ8To's tiles [lo, hi).
 func (t *task) runMatMulQ8Tiles(lo, hi int) {
