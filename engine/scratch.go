@@ -47,6 +47,7 @@ type scratch struct {
 	glu   gluPass
 	attn  attnPass
 	delta deltaPass
+	conv  convPass
 }
 
 // reset starts a batch: everything handed out before may be reused.
