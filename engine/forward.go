@@ -346,16 +346,14 @@ func (s *Session) layers(ids []int32, spans []seqSpan) (x, xn []float32, batchMa
 			matMul(m.Pool, &L.O, a, o)
 			s.lapProducts(PhaseO, &L.O)
 		}
-		s.addRows(x, o, T)
+		s.addNormRows(x, o, xn, L.FFNNorm, T)
 		s.raMixer(l, o, T)
-		s.normRows(xn, x, L.FFNNorm, T)
 		s.lap(PhaseNorm)
 		moeOut, err := s.moe(l, L, xn, x, T)
 		if err != nil {
 			return nil, nil, batchMark, err
 		}
-		s.addRows(x, moeOut, T)
-		if i := s.firstNonFiniteRows(x, T); i >= 0 {
+		if i := s.addRowsFinite(x, moeOut, T); i >= 0 {
 			_, pos := spanOf(spans, i/D)
 			return nil, nil, batchMark, fmt.Errorf("%s: layer %d gave a non-finite hidden value (%v at position %d, element %d): the weights of blk.%d.* or earlier hold NaN or infinity, or overflow",
 				m.File.Path, l, x[i], pos, i%D, l)
@@ -410,15 +408,18 @@ func (m *Model) embedRow(ids []int32, x []float32, t int) error {
 	return nil
 }
 
-// firstNonFiniteRows is firstNonFinite of the T rows x, a batch's in
-// parallel.
-func (s *Session) firstNonFiniteRows(x []float32, T int) int {
+// addRowsFinite adds the T rows o to x, a batch's rows in parallel, and
+// returns firstNonFinite of the sums (the first in row order), in the
+// same pass.
+func (s *Session) addRowsFinite(x, o []float32, T int) int {
 	if T == 1 {
+		addTo(x, o)
 		return firstNonFinite(x)
 	}
 	D := s.m.Config.Embd
-	first := make([]int, T)
-	s.m.Pool.Parallel(T, D, func(lo, hi int) {
+	first := grow(&s.sc.first, T)
+	s.m.Pool.Parallel(T, 3*D, func(lo, hi int) {
+		addTo(x[lo*D:hi*D], o[lo*D:hi*D])
 		for t := lo; t < hi; t++ {
 			first[t] = firstNonFinite(x[t*D : (t+1)*D])
 		}
@@ -460,14 +461,20 @@ func (s *Session) normRows(y, x, w []float32, T int) {
 	s.m.Pool.Parallel(T, 4*D, func(lo, hi int) { rmsNormRows(y[lo*D:hi*D], x[lo*D:hi*D], w, D, c.Eps) })
 }
 
-// addRows adds the T rows o to x, a batch's rows in parallel.
-func (s *Session) addRows(x, o []float32, T int) {
+// addNormRows adds the T rows o to x and sets y to rmsNormRows of the
+// sums with weights w, a batch's rows in parallel, in one pass.
+func (s *Session) addNormRows(x, o, y, w []float32, T int) {
+	c := &s.m.Config
+	D := c.Embd
 	if T == 1 {
 		addTo(x, o)
+		rmsNormRows(y, x, w, D, c.Eps)
 		return
 	}
-	D := s.m.Config.Embd
-	s.m.Pool.Parallel(T, 2*D, func(lo, hi int) { addTo(x[lo*D:hi*D], o[lo*D:hi*D]) })
+	s.m.Pool.Parallel(T, 6*D, func(lo, hi int) {
+		addTo(x[lo*D:hi*D], o[lo*D:hi*D])
+		rmsNormRows(y[lo*D:hi*D], x[lo*D:hi*D], w, D, c.Eps)
+	})
 }
 
 func addTo(x, o []float32) { kernels.AddTo(x, o) }

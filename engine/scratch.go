@@ -24,6 +24,7 @@ type scratch struct {
 	distinct []int
 	order    []int         // expertsParallel's experts, largest first
 	experts  []*expertBufs // expertRun's buffers, one per goroutine
+	first    []int         // addRowsFinite's per row
 	guess    []int         // read-ahead's
 	taken    []bool
 	seen     []bool
