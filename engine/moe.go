@@ -72,24 +72,44 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 		act = make([]float32, T*K*c.ExpertFF)
 	}
 	s.lap(PhaseRoute)
+	// With the routed experts run in parallel, the shared expert is one
+	// more item of that pass (sharedJob) and its gated output is added in
+	// the combine pass.
+	var shj *sharedJob
 	if T == 1 {
 		if err := s.expertsOneToken(l, ids, xa, ys, act); err != nil {
 			return nil, err
 		}
-	} else if err := s.expertsBatch(l, users, distinct, xa, ys, act); err != nil {
-		return nil, err
+	} else {
+		if L.Shared != nil && s.expertsInParallel(len(distinct)) {
+			shj = s.newSharedJob(L.Shared, xa)
+		}
+		if err := s.expertsBatch(l, users, distinct, xa, ys, act, shj); err != nil {
+			return nil, err
+		}
 	}
 	out := sc.floats(T * D)
 	if T == 1 {
 		combineExperts(out, ys, weights, K, D, 0, 1)
 	} else {
-		m.Pool.Parallel(T, K*D, func(lo, hi int) { combineExperts(out, ys, weights, K, D, lo, hi) })
+		m.Pool.Parallel(T, K*D, func(lo, hi int) {
+			combineExperts(out, ys, weights, K, D, lo, hi)
+			if shj != nil {
+				for t := lo; t < hi; t++ {
+					kernels.Axpy(out[t*D:(t+1)*D], shj.gate[t], shj.y[t*D:(t+1)*D])
+				}
+			}
+		})
 	}
 	if s.Observer != nil {
 		s.trace = &LayerTrace{Layer: l, Pos0: s.Pos, Tokens: T, Probs: probs, IDs: ids, Weights: weights, ExpertOut: ys, MoEInput: xn, ExpertAct: act}
 	}
 	s.lap(PhaseCombine)
-	if L.Shared != nil {
+	if shj != nil {
+		if s.trace != nil {
+			s.trace.SharedGate, s.trace.SharedOut = shj.gate, shj.y
+		}
+	} else if L.Shared != nil {
 		gate, sh := s.sharedExpert(L.Shared, xa)
 		for t := 0; t < T; t++ {
 			kernels.Axpy(out[t*D:(t+1)*D], gate[t], sh[t*D:(t+1)*D])
@@ -144,6 +164,46 @@ func (s *Session) sharedExpert(sh *SharedExpert, xa *acts) (gate, y []float32) {
 	matMul(m.Pool, &sh.Down, ga, y)
 	s.lapProducts(PhaseExpertDown, &sh.Down)
 	return gate, y
+}
+
+// sharedJob is the shared expert of a batch run as an item of
+// expertsParallel's pass, on one goroutine: its buffers and its down
+// projection's input wrapper taken from the scratch, and the batch's rows
+// made ready for its products, on the caller before the pass.
+type sharedJob struct {
+	sh         *SharedExpert
+	xa, ga     *acts
+	gate, g, u []float32
+	y          []float32
+}
+
+// newSharedJob readies the shared expert of xa's rows for expertsParallel.
+func (s *Session) newSharedJob(sh *SharedExpert, xa *acts) *sharedJob {
+	m := s.m
+	sc := &s.sc
+	T := xa.T()
+	D, F := m.Config.Embd, m.Config.SharedFF
+	j := &sc.shared
+	*j = sharedJob{sh: sh, xa: xa, gate: sc.floats(T), g: sc.floats(T * F), u: sc.floats(T * F), y: sc.floats(T * D)}
+	j.ga = sc.newActs(j.g, F, m.Mode)
+	xa.prepare(m.Pool, &sh.Gate)
+	xa.prepare(m.Pool, &sh.Up)
+	xa.f32()
+	return j
+}
+
+// run is sharedExpert's products on pool (the bits are sharedExpert's):
+// the gates sigmoid(GateInp . x), then silu(Gate x) * (Up x) and its
+// down projection.
+func (j *sharedJob) run(pool *kernels.Pool, mode Mode) {
+	xn, D := j.xa.f32(), j.xa.n
+	for t := range j.gate {
+		j.gate[t] = sigmoid(kernels.DotF32(j.sh.GateInp, xn[t*D:(t+1)*D]))
+	}
+	matMul(pool, &j.sh.Gate, j.xa, j.g)
+	matMul(pool, &j.sh.Up, j.xa, j.u)
+	gateUp(j.g, j.u, mode)
+	matMul(pool, &j.sh.Down, j.ga, j.y)
 }
 
 // swiGLU sets row j of h [len(gates)][F] to silu(gates[j] x) * (ups[j] x)
@@ -291,10 +351,13 @@ func (s *Session) route(probs, logits []float32, resident func(int) bool, ids []
 // on one goroutine (expertsParallel); else one after the other, each
 // product split over the pool's rows. Every element is the same product
 // either way.
-func (s *Session) expertsBatch(l int, users [][]int, distinct []int, xa *acts, ys, act []float32) error {
+func (s *Session) expertsBatch(l int, users [][]int, distinct []int, xa *acts, ys, act []float32, shj *sharedJob) error {
 	m := s.m
-	if _, mapped := m.Experts.(*mappedExperts); mapped && m.Pool.Threads > 1 && len(distinct) >= 2*m.Pool.Threads {
-		return s.expertsParallel(l, users, distinct, xa, ys, act)
+	if s.expertsInParallel(len(distinct)) {
+		return s.expertsParallel(l, users, distinct, xa, ys, act, shj)
+	}
+	if shj != nil {
+		panic("engine: a shared expert job outside expertsParallel")
 	}
 	b := s.sc.expertBufs(1)[0]
 	for _, e := range distinct {
@@ -304,6 +367,13 @@ func (s *Session) expertsBatch(l int, users [][]int, distinct []int, xa *acts, y
 		s.Stats.DistinctLoads++
 	}
 	return nil
+}
+
+// expertsInParallel reports whether expertsBatch runs n distinct experts
+// by expertsParallel.
+func (s *Session) expertsInParallel(n int) bool {
+	_, mapped := s.m.Experts.(*mappedExperts)
+	return mapped && s.m.Pool.Threads > 1 && n >= 2*s.m.Pool.Threads
 }
 
 // expertBufs are one goroutine's buffers for expertRun, grown to the
@@ -364,7 +434,7 @@ var serialPool = kernels.NewPool(1)
 // one parallel pass per product cost more in hand-offs and idle workers
 // than the products themselves. xa's rows are quantized (or rounded)
 // before, so the goroutines only read them.
-func (s *Session) expertsParallel(l int, users [][]int, distinct []int, xa *acts, ys, act []float32) error {
+func (s *Session) expertsParallel(l int, users [][]int, distinct []int, xa *acts, ys, act []float32, shj *sharedJob) error {
 	m := s.m
 	for _, e := range distinct {
 		ex, err := m.Experts.Get(l, e)
@@ -379,16 +449,24 @@ func (s *Session) expertsParallel(l int, users [][]int, distinct []int, xa *acts
 	slices.SortStableFunc(order, func(a, b int) int { return len(users[b]) - len(users[a]) })
 	s.sc.order = order
 	var next atomic.Int64
+	first := 0 // the shared expert's item, when there is one: item 0, the largest
+	if shj != nil {
+		first = 1
+	}
 	errs := make([]error, m.Pool.Threads)
 	bufs := s.sc.expertBufs(len(errs))
-	// One index per goroutine: each runs experts until none is left, in
+	// One index per goroutine: each runs items until none is left, in
 	// that index's buffers.
 	m.Pool.Parallel(len(errs), 1<<30, func(lo, hi int) {
 		for w := lo; w < hi; w++ {
 			for errs[w] == nil {
-				i := int(next.Add(1) - 1)
+				i := int(next.Add(1)-1) - first
 				if i >= len(order) {
 					break
+				}
+				if i < 0 {
+					shj.run(serialPool, m.Mode)
+					continue
 				}
 				errs[w] = s.expertRun(serialPool, l, order[i], users[order[i]], xa, ys, act, bufs[w])
 			}

@@ -25,6 +25,7 @@ type scratch struct {
 	order    []int         // expertsParallel's experts, largest first
 	experts  []*expertBufs // expertRun's buffers, one per goroutine
 	first    []int         // addRowsFinite's per row
+	shared   sharedJob     // expertsParallel's shared expert
 	guess    []int         // read-ahead's
 	taken    []bool
 	seen     []bool
