@@ -6,14 +6,14 @@ import (
 	"github.com/stratactl/stratactl/kernels"
 )
 
-// attention runs the attention block on the normed inputs xn of T tokens,
+// attention runs the attention block on the normed inputs xa of T tokens,
 // the spans' tokens one after the other, each at its session's positions:
 // it appends their keys and values to their sessions' caches and returns
 // the concatenated head outputs [T][Heads*ValueDim] (times sigmoid of the
 // output gate when the layer has one), before the output projection. The
 // projections take the whole batch; each token attends to its own
 // sequence's cache.
-func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpan) []float32 {
+func (s *Session) attention(l int, L *Layer, xa *acts, T int, spans []seqSpan) []float32 {
 	m := s.m
 	c := &m.Config
 	hd, vd := c.HeadDim, c.ValueDim
@@ -27,7 +27,6 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 	q := sc.floats(T * qstride)
 	k := sc.floats(T * kdim)
 	v := sc.floats(T * vdim)
-	xa := sc.newActs(xn, c.Embd, m.Mode)
 	xa.prepare(m.Pool, &L.Q)
 	s.lap(PhaseQuant)
 	matVecsOrMul(m.Pool, []*kernels.Matrix{&L.Q, &L.K, &L.V}, xa, [][]float32{q, k, v}, &sc.vecs)

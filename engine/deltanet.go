@@ -32,11 +32,11 @@ func (st *deltaState) reset() {
 	clear(st.ssm)
 }
 
-// deltaNet runs the gated delta net of layer l on the normed inputs xn of
+// deltaNet runs the gated delta net of layer l on the normed inputs xa of
 // T tokens and returns its output [T][Embd]. The recurrence runs token by
 // token (a batch is the same arithmetic as T single-token steps, so prefill
 // and decode agree bit for bit); the projections are batched.
-func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
+func (s *Session) deltaNet(l int, L *Layer, xa *acts, T int) []float32 {
 	m := s.m
 	c := &m.Config
 	sc := &c.SSM
@@ -45,7 +45,6 @@ func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
 	C, K := sc.Channels(), sc.ConvKernel
 	NK, DK, NV, DV := sc.KeyHeads, sc.KeyDim, sc.ValueHeads, sc.ValueDim
 	buf := &s.sc
-	xa := buf.newActs(xn, c.Embd, m.Mode)
 
 	// Projections: conv input, output gate, beta and alpha logits.
 	ext := buf.floats((K - 1 + T) * C) // conv history then this batch's inputs

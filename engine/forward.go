@@ -332,13 +332,13 @@ func (s *Session) layers(ids []int32, spans []seqSpan) (x, xn []float32, batchMa
 	for l := range m.Layers {
 		L := &m.Layers[l]
 		sc.rewind(batchMark)
-		s.normRows(xn, x, L.AttnNorm, T)
+		xa := s.normActs(x, nil, xn, L.AttnNorm, T, L.mixerInput())
 		s.lap(PhaseNorm)
 		var o []float32
 		if L.Delta != nil {
-			o = s.deltaNets(l, L, xn, T, spans)
+			o = s.deltaNets(l, L, xa, T, spans)
 		} else {
-			att := s.attention(l, L, xn, T, spans)
+			att := s.attention(l, L, xa, T, spans)
 			o = sc.floats(T * D)
 			a := sc.newActs(att, len(att)/T, m.Mode)
 			a.prepare(m.Pool, &L.O)
@@ -346,10 +346,10 @@ func (s *Session) layers(ids []int32, spans []seqSpan) (x, xn []float32, batchMa
 			matMul(m.Pool, &L.O, a, o)
 			s.lapProducts(PhaseO, &L.O)
 		}
-		s.addNormRows(x, o, xn, L.FFNNorm, T)
+		xm := s.normActs(x, o, xn, L.FFNNorm, T, s.expertInput(l))
 		s.raMixer(l, o, T)
 		s.lap(PhaseNorm)
-		moeOut, err := s.moe(l, L, xn, x, T)
+		moeOut, err := s.moe(l, L, xm, x, T)
 		if err != nil {
 			return nil, nil, batchMark, err
 		}
@@ -432,49 +432,53 @@ func (s *Session) addRowsFinite(x, o []float32, T int) int {
 	return -1
 }
 
-// deltaNets runs layer l's gated delta net on each span's tokens of xn,
+// deltaNets runs layer l's gated delta net on each span's tokens of xa,
 // each on its session's state (and in its scratch, s's for its own).
-func (s *Session) deltaNets(l int, L *Layer, xn []float32, T int, spans []seqSpan) []float32 {
+func (s *Session) deltaNets(l int, L *Layer, xa *acts, T int, spans []seqSpan) []float32 {
 	if len(spans) == 1 && spans[0].s == s {
-		return s.deltaNet(l, L, xn, T)
+		return s.deltaNet(l, L, xa, T)
 	}
 	D := s.m.Config.Embd
+	xn := xa.f32()
 	o := s.sc.floats(T * D)
 	lo := 0
 	for _, sp := range spans {
 		sp.s.sc.reset()
-		copy(o[lo*D:(lo+sp.n)*D], sp.s.deltaNet(l, L, xn[lo*D:(lo+sp.n)*D], sp.n))
+		ea := sp.s.sc.newActs(xn[lo*D:(lo+sp.n)*D], D, s.m.Mode)
+		copy(o[lo*D:(lo+sp.n)*D], sp.s.deltaNet(l, L, ea, sp.n))
 		lo += sp.n
 	}
 	return o
 }
 
-// normRows is rmsNormRows of T rows of Embd with weights w, a batch's rows
-// in parallel.
-func (s *Session) normRows(y, x, w []float32, T int) {
-	c := &s.m.Config
+// normActs sets y to rmsNormRows of the T rows x with weights w, after
+// adding the rows o to x when o is not nil, and returns y's wrapper with
+// its rows quantized (or rounded) for mat's products when mat is not nil
+// and the batch has several: a batch's rows in parallel, all of it in one
+// pass. Each row is the same as the separate passes' (add, norm, then
+// acts.prepare).
+func (s *Session) normActs(x, o, y, w []float32, T int, mat *kernels.Matrix) *acts {
+	m := s.m
+	c := &m.Config
 	D := c.Embd
+	a := s.sc.newActs(y[:T*D], D, m.Mode)
 	if T == 1 {
+		if o != nil {
+			addTo(x, o)
+		}
 		rmsNormRows(y, x, w, D, c.Eps)
-		return
+		return a
 	}
-	s.m.Pool.Parallel(T, 4*D, func(lo, hi int) { rmsNormRows(y[lo*D:hi*D], x[lo*D:hi*D], w, D, c.Eps) })
-}
-
-// addNormRows adds the T rows o to x and sets y to rmsNormRows of the
-// sums with weights w, a batch's rows in parallel, in one pass.
-func (s *Session) addNormRows(x, o, y, w []float32, T int) {
-	c := &s.m.Config
-	D := c.Embd
-	if T == 1 {
-		addTo(x, o)
-		rmsNormRows(y, x, w, D, c.Eps)
-		return
-	}
-	s.m.Pool.Parallel(T, 6*D, func(lo, hi int) {
-		addTo(x[lo*D:hi*D], o[lo*D:hi*D])
+	q, b := a.rowsFor(mat)
+	m.Pool.Parallel(T, 6*D, func(lo, hi int) {
+		if o != nil {
+			addTo(x[lo*D:hi*D], o[lo*D:hi*D])
+		}
 		rmsNormRows(y[lo*D:hi*D], x[lo*D:hi*D], w, D, c.Eps)
+		a.quantizeRows(q, b, lo, hi)
 	})
+	a.setRows(q, b)
+	return a
 }
 
 func addTo(x, o []float32) { kernels.AddTo(x, o) }

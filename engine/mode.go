@@ -215,6 +215,51 @@ func (a *acts) quantizeAll(pool *kernels.Pool, mat *kernels.Matrix) {
 	}
 }
 
+// rowsFor is the rows quantizeAll(pool, mat) would fill, to be filled by
+// quantizeRows and set by setRows instead (as part of another pass over
+// the rows): new Q8_0 or bfloat16 rows, the spare ones reused; none where
+// quantizeAll would do nothing or mat is nil.
+func (a *acts) rowsFor(mat *kernels.Matrix) ([]*kernels.Q8Row, []*kernels.BF16Row) {
+	if mat == nil || a.from != nil || a.T() < 2 {
+		return nil, nil
+	}
+	switch {
+	case a.useBF16(mat):
+		if a.b == nil {
+			return nil, reuseRows(a.spareB, a.T())
+		}
+	case a.useQ8(mat):
+		if a.q == nil {
+			return reuseRows(a.spareQ, a.T()), nil
+		}
+	}
+	return nil, nil
+}
+
+// quantizeRows quantizes (or rounds) a's rows [lo, hi) into rowsFor's
+// rows q (or b), as quantizeAll does.
+func (a *acts) quantizeRows(q []*kernels.Q8Row, b []*kernels.BF16Row, lo, hi int) {
+	n, x := a.n, a.x
+	for t := lo; t < hi && q != nil; t++ {
+		if err := kernels.QuantizeQ8Row(x[t*n:(t+1)*n], q[t]); err != nil {
+			panic("engine: " + err.Error()) // as in q8
+		}
+	}
+	for t := lo; t < hi && b != nil; t++ {
+		kernels.QuantizeBF16Row(x[t*n:(t+1)*n], b[t])
+	}
+}
+
+// setRows makes rowsFor's rows, every one filled by quantizeRows, a's.
+func (a *acts) setRows(q []*kernels.Q8Row, b []*kernels.BF16Row) {
+	if q != nil {
+		a.q = q
+	}
+	if b != nil {
+		a.b = b
+	}
+}
+
 // useQ8 reports whether the product of mat with a takes the quantized path.
 func (a *acts) useQ8(mat *kernels.Matrix) bool { return a.fast && mat.CanDotQ8() }
 

@@ -10,16 +10,16 @@ import (
 	"github.com/stratactl/stratactl/kernels"
 )
 
-// moe runs the mixture-of-experts block on the normed inputs xn of T tokens
-// and returns its output [T][Embd].
-func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error) {
+// moe runs the mixture-of-experts block on the normed inputs xa of T
+// tokens and returns its output [T][Embd].
+func (s *Session) moe(l int, L *Layer, xa *acts, x []float32, T int) ([]float32, error) {
 	m := s.m
 	c := &m.Config
 	E, K, D := c.Experts, c.ExpertsUsed, c.Embd
-	// The router, the shared expert and every routed expert read xn: in
+	// The router, the shared expert and every routed expert read xa: in
 	// fast mode it is quantized once for all of them.
 	sc := &s.sc
-	xa := sc.newActs(xn, D, m.Mode)
+	xn := xa.f32()
 	logits := sc.floats(T * E)
 	xa.prepare(m.Pool, &L.Router)
 	s.lap(PhaseQuant)
@@ -365,6 +365,16 @@ func (s *Session) expertsBatch(l int, users [][]int, distinct []int, xa *acts, y
 			return err
 		}
 		s.Stats.DistinctLoads++
+	}
+	return nil
+}
+
+// expertInput is a routed expert matrix of layer l that reads the MoE's
+// input (the gate: every expert's has one type) when the store has every
+// expert mapped, for normActs to quantize the input for; nil otherwise.
+func (s *Session) expertInput(l int) *kernels.Matrix {
+	if me, ok := s.m.Experts.(*mappedExperts); ok && len(me.experts[l]) > 0 {
+		return &me.experts[l][0].Gate
 	}
 	return nil
 }
