@@ -349,11 +349,17 @@ func (s *Session) layers(ids []int32, spans []seqSpan) (x, xn []float32, batchMa
 		xm := s.normActs(x, o, xn, L.FFNNorm, T, s.expertInput(l))
 		s.raMixer(l, o, T)
 		s.lap(PhaseNorm)
-		moeOut, err := s.moe(l, L, xm, x, T)
+		moeOut, added, err := s.moe(l, L, xm, x, T)
 		if err != nil {
 			return nil, nil, batchMark, err
 		}
-		if i := s.addRowsFinite(x, moeOut, T); i >= 0 {
+		i := -1
+		if added {
+			i = firstOfRows(s.sc.first, D)
+		} else {
+			i = s.addRowsFinite(x, moeOut, T)
+		}
+		if i >= 0 {
 			_, pos := spanOf(spans, i/D)
 			return nil, nil, batchMark, fmt.Errorf("%s: layer %d gave a non-finite hidden value (%v at position %d, element %d): the weights of blk.%d.* or earlier hold NaN or infinity, or overflow",
 				m.File.Path, l, x[i], pos, i%D, l)
@@ -424,9 +430,15 @@ func (s *Session) addRowsFinite(x, o []float32, T int) int {
 			first[t] = firstNonFinite(x[t*D : (t+1)*D])
 		}
 	})
+	return firstOfRows(first, D)
+}
+
+// firstOfRows is the index in rows of n of the first non-finite value,
+// first[t] being row t's firstNonFinite; -1 when there is none.
+func firstOfRows(first []int, n int) int {
 	for t, i := range first {
 		if i >= 0 {
-			return t*D + i
+			return t*n + i
 		}
 	}
 	return -1

@@ -11,8 +11,10 @@ import (
 )
 
 // moe runs the mixture-of-experts block on the normed inputs xa of T
-// tokens and returns its output [T][Embd].
-func (s *Session) moe(l int, L *Layer, xa *acts, x []float32, T int) ([]float32, error) {
+// tokens and returns its output [T][Embd]. When it reports added, it has
+// also added the output to the residual rows x and set s.sc.first to
+// firstNonFinite of each sum (addRowsFinite's work), in its combine pass.
+func (s *Session) moe(l int, L *Layer, xa *acts, x []float32, T int) (out []float32, added bool, err error) {
 	m := s.m
 	c := &m.Config
 	E, K, D := c.Experts, c.ExpertsUsed, c.Embd
@@ -78,25 +80,37 @@ func (s *Session) moe(l int, L *Layer, xa *acts, x []float32, T int) ([]float32,
 	var shj *sharedJob
 	if T == 1 {
 		if err := s.expertsOneToken(l, ids, xa, ys, act); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	} else {
 		if L.Shared != nil && s.expertsInParallel(len(distinct)) {
 			shj = s.newSharedJob(L.Shared, xa)
 		}
 		if err := s.expertsBatch(l, users, distinct, xa, ys, act, shj); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	out := sc.floats(T * D)
+	out = sc.floats(T * D)
 	if T == 1 {
 		combineExperts(out, ys, weights, K, D, 0, 1)
 	} else {
+		// The residual add too, where nothing is added to out after.
+		added = L.Shared == nil || shj != nil
+		var first []int
+		if added {
+			first = grow(&sc.first, T)
+		}
 		m.Pool.Parallel(T, K*D, func(lo, hi int) {
 			combineExperts(out, ys, weights, K, D, lo, hi)
 			if shj != nil {
 				for t := lo; t < hi; t++ {
 					kernels.Axpy(out[t*D:(t+1)*D], shj.gate[t], shj.y[t*D:(t+1)*D])
+				}
+			}
+			if added {
+				addTo(x[lo*D:hi*D], out[lo*D:hi*D])
+				for t := lo; t < hi; t++ {
+					first[t] = firstNonFinite(x[t*D : (t+1)*D])
 				}
 			}
 		})
@@ -119,7 +133,7 @@ func (s *Session) moe(l int, L *Layer, xa *acts, x []float32, T int) ([]float32,
 		}
 		s.lap(PhaseCombine)
 	}
-	return out, nil
+	return out, added, nil
 }
 
 // combineExperts sets out[t] to the sum from +0 over ranks k of
