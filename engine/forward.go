@@ -338,9 +338,8 @@ func (s *Session) layers(ids []int32, spans []seqSpan) (x, xn []float32, batchMa
 		if L.Delta != nil {
 			o = s.deltaNets(l, L, xa, T, spans)
 		} else {
-			att := s.attention(l, L, xa, T, spans)
+			a := s.attention(l, L, xa, T, spans)
 			o = sc.floats(T * D)
-			a := sc.newActs(att, len(att)/T, m.Mode)
 			a.prepare(m.Pool, &L.O)
 			s.lap(PhaseQuant)
 			matMul(m.Pool, &L.O, a, o)
