@@ -84,7 +84,9 @@ func (k *kernelSet) tileMinInputs(t quant.Type) int {
 // IQ4_NL 64 x 256 at 3 inputs 28.2 / 38.6, at 4 37.4 / 38.4, at 6 44.6 /
 // 39.4; 256 x 64 at 6 8.8 / 9.1, at 8 10.2 / 9.1; 640 x 2560 at 3 40.1 /
 // 42.6, at 4 51.9 / 42.9; Q6_K 256 x 256 at 4 20.4 / 29.9, 640 x 2560 at
-// 4 28.6 / 30.7, at 6 31.7 / 31.3.
+// 4 28.6 / 30.7, at 6 31.7 / 31.3. (Q6_K's rows beat its tiles up to 16
+// inputs on 256 x 256 too, 31.0 against 26.8 at 8, but taking them there
+// made tiny Q4_K_M's prefill no faster.)
 func (k *kernelSet) rowsBeatTiles(m *Matrix, ntok int) bool {
 	switch {
 	case k.q8rows[m.Type] == nil || kMinTiled(m.Type):
