@@ -360,7 +360,8 @@ func matVecs(pool *kernels.Pool, ms []*kernels.Matrix, as []*acts, outs [][]floa
 }
 
 // matVecsOrMul computes outs[i] = ms[i] a for a's rows: in one parallel pass
-// for a single row, else a matMul each (the same dot per element either
+// for a single row, or for a batch against matrices that all take its
+// quantized rows, else a matMul each (the same dot per element either
 // way). v is as for matVecs.
 func matVecsOrMul(pool *kernels.Pool, ms []*kernels.Matrix, a *acts, outs [][]float32, v *matVecArgs) {
 	if a.T() == 1 {
@@ -372,6 +373,17 @@ func matVecsOrMul(pool *kernels.Pool, ms []*kernels.Matrix, a *acts, outs [][]fl
 			v.as = append(v.as, a)
 		}
 		matVecs(pool, ms, v.as, outs, v)
+		return
+	}
+	// A batch against matrices that all take its quantized rows: one
+	// pass over all their rows (MatMulsQ8, each element MatMulQ8's).
+	q8 := len(ms) > 1
+	for _, mat := range ms {
+		q8 = q8 && a.useQ8(mat) && !a.useBF16(mat) && mat.Cols == ms[0].Cols
+	}
+	if q8 {
+		a.quantizeAll(pool, ms[0])
+		pool.MatMulsQ8(ms, a.q8(), outs)
 		return
 	}
 	for i, mat := range ms {

@@ -186,12 +186,80 @@ func (p *Pool) MatMulQ8To(m *Matrix, xs []*Q8Row, outs [][]float32) {
 	p.putTask(t)
 }
 
+// MatMulsQ8 is MatMulQ8 of several matrices of the same columns against
+// the same inputs, out[i][t*Rows_i+r] = DotQ8(row r of ms[i], xs[t]), in
+// one parallel pass over all their rows in tiles of qmmRows (the
+// attention's Q, K and V; a delta net's projections): each matrix takes
+// the path MatMulQ8 would (tiles, or the row kernels), so the bits are
+// MatMulQ8's at any thread count.
+func (p *Pool) MatMulsQ8(ms []*Matrix, xs []*Q8Row, outs [][]float32) {
+	ntok := len(xs)
+	if len(outs) != len(ms) {
+		panic(fmt.Sprintf("kernels: MatMulsQ8 of %d matrices into %d outputs", len(ms), len(outs)))
+	}
+	if ntok == 0 || len(ms) == 0 {
+		return
+	}
+	cols := ms[0].Cols
+	for i, m := range ms {
+		if m.Cols != cols {
+			panic(fmt.Sprintf("kernels: MatMulsQ8: matrix %d has %d columns, matrix 0 %d", i, m.Cols, cols))
+		}
+		checkMatMulQ8(m, xs, outs[i])
+		for _, x := range xs {
+			m.checkQ8("MatMulsQ8", x)
+		}
+	}
+	t := p.task()
+	t.ms, t.q8 = append(t.ms, ms...), append(t.q8, xs...)
+	// Per matrix its inputs' output rows, and its first tile.
+	t.start = append(t.start[:0], 0)
+	for i, m := range ms {
+		for k := 0; k < ntok; k++ {
+			t.us = append(t.us, outs[i][k*m.Rows:(k+1)*m.Rows])
+		}
+		t.start = append(t.start, t.start[i]+(m.Rows+qmmRows-1)/qmmRows)
+	}
+	t.padded = tilePadded(xs, cols/32)
+	p.Parallel(t.start[len(ms)], qmmRows*cols*ntok, t.matMulsQ8)
+	p.putTask(t)
+}
+
+// runMatMulsQ8 runs MatMulsQ8's tiles [lo, hi): each matrix's part by
+// its MatMulQ8 path.
+func (t *task) runMatMulsQ8(lo, hi int) {
+	ntok := len(t.q8)
+	var sc *qmmScratch
+	for i, m := range t.ms {
+		a, b := max(lo, t.start[i]), min(hi, t.start[i+1])
+		if a >= b {
+			continue
+		}
+		r0, r1 := (a-t.start[i])*qmmRows, min((b-t.start[i])*qmmRows, m.Rows)
+		outs := t.us[i*ntok : (i+1)*ntok]
+		if !tiledQ8(m.Type) || ntok < host.tileMinInputs(m.Type) || host.rowsBeatTiles(m, ntok) || !t.padded {
+			dotsRows(m, t.q8, outs, r0, r1)
+			continue
+		}
+		if sc == nil {
+			sc = getQmmScratch()
+		}
+		host.matMulQ8Tiles(m, t.q8, outs, r0, r1, sc)
+	}
+	if sc != nil {
+		qmmScratchPool.Put(sc)
+	}
+}
+
 // runMatMulQ8Dots runs MatMulQ8To's rows [lo, hi) one DotQ8 per output:
 // in chunks of about dotsChunkBytes of weights, each chunk against every
 // input by the type's multi-row kernel (dotQ8Range), so that a chunk
 // stays in L1 while the inputs pass over it.
-func (t *task) runMatMulQ8Dots(lo, hi int) {
-	m, xs, outs := t.m, t.q8, t.outs
+func (t *task) runMatMulQ8Dots(lo, hi int) { dotsRows(t.m, t.q8, t.outs, lo, hi) }
+
+// dotsRows sets outs[i][r] = DotQ8(row r of m, xs[i]) for rows [lo, hi)
+// as runMatMulQ8Dots says.
+func dotsRows(m *Matrix, xs []*Q8Row, outs [][]float32, lo, hi int) {
 	step := max(1, dotsChunkBytes/m.RowBytes)
 	for r := lo; r < hi; r += step {
 		r1 := min(r+step, hi)

@@ -528,3 +528,64 @@ func BenchmarkMatMulQ8Small(b *testing.B) {
 		}
 	}
 }
+
+// TestMatMulsQ8: several matrices of one column count (and of different
+// types and rows, some not a whole tile) in one MatMulsQ8 pass give
+// DotQ8's bits for every row of every matrix and input, at several input
+// and thread counts, on both paths (tiles and row kernels).
+func TestMatMulsQ8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(65, 66))
+	for _, cols := range []int{64, 256, 512} {
+		var ms []*Matrix
+		for _, typ := range q8Types {
+			ti, _ := quant.Info(typ)
+			if cols%ti.BlockElements != 0 {
+				continue
+			}
+			rows := 1 + rng.IntN(3*qmmRows)
+			m, err := NewMatrix(typ, randomRow(rng, typ, cols*rows), cols, rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms = append(ms, &m)
+		}
+		for _, ntok := range []int{1, 2, 3, 5, 8, 17} {
+			xs := make([]*Q8Row, ntok)
+			for i := range xs {
+				xs[i] = new(Q8Row)
+				if err := QuantizeQ8Row(gaussians(rng, cols, 1), xs[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, th := range []int{1, 2, 3} {
+				// Groups of 1 to 4 matrices, in turn.
+				for g := 0; g < len(ms); {
+					n := min(1+rng.IntN(4), len(ms)-g)
+					group := ms[g : g+n]
+					g += n
+					outs := make([][]float32, n)
+					for i, m := range group {
+						outs[i] = make([]float32, ntok*m.Rows+1)
+						outs[i][ntok*m.Rows] = 12345
+					}
+					p := NewPool(th)
+					p.MatMulsQ8(group, xs, outs)
+					p.Close()
+					for i, m := range group {
+						for k, x := range xs {
+							for r := 0; r < m.Rows; r++ {
+								if want := portable.dotQ8(m.Type, m.Row(r), x); !sameFloat(outs[i][k*m.Rows+r], want) {
+									t.Fatalf("%s %d x %d (matrix %d of %d), %d inputs on %d threads: input %d row %d is %g, DotQ8 %g",
+										m.Type, m.Rows, cols, i, n, ntok, th, k, r, outs[i][k*m.Rows+r], want)
+								}
+							}
+						}
+						if outs[i][ntok*m.Rows] != 12345 {
+							t.Fatalf("%s %d x %d: wrote past the outputs", m.Type, m.Rows, cols)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -22,9 +22,11 @@ type task struct {
 	pieces []rowPiece
 	rb     []int
 	fused  bool
+	// padded: MatMulsQ8's inputs are padded for the tiles.
+	padded bool
 
 	matMul, matVecs, matVecsQ8, matVecsQ8GLU func(lo, hi int)
-	matMulQ8Dots, matMulQ8Tiles              func(lo, hi int)
+	matMulQ8Dots, matMulQ8Tiles, matMulsQ8   func(lo, hi int)
 }
 
 // task is a recycled task of p.
@@ -33,7 +35,7 @@ func (p *Pool) task() *task {
 	if t == nil {
 		t = new(task)
 		t.matMul, t.matVecs, t.matVecsQ8, t.matVecsQ8GLU = t.runMatMul, t.runMatVecs, t.runMatVecsQ8, t.runMatVecsQ8GLU
-		t.matMulQ8Dots, t.matMulQ8Tiles = t.runMatMulQ8Dots, t.runMatMulQ8Tiles
+		t.matMulQ8Dots, t.matMulQ8Tiles, t.matMulsQ8 = t.runMatMulQ8Dots, t.runMatMulQ8Tiles, t.runMatMulsQ8
 	}
 	t.p = p
 	return t
