@@ -361,7 +361,7 @@ func matVecs(pool *kernels.Pool, ms []*kernels.Matrix, as []*acts, outs [][]floa
 
 // matVecsOrMul computes outs[i] = ms[i] a for a's rows: in one parallel pass
 // for a single row, or for a batch against matrices that all take its
-// quantized rows, else a matMul each (the same dot per element either
+// quantized (or rounded) rows, else a matMul each (the same dot per element either
 // way). v is as for matVecs.
 func matVecsOrMul(pool *kernels.Pool, ms []*kernels.Matrix, a *acts, outs [][]float32, v *matVecArgs) {
 	if a.T() == 1 {
@@ -375,15 +375,22 @@ func matVecsOrMul(pool *kernels.Pool, ms []*kernels.Matrix, a *acts, outs [][]fl
 		matVecs(pool, ms, v.as, outs, v)
 		return
 	}
-	// A batch against matrices that all take its quantized rows: one
-	// pass over all their rows (MatMulsQ8, each element MatMulQ8's).
-	q8 := len(ms) > 1
+	// A batch against matrices that all take its quantized (or rounded)
+	// rows: one pass over all their rows (MatMulsQ8, MatMulsBF16, each
+	// element MatMulQ8's or MatMulBF16's).
+	q8, bf := len(ms) > 1, len(ms) > 1
 	for _, mat := range ms {
 		q8 = q8 && a.useQ8(mat) && !a.useBF16(mat) && mat.Cols == ms[0].Cols
+		bf = bf && a.useBF16(mat) && mat.Cols == ms[0].Cols
 	}
-	if q8 {
+	switch {
+	case q8:
 		a.quantizeAll(pool, ms[0])
 		pool.MatMulsQ8(ms, a.q8(), outs)
+		return
+	case bf:
+		a.quantizeAll(pool, ms[0])
+		pool.MatMulsBF16(ms, a.bf16(), outs)
 		return
 	}
 	for i, mat := range ms {

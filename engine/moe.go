@@ -96,24 +96,7 @@ func (s *Session) moe(l int, L *Layer, xa *acts, x []float32, T int) (out []floa
 	} else {
 		// The residual add too, where nothing is added to out after.
 		added = L.Shared == nil || shj != nil
-		var first []int
-		if added {
-			first = grow(&sc.first, T)
-		}
-		m.Pool.Parallel(T, K*D, func(lo, hi int) {
-			combineExperts(out, ys, weights, K, D, lo, hi)
-			if shj != nil {
-				for t := lo; t < hi; t++ {
-					kernels.Axpy(out[t*D:(t+1)*D], shj.gate[t], shj.y[t*D:(t+1)*D])
-				}
-			}
-			if added {
-				addTo(x[lo*D:hi*D], out[lo*D:hi*D])
-				for t := lo; t < hi; t++ {
-					first[t] = firstNonFinite(x[t*D : (t+1)*D])
-				}
-			}
-		})
+		s.combineBatch(out, ys, weights, x, shj, added)
 	}
 	if s.Observer != nil {
 		s.trace = &LayerTrace{Layer: l, Pos0: s.Pos, Tokens: T, Probs: probs, IDs: ids, Weights: weights, ExpertOut: ys, MoEInput: xn, ExpertAct: act}
@@ -134,6 +117,36 @@ func (s *Session) moe(l int, L *Layer, xa *acts, x []float32, T int) (out []floa
 		s.lap(PhaseCombine)
 	}
 	return out, added, nil
+}
+
+// combineBatch is combineExperts of a batch's tokens in one parallel
+// pass, each token's row then plus its shared expert's gated output (shj
+// not nil) and, when add is set, added to the residual row x, whose
+// firstNonFinite goes to s.sc.first. (A function of its own, so that the
+// pass's closure and what it captures are made only for a batch, not on
+// every decode step.)
+func (s *Session) combineBatch(out, ys, weights, x []float32, shj *sharedJob, add bool) {
+	c := &s.m.Config
+	K, D := c.ExpertsUsed, c.Embd
+	T := len(out) / D
+	var first []int
+	if add {
+		first = grow(&s.sc.first, T)
+	}
+	s.m.Pool.Parallel(T, K*D, func(lo, hi int) {
+		combineExperts(out, ys, weights, K, D, lo, hi)
+		if shj != nil {
+			for t := lo; t < hi; t++ {
+				kernels.Axpy(out[t*D:(t+1)*D], shj.gate[t], shj.y[t*D:(t+1)*D])
+			}
+		}
+		if add {
+			addTo(x[lo*D:hi*D], out[lo*D:hi*D])
+			for t := lo; t < hi; t++ {
+				first[t] = firstNonFinite(x[t*D : (t+1)*D])
+			}
+		}
+	})
 }
 
 // combineExperts sets out[t] to the sum from +0 over ranks k of
