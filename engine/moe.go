@@ -43,7 +43,10 @@ func (s *Session) moe(l int, L *Layer, xa *acts, x []float32, T int) (out []floa
 		// A batch's tokens route in parallel, each range with its own
 		// marks (the store's residency, which cache-aware routing reads,
 		// is asked from one goroutine only).
-		m.Pool.Parallel(T, 16*E, func(lo, hi int) {
+		// A token's work counted as K scans of E plus E float64
+		// exponentials at about 32 each: at 16*E a 64-token batch of 32
+		// experts ran on the caller alone.
+		m.Pool.Parallel(T, E*(K+32), func(lo, hi int) {
 			var taken []bool
 			for t := lo; t < hi; t++ {
 				softmax(probs[t*E:(t+1)*E], logits[t*E:(t+1)*E])
