@@ -424,14 +424,15 @@ func checkQ8RowPlanes(t *testing.T, what string, got, want *Q8Row) {
 
 // TestMatMulQ8ToFewInputs: MatMulQ8To at the shapes where the row kernels
 // take the call instead of the tiles (rowsBeatTiles: few inputs, rows
-// shorter than a group) and just past them gives DotQ8's bits for every
-// row and input, at several thread counts, rows of several chunks
-// (dotsChunkBytes) included.
+// shorter than a group) or the packed tiles do (packRows: rows of 1, 2 or
+// 4 sub-blocks) and just past them gives DotQ8's bits for every row and
+// input, at several thread counts, rows of several chunks (dotsChunkBytes)
+// included.
 func TestMatMulQ8ToFewInputs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(61, 62))
 	for _, typ := range q8Types {
 		ti, _ := quant.Info(typ)
-		for _, cols := range []int{64, 96, 224, 256, 512} {
+		for _, cols := range []int{32, 64, 96, 128, 224, 256, 512} {
 			if cols%ti.BlockElements != 0 {
 				continue
 			}
@@ -439,6 +440,10 @@ func TestMatMulQ8ToFewInputs(t *testing.T) {
 			if cols == 64 {
 				rows = dotsChunkBytes/(cols/ti.BlockElements*ti.BlockBytes) + 1 + rng.IntN(50)
 			}
+			if cols <= 128 && rng.IntN(3) > 0 {
+				rows = rows / 8 * 8 // packable (packRows), most of the time
+			}
+			rows = max(rows, 1)
 			m, err := NewMatrix(typ, randomRow(rng, typ, cols*rows), cols, rows)
 			if err != nil {
 				t.Fatal(err)
@@ -463,8 +468,8 @@ func TestMatMulQ8ToFewInputs(t *testing.T) {
 					for i, x := range xs {
 						for r := 0; r < rows; r++ {
 							if want := portable.dotQ8(typ, m.Row(r), x); !sameFloat(outs[i][r], want) {
-								t.Fatalf("%s %d x %d, %d inputs on %d threads (rows path %v): input %d row %d is %g, DotQ8 %g",
-									typ, rows, cols, ntok, th, host.rowsBeatTiles(&m, ntok), i, r, outs[i][r], want)
+								t.Fatalf("%s %d x %d, %d inputs on %d threads (rows path %v, packed %d): input %d row %d is %g, DotQ8 %g",
+									typ, rows, cols, ntok, th, host.rowsBeatTiles(&m, ntok), host.packRows(&m), i, r, outs[i][r], want)
 							}
 						}
 						if outs[i][rows] != 12345 {
@@ -478,8 +483,9 @@ func TestMatMulQ8ToFewInputs(t *testing.T) {
 }
 
 // BenchmarkMatMulQ8Small: the tiles against the row kernels one input at a
-// time over chunks of rows (runMatMulQ8Dots' walk) at the tiny models'
-// expert shapes and a field one, at 2 to 8 inputs, on one thread, in
+// time over chunks of rows (runMatMulQ8Dots' walk) and, for rows shorter
+// than a group, the packed tiles (packRows), at the tiny models' expert
+// shapes and a field one, at 2 to 16 inputs, on one thread, in
 // multiply-adds per CPU-second: where rowsBeatTiles' crossings come from.
 func BenchmarkMatMulQ8Small(b *testing.B) {
 	rng := rand.New(rand.NewPCG(63, 64))
@@ -524,6 +530,16 @@ func BenchmarkMatMulQ8Small(b *testing.B) {
 					}
 					reportCPURate(b, float64(b.N)*macs, processCPU()-cpu, "cpu-GMAC/s")
 				})
+				if host.packRows(&m) > 1 {
+					b.Run(fmt.Sprintf("%s/%dx%d/%d/packed", typ, sh.rows, sh.cols, ntok), func(b *testing.B) {
+						p := NewPool(1)
+						cpu := processCPU()
+						for b.Loop() {
+							p.MatMulQ8To(&m, xs, outs) // packRows: the packed tiles
+						}
+						reportCPURate(b, float64(b.N)*macs, processCPU()-cpu, "cpu-GMAC/s")
+					})
+				}
 			}
 		}
 	}

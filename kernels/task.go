@@ -12,6 +12,7 @@ type task struct {
 	start    []int
 	q8       []*Q8Row
 	bx       []*BF16Row
+	reps     []*Q8Row // MatMulQ8To's inputs repeated (packed tiles), kept
 	xs       [][]float32
 	outs, us [][]float32
 	glu      func(i, lo, hi int)
@@ -28,7 +29,7 @@ type task struct {
 
 	matMul, matVecs, matVecsQ8, matVecsQ8GLU func(lo, hi int)
 	matMulQ8Dots, matMulQ8Tiles, matMulsQ8   func(lo, hi int)
-	matMulsBF16                              func(lo, hi int)
+	matMulsBF16, matMulQ8Packed              func(lo, hi int)
 }
 
 // task is a recycled task of p.
@@ -38,7 +39,7 @@ func (p *Pool) task() *task {
 		t = new(task)
 		t.matMul, t.matVecs, t.matVecsQ8, t.matVecsQ8GLU = t.runMatMul, t.runMatVecs, t.runMatVecsQ8, t.runMatVecsQ8GLU
 		t.matMulQ8Dots, t.matMulQ8Tiles, t.matMulsQ8 = t.runMatMulQ8Dots, t.runMatMulQ8Tiles, t.runMatMulsQ8
-		t.matMulsBF16 = t.runMatMulsBF16
+		t.matMulsBF16, t.matMulQ8Packed = t.runMatMulsBF16, t.runMatMulQ8Packed
 	}
 	t.p = p
 	return t
