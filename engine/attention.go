@@ -6,14 +6,15 @@ import (
 	"github.com/stratactl/stratactl/kernels"
 )
 
-// attention runs the attention block on the normed inputs xn of T tokens,
+// attention runs the attention block on the normed inputs xa of T tokens,
 // the spans' tokens one after the other, each at its session's positions:
 // it appends their keys and values to their sessions' caches and returns
 // the concatenated head outputs [T][Heads*ValueDim] (times sigmoid of the
-// output gate when the layer has one), before the output projection. The
+// output gate when the layer has one), before the output projection, in
+// a wrapper with a batch's rows quantized for that projection. The
 // projections take the whole batch; each token attends to its own
 // sequence's cache.
-func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpan) []float32 {
+func (s *Session) attention(l int, L *Layer, xa *acts, T int, spans []seqSpan) *acts {
 	m := s.m
 	c := &m.Config
 	hd, vd := c.HeadDim, c.ValueDim
@@ -27,7 +28,6 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 	q := sc.floats(T * qstride)
 	k := sc.floats(T * kdim)
 	v := sc.floats(T * vdim)
-	xa := sc.newActs(xn, c.Embd, m.Mode)
 	xa.prepare(m.Pool, &L.Q)
 	s.lap(PhaseQuant)
 	matVecsOrMul(m.Pool, []*kernels.Matrix{&L.Q, &L.K, &L.V}, xa, [][]float32{q, k, v}, &sc.vecs)
@@ -71,10 +71,10 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 	out := sc.floats(T * c.Heads * vd) // each head's part cleared in the pass
 	a := &sc.attn
 	if a.fn == nil {
-		a.fn = a.run
+		a.fn, a.tokFn = a.run, a.runTokens
 	}
 	*a = attnPass{c: c, L: L, l: l, spans: spans, q: q, out: out, maxN: maxN, qstride: qstride, hstride: hstride,
-		scale: float32(1 / math.Sqrt(float64(hd))), fast: m.Mode == Fast, fn: a.fn}
+		scale: float32(1 / math.Sqrt(float64(hd))), fast: m.Mode == Fast, fn: a.fn, tokFn: a.tokFn}
 	// One decode token's queries are normed and rotated in the pass, and
 	// its heads score into rows of one reused buffer; a batch's ranges
 	// each make their own.
@@ -84,10 +84,21 @@ func (s *Session) attention(l int, L *Layer, xn []float32, T int, spans []seqSpa
 		// buffer grows with the cache, not with each step.
 		a.perHead = grow(&sc.scores, c.Heads*max(maxN, cap(spans[0].s.kcache[l][0])/hd))[:c.Heads*maxN]
 	}
-	m.Pool.Parallel(T*c.Heads, maxN*(hd+vd), a.fn)
-	*a = attnPass{fn: a.fn}
+	oa := sc.newActs(out, c.Heads*vd, m.Mode)
+	if T == 1 {
+		m.Pool.Parallel(T*c.Heads, maxN*(hd+vd), a.fn)
+	} else {
+		// A batch's tokens, each with all its heads, so that each range
+		// ends with its tokens' output rows whole and quantizes them for
+		// the output projection in the pass (acts.rowsFor).
+		a.oa = oa
+		a.oq, a.ob = oa.rowsFor(&L.O)
+		m.Pool.Parallel(T, c.Heads*maxN*(hd+vd), a.tokFn)
+		oa.setRows(a.oq, a.ob)
+	}
+	*a = attnPass{fn: a.fn, tokFn: a.tokFn}
 	s.lap(PhaseAttn)
-	return out
+	return oa
 }
 
 // attnPass is attention's pass over (token, head) pairs, its function
@@ -110,7 +121,21 @@ type attnPass struct {
 	// head is normed and rotated here (normRotateHead) before its scores,
 	// once, as normRotate would have before the pass.
 	cos, sin []float32
-	fn       func(lo, hi int)
+	// oa wraps out; a batch's pass (runTokens) quantizes its rows into
+	// oq or ob (rowsFor) for the output projection.
+	oa    *acts
+	oq    []*kernels.Q8Row
+	ob    []*kernels.BF16Row
+	fn    func(lo, hi int)
+	tokFn func(lo, hi int)
+}
+
+// runTokens runs the pairs of tokens [lo, hi), every head of each, then
+// quantizes the tokens' output rows (when oq or ob is set).
+func (a *attnPass) runTokens(lo, hi int) {
+	H := a.c.Heads
+	a.run(lo*H, hi*H)
+	a.oa.quantizeRows(a.oq, a.ob, lo, hi)
 }
 
 func (a *attnPass) run(lo, hi int) {

@@ -32,11 +32,11 @@ func (st *deltaState) reset() {
 	clear(st.ssm)
 }
 
-// deltaNet runs the gated delta net of layer l on the normed inputs xn of
+// deltaNet runs the gated delta net of layer l on the normed inputs xa of
 // T tokens and returns its output [T][Embd]. The recurrence runs token by
 // token (a batch is the same arithmetic as T single-token steps, so prefill
 // and decode agree bit for bit); the projections are batched.
-func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
+func (s *Session) deltaNet(l int, L *Layer, xa *acts, T int) []float32 {
 	m := s.m
 	c := &m.Config
 	sc := &c.SSM
@@ -45,7 +45,6 @@ func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
 	C, K := sc.Channels(), sc.ConvKernel
 	NK, DK, NV, DV := sc.KeyHeads, sc.KeyDim, sc.ValueHeads, sc.ValueDim
 	buf := &s.sc
-	xa := buf.newActs(xn, c.Embd, m.Mode)
 
 	// Projections: conv input, output gate, beta and alpha logits.
 	ext := buf.floats((K - 1 + T) * C) // conv history then this batch's inputs
@@ -82,42 +81,23 @@ func (s *Session) deltaNet(l int, L *Layer, xn []float32, T int) []float32 {
 		s.lapProducts(PhaseQKV, &d.QKV, &d.Z, &d.Beta, &d.Alpha)
 	}
 
-	// Causal depthwise conv over time, then SiLU: out[t, c] = sum_j
-	// w[c, j] * in[t-K+1+j, c], the inputs before the batch from the state.
+	// Causal depthwise conv over time, then SiLU; q and k normalised;
+	// beta and the decay: token by token, a batch's tokens in parallel
+	// (convPass.run).
 	copy(ext, st.conv)
 	conv := buf.floats(T * C)
-	for t := 0; t < T; t++ {
-		o := conv[t*C : (t+1)*C]
-		for ch := range o {
-			w := d.Conv[ch*K : (ch+1)*K]
-			var acc float32
-			for j, wj := range w {
-				acc += wj * ext[(t+j)*C+ch]
-			}
-			o[ch] = silu(acc)
-		}
+	cp := &buf.conv
+	if cp.fn == nil {
+		cp.fn = cp.run
 	}
+	*cp = convPass{sc: sc, d: d, ext: ext, conv: conv, alpha: alpha, beta: beta, fn: cp.fn}
+	if T == 1 {
+		cp.run(0, 1)
+	} else {
+		m.Pool.Parallel(T, C*(K+8), cp.fn)
+	}
+	*cp = convPass{fn: cp.fn}
 	copy(st.conv2, ext[T*C:])
-
-	// q, k L2-normalised per key head, q scaled by 1/sqrt(KeyDim); beta =
-	// sigmoid; decay g = softplus(alpha + dt_bias) * A (A < 0).
-	qscale := float32(1 / math.Sqrt(float64(DK)))
-	for t := 0; t < T; t++ {
-		for h := 0; h < 2*NK; h++ {
-			x := conv[t*C+h*DK : t*C+(h+1)*DK]
-			l2Normalize(x)
-			if h < NK {
-				for i := range x {
-					x[i] *= qscale
-				}
-			}
-		}
-		for h := 0; h < NV; h++ {
-			i := t*NV + h
-			beta[i] = sigmoid(beta[i])
-			alpha[i] = float32(softplus(float64(alpha[i]+d.DtBias[h])) * float64(d.A[h]))
-		}
-	}
 
 	// The delta rule, per value head: S <- exp(g) S; S <- S + k (beta (v -
 	// S^T k))^T; o = S^T q.
@@ -174,6 +154,52 @@ func softplus(x float64) float64 {
 		return x
 	}
 	return math.Log1p(math.Exp(x))
+}
+
+// convPass is the gated delta net's token-wise pass, its function bound
+// once (as deltaPass's): for tokens [lo, hi), the causal depthwise conv
+// over time then SiLU, out[t, c] = silu(sum_j w[c, j] * in[t-K+1+j, c])
+// (the inputs before the batch from the state, ext's first K-1 rows); q
+// and k L2-normalised per key head, q scaled by 1/sqrt(KeyDim); beta =
+// sigmoid; decay g = softplus(alpha + dt_bias) * A (A < 0). Each token's
+// values are its own, so the bits do not depend on the split.
+type convPass struct {
+	sc                     *SSMConfig
+	d                      *DeltaNet
+	ext, conv, alpha, beta []float32
+	fn                     func(lo, hi int)
+}
+
+func (p *convPass) run(lo, hi int) {
+	sc, d, ext, conv := p.sc, p.d, p.ext, p.conv
+	C, K := sc.Channels(), sc.ConvKernel
+	NK, DK, NV := sc.KeyHeads, sc.KeyDim, sc.ValueHeads
+	qscale := float32(1 / math.Sqrt(float64(DK)))
+	for t := lo; t < hi; t++ {
+		o := conv[t*C : (t+1)*C]
+		for ch := range o {
+			w := d.Conv[ch*K : (ch+1)*K]
+			var acc float32
+			for j, wj := range w {
+				acc += wj * ext[(t+j)*C+ch]
+			}
+			o[ch] = silu(acc)
+		}
+		for h := 0; h < 2*NK; h++ {
+			x := conv[t*C+h*DK : t*C+(h+1)*DK]
+			l2Normalize(x)
+			if h < NK {
+				for i := range x {
+					x[i] *= qscale
+				}
+			}
+		}
+		for h := 0; h < NV; h++ {
+			i := t*NV + h
+			p.beta[i] = sigmoid(p.beta[i])
+			p.alpha[i] = float32(softplus(float64(p.alpha[i]+d.DtBias[h])) * float64(d.A[h]))
+		}
+	}
 }
 
 // deltaPass is the delta rule's pass over value heads, its function bound

@@ -332,30 +332,33 @@ func (s *Session) layers(ids []int32, spans []seqSpan) (x, xn []float32, batchMa
 	for l := range m.Layers {
 		L := &m.Layers[l]
 		sc.rewind(batchMark)
-		s.normRows(xn, x, L.AttnNorm, T)
+		xa := s.normActs(x, nil, xn, L.AttnNorm, T, L.mixerInput())
 		s.lap(PhaseNorm)
 		var o []float32
 		if L.Delta != nil {
-			o = s.deltaNets(l, L, xn, T, spans)
+			o = s.deltaNets(l, L, xa, T, spans)
 		} else {
-			att := s.attention(l, L, xn, T, spans)
+			a := s.attention(l, L, xa, T, spans)
 			o = sc.floats(T * D)
-			a := sc.newActs(att, len(att)/T, m.Mode)
 			a.prepare(m.Pool, &L.O)
 			s.lap(PhaseQuant)
 			matMul(m.Pool, &L.O, a, o)
 			s.lapProducts(PhaseO, &L.O)
 		}
-		s.addRows(x, o, T)
+		xm := s.normActs(x, o, xn, L.FFNNorm, T, s.expertInput(l))
 		s.raMixer(l, o, T)
-		s.normRows(xn, x, L.FFNNorm, T)
 		s.lap(PhaseNorm)
-		moeOut, err := s.moe(l, L, xn, x, T)
+		moeOut, added, err := s.moe(l, L, xm, x, T)
 		if err != nil {
 			return nil, nil, batchMark, err
 		}
-		s.addRows(x, moeOut, T)
-		if i := s.firstNonFiniteRows(x, T); i >= 0 {
+		i := -1
+		if added {
+			i = firstOfRows(s.sc.first, D)
+		} else {
+			i = s.addRowsFinite(x, moeOut, T)
+		}
+		if i >= 0 {
 			_, pos := spanOf(spans, i/D)
 			return nil, nil, batchMark, fmt.Errorf("%s: layer %d gave a non-finite hidden value (%v at position %d, element %d): the weights of blk.%d.* or earlier hold NaN or infinity, or overflow",
 				m.File.Path, l, x[i], pos, i%D, l)
@@ -410,64 +413,83 @@ func (m *Model) embedRow(ids []int32, x []float32, t int) error {
 	return nil
 }
 
-// firstNonFiniteRows is firstNonFinite of the T rows x, a batch's in
-// parallel.
-func (s *Session) firstNonFiniteRows(x []float32, T int) int {
+// addRowsFinite adds the T rows o to x, a batch's rows in parallel, and
+// returns firstNonFinite of the sums (the first in row order), in the
+// same pass.
+func (s *Session) addRowsFinite(x, o []float32, T int) int {
 	if T == 1 {
+		addTo(x, o)
 		return firstNonFinite(x)
 	}
 	D := s.m.Config.Embd
-	first := make([]int, T)
-	s.m.Pool.Parallel(T, D, func(lo, hi int) {
+	first := grow(&s.sc.first, T)
+	s.m.Pool.Parallel(T, 3*D, func(lo, hi int) {
+		addTo(x[lo*D:hi*D], o[lo*D:hi*D])
 		for t := lo; t < hi; t++ {
 			first[t] = firstNonFinite(x[t*D : (t+1)*D])
 		}
 	})
+	return firstOfRows(first, D)
+}
+
+// firstOfRows is the index in rows of n of the first non-finite value,
+// first[t] being row t's firstNonFinite; -1 when there is none.
+func firstOfRows(first []int, n int) int {
 	for t, i := range first {
 		if i >= 0 {
-			return t*D + i
+			return t*n + i
 		}
 	}
 	return -1
 }
 
-// deltaNets runs layer l's gated delta net on each span's tokens of xn,
+// deltaNets runs layer l's gated delta net on each span's tokens of xa,
 // each on its session's state (and in its scratch, s's for its own).
-func (s *Session) deltaNets(l int, L *Layer, xn []float32, T int, spans []seqSpan) []float32 {
+func (s *Session) deltaNets(l int, L *Layer, xa *acts, T int, spans []seqSpan) []float32 {
 	if len(spans) == 1 && spans[0].s == s {
-		return s.deltaNet(l, L, xn, T)
+		return s.deltaNet(l, L, xa, T)
 	}
 	D := s.m.Config.Embd
+	xn := xa.f32()
 	o := s.sc.floats(T * D)
 	lo := 0
 	for _, sp := range spans {
 		sp.s.sc.reset()
-		copy(o[lo*D:(lo+sp.n)*D], sp.s.deltaNet(l, L, xn[lo*D:(lo+sp.n)*D], sp.n))
+		ea := sp.s.sc.newActs(xn[lo*D:(lo+sp.n)*D], D, s.m.Mode)
+		copy(o[lo*D:(lo+sp.n)*D], sp.s.deltaNet(l, L, ea, sp.n))
 		lo += sp.n
 	}
 	return o
 }
 
-// normRows is rmsNormRows of T rows of Embd with weights w, a batch's rows
-// in parallel.
-func (s *Session) normRows(y, x, w []float32, T int) {
-	c := &s.m.Config
+// normActs sets y to rmsNormRows of the T rows x with weights w, after
+// adding the rows o to x when o is not nil, and returns y's wrapper with
+// its rows quantized (or rounded) for mat's products when mat is not nil
+// and the batch has several: a batch's rows in parallel, all of it in one
+// pass. Each row is the same as the separate passes' (add, norm, then
+// acts.prepare).
+func (s *Session) normActs(x, o, y, w []float32, T int, mat *kernels.Matrix) *acts {
+	m := s.m
+	c := &m.Config
 	D := c.Embd
+	a := s.sc.newActs(y[:T*D], D, m.Mode)
 	if T == 1 {
+		if o != nil {
+			addTo(x, o)
+		}
 		rmsNormRows(y, x, w, D, c.Eps)
-		return
+		return a
 	}
-	s.m.Pool.Parallel(T, 4*D, func(lo, hi int) { rmsNormRows(y[lo*D:hi*D], x[lo*D:hi*D], w, D, c.Eps) })
-}
-
-// addRows adds the T rows o to x, a batch's rows in parallel.
-func (s *Session) addRows(x, o []float32, T int) {
-	if T == 1 {
-		addTo(x, o)
-		return
-	}
-	D := s.m.Config.Embd
-	s.m.Pool.Parallel(T, 2*D, func(lo, hi int) { addTo(x[lo*D:hi*D], o[lo*D:hi*D]) })
+	q, b := a.rowsFor(mat)
+	m.Pool.Parallel(T, 6*D, func(lo, hi int) {
+		if o != nil {
+			addTo(x[lo*D:hi*D], o[lo*D:hi*D])
+		}
+		rmsNormRows(y[lo*D:hi*D], x[lo*D:hi*D], w, D, c.Eps)
+		a.quantizeRows(q, b, lo, hi)
+	})
+	a.setRows(q, b)
+	return a
 }
 
 func addTo(x, o []float32) { kernels.AddTo(x, o) }

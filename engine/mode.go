@@ -58,6 +58,9 @@ type acts struct {
 	// Rows whose buffers the next quantization reuses (rewrap).
 	spareQ []*kernels.Q8Row
 	spareB []*kernels.BF16Row
+	// A gathered batch's lists of its source's rows, reused by gatherInto.
+	gq []*kernels.Q8Row
+	gb []*kernels.BF16Row
 }
 
 // newActs wraps the rows x (len a multiple of n) for mode mode.
@@ -110,7 +113,7 @@ func (a *acts) f32() []float32 {
 func (a *acts) q8() []*kernels.Q8Row {
 	if a.q == nil {
 		if a.from != nil {
-			a.q = make([]*kernels.Q8Row, a.T())
+			a.q = grow(&a.gq, a.T())
 		} else {
 			a.q = reuseRows(a.spareQ, a.T())
 		}
@@ -133,7 +136,7 @@ func (a *acts) q8() []*kernels.Q8Row {
 func (a *acts) bf16() []*kernels.BF16Row {
 	if a.b == nil {
 		if a.from != nil {
-			a.b = make([]*kernels.BF16Row, a.T())
+			a.b = grow(&a.gb, a.T())
 		} else {
 			a.b = reuseRows(a.spareB, a.T())
 		}
@@ -148,12 +151,17 @@ func (a *acts) bf16() []*kernels.BF16Row {
 	return a.b
 }
 
-// gather is the rows idx of a. Its quantized and bfloat16 rows are a's,
-// shared, so no row is quantized twice; its float32 rows are copied to buf
-// (len >= len(idx)*n) only when a product reads them (f32): in fast mode a
-// product on a quantized type reads the shared quantized rows in place.
-func (a *acts) gather(idx []int, buf []float32) *acts {
-	return &acts{n: a.n, rows: len(idx), fast: a.fast, from: a, idx: idx, buf: buf}
+// gatherInto makes g the rows idx of a and returns it. Its quantized and
+// bfloat16 rows are a's, shared, so no row is quantized twice; its float32
+// rows are copied to buf (len >= len(idx)*n) only when a product reads
+// them (f32): in fast mode a product on a quantized type reads the shared
+// quantized rows in place. g's lists of shared rows are reused (its own
+// quantized rows, if it had any, are dropped: g is a gathered batch's
+// wrapper from then on).
+func (a *acts) gatherInto(g *acts, idx []int, buf []float32) *acts {
+	gq, gb := g.gq, g.gb
+	*g = acts{n: a.n, rows: len(idx), fast: a.fast, from: a, idx: idx, buf: buf, gq: gq, gb: gb}
+	return g
 }
 
 // prepare makes the rows in the form a product of mat with a reads
@@ -204,6 +212,51 @@ func (a *acts) quantizeAll(pool *kernels.Pool, mat *kernels.Matrix) {
 			})
 			a.q = q
 		}
+	}
+}
+
+// rowsFor is the rows quantizeAll(pool, mat) would fill, to be filled by
+// quantizeRows and set by setRows instead (as part of another pass over
+// the rows): new Q8_0 or bfloat16 rows, the spare ones reused; none where
+// quantizeAll would do nothing or mat is nil.
+func (a *acts) rowsFor(mat *kernels.Matrix) ([]*kernels.Q8Row, []*kernels.BF16Row) {
+	if mat == nil || a.from != nil || a.T() < 2 {
+		return nil, nil
+	}
+	switch {
+	case a.useBF16(mat):
+		if a.b == nil {
+			return nil, reuseRows(a.spareB, a.T())
+		}
+	case a.useQ8(mat):
+		if a.q == nil {
+			return reuseRows(a.spareQ, a.T()), nil
+		}
+	}
+	return nil, nil
+}
+
+// quantizeRows quantizes (or rounds) a's rows [lo, hi) into rowsFor's
+// rows q (or b), as quantizeAll does.
+func (a *acts) quantizeRows(q []*kernels.Q8Row, b []*kernels.BF16Row, lo, hi int) {
+	n, x := a.n, a.x
+	for t := lo; t < hi && q != nil; t++ {
+		if err := kernels.QuantizeQ8Row(x[t*n:(t+1)*n], q[t]); err != nil {
+			panic("engine: " + err.Error()) // as in q8
+		}
+	}
+	for t := lo; t < hi && b != nil; t++ {
+		kernels.QuantizeBF16Row(x[t*n:(t+1)*n], b[t])
+	}
+}
+
+// setRows makes rowsFor's rows, every one filled by quantizeRows, a's.
+func (a *acts) setRows(q []*kernels.Q8Row, b []*kernels.BF16Row) {
+	if q != nil {
+		a.q = q
+	}
+	if b != nil {
+		a.b = b
 	}
 }
 
@@ -307,7 +360,8 @@ func matVecs(pool *kernels.Pool, ms []*kernels.Matrix, as []*acts, outs [][]floa
 }
 
 // matVecsOrMul computes outs[i] = ms[i] a for a's rows: in one parallel pass
-// for a single row, else a matMul each (the same dot per element either
+// for a single row, or for a batch against matrices that all take its
+// quantized (or rounded) rows, else a matMul each (the same dot per element either
 // way). v is as for matVecs.
 func matVecsOrMul(pool *kernels.Pool, ms []*kernels.Matrix, a *acts, outs [][]float32, v *matVecArgs) {
 	if a.T() == 1 {
@@ -319,6 +373,24 @@ func matVecsOrMul(pool *kernels.Pool, ms []*kernels.Matrix, a *acts, outs [][]fl
 			v.as = append(v.as, a)
 		}
 		matVecs(pool, ms, v.as, outs, v)
+		return
+	}
+	// A batch against matrices that all take its quantized (or rounded)
+	// rows: one pass over all their rows (MatMulsQ8, MatMulsBF16, each
+	// element MatMulQ8's or MatMulBF16's).
+	q8, bf := len(ms) > 1, len(ms) > 1
+	for _, mat := range ms {
+		q8 = q8 && a.useQ8(mat) && !a.useBF16(mat) && mat.Cols == ms[0].Cols
+		bf = bf && a.useBF16(mat) && mat.Cols == ms[0].Cols
+	}
+	switch {
+	case q8:
+		a.quantizeAll(pool, ms[0])
+		pool.MatMulsQ8(ms, a.q8(), outs)
+		return
+	case bf:
+		a.quantizeAll(pool, ms[0])
+		pool.MatMulsBF16(ms, a.bf16(), outs)
 		return
 	}
 	for i, mat := range ms {

@@ -99,6 +99,18 @@ type Layer struct {
 	Shared *SharedExpert
 }
 
+// mixerInput is the first matrix the layer's token mixer multiplies its
+// normed input by (the input's quantization follows its type).
+func (L *Layer) mixerInput() *kernels.Matrix {
+	switch {
+	case L.Delta == nil:
+		return &L.Q
+	case L.Delta.In != nil:
+		return L.Delta.In
+	}
+	return &L.Delta.QKV
+}
+
 // DeltaNet is a gated delta net's weights.
 type DeltaNet struct {
 	QKV kernels.Matrix // input -> conv channels (q | k | v)

@@ -10,16 +10,18 @@ import (
 	"github.com/stratactl/stratactl/kernels"
 )
 
-// moe runs the mixture-of-experts block on the normed inputs xn of T tokens
-// and returns its output [T][Embd].
-func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error) {
+// moe runs the mixture-of-experts block on the normed inputs xa of T
+// tokens and returns its output [T][Embd]. When it reports added, it has
+// also added the output to the residual rows x and set s.sc.first to
+// firstNonFinite of each sum (addRowsFinite's work), in its combine pass.
+func (s *Session) moe(l int, L *Layer, xa *acts, x []float32, T int) (out []float32, added bool, err error) {
 	m := s.m
 	c := &m.Config
 	E, K, D := c.Experts, c.ExpertsUsed, c.Embd
-	// The router, the shared expert and every routed expert read xn: in
+	// The router, the shared expert and every routed expert read xa: in
 	// fast mode it is quantized once for all of them.
 	sc := &s.sc
-	xa := sc.newActs(xn, D, m.Mode)
+	xn := xa.f32()
 	logits := sc.floats(T * E)
 	xa.prepare(m.Pool, &L.Router)
 	s.lap(PhaseQuant)
@@ -41,7 +43,10 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 		// A batch's tokens route in parallel, each range with its own
 		// marks (the store's residency, which cache-aware routing reads,
 		// is asked from one goroutine only).
-		m.Pool.Parallel(T, 16*E, func(lo, hi int) {
+		// A token's work counted as K scans of E plus E float64
+		// exponentials at about 32 each: at 16*E a 64-token batch of 32
+		// experts ran on the caller alone.
+		m.Pool.Parallel(T, E*(K+32), func(lo, hi int) {
 			var taken []bool
 			for t := lo; t < hi; t++ {
 				softmax(probs[t*E:(t+1)*E], logits[t*E:(t+1)*E])
@@ -72,24 +77,39 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 		act = make([]float32, T*K*c.ExpertFF)
 	}
 	s.lap(PhaseRoute)
+	// With the routed experts run in parallel, the shared expert is one
+	// more item of that pass (sharedJob) and its gated output is added in
+	// the combine pass.
+	var shj *sharedJob
 	if T == 1 {
 		if err := s.expertsOneToken(l, ids, xa, ys, act); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-	} else if err := s.expertsBatch(l, users, distinct, xa, ys, act); err != nil {
-		return nil, err
+	} else {
+		if L.Shared != nil && s.expertsInParallel(len(distinct)) {
+			shj = s.newSharedJob(L.Shared, xa)
+		}
+		if err := s.expertsBatch(l, users, distinct, xa, ys, act, shj); err != nil {
+			return nil, false, err
+		}
 	}
-	out := sc.floats(T * D)
+	out = sc.floats(T * D)
 	if T == 1 {
 		combineExperts(out, ys, weights, K, D, 0, 1)
 	} else {
-		m.Pool.Parallel(T, K*D, func(lo, hi int) { combineExperts(out, ys, weights, K, D, lo, hi) })
+		// The residual add too, where nothing is added to out after.
+		added = L.Shared == nil || shj != nil
+		s.combineBatch(out, ys, weights, x, shj, added)
 	}
 	if s.Observer != nil {
 		s.trace = &LayerTrace{Layer: l, Pos0: s.Pos, Tokens: T, Probs: probs, IDs: ids, Weights: weights, ExpertOut: ys, MoEInput: xn, ExpertAct: act}
 	}
 	s.lap(PhaseCombine)
-	if L.Shared != nil {
+	if shj != nil {
+		if s.trace != nil {
+			s.trace.SharedGate, s.trace.SharedOut = shj.gate, shj.y
+		}
+	} else if L.Shared != nil {
 		gate, sh := s.sharedExpert(L.Shared, xa)
 		for t := 0; t < T; t++ {
 			kernels.Axpy(out[t*D:(t+1)*D], gate[t], sh[t*D:(t+1)*D])
@@ -99,7 +119,37 @@ func (s *Session) moe(l int, L *Layer, xn, x []float32, T int) ([]float32, error
 		}
 		s.lap(PhaseCombine)
 	}
-	return out, nil
+	return out, added, nil
+}
+
+// combineBatch is combineExperts of a batch's tokens in one parallel
+// pass, each token's row then plus its shared expert's gated output (shj
+// not nil) and, when add is set, added to the residual row x, whose
+// firstNonFinite goes to s.sc.first. (A function of its own, so that the
+// pass's closure and what it captures are made only for a batch, not on
+// every decode step.)
+func (s *Session) combineBatch(out, ys, weights, x []float32, shj *sharedJob, add bool) {
+	c := &s.m.Config
+	K, D := c.ExpertsUsed, c.Embd
+	T := len(out) / D
+	var first []int
+	if add {
+		first = grow(&s.sc.first, T)
+	}
+	s.m.Pool.Parallel(T, K*D, func(lo, hi int) {
+		combineExperts(out, ys, weights, K, D, lo, hi)
+		if shj != nil {
+			for t := lo; t < hi; t++ {
+				kernels.Axpy(out[t*D:(t+1)*D], shj.gate[t], shj.y[t*D:(t+1)*D])
+			}
+		}
+		if add {
+			addTo(x[lo*D:hi*D], out[lo*D:hi*D])
+			for t := lo; t < hi; t++ {
+				first[t] = firstNonFinite(x[t*D : (t+1)*D])
+			}
+		}
+	})
 }
 
 // combineExperts sets out[t] to the sum from +0 over ranks k of
@@ -144,6 +194,46 @@ func (s *Session) sharedExpert(sh *SharedExpert, xa *acts) (gate, y []float32) {
 	matMul(m.Pool, &sh.Down, ga, y)
 	s.lapProducts(PhaseExpertDown, &sh.Down)
 	return gate, y
+}
+
+// sharedJob is the shared expert of a batch run as an item of
+// expertsParallel's pass, on one goroutine: its buffers and its down
+// projection's input wrapper taken from the scratch, and the batch's rows
+// made ready for its products, on the caller before the pass.
+type sharedJob struct {
+	sh         *SharedExpert
+	xa, ga     *acts
+	gate, g, u []float32
+	y          []float32
+}
+
+// newSharedJob readies the shared expert of xa's rows for expertsParallel.
+func (s *Session) newSharedJob(sh *SharedExpert, xa *acts) *sharedJob {
+	m := s.m
+	sc := &s.sc
+	T := xa.T()
+	D, F := m.Config.Embd, m.Config.SharedFF
+	j := &sc.shared
+	*j = sharedJob{sh: sh, xa: xa, gate: sc.floats(T), g: sc.floats(T * F), u: sc.floats(T * F), y: sc.floats(T * D)}
+	j.ga = sc.newActs(j.g, F, m.Mode)
+	xa.prepare(m.Pool, &sh.Gate)
+	xa.prepare(m.Pool, &sh.Up)
+	xa.f32()
+	return j
+}
+
+// run is sharedExpert's products on pool (the bits are sharedExpert's):
+// the gates sigmoid(GateInp . x), then silu(Gate x) * (Up x) and its
+// down projection.
+func (j *sharedJob) run(pool *kernels.Pool, mode Mode) {
+	xn, D := j.xa.f32(), j.xa.n
+	for t := range j.gate {
+		j.gate[t] = sigmoid(kernels.DotF32(j.sh.GateInp, xn[t*D:(t+1)*D]))
+	}
+	matMul(pool, &j.sh.Gate, j.xa, j.g)
+	matMul(pool, &j.sh.Up, j.xa, j.u)
+	gateUp(j.g, j.u, mode)
+	matMul(pool, &j.sh.Down, j.ga, j.y)
 }
 
 // swiGLU sets row j of h [len(gates)][F] to silu(gates[j] x) * (ups[j] x)
@@ -291,14 +381,17 @@ func (s *Session) route(probs, logits []float32, resident func(int) bool, ids []
 // on one goroutine (expertsParallel); else one after the other, each
 // product split over the pool's rows. Every element is the same product
 // either way.
-func (s *Session) expertsBatch(l int, users [][]int, distinct []int, xa *acts, ys, act []float32) error {
+func (s *Session) expertsBatch(l int, users [][]int, distinct []int, xa *acts, ys, act []float32, shj *sharedJob) error {
 	m := s.m
-	if _, mapped := m.Experts.(*mappedExperts); mapped && m.Pool.Threads > 1 && len(distinct) >= 2*m.Pool.Threads {
-		return s.expertsParallel(l, users, distinct, xa, ys, act)
+	if s.expertsInParallel(len(distinct)) {
+		return s.expertsParallel(l, users, distinct, xa, ys, act, shj)
 	}
-	var b expertBufs
+	if shj != nil {
+		panic("engine: a shared expert job outside expertsParallel")
+	}
+	b := s.sc.expertBufs(1)[0]
 	for _, e := range distinct {
-		if err := s.expertRun(m.Pool, l, e, users[e], xa, ys, act, &b); err != nil {
+		if err := s.expertRun(m.Pool, l, e, users[e], xa, ys, act, b); err != nil {
 			return err
 		}
 		s.Stats.DistinctLoads++
@@ -306,12 +399,33 @@ func (s *Session) expertsBatch(l int, users [][]int, distinct []int, xa *acts, y
 	return nil
 }
 
+// expertInput is a routed expert matrix of layer l that reads the MoE's
+// input (the gate: every expert's has one type) when the store has every
+// expert mapped, for normActs to quantize the input for; nil otherwise.
+func (s *Session) expertInput(l int) *kernels.Matrix {
+	if me, ok := s.m.Experts.(*mappedExperts); ok && len(me.experts[l]) > 0 {
+		return &me.experts[l][0].Gate
+	}
+	return nil
+}
+
+// expertsInParallel reports whether expertsBatch runs n distinct experts
+// by expertsParallel.
+func (s *Session) expertsInParallel(n int) bool {
+	_, mapped := s.m.Experts.(*mappedExperts)
+	return mapped && s.m.Pool.Threads > 1 && n >= 2*s.m.Pool.Threads
+}
+
 // expertBufs are one goroutine's buffers for expertRun, grown to the
-// largest expert it ran.
+// largest expert it ran and kept in the session's scratch from layer to
+// layer and batch to batch: the gathered inputs' wrapper and the down
+// projection's input wrapper keep their row lists and quantized rows, so
+// a warm prefill allocates none per expert.
 type expertBufs struct {
 	tok          []int
 	xs, g, up, y []float32
 	outs         [][]float32
+	in, down     acts
 }
 
 // expertRun runs expert e of layer l on its slots u (token, rank) of xa,
@@ -331,7 +445,7 @@ func (s *Session) expertRun(pool *kernels.Pool, l, e int, u []int, xa *acts, ys,
 	for j, slot := range u {
 		tok[j] = slot / K
 	}
-	ea := xa.gather(tok, grow(&b.xs, nt*D))
+	ea := xa.gatherInto(&b.in, tok, grow(&b.xs, nt*D))
 	g, up := grow(&b.g, nt*F), grow(&b.up, nt*F)
 	matMul(pool, &ex.Gate, ea, g)
 	matMul(pool, &ex.Up, ea, up)
@@ -340,7 +454,8 @@ func (s *Session) expertRun(pool *kernels.Pool, l, e int, u []int, xa *acts, ys,
 	for j, slot := range u {
 		outs[j] = ys[slot*D : (slot+1)*D]
 	}
-	matMulTo(pool, &ex.Down, newActs(g, F, m.Mode), outs, grow(&b.y, nt*D))
+	b.down.rewrap(g, F, m.Mode)
+	matMulTo(pool, &ex.Down, &b.down, outs, grow(&b.y, nt*D))
 	if act != nil {
 		for j, slot := range u {
 			copy(act[slot*F:(slot+1)*F], g[j*F:(j+1)*F])
@@ -359,7 +474,7 @@ var serialPool = kernels.NewPool(1)
 // one parallel pass per product cost more in hand-offs and idle workers
 // than the products themselves. xa's rows are quantized (or rounded)
 // before, so the goroutines only read them.
-func (s *Session) expertsParallel(l int, users [][]int, distinct []int, xa *acts, ys, act []float32) error {
+func (s *Session) expertsParallel(l int, users [][]int, distinct []int, xa *acts, ys, act []float32, shj *sharedJob) error {
 	m := s.m
 	for _, e := range distinct {
 		ex, err := m.Experts.Get(l, e)
@@ -374,17 +489,26 @@ func (s *Session) expertsParallel(l int, users [][]int, distinct []int, xa *acts
 	slices.SortStableFunc(order, func(a, b int) int { return len(users[b]) - len(users[a]) })
 	s.sc.order = order
 	var next atomic.Int64
+	first := 0 // the shared expert's item, when there is one: item 0, the largest
+	if shj != nil {
+		first = 1
+	}
 	errs := make([]error, m.Pool.Threads)
-	// One index per goroutine: each runs experts until none is left.
+	bufs := s.sc.expertBufs(len(errs))
+	// One index per goroutine: each runs items until none is left, in
+	// that index's buffers.
 	m.Pool.Parallel(len(errs), 1<<30, func(lo, hi int) {
-		var b expertBufs
 		for w := lo; w < hi; w++ {
 			for errs[w] == nil {
-				i := int(next.Add(1) - 1)
+				i := int(next.Add(1)-1) - first
 				if i >= len(order) {
 					break
 				}
-				errs[w] = s.expertRun(serialPool, l, order[i], users[order[i]], xa, ys, act, &b)
+				if i < 0 {
+					shj.run(serialPool, m.Mode)
+					continue
+				}
+				errs[w] = s.expertRun(serialPool, l, order[i], users[order[i]], xa, ys, act, bufs[w])
 			}
 		}
 	})

@@ -22,8 +22,11 @@ type scratch struct {
 	// The MoE block's bookkeeping, resized per layer.
 	users    [][]int // per expert, its (token, rank) slots
 	distinct []int
-	order    []int // expertsParallel's experts, largest first
-	guess    []int // read-ahead's
+	order    []int         // expertsParallel's experts, largest first
+	experts  []*expertBufs // expertRun's buffers, one per goroutine
+	first    []int         // addRowsFinite's per row
+	shared   sharedJob     // expertsParallel's shared expert
+	guess    []int         // read-ahead's
 	taken    []bool
 	seen     []bool
 	now      []int
@@ -46,6 +49,7 @@ type scratch struct {
 	glu   gluPass
 	attn  attnPass
 	delta deltaPass
+	conv  convPass
 }
 
 // reset starts a batch: everything handed out before may be reused.
@@ -102,6 +106,12 @@ func (sc *scratch) newActs(x []float32, n int, mode Mode) *acts {
 	sc.nacts++
 	a.rewrap(x, n, mode)
 	return a
+}
+
+// expertBufs is n goroutines' expertRun buffers, kept from call to call.
+func (sc *scratch) expertBufs(n int) []*expertBufs {
+	sc.experts = reuseRows(sc.experts, max(n, len(sc.experts)))
+	return sc.experts[:n]
 }
 
 // bools is n false values, reusing buf.

@@ -224,6 +224,50 @@ func (p *Pool) MatMulBF16(m *Matrix, xs []*BF16Row, out []float32) {
 	p.Parallel(rows, m.Cols*ntok, func(lo, hi int) { host.matBF16(m, lo, hi, xs, out) })
 }
 
+// MatMulsBF16 is MatMulBF16 of several matrices of the same columns
+// against the same inputs, outs[i][t*Rows_i+r] = DotBF16(row r of ms[i],
+// xs[t]), in one parallel pass over all their rows (contiguous ranges cut
+// at the matrices' ends), with MatMulBF16's bits.
+func (p *Pool) MatMulsBF16(ms []*Matrix, xs []*BF16Row, outs [][]float32) {
+	if len(outs) != len(ms) {
+		panic(fmt.Sprintf("kernels: MatMulsBF16 of %d matrices into %d outputs", len(ms), len(outs)))
+	}
+	if len(ms) == 0 || len(xs) == 0 {
+		return
+	}
+	ntok, cols := len(xs), ms[0].Cols
+	for i, m := range ms {
+		if m.Cols != cols || len(outs[i]) < ntok*m.Rows {
+			panic(fmt.Sprintf("kernels: MatMulsBF16: matrix %d is %d x %d (matrix 0 has %d columns), %d inputs, len(out)=%d", i, m.Rows, m.Cols, cols, ntok, len(outs[i])))
+		}
+		for _, x := range xs {
+			m.checkBF16("MatMulsBF16", x)
+		}
+	}
+	// The arguments in a recycled task, so that the callers' lists do
+	// not escape.
+	t := p.task()
+	t.ms, t.outs = append(t.ms, ms...), append(t.outs, outs...)
+	t.bx = append(t.bx, xs...)
+	t.rowStarts()
+	p.Parallel(t.start[len(ms)], cols*ntok, t.matMulsBF16)
+	p.putTask(t)
+}
+
+// runMatMulsBF16 runs MatMulsBF16's global rows [lo, hi).
+func (t *task) runMatMulsBF16(lo, hi int) {
+	ntok := len(t.bx)
+	for i := 0; lo < hi; i++ {
+		if lo >= t.start[i+1] {
+			continue
+		}
+		e := min(hi, t.start[i+1])
+		m := t.ms[i]
+		host.matBF16(m, lo-t.start[i], e-t.start[i], t.bx, t.outs[i][:ntok*m.Rows])
+		lo = e
+	}
+}
+
 // matBF16 is MatMulBF16 on rows [lo, hi): one input by k.bf16rows, several
 // by k.bf16tiles, else (or where they do not take the rows) row by row.
 func (k *kernelSet) matBF16(m *Matrix, lo, hi int, xs []*BF16Row, out []float32) {

@@ -164,6 +164,22 @@ func TestMatBF16PoolThreads(t *testing.T) {
 				outs[i] = bufs[i][:sh.rows]
 			}
 			p.MatVecsBF16(ms, xs, outs)
+			// MatMulsBF16: the matrix, a second of fewer rows (the first
+			// rows of it: its outputs the first rows of each input's) and
+			// the matrix again, in one pass.
+			sub := m
+			sub.Rows = max(1, sh.rows/3)
+			sub.Data = m.Data[:sub.Rows*m.RowBytes]
+			group := []*Matrix{&m, &sub, &m}
+			gb := [][]float32{guarded(sh.ntok * sh.rows), guarded(sh.ntok * sub.Rows), guarded(sh.ntok * sh.rows)}
+			p.MatMulsBF16(group, xs, [][]float32{gb[0][:sh.ntok*sh.rows], gb[1][:sh.ntok*sub.Rows], gb[2][:sh.ntok*sh.rows]})
+			check("MatMulsBF16 0", th, gb[0], want)
+			check("MatMulsBF16 2", th, gb[2], want)
+			wantSub := make([]float32, 0, sh.ntok*sub.Rows)
+			for tk := range xs {
+				wantSub = append(wantSub, want[tk*sh.rows:tk*sh.rows+sub.Rows]...)
+			}
+			check("MatMulsBF16 1", th, gb[1], wantSub)
 			for i, x := range xs {
 				check(fmt.Sprintf("MatVecsBF16 %d", i), th, bufs[i], want[i*sh.rows:(i+1)*sh.rows])
 				one := guarded(sh.rows)

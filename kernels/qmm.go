@@ -81,6 +81,36 @@ func (k *kernelSet) tileMinInputs(t quant.Type, cols int) int {
 	return 16
 }
 
+// rowsBeatTiles reports whether ntok inputs against m run faster by k's
+// multi-row kernel, one input at a time over chunks of rows
+// (runMatMulQ8Dots), than by the tiles (the bits are the same either
+// way). The tiles run the inputs in pairs and decode every weight row
+// once per call, which pays from 4 inputs on, and pad a row shorter than
+// one group (8 sub-blocks) to a whole group, which costs them more than
+// 7 inputs' worth of row kernels; the halves tiles (a multiplier per
+// half: Q3_K's) lose up to 5 inputs; the K tiles (kTiled: the min tiles,
+// and Q6_K's on AVX-512 VNNI) win from tileMinInputs on, and so do the IQ
+// halves types' (IQ2_XS, IQ2_S, IQ1_M: their rows decode every gathered
+// block once per input; tiny IQ1_M's 64-token prefill 2849-2850 against
+// 2982-2993 tokens per CPU-s, the others within noise).
+// BenchmarkMatMulQ8Small, one thread, cpu-GMAC/s, tiles against rows:
+// IQ4_NL 64 x 256 at 3 inputs 28.2 / 38.6, at 4 37.4 / 38.4, at 6 44.6 /
+// 39.4; 256 x 64 at 6 8.8 / 9.1, at 8 10.2 / 9.1; 640 x 2560 at 3 40.1 /
+// 42.6, at 4 51.9 / 42.9; Q6_K 256 x 256 at 4 20.4 / 29.9, 640 x 2560 at
+// 4 28.6 / 30.7, at 6 31.7 / 31.3. (Q6_K's rows beat its tiles up to 16
+// inputs on 256 x 256 too, 31.0 against 26.8 at 8, but taking them there
+// made tiny Q4_K_M's prefill no faster; those figures are from before
+// Q6_K's plane tiles.)
+func (k *kernelSet) rowsBeatTiles(m *Matrix, ntok int) bool {
+	switch {
+	case k.q8rows[m.Type] == nil || k.kTiled(m.Type) || isIQHalves(m.Type):
+		return false
+	case tileHalves(m.Type):
+		return ntok < 6
+	}
+	return ntok < 4 || m.Cols < 8*32 && ntok < 8
+}
+
 // qmmScratch is one worker's tile: the decoded chunks of its rows and the
 // lanes of every (row, activation row) output of the tile.
 type qmmScratch struct {
@@ -131,11 +161,13 @@ func tilePadded(xs []*Q8Row, nsub int) bool {
 // MatVecQ8 per input at any thread count and any batching.
 func (p *Pool) MatMulQ8(m *Matrix, xs []*Q8Row, out []float32) {
 	checkMatMulQ8(m, xs, out)
-	outs := make([][]float32, len(xs))
-	for t := range outs {
-		outs[t] = out[t*m.Rows : (t+1)*m.Rows]
+	// The output rows' list in a recycled task (no allocation once warm).
+	t := p.task()
+	for i := range xs {
+		t.us = append(t.us, out[i*m.Rows:(i+1)*m.Rows])
 	}
-	p.MatMulQ8To(m, xs, outs)
+	p.MatMulQ8To(m, xs, t.us)
+	p.putTask(t)
 }
 
 // MatMulQ8To is MatMulQ8 with input t's outputs in outs[t] (each at least
@@ -156,27 +188,244 @@ func (p *Pool) MatMulQ8To(m *Matrix, xs []*Q8Row, outs [][]float32) {
 	if ntok == 0 {
 		return
 	}
-	if !tiledQ8(m.Type) || ntok < host.tileMinInputs(m.Type, m.Cols) || !tilePadded(xs, m.Cols/32) {
-		// One DotQ8 per output, the shapes (all xs m.Cols long) checked
-		// and the kernel looked up once.
-		checkDotQ8(m.Type, m.RowBytes, xs[0])
-		f := host.q8dot[m.Type]
-		p.Parallel(rows, m.Cols*ntok, func(lo, hi int) {
-			for r := lo; r < hi; r++ {
-				row := m.Row(r)
-				for t, x := range xs {
-					outs[t][r] = dotQ8With(f, m.Type, row, x)
-				}
-			}
-		})
+	t := p.task()
+	t.m, t.q8, t.outs = m, append(t.q8, xs...), append(t.outs, outs...)
+	if q := host.packRows(m); q > 1 {
+		// Rows shorter than a group, q of them to a group: each input
+		// repeated q times, the tiles over q rows at a time.
+		t.reps = reuseQ8Rows(t.reps, ntok)
+		for i, x := range xs {
+			repeatQ8Row(t.reps[i], x, q)
+		}
+		p.Parallel((m.Rows/q+qmmRows-1)/qmmRows, qmmRows*256*ntok, t.matMulQ8Packed)
+		p.putTask(t)
 		return
 	}
-	tiles := (rows + qmmRows - 1) / qmmRows
-	p.Parallel(tiles, qmmRows*m.Cols*ntok, func(lo, hi int) {
-		sc := getQmmScratch()
-		host.matMulQ8Tiles(m, xs, outs, lo*qmmRows, min(hi*qmmRows, rows), sc)
+	if !tiledQ8(m.Type) || ntok < host.tileMinInputs(m.Type, m.Cols) || host.rowsBeatTiles(m, ntok) || !tilePadded(xs, m.Cols/32) {
+		// One DotQ8 per output.
+		p.Parallel(rows, m.Cols*ntok, t.matMulQ8Dots)
+	} else {
+		tiles := (rows + qmmRows - 1) / qmmRows
+		p.Parallel(tiles, qmmRows*m.Cols*ntok, t.matMulQ8Tiles)
+	}
+	p.putTask(t)
+}
+
+// MatMulsQ8 is MatMulQ8 of several matrices of the same columns against
+// the same inputs, out[i][t*Rows_i+r] = DotQ8(row r of ms[i], xs[t]), in
+// one parallel pass over all their rows in tiles of qmmRows (the
+// attention's Q, K and V; a delta net's projections): each matrix takes
+// the path MatMulQ8 would (tiles, or the row kernels), so the bits are
+// MatMulQ8's at any thread count.
+func (p *Pool) MatMulsQ8(ms []*Matrix, xs []*Q8Row, outs [][]float32) {
+	ntok := len(xs)
+	if len(outs) != len(ms) {
+		panic(fmt.Sprintf("kernels: MatMulsQ8 of %d matrices into %d outputs", len(ms), len(outs)))
+	}
+	if ntok == 0 || len(ms) == 0 {
+		return
+	}
+	cols := ms[0].Cols
+	for i, m := range ms {
+		if m.Cols != cols {
+			panic(fmt.Sprintf("kernels: MatMulsQ8: matrix %d has %d columns, matrix 0 %d", i, m.Cols, cols))
+		}
+		checkMatMulQ8(m, xs, outs[i])
+		for _, x := range xs {
+			m.checkQ8("MatMulsQ8", x)
+		}
+	}
+	t := p.task()
+	t.ms, t.q8 = append(t.ms, ms...), append(t.q8, xs...)
+	// Per matrix its inputs' output rows, and its first tile.
+	t.start = append(t.start[:0], 0)
+	for i, m := range ms {
+		for k := 0; k < ntok; k++ {
+			t.us = append(t.us, outs[i][k*m.Rows:(k+1)*m.Rows])
+		}
+		t.start = append(t.start, t.start[i]+(m.Rows+qmmRows-1)/qmmRows)
+	}
+	t.padded = tilePadded(xs, cols/32)
+	p.Parallel(t.start[len(ms)], qmmRows*cols*ntok, t.matMulsQ8)
+	p.putTask(t)
+}
+
+// runMatMulsQ8 runs MatMulsQ8's tiles [lo, hi): each matrix's part by
+// its MatMulQ8 path.
+func (t *task) runMatMulsQ8(lo, hi int) {
+	ntok := len(t.q8)
+	var sc *qmmScratch
+	for i, m := range t.ms {
+		a, b := max(lo, t.start[i]), min(hi, t.start[i+1])
+		if a >= b {
+			continue
+		}
+		r0, r1 := (a-t.start[i])*qmmRows, min((b-t.start[i])*qmmRows, m.Rows)
+		outs := t.us[i*ntok : (i+1)*ntok]
+		if !tiledQ8(m.Type) || ntok < host.tileMinInputs(m.Type, m.Cols) || host.rowsBeatTiles(m, ntok) || !t.padded {
+			dotsRows(m, t.q8, outs, r0, r1)
+			continue
+		}
+		if sc == nil {
+			sc = getQmmScratch()
+		}
+		host.matMulQ8Tiles(m, t.q8, outs, r0, r1, sc)
+	}
+	if sc != nil {
 		qmmScratchPool.Put(sc)
-	})
+	}
+}
+
+// runMatMulQ8Dots runs MatMulQ8To's rows [lo, hi) one DotQ8 per output:
+// in chunks of about dotsChunkBytes of weights, each chunk against every
+// input by the type's multi-row kernel (dotQ8Range), so that a chunk
+// stays in L1 while the inputs pass over it.
+func (t *task) runMatMulQ8Dots(lo, hi int) { dotsRows(t.m, t.q8, t.outs, lo, hi) }
+
+// dotsRows sets outs[i][r] = DotQ8(row r of m, xs[i]) for rows [lo, hi)
+// as runMatMulQ8Dots says.
+func dotsRows(m *Matrix, xs []*Q8Row, outs [][]float32, lo, hi int) {
+	step := max(1, dotsChunkBytes/m.RowBytes)
+	for r := lo; r < hi; r += step {
+		r1 := min(r+step, hi)
+		for i, x := range xs {
+			host.dotQ8Range(m, r, r1, x, outs[i])
+		}
+	}
+}
+
+// dotsChunkBytes is the weight bytes runMatMulQ8Dots runs every input
+// over before it moves on.
+const dotsChunkBytes = 16 << 10
+
+// packRows is how many rows of m the packed tiles take as one group of
+// 8 sub-blocks (matMulQ8Packed): 8/nsub for rows of nsub = 1, 2 or 4
+// sub-blocks whose count divides the rows, on k's plane tiles for a type
+// they take; 0 otherwise. (The tiles pad a shorter row to a whole group:
+// 256 x 64 IQ4_NL ran at 9 GMAC/s on either path.)
+func (k *kernelSet) packRows(m *Matrix) int {
+	nsub := m.Cols / 32
+	if k.q8dotTilePlanes == nil || !tiledQ8(m.Type) || tileHalves(m.Type) || kMinTiled(m.Type) || (nsub != 1 && nsub != 2 && nsub != 4) {
+		return 0
+	}
+	if ti, ok := quant.Info(m.Type); !ok || ti.BlockElements != 32 || m.RowBytes != nsub*ti.BlockBytes {
+		return 0
+	}
+	q := 8 / nsub
+	if m.Rows%q != 0 {
+		return 0
+	}
+	return q
+}
+
+// repeatQ8Row sets r's codes, scales and sums to x's blocks repeated
+// times times, a whole number of groups (the row QuantizeQ8Row makes of
+// x's values repeated, each block's codes, scale and sum its own), for
+// the packed tiles alone: its Q2_0 planes are left empty.
+func repeatQ8Row(r, x *Q8Row, times int) {
+	nx, bx := len(x.qs), len(x.d)
+	n, nb := nx*times, bx*times
+	if cap(r.d) < nb {
+		r.qs = make([]int8, n)
+		r.d = make([]float32, nb)
+		r.sums = make([]int32, nb)
+	}
+	r.qs, r.d, r.sums, r.q2, r.q2t = r.qs[:n], r.d[:nb], r.sums[:nb], r.q2[:0], r.q2t[:0]
+	for i := 0; i < times; i++ {
+		copy(r.qs[i*nx:(i+1)*nx], x.qs)
+		copy(r.d[i*bx:(i+1)*bx], x.d)
+		copy(r.sums[i*bx:(i+1)*bx], x.sums)
+	}
+}
+
+// reuseQ8Rows is n rows, rows' where it has them.
+func reuseQ8Rows(rows []*Q8Row, n int) []*Q8Row {
+	for len(rows) < n {
+		rows = append(rows, new(Q8Row))
+	}
+	return rows[:n]
+}
+
+// runMatMulQ8Packed runs MatMulQ8To's packed tiles [lo, hi)
+// (matMulQ8Packed).
+func (t *task) runMatMulQ8Packed(lo, hi int) {
+	q := host.packRows(t.m)
+	sc := getQmmScratch()
+	host.matMulQ8Packed(t.m, q, t.reps, t.outs, lo*qmmRows, min(hi*qmmRows, t.m.Rows/q), sc)
+	qmmScratchPool.Put(sc)
+}
+
+// matMulQ8Packed computes outs[t][r] = DotQ8(row r of m, x_t) for the rows
+// of groups [g0, g1) of q rows each (q = packRows(m)), with xr[t] x_t's
+// blocks repeated q times: each group of q rows is one row of a whole
+// group of 8 sub-blocks, its lanes 8/q apart one row's, run by the plane
+// tiles against xr, and each row's output the fold of its lanes with the
+// others +0, as DotQ8 has them for a row of 8/q sub-blocks (lane s its
+// sub-block s, the rest never touched).
+func (k *kernelSet) matMulQ8Packed(m *Matrix, q int, xr []*Q8Row, outs [][]float32, g0, g1 int, sc *qmmScratch) {
+	pm := Matrix{Type: m.Type, Data: m.Data, Rows: m.Rows / q, Cols: 256, RowBytes: q * m.RowBytes}
+	ntok := len(xr)
+	if cap(sc.planes) < 256*ntok {
+		sc.planes = make([]int8, 256*ntok)
+		sc.sums = make([]int32, 8*ntok)
+	}
+	for t, x := range xr {
+		k.tilePlanes(sc.planes[256*t:256*(t+1)], x.qs[:256], 0)
+		s := sc.sums[8*t : 8*(t+1)]
+		for i, v := range x.sums[:8] {
+			s[i] = -128 * v
+		}
+	}
+	if cap(sc.lanes) < qmmRows*ntok {
+		sc.lanes = make([][8]float32, qmmRows*ntok)
+	}
+	lanes := sc.lanes[:qmmRows*ntok]
+	for rt := g0; rt < g1; rt += qmmRows {
+		nr := min(qmmRows, g1-rt)
+		for i := 0; i < nr; i++ {
+			k.decodeChunkPlanes(pm.Type, pm.Row(rt+i), 8, 0, 1, &sc.d[i], &sc.pad)
+		}
+		k.planesChunk(pm.Type, sc, nr, 1, 1, xr, 0, lanes, nil, rt, false)
+		for t := range xr {
+			foldPacked(outs[t][rt*q:(rt+nr)*q], lanes[t*qmmRows:t*qmmRows+nr], 8/q)
+		}
+	}
+}
+
+// foldPacked sets o[i*(8/per)+j] to foldLanes of lanes[i][j*per:(j+1)*per]
+// in lanes 0..per-1 and +0 in the others: ((l0+l4)+(l2+l6)) +
+// ((l1+l5)+(l3+l7)) with the +0 lanes written out (x + 0 is not x for
+// x = -0, so they stay).
+func foldPacked(o []float32, lanes [][8]float32, per int) {
+	switch per {
+	case 4:
+		for i := range lanes {
+			l := &lanes[i]
+			o[2*i] = ((l[0] + 0) + (l[2] + 0)) + ((l[1] + 0) + (l[3] + 0))
+			o[2*i+1] = ((l[4] + 0) + (l[6] + 0)) + ((l[5] + 0) + (l[7] + 0))
+		}
+	case 2:
+		for i := range lanes {
+			l := &lanes[i]
+			for j := 0; j < 4; j++ {
+				o[4*i+j] = ((l[2*j] + 0) + (0 + 0)) + ((l[2*j+1] + 0) + (0 + 0))
+			}
+		}
+	default: // 1
+		for i := range lanes {
+			l := &lanes[i]
+			for j := 0; j < 8; j++ {
+				o[8*i+j] = ((l[j] + 0) + (0 + 0)) + ((0 + 0) + (0 + 0))
+			}
+		}
+	}
+}
+
+// runMatMulQ8Tiles runs MatMulQ8To's tiles [lo, hi).
+func (t *task) runMatMulQ8Tiles(lo, hi int) {
+	sc := getQmmScratch()
+	host.matMulQ8Tiles(t.m, t.q8, t.outs, lo*qmmRows, min(hi*qmmRows, t.m.Rows), sc)
+	qmmScratchPool.Put(sc)
 }
 
 // matMulQ8Tiles computes outs[t][r] = DotQ8(t, row r of m, xs[t]) for the

@@ -421,3 +421,187 @@ func checkQ8RowPlanes(t *testing.T, what string, got, want *Q8Row) {
 		}
 	}
 }
+
+// TestMatMulQ8ToFewInputs: MatMulQ8To at the shapes where the row kernels
+// take the call instead of the tiles (rowsBeatTiles: few inputs, rows
+// shorter than a group) or the packed tiles do (packRows: rows of 1, 2 or
+// 4 sub-blocks) and just past them gives DotQ8's bits for every row and
+// input, at several thread counts, rows of several chunks (dotsChunkBytes)
+// included.
+func TestMatMulQ8ToFewInputs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	for _, typ := range q8Types {
+		ti, _ := quant.Info(typ)
+		for _, cols := range []int{32, 64, 96, 128, 224, 256, 512} {
+			if cols%ti.BlockElements != 0 {
+				continue
+			}
+			rows := 1 + rng.IntN(40)
+			if cols == 64 {
+				rows = dotsChunkBytes/(cols/ti.BlockElements*ti.BlockBytes) + 1 + rng.IntN(50)
+			}
+			if cols <= 128 && rng.IntN(3) > 0 {
+				rows = rows / 8 * 8 // packable (packRows), most of the time
+			}
+			rows = max(rows, 1)
+			m, err := NewMatrix(typ, randomRow(rng, typ, cols*rows), cols, rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ntok := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17} {
+				xs := make([]*Q8Row, ntok)
+				for i := range xs {
+					xs[i] = new(Q8Row)
+					if err := QuantizeQ8Row(gaussians(rng, cols, 1), xs[i]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, th := range []int{1, 2, 3} {
+					p := NewPool(th)
+					outs := make([][]float32, ntok)
+					for i := range outs {
+						outs[i] = make([]float32, rows+1)
+						outs[i][rows] = 12345 // past the rows: left alone
+					}
+					p.MatMulQ8To(&m, xs, outs)
+					p.Close()
+					for i, x := range xs {
+						for r := 0; r < rows; r++ {
+							if want := portable.dotQ8(typ, m.Row(r), x); !sameFloat(outs[i][r], want) {
+								t.Fatalf("%s %d x %d, %d inputs on %d threads (rows path %v, packed %d): input %d row %d is %g, DotQ8 %g",
+									typ, rows, cols, ntok, th, host.rowsBeatTiles(&m, ntok), host.packRows(&m), i, r, outs[i][r], want)
+							}
+						}
+						if outs[i][rows] != 12345 {
+							t.Fatalf("%s %d x %d, %d inputs: wrote past the rows", typ, rows, cols, ntok)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkMatMulQ8Small: the tiles against the row kernels one input at a
+// time over chunks of rows (runMatMulQ8Dots' walk) and, for rows shorter
+// than a group, the packed tiles (packRows), at the tiny models' expert
+// shapes and a field one, at 2 to 16 inputs, on one thread, in
+// multiply-adds per CPU-second: where rowsBeatTiles' crossings come from.
+func BenchmarkMatMulQ8Small(b *testing.B) {
+	rng := rand.New(rand.NewPCG(63, 64))
+	for _, typ := range []quant.Type{quant.IQ4_NL, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+		for _, sh := range []struct{ rows, cols int }{{64, 256}, {256, 64}, {256, 256}, {640, 2560}} {
+			ti, _ := quant.Info(typ)
+			if sh.cols%ti.BlockElements != 0 || host.q8rows[typ] == nil {
+				continue
+			}
+			data, err := SampleBlocks(typ, sh.rows*sh.cols/ti.BlockElements, 7)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m, err := NewMatrix(typ, data, sh.cols, sh.rows)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, ntok := range []int{2, 3, 4, 6, 8, 12, 16} {
+				xs := make([]*Q8Row, ntok)
+				outs := make([][]float32, ntok)
+				for i := range xs {
+					xs[i] = new(Q8Row)
+					if err := QuantizeQ8Row(gaussians(rng, sh.cols, 1), xs[i]); err != nil {
+						b.Fatal(err)
+					}
+					outs[i] = make([]float32, sh.rows)
+				}
+				macs := float64(sh.rows * sh.cols * ntok)
+				b.Run(fmt.Sprintf("%s/%dx%d/%d/tiles", typ, sh.rows, sh.cols, ntok), func(b *testing.B) {
+					sc := new(qmmScratch)
+					cpu := processCPU()
+					for b.Loop() {
+						host.matMulQ8Tiles(&m, xs, outs, 0, sh.rows, sc)
+					}
+					reportCPURate(b, float64(b.N)*macs, processCPU()-cpu, "cpu-GMAC/s")
+				})
+				b.Run(fmt.Sprintf("%s/%dx%d/%d/rows", typ, sh.rows, sh.cols, ntok), func(b *testing.B) {
+					t := &task{m: &m, q8: xs, outs: outs}
+					cpu := processCPU()
+					for b.Loop() {
+						t.runMatMulQ8Dots(0, sh.rows)
+					}
+					reportCPURate(b, float64(b.N)*macs, processCPU()-cpu, "cpu-GMAC/s")
+				})
+				if host.packRows(&m) > 1 {
+					b.Run(fmt.Sprintf("%s/%dx%d/%d/packed", typ, sh.rows, sh.cols, ntok), func(b *testing.B) {
+						p := NewPool(1)
+						cpu := processCPU()
+						for b.Loop() {
+							p.MatMulQ8To(&m, xs, outs) // packRows: the packed tiles
+						}
+						reportCPURate(b, float64(b.N)*macs, processCPU()-cpu, "cpu-GMAC/s")
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestMatMulsQ8: several matrices of one column count (and of different
+// types and rows, some not a whole tile) in one MatMulsQ8 pass give
+// DotQ8's bits for every row of every matrix and input, at several input
+// and thread counts, on both paths (tiles and row kernels).
+func TestMatMulsQ8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(65, 66))
+	for _, cols := range []int{64, 256, 512} {
+		var ms []*Matrix
+		for _, typ := range q8Types {
+			ti, _ := quant.Info(typ)
+			if cols%ti.BlockElements != 0 {
+				continue
+			}
+			rows := 1 + rng.IntN(3*qmmRows)
+			m, err := NewMatrix(typ, randomRow(rng, typ, cols*rows), cols, rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms = append(ms, &m)
+		}
+		for _, ntok := range []int{1, 2, 3, 5, 8, 17} {
+			xs := make([]*Q8Row, ntok)
+			for i := range xs {
+				xs[i] = new(Q8Row)
+				if err := QuantizeQ8Row(gaussians(rng, cols, 1), xs[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, th := range []int{1, 2, 3} {
+				// Groups of 1 to 4 matrices, in turn.
+				for g := 0; g < len(ms); {
+					n := min(1+rng.IntN(4), len(ms)-g)
+					group := ms[g : g+n]
+					g += n
+					outs := make([][]float32, n)
+					for i, m := range group {
+						outs[i] = make([]float32, ntok*m.Rows+1)
+						outs[i][ntok*m.Rows] = 12345
+					}
+					p := NewPool(th)
+					p.MatMulsQ8(group, xs, outs)
+					p.Close()
+					for i, m := range group {
+						for k, x := range xs {
+							for r := 0; r < m.Rows; r++ {
+								if want := portable.dotQ8(m.Type, m.Row(r), x); !sameFloat(outs[i][k*m.Rows+r], want) {
+									t.Fatalf("%s %d x %d (matrix %d of %d), %d inputs on %d threads: input %d row %d is %g, DotQ8 %g",
+										m.Type, m.Rows, cols, i, n, ntok, th, k, r, outs[i][k*m.Rows+r], want)
+								}
+							}
+						}
+						if outs[i][ntok*m.Rows] != 12345 {
+							t.Fatalf("%s %d x %d: wrote past the outputs", m.Type, m.Rows, cols)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -11,6 +11,8 @@ type task struct {
 	ms, ups  []*Matrix
 	start    []int
 	q8       []*Q8Row
+	bx       []*BF16Row
+	reps     []*Q8Row // MatMulQ8To's inputs repeated (packed tiles), kept
 	xs       [][]float32
 	outs, us [][]float32
 	glu      func(i, lo, hi int)
@@ -22,8 +24,12 @@ type task struct {
 	pieces []rowPiece
 	rb     []int
 	fused  bool
+	// padded: MatMulsQ8's inputs are padded for the tiles.
+	padded bool
 
 	matMul, matVecs, matVecsQ8, matVecsQ8GLU func(lo, hi int)
+	matMulQ8Dots, matMulQ8Tiles, matMulsQ8   func(lo, hi int)
+	matMulsBF16, matMulQ8Packed              func(lo, hi int)
 }
 
 // task is a recycled task of p.
@@ -32,6 +38,8 @@ func (p *Pool) task() *task {
 	if t == nil {
 		t = new(task)
 		t.matMul, t.matVecs, t.matVecsQ8, t.matVecsQ8GLU = t.runMatMul, t.runMatVecs, t.runMatVecsQ8, t.runMatVecsQ8GLU
+		t.matMulQ8Dots, t.matMulQ8Tiles, t.matMulsQ8 = t.runMatMulQ8Dots, t.runMatMulQ8Tiles, t.runMatMulsQ8
+		t.matMulsBF16, t.matMulQ8Packed = t.runMatMulsBF16, t.runMatMulQ8Packed
 	}
 	t.p = p
 	return t
@@ -43,6 +51,8 @@ func (p *Pool) putTask(t *task) {
 	clear(t.ms[:cap(t.ms)])
 	clear(t.ups[:cap(t.ups)])
 	clear(t.q8[:cap(t.q8)])
+	t.bx = t.bx[:0]
+	clear(t.bx[:cap(t.bx)])
 	clear(t.xs[:cap(t.xs)])
 	clear(t.outs[:cap(t.outs)])
 	clear(t.us[:cap(t.us)])
