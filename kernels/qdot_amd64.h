@@ -23,14 +23,22 @@ GLOBL q8nib<>(SB), RODATA|NOPTR, $16
 	VPMADDUBSW Y1, Y2, Y2 \
 	VPMADDWD Y15, Y2, Yout
 
-// REDUCE8: Y4..Y11 (8 int32 each) to Y0 = their 8 totals, in order.
+// REDUCE8: Y4..Y11 (8 int32 each) to Y0 = their 8 totals, in order:
+// REDUCE8A leaves Y4 = the totals of Y4..Y7's low 128-bit lanes, then of
+// their high lanes, Y8 likewise of Y8..Y11's; REDUCE8B adds the lanes.
 #define REDUCE8 \
+	REDUCE8A \
+	REDUCE8B
+
+#define REDUCE8A \
 	VPHADDD Y5, Y4, Y4 \
 	VPHADDD Y7, Y6, Y6 \
 	VPHADDD Y6, Y4, Y4 \
 	VPHADDD Y9, Y8, Y8 \
 	VPHADDD Y11, Y10, Y10 \
-	VPHADDD Y10, Y8, Y8 \
+	VPHADDD Y10, Y8, Y8
+
+#define REDUCE8B \
 	VPERM2I128 $0x20, Y8, Y4, Y0 \
 	VPERM2I128 $0x31, Y8, Y4, Y1 \
 	VPADDD Y1, Y0, Y0

@@ -246,36 +246,56 @@ iq1mddone:
 // IQ2 types' unsigned grid bytes times the activations negated under the
 // signs, the IQ1 types' weights' magnitudes (VPABSB) times the activations
 // negated where the weights are negative, summed by VPDPBUSD (16 dwords: 4
-// per half sub-block), the halves' dwords times their multipliers 2*sc+1
-// (VPMULLD; every sum exact in int32), REDUCE8, and the lanes += float(sum)
-// * (factor * dx) as XXSACC.
+// per half sub-block), REDUCE8 (REDUCE8H: the halves' totals times their
+// multipliers 2*sc+1 first; every sum exact in int32), and the lanes +=
+// float(sum) * (factor * dx) as XXSACC.
 //
 // Registers: SI block, DI activation codes, DX activation scales, CX groups,
 // R8 lanes, R10 grid, R13 0x01 in every byte; Y12 the lanes; Y13, Y15 the
-// index bits' shifts and mask, Y14 511; Z16 the halves' scale shifts, Z17
-// their mask, Z18 1 in every dword; Z3 zero, Z20 1 and Z19 2 in every byte
+// index bits' shifts and mask, Y14 511; Y16 the halves' scale fields'
+// shifts, Y17 their mask, Y21, Y22 their picks (IQLHMULT), Y18 1 in every
+// dword; Z3 zero, Z20 1 and Z19 2 in every byte
 // (Z11 and Z12 are a sum and the lanes here); Y4..Y11 the sums;
 // Z0..Z2, AX, BX, R12 temporaries.
 
-DATA iqlHalf4<>+0(SB)/8, $0x0000000000000000
-DATA iqlHalf4<>+8(SB)/8, $0x0000000000000000
-DATA iqlHalf4<>+16(SB)/8, $0x0000000400000004
-DATA iqlHalf4<>+24(SB)/8, $0x0000000400000004
-DATA iqlHalf4<>+32(SB)/8, $0x0000000800000008
-DATA iqlHalf4<>+40(SB)/8, $0x0000000800000008
-DATA iqlHalf4<>+48(SB)/8, $0x0000000c0000000c
-DATA iqlHalf4<>+56(SB)/8, $0x0000000c0000000c
-GLOBL iqlHalf4<>(SB), RODATA|NOPTR, $64
+// The half multipliers' fields: the dwords of sub-blocks 0..3 then again
+// (iqlPick0), of 4..7 (iqlPick1); IQ1_M's scale words two sub-blocks each
+// (iqlPickW0, iqlPickW1); the shifts of the low then high halves' fields.
+DATA iqlPick0<>+0(SB)/8, $0x0000000100000000
+DATA iqlPick0<>+8(SB)/8, $0x0000000300000002
+DATA iqlPick0<>+16(SB)/8, $0x0000000100000000
+DATA iqlPick0<>+24(SB)/8, $0x0000000300000002
+GLOBL iqlPick0<>(SB), RODATA|NOPTR, $32
 
-DATA iqlHalf3<>+0(SB)/8, $0x0000000000000000
-DATA iqlHalf3<>+8(SB)/8, $0x0000000000000000
-DATA iqlHalf3<>+16(SB)/8, $0x0000000300000003
-DATA iqlHalf3<>+24(SB)/8, $0x0000000300000003
-DATA iqlHalf3<>+32(SB)/8, $0x0000000600000006
-DATA iqlHalf3<>+40(SB)/8, $0x0000000600000006
-DATA iqlHalf3<>+48(SB)/8, $0x0000000900000009
-DATA iqlHalf3<>+56(SB)/8, $0x0000000900000009
-GLOBL iqlHalf3<>(SB), RODATA|NOPTR, $64
+DATA iqlPick1<>+0(SB)/8, $0x0000000500000004
+DATA iqlPick1<>+8(SB)/8, $0x0000000700000006
+DATA iqlPick1<>+16(SB)/8, $0x0000000500000004
+DATA iqlPick1<>+24(SB)/8, $0x0000000700000006
+GLOBL iqlPick1<>(SB), RODATA|NOPTR, $32
+
+DATA iqlPickW0<>+0(SB)/8, $0x0000000000000000
+DATA iqlPickW0<>+8(SB)/8, $0x0000000100000001
+DATA iqlPickW0<>+16(SB)/8, $0x0000000000000000
+DATA iqlPickW0<>+24(SB)/8, $0x0000000100000001
+GLOBL iqlPickW0<>(SB), RODATA|NOPTR, $32
+
+DATA iqlPickW1<>+0(SB)/8, $0x0000000200000002
+DATA iqlPickW1<>+8(SB)/8, $0x0000000300000003
+DATA iqlPickW1<>+16(SB)/8, $0x0000000200000002
+DATA iqlPickW1<>+24(SB)/8, $0x0000000300000003
+GLOBL iqlPickW1<>(SB), RODATA|NOPTR, $32
+
+DATA iqlNib4<>+0(SB)/8, $0x0000000000000000
+DATA iqlNib4<>+8(SB)/8, $0x0000000000000000
+DATA iqlNib4<>+16(SB)/8, $0x0000000400000004
+DATA iqlNib4<>+24(SB)/8, $0x0000000400000004
+GLOBL iqlNib4<>(SB), RODATA|NOPTR, $32
+
+DATA iqlSc3<>+0(SB)/8, $0x0000000600000000
+DATA iqlSc3<>+8(SB)/8, $0x0000000600000000
+DATA iqlSc3<>+16(SB)/8, $0x0000000900000003
+DATA iqlSc3<>+24(SB)/8, $0x0000000900000003
+GLOBL iqlSc3<>(SB), RODATA|NOPTR, $32
 
 DATA iql15<>+0(SB)/4, $15
 GLOBL iql15<>(SB), RODATA|NOPTR, $4
@@ -286,7 +306,7 @@ GLOBL iqlD1<>(SB), RODATA|NOPTR, $4
 DATA iqlEighth<>+0(SB)/4, $0x3e000000
 GLOBL iqlEighth<>(SB), RODATA|NOPTR, $4
 
-#define IQLDOTPROLOGUE(shifts, mask, hshifts, hmask) \
+#define IQLDOTPROLOGUE(shifts, mask, hshifts, hmask, pick0, pick1) \
 	MOVQ    w+0(FP), SI \
 	MOVQ    xq+8(FP), DI \
 	MOVQ    xd+16(FP), DX \
@@ -298,23 +318,14 @@ GLOBL iqlEighth<>(SB), RODATA|NOPTR, $4
 	VMOVDQU shifts, Y13 \
 	VPBROADCASTD iql511<>(SB), Y14 \
 	VPBROADCASTD mask, Y15 \
-	VMOVDQU32 hshifts, Z16 \
-	VPBROADCASTD hmask, Z17 \
+	VMOVDQU32 hshifts, Y16 \
+	VPBROADCASTD hmask, Y17 \
+	VMOVDQU32 pick0, Y21 \
+	VMOVDQU32 pick1, Y22 \
 	VPBROADCASTD iqlD1<>(SB), Z18 \
 	VPBROADCASTD iqlB1<>(SB), Z20 \
 	VPBROADCASTD iqlB2<>(SB), Z19 \
 	VPXORD  Z3, Z3, Z3
-
-// IQLMULT(src): Z2 = the multipliers 2*sc+1 of the quarter's four halves,
-// four dwords each, from the scale bits at src (a word, moved to AX).
-#define IQLMULT(src) \
-	MOVWLZX      src, AX \
-	VMOVD        AX, X2 \
-	VPBROADCASTD X2, Z2 \
-	VPSRLVD      Z16, Z2, Z2 \
-	VPANDD       Z17, Z2, Z2 \
-	VPADDD       Z2, Z2, Z2 \
-	VPADDD       Z18, Z2, Z2
 
 // IQLSUMS(i, Zs): the unsigned weights in Z1 against quarter i's
 // activations negated under K3 into Zs, 4 dwords per half sub-block.
@@ -324,11 +335,32 @@ GLOBL iqlEighth<>(SB), RODATA|NOPTR, $4
 	VPXORD   Zs, Zs, Zs \
 	VPDPBUSD Z0, Z1, Zs
 
-// IQLHALVES(Zs, Yhi): Zs's halves times their multipliers (Z2), the high
-// 8 dwords (sub-block 2i+1) moved to Yhi.
-#define IQLHALVES(Zs, Yhi) \
-	VPMULLD       Z2, Zs, Zs \
-	VEXTRACTI64X4 $1, Zs, Yhi
+// IQLHMULT(shifts, mask): a group's half multipliers 2*sc+1 from its
+// scale fields, loaded as dwords into Y2 before (IQ2_XS, IQ2_S: the 8
+// scale bytes; IQ1_M: the 4 scale words): Y0 = those of the low halves of
+// sub-blocks 0..3, then of their high halves, Y2 the same of sub-blocks
+// 4..7 (the fields' dwords picked by Z21 and Z22, shifted by shifts, masked
+// by mask), REDUCE8A's order.
+#define IQLHMULT(shifts, mask) \
+	VPERMD  Y2, Y21, Y0 \
+	VPERMD  Y2, Y22, Y2 \
+	VPSRLVD shifts, Y0, Y0 \
+	VPSRLVD shifts, Y2, Y2 \
+	VPANDD  mask, Y0, Y0 \
+	VPANDD  mask, Y2, Y2 \
+	VPADDD  Y0, Y0, Y0 \
+	VPADDD  Y2, Y2, Y2 \
+	VPADDD  Y18, Y0, Y0 \
+	VPADDD  Y18, Y2, Y2
+
+// REDUCE8H: REDUCE8 with the halves' totals times their multipliers
+// (IQLHMULT's Y0, Y2) before the halves are added; every sum exact in
+// int32, so the sub-block's m0*lo + m1*hi.
+#define REDUCE8H \
+	REDUCE8A \
+	VPMULLD Y0, Y4, Y4 \
+	VPMULLD Y2, Y8, Y8 \
+	REDUCE8B
 
 // IQ1ABS: IQ1VAL's weights, then K3 their negative bytes and Z1 their
 // magnitudes.
@@ -345,9 +377,8 @@ GLOBL iqlEighth<>(SB), RODATA|NOPTR, $4
 	VPMOVDB   Y2, X2 \
 	VMOVQ     X2, AX \
 	KSIGNS \
-	IQLMULT((66+2*i)(SI)) \
 	IQLSUMS(i, Zs) \
-	IQLHALVES(Zs, Yhi)
+	VEXTRACTI64X4 $1, Zs, Yhi
 
 #define IQ2SQ(i, Zs, Yhi) \
 	VPMOVZXBD (2+8*i)(SI), Y0 \
@@ -356,9 +387,8 @@ GLOBL iqlEighth<>(SB), RODATA|NOPTR, $4
 	IQLHIGH(X2) \
 	IQLGATHER \
 	KMOVQ     (34+8*i)(SI), K3 \
-	IQLMULT((74+2*i)(SI)) \
 	IQLSUMS(i, Zs) \
-	IQLHALVES(Zs, Yhi)
+	VEXTRACTI64X4 $1, Zs, Yhi
 
 // IQ1SQ: the weights 8*g + e split (e, the delta's sign, is one per
 // sub-block): |g| (the grid bytes are -1, 0 or 1) against the activations
@@ -397,9 +427,8 @@ GLOBL iqlEighth<>(SB), RODATA|NOPTR, $4
 	IMUL3Q    $0xff, BX, BX \
 	KMOVQ     BX, K4 \
 	IQ1ABS \
-	IQLMULT((48+2*i)(SI)) \
 	IQLSUMS(i, Zs) \
-	IQLHALVES(Zs, Yhi)
+	VEXTRACTI64X4 $1, Zs, Yhi
 
 // IQLACC(st): the group's sums (Y0) times its factors (Y1) and the
 // activation scales into the lanes, then on to the next group.
@@ -448,7 +477,7 @@ GLOBL iqlEighth<>(SB), RODATA|NOPTR, $4
 
 // func q8dotIQ2XSAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64)
 TEXT ·q8dotIQ2XSAVX512(SB), NOSPLIT, $0-48
-	IQLDOTPROLOGUE(iqlShiftS<>(SB), iql3<>(SB), iqlHalf4<>(SB), iql15<>(SB))
+	IQLDOTPROLOGUE(iqlShiftS<>(SB), iql3<>(SB), iqlNib4<>(SB), iql15<>(SB), iqlPick0<>(SB), iqlPick1<>(SB))
 
 iq2xszloop:
 	PFAHEAD2(74)
@@ -456,7 +485,9 @@ iq2xszloop:
 	IQ2XSQ(1, Z6, Y7)
 	IQ2XSQ(2, Z8, Y9)
 	IQ2XSQ(3, Z10, Y11)
-	REDUCE8
+	VPMOVZXBD 66(SI), Y2
+	IQLHMULT(Y16, Y17)
+	REDUCE8H
 	IQ2FACTORS
 	IQLACC(74)
 	JNZ iq2xszloop
@@ -467,7 +498,7 @@ iq2xszloop:
 
 // func q8dotIQ2SAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64)
 TEXT ·q8dotIQ2SAVX512(SB), NOSPLIT, $0-48
-	IQLDOTPROLOGUE(iqlShiftS<>(SB), iql3<>(SB), iqlHalf4<>(SB), iql15<>(SB))
+	IQLDOTPROLOGUE(iqlShiftS<>(SB), iql3<>(SB), iqlNib4<>(SB), iql15<>(SB), iqlPick0<>(SB), iqlPick1<>(SB))
 
 iq2szloop:
 	PFAHEAD2(82)
@@ -475,7 +506,9 @@ iq2szloop:
 	IQ2SQ(1, Z6, Y7)
 	IQ2SQ(2, Z8, Y9)
 	IQ2SQ(3, Z10, Y11)
-	REDUCE8
+	VPMOVZXBD 74(SI), Y2
+	IQLHMULT(Y16, Y17)
+	REDUCE8H
 	IQ2FACTORS
 	IQLACC(82)
 	JNZ iq2szloop
@@ -486,7 +519,7 @@ iq2szloop:
 
 // func q8dotIQ1SAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64, sums *int32)
 TEXT ·q8dotIQ1SAVX512(SB), NOSPLIT, $0-56
-	IQLDOTPROLOGUE(iqlShift1S<>(SB), iql7<>(SB), iqlHalf4<>(SB), iql15<>(SB))
+	IQLDOTPROLOGUE(iqlShift1S<>(SB), iql7<>(SB), iqlNib4<>(SB), iql15<>(SB), iqlPick0<>(SB), iqlPick1<>(SB))
 
 	MOVQ sums+48(FP), R11
 
@@ -509,7 +542,7 @@ iq1szloop:
 
 // func q8dotIQ1MAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64)
 TEXT ·q8dotIQ1MAVX512(SB), NOSPLIT, $0-48
-	IQLDOTPROLOGUE(iqlShift1M<>(SB), iql7<>(SB), iqlHalf3<>(SB), iql7<>(SB))
+	IQLDOTPROLOGUE(iqlShift1M<>(SB), iql7<>(SB), iqlSc3<>(SB), iql7<>(SB), iqlPickW0<>(SB), iqlPickW1<>(SB))
 
 iq1mzloop:
 	PFAHEAD1(56)
@@ -517,7 +550,9 @@ iq1mzloop:
 	IQ1MQ(1, Z6, Y7)
 	IQ1MQ(2, Z8, Y9)
 	IQ1MQ(3, Z10, Y11)
-	REDUCE8
+	VPMOVZXWD 48(SI), X2
+	IQLHMULT(Y16, Y17)
+	REDUCE8H
 	IQ1MFACTORS
 	IQLACC(56)
 	JNZ iq1mzloop
