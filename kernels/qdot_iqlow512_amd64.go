@@ -112,11 +112,27 @@ func iqLowDot(t quant.Type, w []byte, x *Q8Row, s0, ng int, l *[8]float32) bool 
 	return true
 }
 
+// The rows kernels (qdot_iqlow512_amd64.s): rows whole rows of groups
+// groups, stride bytes apart, against one input, each row's lanes from +0
+// over its groups as the DotQ8 kernel takes them and folded as foldLanes
+// into out.
+
+//go:noescape
+func q8rowsIQ2XSAVX512(w *byte, stride, rows int, xq *int8, xd *float32, groups int, grid *uint64, out *float32)
+
+//go:noescape
+func q8rowsIQ2SAVX512(w *byte, stride, rows int, xq *int8, xd *float32, groups int, grid *uint64, out *float32)
+
+//go:noescape
+func q8rowsIQ1SAVX512(w *byte, stride, rows int, xq *int8, xd *float32, groups int, grid *uint64, out *float32, sums *int32)
+
+//go:noescape
+func q8rowsIQ1MAVX512(w *byte, stride, rows int, xq *int8, xd *float32, groups int, grid *uint64, out *float32)
+
 // iqLowRows is a kernelSet.q8rows entry for IQ2_XS, IQ2_S, IQ1_S and IQ1_M
-// on AVX-512: each row's groups by the type's DotQ8 kernel called directly
-// (DotQ8's lanes in its order: the kernel takes the groups in turn, as
-// q8dotIQGroups' batches do) and folded, without DotQ8's per-row lookups;
-// false where x does not fit m's rows.
+// on AVX-512: rows [lo, hi) in one call of the type's rows kernel (DotQ8's
+// lanes and fold, row by row), without DotQ8's per-row lookups; false
+// where x does not fit m's rows.
 func iqLowRows(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 	t := m.Type
 	ng := len(x.d) / 8
@@ -124,10 +140,19 @@ func iqLowRows(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 		return false
 	}
 	_, _ = m.Data[hi*m.RowBytes-1], out[hi-1]
-	for r := lo; r < hi; r++ {
-		var l [8]float32
-		iqLowDot(t, m.Data[r*m.RowBytes:(r+1)*m.RowBytes], x, 0, ng, &l)
-		out[r] = foldLanes(&l)
+	_, _ = x.qs[32*8*ng-1], x.sums[8*ng-1]
+	w, xq, xd, o := &m.Data[lo*m.RowBytes], &x.qs[0], &x.d[0], &out[lo]
+	switch t {
+	case quant.IQ2_XS:
+		q8rowsIQ2XSAVX512(w, m.RowBytes, hi-lo, xq, xd, ng, &iq2xsGrid[0], o)
+	case quant.IQ2_S:
+		q8rowsIQ2SAVX512(w, m.RowBytes, hi-lo, xq, xd, ng, &iq2sGrid[0], o)
+	case quant.IQ1_S:
+		q8rowsIQ1SAVX512(w, m.RowBytes, hi-lo, xq, xd, ng, &iq1sGrid[0], o, &x.sums[0])
+	case quant.IQ1_M:
+		q8rowsIQ1MAVX512(w, m.RowBytes, hi-lo, xq, xd, ng, &iq1sGrid[0], o)
+	default:
+		return false
 	}
 	return true
 }

@@ -341,8 +341,12 @@ GLOBL iqlEighth<>(SB), RODATA|NOPTR, $4
 	MOVQ    groups+24(FP), CX \
 	MOVQ    lanes+32(FP), R8 \
 	MOVQ    grid+40(FP), R10 \
-	MOVQ    $0x0101010101010101, R13 \
 	VMOVUPS (R8), Y12 \
+	IQLCONSTS(shifts, mask, hshifts, hmask, pick0, pick1)
+
+// IQLCONSTS: the constants of the DotQ8 and rows kernels.
+#define IQLCONSTS(shifts, mask, hshifts, hmask, pick0, pick1) \
+	MOVQ    $0x0101010101010101, R13 \
 	VMOVDQU shifts, Y13 \
 	VPBROADCASTD iql511<>(SB), Y14 \
 	VPBROADCASTD mask, Y15 \
@@ -354,6 +358,42 @@ GLOBL iqlEighth<>(SB), RODATA|NOPTR, $4
 	VPBROADCASTD iqlB1<>(SB), Z20 \
 	VPBROADCASTD iqlB2<>(SB), Z19 \
 	VPXORD  Z3, Z3, Z3
+
+// IQLROWS(group, rowinit): the rows kernels' walk: rows rows of w, stride
+// bytes apart, each from lanes of +0 over its groups by group (one group,
+// the flags of its DECQ CX last; rowinit first, for the row's other
+// pointers), folded as foldLanes (IQ4FOLD) into out, one float32 a row;
+// R14 the row. Labels are the function's own.
+#define IQLROWS(group, rowinit) \
+	MOVQ  grid+48(FP), R10 \
+	MOVQ  w+0(FP), R14 \
+	MOVQ  out+56(FP), R8 \
+	CMPQ  rows+16(FP), $0 \
+	JEQ   iqlrdone \
+iqlrrow: \
+	MOVQ  R14, SI \
+	MOVQ  xq+24(FP), DI \
+	MOVQ  xd+32(FP), DX \
+	MOVQ  groups+40(FP), CX \
+	rowinit \
+	VXORPS Y12, Y12, Y12 \
+iqlrgroup: \
+	group \
+	JNZ   iqlrgroup \
+	IQ4FOLD(Y12, X12, (R8)) \
+	ADDQ  $4, R8 \
+	ADDQ  stride+8(FP), R14 \
+	DECQ  rows+16(FP) \
+	JNZ   iqlrrow \
+iqlrdone: \
+	VZEROUPPER \
+	RET
+
+// IQLNOROWINIT and IQ1SROWINIT: IQLROWS' rowinit (IQ1_S's code sums).
+#define IQLNOROWINIT
+
+#define IQ1SROWINIT \
+	MOVQ sums+64(FP), R11
 
 // IQLSUMS(i, Zs): the unsigned weights in Z1 against quarter i's
 // activations negated under K3 into Zs, 4 dwords per half sub-block.
@@ -503,21 +543,61 @@ GLOBL iqlEighth<>(SB), RODATA|NOPTR, $4
 	VBROADCASTSS iqlEighth<>(SB), Y2 \
 	VMULPS       Y2, Y1, Y1
 
+// The groups of the four types: IQLACC last, its DECQ CX setting the flags.
+#define IQ2XSGROUP \
+	PFAHEAD2(74) \
+	IQ2XSQ(0, Z4, Y5) \
+	IQ2XSQ(1, Z6, Y7) \
+	IQ2XSQ(2, Z8, Y9) \
+	IQ2XSQ(3, Z10, Y11) \
+	VPMOVZXBD 66(SI), Y2 \
+	IQLHMULT(Y16, Y17) \
+	REDUCE8H \
+	IQ2FACTORS \
+	IQLACC(74)
+
+#define IQ2SGROUP \
+	PFAHEAD2(82) \
+	IQ2SQ(0, Z4, Y5) \
+	IQ2SQ(1, Z6, Y7) \
+	IQ2SQ(2, Z8, Y9) \
+	IQ2SQ(3, Z10, Y11) \
+	VPMOVZXBD 74(SI), Y2 \
+	IQLHMULT(Y16, Y17) \
+	REDUCE8H \
+	IQ2FACTORS \
+	IQLACC(82)
+
+#define IQ1SGROUP \
+	PFAHEAD1(50) \
+	IQ1SQ(0, Z4, Y5) \
+	IQ1SQ(1, Z6, Y7) \
+	IQ1SQ(2, Z8, Y9) \
+	IQ1SQ(3, Z10, Y11) \
+	REDUCE8 \
+	IQ1SDELTA \
+	IQ1SFACTORS \
+	LEAQ 32(R11), R11 \
+	IQLACC(50)
+
+#define IQ1MGROUP \
+	PFAHEAD1(56) \
+	IQ1MQ(0, Z4, Y5) \
+	IQ1MQ(1, Z6, Y7) \
+	IQ1MQ(2, Z8, Y9) \
+	IQ1MQ(3, Z10, Y11) \
+	VPMOVZXWD 48(SI), X2 \
+	IQLHMULT(Y16, Y17) \
+	REDUCE8H \
+	IQ1MFACTORS \
+	IQLACC(56)
+
 // func q8dotIQ2XSAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64)
 TEXT ·q8dotIQ2XSAVX512(SB), NOSPLIT, $0-48
 	IQLDOTPROLOGUE(iqlShiftS<>(SB), iql3<>(SB), iqlNib4<>(SB), iql15<>(SB), iqlPick0<>(SB), iqlPick1<>(SB))
 
 iq2xszloop:
-	PFAHEAD2(74)
-	IQ2XSQ(0, Z4, Y5)
-	IQ2XSQ(1, Z6, Y7)
-	IQ2XSQ(2, Z8, Y9)
-	IQ2XSQ(3, Z10, Y11)
-	VPMOVZXBD 66(SI), Y2
-	IQLHMULT(Y16, Y17)
-	REDUCE8H
-	IQ2FACTORS
-	IQLACC(74)
+	IQ2XSGROUP
 	JNZ iq2xszloop
 
 	VMOVUPS Y12, (R8)
@@ -529,16 +609,7 @@ TEXT ·q8dotIQ2SAVX512(SB), NOSPLIT, $0-48
 	IQLDOTPROLOGUE(iqlShiftS<>(SB), iql3<>(SB), iqlNib4<>(SB), iql15<>(SB), iqlPick0<>(SB), iqlPick1<>(SB))
 
 iq2szloop:
-	PFAHEAD2(82)
-	IQ2SQ(0, Z4, Y5)
-	IQ2SQ(1, Z6, Y7)
-	IQ2SQ(2, Z8, Y9)
-	IQ2SQ(3, Z10, Y11)
-	VPMOVZXBD 74(SI), Y2
-	IQLHMULT(Y16, Y17)
-	REDUCE8H
-	IQ2FACTORS
-	IQLACC(82)
+	IQ2SGROUP
 	JNZ iq2szloop
 
 	VMOVUPS Y12, (R8)
@@ -548,20 +619,10 @@ iq2szloop:
 // func q8dotIQ1SAVX512(w *byte, xq *int8, xd *float32, groups int, lanes *[8]float32, grid *uint64, sums *int32)
 TEXT ·q8dotIQ1SAVX512(SB), NOSPLIT, $0-56
 	IQLDOTPROLOGUE(iqlShift1S<>(SB), iql7<>(SB), iqlNib4<>(SB), iql15<>(SB), iqlPick0<>(SB), iqlPick1<>(SB))
-
 	MOVQ sums+48(FP), R11
 
 iq1szloop:
-	PFAHEAD1(50)
-	IQ1SQ(0, Z4, Y5)
-	IQ1SQ(1, Z6, Y7)
-	IQ1SQ(2, Z8, Y9)
-	IQ1SQ(3, Z10, Y11)
-	REDUCE8
-	IQ1SDELTA
-	IQ1SFACTORS
-	IQLACC(50)
-	LEAQ 32(R11), R11
+	IQ1SGROUP
 	JNZ iq1szloop
 
 	VMOVUPS Y12, (R8)
@@ -573,18 +634,32 @@ TEXT ·q8dotIQ1MAVX512(SB), NOSPLIT, $32-48
 	IQLDOTPROLOGUE(iqlShift1M<>(SB), iql7<>(SB), iqlSc3<>(SB), iql7<>(SB), iqlPickW0<>(SB), iqlPickW1<>(SB))
 
 iq1mzloop:
-	PFAHEAD1(56)
-	IQ1MQ(0, Z4, Y5)
-	IQ1MQ(1, Z6, Y7)
-	IQ1MQ(2, Z8, Y9)
-	IQ1MQ(3, Z10, Y11)
-	VPMOVZXWD 48(SI), X2
-	IQLHMULT(Y16, Y17)
-	REDUCE8H
-	IQ1MFACTORS
-	IQLACC(56)
+	IQ1MGROUP
 	JNZ iq1mzloop
 
 	VMOVUPS Y12, (R8)
 	VZEROUPPER
 	RET
+
+// The rows kernels: DotQ8 of rows whole rows (groups groups each, rows > 0
+// or none) against one input, each folded into out (IQLROWS).
+
+// func q8rowsIQ2XSAVX512(w *byte, stride, rows int, xq *int8, xd *float32, groups int, grid *uint64, out *float32)
+TEXT ·q8rowsIQ2XSAVX512(SB), NOSPLIT, $0-64
+	IQLCONSTS(iqlShiftS<>(SB), iql3<>(SB), iqlNib4<>(SB), iql15<>(SB), iqlPick0<>(SB), iqlPick1<>(SB))
+	IQLROWS(IQ2XSGROUP, IQLNOROWINIT)
+
+// func q8rowsIQ2SAVX512(w *byte, stride, rows int, xq *int8, xd *float32, groups int, grid *uint64, out *float32)
+TEXT ·q8rowsIQ2SAVX512(SB), NOSPLIT, $0-64
+	IQLCONSTS(iqlShiftS<>(SB), iql3<>(SB), iqlNib4<>(SB), iql15<>(SB), iqlPick0<>(SB), iqlPick1<>(SB))
+	IQLROWS(IQ2SGROUP, IQLNOROWINIT)
+
+// func q8rowsIQ1SAVX512(w *byte, stride, rows int, xq *int8, xd *float32, groups int, grid *uint64, out *float32, sums *int32)
+TEXT ·q8rowsIQ1SAVX512(SB), NOSPLIT, $0-72
+	IQLCONSTS(iqlShift1S<>(SB), iql7<>(SB), iqlNib4<>(SB), iql15<>(SB), iqlPick0<>(SB), iqlPick1<>(SB))
+	IQLROWS(IQ1SGROUP, IQ1SROWINIT)
+
+// func q8rowsIQ1MAVX512(w *byte, stride, rows int, xq *int8, xd *float32, groups int, grid *uint64, out *float32)
+TEXT ·q8rowsIQ1MAVX512(SB), NOSPLIT, $32-64
+	IQLCONSTS(iqlShift1M<>(SB), iql7<>(SB), iqlSc3<>(SB), iql7<>(SB), iqlPickW0<>(SB), iqlPickW1<>(SB))
+	IQLROWS(IQ1MGROUP, IQLNOROWINIT)

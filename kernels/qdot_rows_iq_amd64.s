@@ -170,16 +170,6 @@ GLOBL iq4rperm<>(SB), RODATA|NOPTR, $64
 	VPERMD Z14, Z27, Z14 \
 	VPSUBD Y24, Y14, Y14
 
-// IQ4FOLD(Yl, Xl, dst): dst = ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) of Yl.
-#define IQ4FOLD(Yl, Xl, dst) \
-	VEXTRACTF128 $1, Yl, X1 \
-	VADDPS X1, Xl, X0 \
-	VPERMILPS $0x4e, X0, X1 \
-	VADDPS X1, X0, X0 \
-	VMOVSHDUP X0, X1 \
-	VADDSS X1, X0, X0 \
-	VMOVSS X0, dst
-
 // IQ4PF(base): the group pf (R14) bytes ahead of base, a line at a time.
 #define IQ4PF(base) \
 	PREFETCHT0 (base)(R14*1) \
