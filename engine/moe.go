@@ -380,7 +380,8 @@ func (s *Session) route(probs, logits []float32, resident func(int) bool, ids []
 // to act. With many experts in memory it runs them in parallel, each whole
 // on one goroutine (expertsParallel); else one after the other, each
 // product split over the pool's rows. Every element is the same product
-// either way.
+// either way. shj, when not nil, is the layer's shared expert, run as the
+// first item of expertsParallel's pass (only that path takes one).
 func (s *Session) expertsBatch(l int, users [][]int, distinct []int, xa *acts, ys, act []float32, shj *sharedJob) error {
 	m := s.m
 	if s.expertsInParallel(len(distinct)) {
@@ -473,7 +474,8 @@ var serialPool = kernels.NewPool(1)
 // its three products whole: at hundreds of experts of a few tokens each,
 // one parallel pass per product cost more in hand-offs and idle workers
 // than the products themselves. xa's rows are quantized (or rounded)
-// before, so the goroutines only read them.
+// before, so the goroutines only read them. shj, when not nil, is item 0
+// of the pass: the shared expert's products on one goroutine.
 func (s *Session) expertsParallel(l int, users [][]int, distinct []int, xa *acts, ys, act []float32, shj *sharedJob) error {
 	m := s.m
 	for _, e := range distinct {

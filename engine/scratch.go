@@ -24,7 +24,7 @@ type scratch struct {
 	distinct []int
 	order    []int         // expertsParallel's experts, largest first
 	experts  []*expertBufs // expertRun's buffers, one per goroutine
-	first    []int         // addRowsFinite's per row
+	first    []int         // per row, addRowsFinite's or combineBatch's first non-finite index
 	shared   sharedJob     // expertsParallel's shared expert
 	guess    []int         // read-ahead's
 	taken    []bool

@@ -16,14 +16,14 @@ import (
 // instructions need (see chooseKernels), nothing more.
 type cpuFeatures struct {
 	avx, avx2, f16c bool
-	// avx512vnni: AVX-512 F, BW and VNNI.
+	// avx512vnni: AVX-512 F, BW, VL and VNNI.
 	avx512vnni bool
-	// avx512vbmi: AVX-512 F, BW and VBMI (VPERMB, VPERMT2B).
+	// avx512vbmi: AVX-512 F, BW, VL and VBMI (VPERMB, VPERMT2B).
 	avx512vbmi bool
 	// avx512bf16: AVX-512 F, BW and BF16 (VDPBF16PS; the tile kernels'
 	// word masks are BW).
 	avx512bf16 bool
-	// avx512gfni: AVX-512 F, BW, VBMI (VPERMT2B) and GFNI
+	// avx512gfni: AVX-512 F, BW, VL, VBMI (VPERMT2B) and GFNI
 	// (VGF2P8AFFINEQB).
 	avx512gfni bool
 	// bmi2: PEXT and PDEP.
@@ -36,10 +36,10 @@ var hostCPU = cpuFeatures{
 	avx:        cpuid.CPU.Supports(cpuid.AVX),
 	avx2:       cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2),
 	f16c:       cpuid.CPU.Supports(cpuid.AVX, cpuid.F16C),
-	avx512vnni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VNNI),
-	avx512vbmi: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VBMI),
+	avx512vnni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL, cpuid.AVX512VNNI),
+	avx512vbmi: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL, cpuid.AVX512VBMI),
 	avx512bf16: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512BF16),
-	avx512gfni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VBMI, cpuid.GFNI),
+	avx512gfni: cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL, cpuid.AVX512VBMI, cpuid.GFNI),
 	bmi2:       cpuid.CPU.Supports(cpuid.BMI2),
 	brand:      cpuid.CPU.BrandName,
 }

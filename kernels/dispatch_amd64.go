@@ -96,7 +96,8 @@ func chooseKernels(c cpuFeatures) kernelSet {
 		k.paths = "avx2+f16c"
 	}
 	if c.avx2 && c.f16c && c.avx512vnni {
-		// The VEX parts need AVX2 and F16C; the rest is AVX-512 F, BW, VNNI.
+		// The VEX parts need AVX2 and F16C; the rest is AVX-512 F, BW, VL,
+		// VNNI (IQ1_M's kernels BMI2 too).
 		k.q8dot[quant.Q2_0] = q8dotQ2_0Vector512
 		k.q8dot[quant.IQ3_S] = q8dotIQ3SVector512
 		wide := []quant.Type{quant.IQ3_XXS, quant.IQ2_XXS, quant.IQ2_XS, quant.IQ2_S, quant.IQ1_S}

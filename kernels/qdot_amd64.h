@@ -97,8 +97,10 @@ GLOBL q8sgnbit<>(SB), RODATA|NOPTR, $32
 	VPSLLD  $23, Y, Y \
 	VPMAXSD Yt, Y, Y
 
-// IQ4FOLD(Yl, Xl, dst): dst = foldLanes of Yl, ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) of Yl.
-#define IQ4FOLD(Yl, Xl, dst) \
+// FOLDLANES(Yl, Xl, dst): dst = foldLanes' ((l0+l4)+(l2+l6)) +
+// ((l1+l5)+(l3+l7)) of Yl's lanes (Xl its low half), the row kernels' one
+// fold; X0 and X1 are clobbered.
+#define FOLDLANES(Yl, Xl, dst) \
 	VEXTRACTF128 $1, Yl, X1 \
 	VADDPS X1, Xl, X0 \
 	VPERMILPS $0x4e, X0, X1 \
@@ -106,4 +108,3 @@ GLOBL q8sgnbit<>(SB), RODATA|NOPTR, $32
 	VMOVSHDUP X0, X1 \
 	VADDSS X1, X0, X0 \
 	VMOVSS X0, dst
-

@@ -81,11 +81,13 @@ func q8decodeMXFP4Vector(row []byte, g0, ng int, d *q8Decoded, at int) {
 	q8decodeMXFP4AVX2(&row[136*g0], ng, &mxfp4Values[0], &d.w[256*at], &d.m[8*at])
 }
 
-// iqBatch is how many groups' factors the wrapper computes per call.
+// iqBatch is how many groups iqKernel takes per call (the factors of as
+// many computed first, where the kernel does not make them itself).
 const iqBatch = 16
 
 // q8dotIQGroups runs t's kernel over the row's whole groups (8 sub-blocks,
-// one block of 256 weights; 8 blocks for MXFP4), the factors computed here,
+// one block of 256 weights; 8 blocks for MXFP4), the factors computed here
+// (by the AVX-512 kernels of IQ2_XS, IQ2_S, IQ1_S and IQ1_M themselves),
 // then, for MXFP4 rows ending in a partial group, over a zero-padded copy of
 // it when the activations are padded (as qdot_amd64.go's wrappers: a
 // padded sub-block adds +0); it returns the lanes and the sub-blocks taken.

@@ -25,8 +25,8 @@
 //
 // Registers: SI block, CX blocks left, R10 grid, DI weights out, R13 0x01 in
 // every byte; Y13 the index bits' shifts, Y14 511 (IQ2_XS), Y15 the index
-// bits' mask; Z3 zero, Z12 2 and Z11 1 in every byte; Z0..Z2, AX, BX, DX,
-// R12 temporaries.
+// bits' mask; Z3 zero, Z12 2 and Z11 1 in every byte; Z0..Z2, AX, BX, R12
+// temporaries.
 
 DATA iqlShiftS<>+0(SB)/8, $0x0000000200000000
 DATA iqlShiftS<>+8(SB)/8, $0x0000000600000004
@@ -271,20 +271,22 @@ iq1mddone:
 // q8dotIQGroups' lanes with each group's factors made here (iqGroupFactors'
 // float32 operations in its order). Each quarter is decoded as above; the
 // IQ2 types' unsigned grid bytes times the activations negated under the
-// signs, the IQ1 types' weights' magnitudes (VPABSB) times the activations
-// negated where the weights are negative, summed by VPDPBUSD (16 dwords: 4
-// per half sub-block), REDUCE8 (REDUCE8H: the halves' totals times their
-// multipliers 2*sc+1 first; every sum exact in int32), and the lanes +=
-// float(sum) * (factor * dx) as XXSACC.
+// signs, IQ1_M's weights' magnitudes (VPABSB) times the activations
+// negated where the weights are negative, IQ1_S's |grid| times the
+// activations negated where grid < 0 (its delta added after, IQ1SDELTA),
+// summed by VPDPBUSD (16 dwords: 4 per half sub-block), REDUCE8 (REDUCE8H:
+// the halves' totals times their multipliers 2*sc+1 first; every sum exact
+// in int32), and the lanes += float(sum) * (factor * dx) (IQLACC). IQ1_M's
+// grid entries by scalar loads (IQLLOAD8), the others' by VPGATHERDQ.
 //
 // Registers: SI block, DI activation codes, DX activation scales, CX groups,
 // R8 lanes, R10 grid, R13 0x01 in every byte; Y12 the lanes; Y13, Y15 the
 // index bits' shifts and mask, Y14 511; Y16 the halves' scale fields'
 // shifts, Y17 their mask, Y21, Y22 their picks (IQLHMULT), Y18 1 in every
-// dword; Z3 zero, Z20 1 and Z19 2 in every byte
-// (Z11 and Z12 are a sum and the lanes here); Y4..Y11 the sums; IQ1_M's
-// R9, R15 and 32 bytes of frame for IQLLOAD8;
-// Z0..Z2, AX, BX, R12 temporaries.
+// dword; Z3 zero, Z20 1 and Z19 2 in every byte (Z11 and Z12 are a sum and
+// the lanes here); Y4..Y11 the sums; R11 IQ1_S's code sums; IQ1_M's R9, R15
+// and 32 bytes of frame for IQLLOAD8; the rows kernels' R14 row and R8 out
+// (IQLROWS); Z0..Z2, AX, BX, R12 temporaries.
 
 // The half multipliers' fields: the dwords of sub-blocks 0..3 then again
 // (iqlPick0), of 4..7 (iqlPick1); IQ1_M's scale words two sub-blocks each
@@ -362,7 +364,7 @@ GLOBL iqlEighth<>(SB), RODATA|NOPTR, $4
 // IQLROWS(group, rowinit): the rows kernels' walk: rows rows of w, stride
 // bytes apart, each from lanes of +0 over its groups by group (one group,
 // the flags of its DECQ CX last; rowinit first, for the row's other
-// pointers), folded as foldLanes (IQ4FOLD) into out, one float32 a row;
+// pointers), folded as foldLanes (FOLDLANES) into out, one float32 a row;
 // R14 the row. Labels are the function's own.
 #define IQLROWS(group, rowinit) \
 	MOVQ  grid+48(FP), R10 \
@@ -380,7 +382,7 @@ iqlrrow: \
 iqlrgroup: \
 	group \
 	JNZ   iqlrgroup \
-	IQ4FOLD(Y12, X12, (R8)) \
+	FOLDLANES(Y12, X12, (R8)) \
 	ADDQ  $4, R8 \
 	ADDQ  stride+8(FP), R14 \
 	DECQ  rows+16(FP) \
@@ -407,7 +409,7 @@ iqlrdone: \
 // scale fields, loaded as dwords into Y2 before (IQ2_XS, IQ2_S: the 8
 // scale bytes; IQ1_M: the 4 scale words): Y0 = those of the low halves of
 // sub-blocks 0..3, then of their high halves, Y2 the same of sub-blocks
-// 4..7 (the fields' dwords picked by Z21 and Z22, shifted by shifts, masked
+// 4..7 (the fields' dwords picked by Y21 and Y22, shifted by shifts, masked
 // by mask), REDUCE8A's order.
 #define IQLHMULT(shifts, mask) \
 	VPERMD  Y2, Y21, Y0 \
@@ -460,7 +462,7 @@ iqlrdone: \
 
 // IQ1SQ: the weights 8*g + e split (e, the delta's sign, is one per
 // sub-block): |g| (the grid bytes are -1, 0 or 1) against the activations
-// negated where g < 0 here, 8 times that plus e times the block's code sum
+// negated where g < 0 here, 8 times that plus e times each sub-block's code sum
 // (Q8Row.sums) after REDUCE8 (IQ1SDELTA).
 #define IQ1SQ(i, Zs, Yhi) \
 	VPMOVZXBD (2+8*i)(SI), Y0 \

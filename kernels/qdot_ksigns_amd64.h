@@ -2,7 +2,8 @@
 // each field with its parity in bit 7 (three shifted XORs fold a byte's
 // bits into its bit 0), as a mask of 64 weights: bit 8j+k negates weight k
 // of the j-th 8 (qdot_iqxxs512_amd64.s, qdot_iqlow512_amd64.s). R13 holds
-// 0x01 in every byte; BX and R12 are clobbered.
+// 0x01 in every byte; AX (the fields with their parity), BX and R12 are
+// clobbered.
 #define KSIGNS \
 	MOVQ    AX, BX \
 	SHRQ    $4, BX \

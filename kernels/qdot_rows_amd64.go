@@ -301,8 +301,8 @@ func rowsQ8_0AVX2(m *Matrix, lo, hi int, x *Q8Row, out []float32, s q8Streams) b
 //go:noescape
 func iq4RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, xs *int32, groups, tail int, masks *[3]uint64, out *float32, boff, ooff, n, pf int)
 
-// rowStreams and rowPrefetch are how the IQ4_NL, IQ4_XS, IQ3_S, IQ3_XXS,
-// IQ2_XXS and K-quant row kernels walk a range of rows: Q8_0's walk on
+// rowStreams and rowPrefetch are how the IQ4_NL, MXFP4, IQ4_XS, IQ3_S,
+// IQ3_XXS, IQ2_XXS and K-quant row kernels walk a range of rows: Q8_0's walk on
 // AVX-512 (q8Walk512), four streams, each prefetched 2048 bytes ahead by
 // PREFETCHT0.
 var rowStreams, rowPrefetch = q8Walk512.n, q8Walk512.pf
@@ -343,9 +343,10 @@ func (r nibRows) args(m *Matrix, x *Q8Row) (groups, tail int, masks [3]uint64, o
 // left over from a whole number of parts one at a time.
 func (r nibRows) rows(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 	groups, tail, masks, ok := r.args(m, x)
-	if !ok {
+	if !ok || lo >= hi {
 		return false
 	}
+	_, _ = m.Data[hi*m.RowBytes-1], out[hi-1]
 	if part := (hi - lo) / rowStreams; part > 0 {
 		r.k(&m.Data[lo*m.RowBytes], m.RowBytes, part, &x.qs[0], &x.d[0], &x.sums[0],
 			groups, tail, &masks, &out[lo], part*m.RowBytes, 4*part, rowStreams, rowPrefetch)
@@ -449,9 +450,10 @@ type planeRowsKernel func(w *byte, stride, rows int, xq *int8, xd *float32, bloc
 func planeRows(k planeRowsKernel, tab *byte) func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 	return func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 		blocks, ok := iq3Blocks(m, x)
-		if !ok {
+		if !ok || lo >= hi {
 			return false
 		}
+		_, _ = m.Data[hi*m.RowBytes-1], out[hi-1]
 		if part := (hi - lo) / rowStreams; part > 0 {
 			k(&m.Data[lo*m.RowBytes], m.RowBytes, part, &x.q2[0], &x.d[0], blocks, tab,
 				&out[lo], part*m.RowBytes, 4*part, rowStreams, rowPrefetch)
@@ -551,9 +553,10 @@ func kBlocks(m *Matrix, x *Q8Row) (blocks int, ok bool) {
 func kRowsAVX512(k kRowsKernel) func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 	return func(m *Matrix, lo, hi int, x *Q8Row, out []float32) bool {
 		blocks, ok := kBlocks(m, x)
-		if !ok {
+		if !ok || lo >= hi {
 			return false
 		}
+		_, _ = m.Data[hi*m.RowBytes-1], out[hi-1]
 		if part := (hi - lo) / rowStreams; part > 0 {
 			k(&m.Data[lo*m.RowBytes], m.RowBytes, part, x, blocks, &out[lo], part*m.RowBytes, 4*part, rowStreams, rowPrefetch)
 			lo += rowStreams * part

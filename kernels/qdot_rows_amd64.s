@@ -58,18 +58,8 @@ GLOBL q8rperm<>(SB), RODATA|NOPTR, $64
 
 #define RACC RACCS(Y12)
 
-// RFOLDTO(dst): dst = ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) of Y12; RFOLD
-// to (R8).
-#define RFOLDTO(dst) \
-	VEXTRACTF128 $1, Y12, X1 \
-	VADDPS X1, X12, X0 \
-	VPERMILPS $0x4e, X0, X1 \
-	VADDPS X1, X0, X0 \
-	VMOVSHDUP X0, X1 \
-	VADDSS X1, X0, X0 \
-	VMOVSS X0, dst
-
-#define RFOLD RFOLDTO((R8))
+// RFOLD: the lanes in Y12 folded to (R8) (FOLDLANES).
+#define RFOLD FOLDLANES(Y12, X12, (R8))
 
 // ROWARGS: the arguments both kernels share. ROWSTART(tail): a row's
 // pointers and lanes, on to tail when it has no whole group. ROWNEXT(row):
@@ -191,7 +181,7 @@ q2rdone:
 // 2p in the low half of Zp, 2p+1 in the high) are reduced by lane shuffles
 // to 8 totals in sub-block order.
 // Q8RBLKS(base, p, Zacc): blocks 2p and 2p+1 of the group at base into
-// Zacc; Q8RBLK from SI.
+// Zacc.
 #define Q8RBLKS(base, p, Zacc) \
 	VMOVDQU (2+68*p)(base), Y0 \
 	VINSERTI64X4 $1, (36+68*p)(base), Z0, Z0 \
@@ -199,10 +189,9 @@ q2rdone:
 	VPXORQ Zacc, Zacc, Zacc \
 	VPDPBUSD (64*p)(DI), Z0, Zacc
 
-#define Q8RBLK(p, Zacc) Q8RBLKS(SI, p, Zacc)
 
 // Q8RSUMSS(Yacc): the group's terms into Yacc from Z4..Z7 and the scales
-// in X13; Q8RSUMS into Y12.
+// in X13.
 #define Q8RSUMSS(Yacc) \
 	VSHUFI64X2 $0x88, Z5, Z4, Z8 \
 	VSHUFI64X2 $0xdd, Z5, Z4, Z9 \
@@ -221,7 +210,6 @@ q2rdone:
 	VPSUBD Y1, Y4, Y0 \
 	RACCS(Yacc)
 
-#define Q8RSUMS Q8RSUMSS(Y12)
 
 // Words 0, 17 of a first table and 0, 17 of a second (32, 49), twice.
 DATA q8rscw<>+0(SB)/8, $0x0031002000110000
@@ -629,18 +617,18 @@ q8ntail:
 
 q8nfold:
 	MOVQ ooff+88(FP), AX
-	RFOLDTO((R8))
+	FOLDLANES(Y12, X12, (R8))
 	VMOVAPS Y2, Y12
-	RFOLDTO((R8)(AX*1))
+	FOLDLANES(Y12, X12, (R8)(AX*1))
 	CMPQ n+96(FP), $3
 	JLT  q8nadv
 	VMOVAPS Y3, Y12
-	RFOLDTO((R8)(AX*2))
+	FOLDLANES(Y12, X12, (R8)(AX*2))
 	CMPQ n+96(FP), $4
 	JLT  q8nadv
 	VMOVAPS Y16, Y12
 	LEAQ (R8)(AX*2), R9
-	RFOLDTO((R9)(AX*1))
+	FOLDLANES(Y12, X12, (R9)(AX*1))
 
 q8nadv:
 	ADDQ $4, R8
@@ -723,9 +711,9 @@ q8vA:
 	JNZ  q8vgroup
 
 q8vfold:
-	RFOLDTO((R8))
+	FOLDLANES(Y12, X12, (R8))
 	VMOVAPS Y3, Y12
-	RFOLDTO((R8)(R9*1))
+	FOLDLANES(Y12, X12, (R8)(R9*1))
 	ADDQ $4, R8
 	ADDQ stride+8(FP), R13
 	DECQ R10

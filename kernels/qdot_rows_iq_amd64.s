@@ -279,17 +279,17 @@ iq4tail: \
 \
 iq4fold: \
 	MOVQ ooff+88(FP), AX \
-	IQ4FOLD(Y8, X8, (R8)) \
+	FOLDLANES(Y8, X8, (R8)) \
 	CMPQ R12, $2 \
 	JLT  iq4adv \
-	IQ4FOLD(Y9, X9, (R8)(AX*1)) \
+	FOLDLANES(Y9, X9, (R8)(AX*1)) \
 	CMPQ R12, $3 \
 	JLT  iq4adv \
-	IQ4FOLD(Y10, X10, (R8)(AX*2)) \
+	FOLDLANES(Y10, X10, (R8)(AX*2)) \
 	CMPQ R12, $4 \
 	JLT  iq4adv \
 	LEAQ (R8)(AX*2), R9 \
-	IQ4FOLD(Y11, X11, (R9)(AX*1)) \
+	FOLDLANES(Y11, X11, (R9)(AX*1)) \
 \
 iq4adv: \
 	ADDQ $4, R8 \
@@ -500,17 +500,17 @@ iq4xsnext:
 	JNZ  iq4xsblock
 
 	MOVQ ooff+72(FP), AX
-	IQ4FOLD(Y8, X8, (R8))
+	FOLDLANES(Y8, X8, (R8))
 	CMPQ R12, $2
 	JLT  iq4xsadv
-	IQ4FOLD(Y9, X9, (R8)(AX*1))
+	FOLDLANES(Y9, X9, (R8)(AX*1))
 	CMPQ R12, $3
 	JLT  iq4xsadv
-	IQ4FOLD(Y10, X10, (R8)(AX*2))
+	FOLDLANES(Y10, X10, (R8)(AX*2))
 	CMPQ R12, $4
 	JLT  iq4xsadv
 	LEAQ (R8)(AX*2), R9
-	IQ4FOLD(Y11, X11, (R9)(AX*1))
+	FOLDLANES(Y11, X11, (R9)(AX*1))
 
 iq4xsadv:
 	ADDQ $4, R8
@@ -767,17 +767,17 @@ iq3next:
 
 iq3fold:
 	MOVQ ooff+72(FP), AX
-	IQ4FOLD(Y8, X8, (R8))
+	FOLDLANES(Y8, X8, (R8))
 	CMPQ BX, $2
 	JLT  iq3adv
-	IQ4FOLD(Y9, X9, (R8)(AX*1))
+	FOLDLANES(Y9, X9, (R8)(AX*1))
 	CMPQ BX, $3
 	JLT  iq3adv
-	IQ4FOLD(Y10, X10, (R8)(AX*2))
+	FOLDLANES(Y10, X10, (R8)(AX*2))
 	CMPQ BX, $4
 	JLT  iq3adv
 	LEAQ (R8)(AX*2), R9
-	IQ4FOLD(Y11, X11, (R9)(AX*1))
+	FOLDLANES(Y11, X11, (R9)(AX*1))
 
 iq3adv:
 	ADDQ $4, R8
@@ -1061,17 +1061,17 @@ iq3xxsnext:
 
 iq3xxsfold:
 	MOVQ ooff+72(FP), AX
-	IQ4FOLD(Y8, X8, (R8))
+	FOLDLANES(Y8, X8, (R8))
 	CMPQ BX, $2
 	JLT  iq3xxsadv
-	IQ4FOLD(Y9, X9, (R8)(AX*1))
+	FOLDLANES(Y9, X9, (R8)(AX*1))
 	CMPQ BX, $3
 	JLT  iq3xxsadv
-	IQ4FOLD(Y10, X10, (R8)(AX*2))
+	FOLDLANES(Y10, X10, (R8)(AX*2))
 	CMPQ BX, $4
 	JLT  iq3xxsadv
 	LEAQ (R8)(AX*2), R9
-	IQ4FOLD(Y11, X11, (R9)(AX*1))
+	FOLDLANES(Y11, X11, (R9)(AX*1))
 
 iq3xxsadv:
 	ADDQ $4, R8
@@ -1165,17 +1165,17 @@ iq2xxsnext:
 
 iq2xxsfold:
 	MOVQ ooff+72(FP), AX
-	IQ4FOLD(Y8, X8, (R8))
+	FOLDLANES(Y8, X8, (R8))
 	CMPQ BX, $2
 	JLT  iq2xxsadv
-	IQ4FOLD(Y9, X9, (R8)(AX*1))
+	FOLDLANES(Y9, X9, (R8)(AX*1))
 	CMPQ BX, $3
 	JLT  iq2xxsadv
-	IQ4FOLD(Y10, X10, (R8)(AX*2))
+	FOLDLANES(Y10, X10, (R8)(AX*2))
 	CMPQ BX, $4
 	JLT  iq2xxsadv
 	LEAQ (R8)(AX*2), R9
-	IQ4FOLD(Y11, X11, (R9)(AX*1))
+	FOLDLANES(Y11, X11, (R9)(AX*1))
 
 iq2xxsadv:
 	ADDQ $4, R8

@@ -305,7 +305,7 @@ func iqRowsActivations(rng *rand.Rand, n int) [][]float32 {
 
 // iqRowsTypes are the types with row kernels besides Q8_0 and Q2_0.
 var iqRowsTypes = []quant.Type{quant.IQ4_NL, quant.MXFP4, quant.IQ3_S, quant.IQ4_XS, quant.IQ3_XXS, quant.IQ2_XXS,
-	quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K}
+	quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.IQ2_XS, quant.IQ2_S, quant.IQ1_S, quant.IQ1_M}
 
 // TestIQRowsPool: the row and lane kernels of iqRowsTypes through the
 // pool's single-token products (MatVecQ8, MatVecsQ8, MatVecsQ8GLU) give
@@ -334,6 +334,9 @@ func TestIQRowsPool(t *testing.T) {
 				quant.IQ3_S: adversarialIQ3S, quant.IQ4_XS: adversarialIQ4XS, quant.Q2_K: adversarialQ2K,
 				quant.Q3_K: adversarialQ3K, quant.Q4_K: adversarialQ4K, quant.IQ3_XXS: adversarialIQ3XXS,
 				quant.IQ2_XXS: adversarialIQ2XXS, quant.Q5_K: adversarialQ5K, quant.Q6_K: adversarialQ6K}[typ]
+			if adversarial == nil { // raw random blocks: every scale, sign and delta bit
+				adversarial = func(rng *rand.Rand, nb int) []byte { return randomBlocks(rng, typ, nb) }
+			}
 		}
 		testIQRowsPool(t, rng, typ, shapes, adversarial)
 		// Rows of no blocks: the row and lane kernels refuse them, writing
@@ -460,8 +463,16 @@ func testIQRowsPool(t *testing.T, rng *rand.Rand, typ quant.Type, shapes []struc
 			t.Fatalf("matrix %d changed", i)
 		}
 	}
-	if asmBuild && hostCPU.avx512vnni && hostCPU.avx512vbmi && host.q8lanes[typ] == nil {
-		t.Fatalf("no %s lane kernel on a CPU with AVX-512 VBMI", typ)
+	switch typ {
+	case quant.IQ2_XS, quant.IQ2_S, quant.IQ1_S, quant.IQ1_M:
+		// Rows kernels of a range in one call, no streams (qdot_iqlow512).
+		if asmBuild && hostCPU.avx512vnni && (typ != quant.IQ1_M || hostCPU.bmi2) && host.q8rows[typ] == nil {
+			t.Fatalf("no %s rows kernel on a CPU with AVX-512 VNNI", typ)
+		}
+	default:
+		if asmBuild && hostCPU.avx512vnni && hostCPU.avx512vbmi && host.q8lanes[typ] == nil {
+			t.Fatalf("no %s lane kernel on a CPU with AVX-512 VBMI", typ)
+		}
 	}
 }
 

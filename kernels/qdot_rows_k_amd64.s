@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "qdot_amd64.h"
 
 // Q4_K rows against Q8_0 activations, up to four at once (AVX-512 F, BW,
 // VL and VNNI; qdot.go's order, its K-quant term): the multi-row kernels'
@@ -167,16 +168,6 @@ GLOBL q4kr30<>(SB), RODATA|NOPTR, $16
 	VSUBPS Y15, Y14, Y14 \
 	VADDPS Y14, Yacc, Yacc
 
-// Q4KFOLD(Yl, Xl, dst): dst = ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) of Yl.
-#define Q4KFOLD(Yl, Xl, dst) \
-	VEXTRACTF128 $1, Yl, X1 \
-	VADDPS X1, Xl, X0 \
-	VPERMILPS $0x4e, X0, X1 \
-	VADDPS X1, X0, X0 \
-	VMOVSHDUP X0, X1 \
-	VADDSS X1, X0, X0 \
-	VMOVSS X0, dst
-
 // Q4KPF(base): the block pf (R14) bytes ahead of base, a line at a time.
 #define Q4KPF(base) \
 	PREFETCHT0 (base)(R14*1) \
@@ -259,17 +250,17 @@ q4knext:
 	JNZ  q4kblock
 
 	MOVQ ooff+72(FP), AX
-	Q4KFOLD(Y8, X8, (R8))
+	FOLDLANES(Y8, X8, (R8))
 	CMPQ R12, $2
 	JLT  q4kadv
-	Q4KFOLD(Y9, X9, (R8)(AX*1))
+	FOLDLANES(Y9, X9, (R8)(AX*1))
 	CMPQ R12, $3
 	JLT  q4kadv
-	Q4KFOLD(Y10, X10, (R8)(AX*2))
+	FOLDLANES(Y10, X10, (R8)(AX*2))
 	CMPQ R12, $4
 	JLT  q4kadv
 	LEAQ (R8)(AX*2), R9
-	Q4KFOLD(Y11, X11, (R9)(AX*1))
+	FOLDLANES(Y11, X11, (R9)(AX*1))
 
 q4kadv:
 	ADDQ $4, R8
@@ -401,17 +392,17 @@ q5knext:
 	JNZ  q5kblock
 
 	MOVQ ooff+72(FP), AX
-	Q4KFOLD(Y8, X8, (R8))
+	FOLDLANES(Y8, X8, (R8))
 	CMPQ R12, $2
 	JLT  q5kadv
-	Q4KFOLD(Y9, X9, (R8)(AX*1))
+	FOLDLANES(Y9, X9, (R8)(AX*1))
 	CMPQ R12, $3
 	JLT  q5kadv
-	Q4KFOLD(Y10, X10, (R8)(AX*2))
+	FOLDLANES(Y10, X10, (R8)(AX*2))
 	CMPQ R12, $4
 	JLT  q5kadv
 	LEAQ (R8)(AX*2), R9
-	Q4KFOLD(Y11, X11, (R9)(AX*1))
+	FOLDLANES(Y11, X11, (R9)(AX*1))
 
 q5kadv:
 	ADDQ $4, R8
@@ -632,17 +623,17 @@ q6knext:
 	JNZ  q6kblock
 
 	MOVQ ooff+64(FP), AX
-	Q4KFOLD(Y8, X8, (R8))
+	FOLDLANES(Y8, X8, (R8))
 	CMPQ R12, $2
 	JLT  q6kadv
-	Q4KFOLD(Y9, X9, (R8)(AX*1))
+	FOLDLANES(Y9, X9, (R8)(AX*1))
 	CMPQ R12, $3
 	JLT  q6kadv
-	Q4KFOLD(Y10, X10, (R8)(AX*2))
+	FOLDLANES(Y10, X10, (R8)(AX*2))
 	CMPQ R12, $4
 	JLT  q6kadv
 	LEAQ (R8)(AX*2), R9
-	Q4KFOLD(Y11, X11, (R9)(AX*1))
+	FOLDLANES(Y11, X11, (R9)(AX*1))
 
 q6kadv:
 	ADDQ $4, R8
@@ -1033,17 +1024,17 @@ q2knext:
 	JNZ  q2kblock
 
 	MOVQ ooff+64(FP), AX
-	Q4KFOLD(Y8, X8, (R8))
+	FOLDLANES(Y8, X8, (R8))
 	CMPQ R12, $2
 	JLT  q2kadv
-	Q4KFOLD(Y9, X9, (R8)(AX*1))
+	FOLDLANES(Y9, X9, (R8)(AX*1))
 	CMPQ R12, $3
 	JLT  q2kadv
-	Q4KFOLD(Y10, X10, (R8)(AX*2))
+	FOLDLANES(Y10, X10, (R8)(AX*2))
 	CMPQ R12, $4
 	JLT  q2kadv
 	LEAQ (R8)(AX*2), R9
-	Q4KFOLD(Y11, X11, (R9)(AX*1))
+	FOLDLANES(Y11, X11, (R9)(AX*1))
 
 q2kadv:
 	ADDQ $4, R8
@@ -1122,17 +1113,17 @@ q3knext:
 	JNZ  q3kblock
 
 	MOVQ ooff+64(FP), AX
-	Q4KFOLD(Y8, X8, (R8))
+	FOLDLANES(Y8, X8, (R8))
 	CMPQ R12, $2
 	JLT  q3kadv
-	Q4KFOLD(Y9, X9, (R8)(AX*1))
+	FOLDLANES(Y9, X9, (R8)(AX*1))
 	CMPQ R12, $3
 	JLT  q3kadv
-	Q4KFOLD(Y10, X10, (R8)(AX*2))
+	FOLDLANES(Y10, X10, (R8)(AX*2))
 	CMPQ R12, $4
 	JLT  q3kadv
 	LEAQ (R8)(AX*2), R9
-	Q4KFOLD(Y11, X11, (R9)(AX*1))
+	FOLDLANES(Y11, X11, (R9)(AX*1))
 
 q3kadv:
 	ADDQ $4, R8

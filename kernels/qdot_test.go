@@ -168,7 +168,14 @@ func TestDotQ8LengthsGuarded(t *testing.T) {
 	sets := testSets()
 	for _, typ := range q8Types {
 		ti, _ := quant.Info(typ)
+		ns := []int{}
 		for n := 0; n <= 4096; n += ti.BlockElements {
+			ns = append(ns, n)
+		}
+		// Past one batch of 16 groups (q8dotIQGroups' iqBatch): the kernels
+		// carrying lanes in from the batch before.
+		ns = append(ns, 4352, 8192, 8448)
+		for _, n := range ns {
 			raw := randomRow(rng, typ, n)
 			if rng.IntN(4) == 0 {
 				raw = randomBlocks(rng, typ, n/ti.BlockElements) // special scales too

@@ -32,7 +32,8 @@ const qmmRows = 16
 // integers, multiplier and scale, the IQ types with one factor per
 // sub-block (IQ4_XS, IQ3_XXS, IQ2_XXS, IQ1_S, MXFP4: iqWeightSub) among
 // them, and those with a multiplier per 16-weight half (tileHalves). The
-// other K-quants run one DotQ8 per element.
+// K-quants with a min take qmm_k.go's tiles; types tiled by neither run
+// their row kernels or one DotQ8 per element (dotsRows).
 func tiledQ8(t quant.Type) bool {
 	switch t {
 	case quant.Q8_0, quant.Q4_0, quant.IQ4_NL, quant.Q2_0, quant.IQ3_S,
@@ -81,13 +82,22 @@ func (k *kernelSet) tileMinInputs(t quant.Type, cols int) int {
 	return 16
 }
 
+// dotsPath reports whether MatMulQ8 runs ntok inputs against m by the row
+// kernels (or one DotQ8 per element, dotsRows) rather than the tiles: a
+// type without tiles, too few inputs for them, inputs the row kernels run
+// faster (rowsBeatTiles), or inputs not padded to whole groups.
+func (k *kernelSet) dotsPath(m *Matrix, ntok int, padded bool) bool {
+	return !tiledQ8(m.Type) || ntok < k.tileMinInputs(m.Type, m.Cols) || k.rowsBeatTiles(m, ntok) || !padded
+}
+
 // rowsBeatTiles reports whether ntok inputs against m run faster by k's
 // multi-row kernel, one input at a time over chunks of rows
 // (runMatMulQ8Dots), than by the tiles (the bits are the same either
 // way). The tiles run the inputs in pairs and decode every weight row
 // once per call, which pays from 4 inputs on, and pad a row shorter than
 // one group (8 sub-blocks) to a whole group, which costs them more than
-// 7 inputs' worth of row kernels; the halves tiles (a multiplier per
+// 7 inputs' worth of row kernels (where packRows does not pack such rows:
+// in MatMulsQ8, or a row count that the packing does not divide); the halves tiles (a multiplier per
 // half: Q3_K's) lose up to 5 inputs; the K tiles (kTiled: the min tiles,
 // and Q6_K's on AVX-512 VNNI) win from tileMinInputs on, and so do the IQ
 // halves types' (IQ2_XS, IQ2_S, IQ1_M: their rows decode every gathered
@@ -157,8 +167,10 @@ func tilePadded(xs []*Q8Row, nsub int) bool {
 // MatMulQ8 sets out[t*Rows+r] = DotQ8(m.Type, row r, xs[t]) for every row
 // and input: the fast mode's batched prefill. The rows are split over the
 // pool in tiles of qmmRows: each weight chunk is decoded once and
-// multiplied with every input while it is in L1, with the bits of
-// MatVecQ8 per input at any thread count and any batching.
+// multiplied with every input while it is in L1; rows shorter than a group
+// packed several to a tile row (packRows); few inputs, or a type without
+// tiles, by the row kernels one input at a time (dotsPath). Every path has
+// the bits of MatVecQ8 per input at any thread count and any batching.
 func (p *Pool) MatMulQ8(m *Matrix, xs []*Q8Row, out []float32) {
 	checkMatMulQ8(m, xs, out)
 	// The output rows' list in a recycled task (no allocation once warm).
@@ -201,8 +213,7 @@ func (p *Pool) MatMulQ8To(m *Matrix, xs []*Q8Row, outs [][]float32) {
 		p.putTask(t)
 		return
 	}
-	if !tiledQ8(m.Type) || ntok < host.tileMinInputs(m.Type, m.Cols) || host.rowsBeatTiles(m, ntok) || !tilePadded(xs, m.Cols/32) {
-		// One DotQ8 per output.
+	if host.dotsPath(m, ntok, tilePadded(xs, m.Cols/32)) {
 		p.Parallel(rows, m.Cols*ntok, t.matMulQ8Dots)
 	} else {
 		tiles := (rows + qmmRows - 1) / qmmRows
@@ -215,8 +226,9 @@ func (p *Pool) MatMulQ8To(m *Matrix, xs []*Q8Row, outs [][]float32) {
 // the same inputs, out[i][t*Rows_i+r] = DotQ8(row r of ms[i], xs[t]), in
 // one parallel pass over all their rows in tiles of qmmRows (the
 // attention's Q, K and V; a delta net's projections): each matrix takes
-// the path MatMulQ8 would (tiles, or the row kernels), so the bits are
-// MatMulQ8's at any thread count.
+// the tiles or the row kernels as MatMulQ8 would (dotsPath; short rows are
+// not packed here, they take the plain tiles), so the bits are MatMulQ8's
+// at any thread count.
 func (p *Pool) MatMulsQ8(ms []*Matrix, xs []*Q8Row, outs [][]float32) {
 	ntok := len(xs)
 	if len(outs) != len(ms) {
@@ -262,7 +274,7 @@ func (t *task) runMatMulsQ8(lo, hi int) {
 		}
 		r0, r1 := (a-t.start[i])*qmmRows, min((b-t.start[i])*qmmRows, m.Rows)
 		outs := t.us[i*ntok : (i+1)*ntok]
-		if !tiledQ8(m.Type) || ntok < host.tileMinInputs(m.Type, m.Cols) || host.rowsBeatTiles(m, ntok) || !t.padded {
+		if host.dotsPath(m, ntok, t.padded) {
 			dotsRows(m, t.q8, outs, r0, r1)
 			continue
 		}
@@ -301,11 +313,12 @@ const dotsChunkBytes = 16 << 10
 // packRows is how many rows of m the packed tiles take as one group of
 // 8 sub-blocks (matMulQ8Packed): 8/nsub for rows of nsub = 1, 2 or 4
 // sub-blocks whose count divides the rows, on k's plane tiles for a type
-// they take; 0 otherwise. (The tiles pad a shorter row to a whole group:
+// of 32-weight blocks they take (not the K-quants' or the IQ halves
+// types' 256); 0 otherwise. (The tiles pad a shorter row to a whole group:
 // 256 x 64 IQ4_NL ran at 9 GMAC/s on either path.)
 func (k *kernelSet) packRows(m *Matrix) int {
 	nsub := m.Cols / 32
-	if k.q8dotTilePlanes == nil || !tiledQ8(m.Type) || tileHalves(m.Type) || kMinTiled(m.Type) || (nsub != 1 && nsub != 2 && nsub != 4) {
+	if k.q8dotTilePlanes == nil || !tiledQ8(m.Type) || (nsub != 1 && nsub != 2 && nsub != 4) {
 		return 0
 	}
 	if ti, ok := quant.Info(m.Type); !ok || ti.BlockElements != 32 || m.RowBytes != nsub*ti.BlockBytes {
@@ -358,7 +371,7 @@ func (t *task) runMatMulQ8Packed(lo, hi int) {
 // matMulQ8Packed computes outs[t][r] = DotQ8(row r of m, x_t) for the rows
 // of groups [g0, g1) of q rows each (q = packRows(m)), with xr[t] x_t's
 // blocks repeated q times: each group of q rows is one row of a whole
-// group of 8 sub-blocks, its lanes 8/q apart one row's, run by the plane
+// group of 8 sub-blocks, each row's 8/q sub-blocks in consecutive lanes, run by the plane
 // tiles against xr, and each row's output the fold of its lanes with the
 // others +0, as DotQ8 has them for a row of 8/q sub-blocks (lane s its
 // sub-block s, the rest never touched).

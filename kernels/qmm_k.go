@@ -136,7 +136,8 @@ func (k *kernelSet) decodeKMin(t quant.Type, row []byte, g0, ng int, d *kDecoded
 }
 
 // decodeKMinTile is decodeKMin into the layout k's min tiles read: with
-// kminPlanes, the codes in plane order (tilePlanes', unbiased).
+// kminPlanes, the codes in plane order (tilePlanes' with bias 0; Q6_K's
+// codes carry kCodeBias).
 func (k *kernelSet) decodeKMinTile(t quant.Type, row []byte, g0, ng int, d *kDecoded) {
 	if !k.kminPlanes() {
 		k.decodeKMin(t, row, g0, ng, d)
