@@ -376,6 +376,16 @@ func (t *task) runMatMulQ8Packed(lo, hi int) {
 // others +0, as DotQ8 has them for a row of 8/q sub-blocks (lane s its
 // sub-block s, the rest never touched).
 func (k *kernelSet) matMulQ8Packed(m *Matrix, q int, xr []*Q8Row, outs [][]float32, g0, g1 int, sc *qmmScratch) {
+	// Inputs in blocks of qmmInputBlock, as matMulQ8Tiles takes them, so the
+	// scratch stays the size of a block whatever the prompt.
+	for t0 := 0; t0 < len(xr); t0 += qmmInputBlock {
+		t1 := min(t0+qmmInputBlock, len(xr))
+		k.matMulQ8PackedBlock(m, q, xr[t0:t1], outs[t0:t1], g0, g1, sc)
+	}
+}
+
+// matMulQ8PackedBlock is matMulQ8Packed over one block of inputs.
+func (k *kernelSet) matMulQ8PackedBlock(m *Matrix, q int, xr []*Q8Row, outs [][]float32, g0, g1 int, sc *qmmScratch) {
 	pm := Matrix{Type: m.Type, Data: m.Data, Rows: m.Rows / q, Cols: 256, RowBytes: q * m.RowBytes}
 	ntok := len(xr)
 	if cap(sc.planes) < 256*ntok {

@@ -427,7 +427,7 @@ func checkQ8RowPlanes(t *testing.T, what string, got, want *Q8Row) {
 // shorter than a group) or the packed tiles do (packRows: rows of 1, 2 or
 // 4 sub-blocks) and just past them gives DotQ8's bits for every row and
 // input, at several thread counts, rows of several chunks (dotsChunkBytes)
-// included.
+// and more inputs than one block of the packed tiles included.
 func TestMatMulQ8ToFewInputs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(61, 62))
 	for _, typ := range q8Types {
@@ -448,7 +448,8 @@ func TestMatMulQ8ToFewInputs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, ntok := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17} {
+			// (130: the packed tiles' second block of inputs, qmmInputBlock.)
+			for _, ntok := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 130} {
 				xs := make([]*Q8Row, ntok)
 				for i := range xs {
 					xs[i] = new(Q8Row)
