@@ -185,34 +185,16 @@ func (a *acts) prepare(pool *kernels.Pool, mat *kernels.Matrix) {
 // and bf16 would take one after the other. Each row is the same either
 // way.
 func (a *acts) quantizeAll(pool *kernels.Pool, mat *kernels.Matrix) {
-	if a.from != nil || a.T() < 2 {
+	q, b := a.rowsFor(mat)
+	if q == nil && b == nil {
 		return
 	}
-	n, x := a.n, a.x
-	switch {
-	case a.useBF16(mat):
-		if a.b == nil {
-			b := reuseRows(a.spareB, a.T())
-			pool.Parallel(a.T(), 2*n, func(lo, hi int) {
-				for t := lo; t < hi; t++ {
-					kernels.QuantizeBF16Row(x[t*n:(t+1)*n], b[t])
-				}
-			})
-			a.b = b
-		}
-	case a.useQ8(mat):
-		if a.q == nil {
-			q := reuseRows(a.spareQ, a.T())
-			pool.Parallel(a.T(), 4*n, func(lo, hi int) {
-				for t := lo; t < hi; t++ {
-					if err := kernels.QuantizeQ8Row(x[t*n:(t+1)*n], q[t]); err != nil {
-						panic("engine: " + err.Error()) // as in q8
-					}
-				}
-			})
-			a.q = q
-		}
+	work := 2 * a.n // a row's rounding
+	if q != nil {
+		work = 4 * a.n // a row's quantization
 	}
+	pool.Parallel(a.T(), work, func(lo, hi int) { a.quantizeRows(q, b, lo, hi) })
+	a.setRows(q, b)
 }
 
 // rowsFor is the rows quantizeAll(pool, mat) would fill, to be filled by

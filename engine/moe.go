@@ -174,9 +174,7 @@ func (s *Session) sharedExpert(sh *SharedExpert, xa *acts) (gate, y []float32) {
 	D, F := m.Config.Embd, m.Config.SharedFF
 	sc := &s.sc
 	gate = sc.floats(T)
-	for t := range gate {
-		gate[t] = sigmoid(kernels.DotF32(sh.GateInp, xn[t*D:(t+1)*D]))
-	}
+	sharedGates(gate, sh, xn, D)
 	g := sc.floats(T * F)
 	if T == 1 {
 		sc.gates, sc.ups = append(sc.gates[:0], &sh.Gate), append(sc.ups[:0], &sh.Up)
@@ -194,6 +192,14 @@ func (s *Session) sharedExpert(sh *SharedExpert, xa *acts) (gate, y []float32) {
 	matMul(m.Pool, &sh.Down, ga, y)
 	s.lapProducts(PhaseExpertDown, &sh.Down)
 	return gate, y
+}
+
+// sharedGates sets gate[t] to the shared expert's gate of row t of xn
+// (rows of D): sigmoid(GateInp . x).
+func sharedGates(gate []float32, sh *SharedExpert, xn []float32, D int) {
+	for t := range gate {
+		gate[t] = sigmoid(kernels.DotF32(sh.GateInp, xn[t*D:(t+1)*D]))
+	}
 }
 
 // sharedJob is the shared expert of a batch run as an item of
@@ -226,10 +232,7 @@ func (s *Session) newSharedJob(sh *SharedExpert, xa *acts) *sharedJob {
 // the gates sigmoid(GateInp . x), then silu(Gate x) * (Up x) and its
 // down projection.
 func (j *sharedJob) run(pool *kernels.Pool, mode Mode) {
-	xn, D := j.xa.f32(), j.xa.n
-	for t := range j.gate {
-		j.gate[t] = sigmoid(kernels.DotF32(j.sh.GateInp, xn[t*D:(t+1)*D]))
-	}
+	sharedGates(j.gate, j.sh, j.xa.f32(), j.xa.n)
 	matMul(pool, &j.sh.Gate, j.xa, j.g)
 	matMul(pool, &j.sh.Up, j.xa, j.u)
 	gateUp(j.g, j.u, mode)
