@@ -108,3 +108,16 @@ GLOBL q8sgnbit<>(SB), RODATA|NOPTR, $32
 	VMOVSHDUP X0, X1 \
 	VADDSS X1, X0, X0 \
 	VMOVSS X0, dst
+
+// IQLACC(st): an IQ group's 8 sub-block sums (Y0) times their factors (Y1)
+// and the activation scales (DX) into the lanes (Y12), then on to the next
+// group, st bytes on (SI; DI the codes, DX the scales), its DECQ CX last.
+#define IQLACC(st) \
+	VCVTDQ2PS Y0, Y0 \
+	VMULPS    (DX), Y1, Y1 \
+	VMULPS    Y1, Y0, Y0 \
+	VADDPS    Y0, Y12, Y12 \
+	ADDQ      $(st), SI \
+	ADDQ      $256, DI \
+	ADDQ      $32, DX \
+	DECQ      CX

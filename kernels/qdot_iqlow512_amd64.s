@@ -500,18 +500,6 @@ iqlrdone: \
 	IQLSUMS(i, Zs) \
 	VEXTRACTI64X4 $1, Zs, Yhi
 
-// IQLACC(st): the group's sums (Y0) times its factors (Y1) and the
-// activation scales into the lanes, then on to the next group.
-#define IQLACC(st) \
-	VCVTDQ2PS Y0, Y0 \
-	VMULPS    (DX), Y1, Y1 \
-	VMULPS    Y1, Y0, Y0 \
-	VADDPS    Y0, Y12, Y12 \
-	ADDQ      $(st), SI \
-	ADDQ      $256, DI \
-	ADDQ      $32, DX \
-	DECQ      CX
-
 // IQ2FACTORS: Y1 = d * 0.125 in every lane (IQ2_XS, IQ2_S).
 #define IQ2FACTORS \
 	VPBROADCASTW (SI), X1 \

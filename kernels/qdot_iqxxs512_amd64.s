@@ -108,16 +108,9 @@ GLOBL xxs7f<>(SB), RODATA|NOPTR, $4
 // XXSACC(st): the group's sums (Y0, after REDUCE8) into the lanes, then on
 // to the next group, st bytes on.
 #define XXSACC(st) \
-	VCVTDQ2PS Y0, Y0 \
 	VMOVUPS   (R9), Y1 \
-	VMULPS    (DX), Y1, Y1 \
-	VMULPS    Y1, Y0, Y0 \
-	VADDPS    Y0, Y12, Y12 \
-	ADDQ      $(st), SI \
-	ADDQ      $256, DI \
-	ADDQ      $32, DX \
 	ADDQ      $32, R9 \
-	DECQ      CX
+	IQLACC(st)
 
 // The tiles' decoders (q8Decoded's weights and multipliers; the factors are
 // the wrapper's, iqFactorsIQ3XXS and iqFactorsIQ2XXS): each quarter's grid
