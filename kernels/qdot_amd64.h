@@ -121,3 +121,100 @@ GLOBL q8sgnbit<>(SB), RODATA|NOPTR, $32
 	ADDQ      $256, DI \
 	ADDQ      $32, DX \
 	DECQ      CX
+
+// KROWSWALK(X, ROW, PF, bb, blockso, outo, boffo, ooffo, no, pfo, XSINIT,
+// XSADV): the walk of the four-stream row kernels whose rows are whole
+// blocks of bb bytes (the K-quants', IQ4_XS's; qdot_rows_k_amd64.s): rows
+// A, each stride bytes from the last, outputs at out; with n (1..4)
+// streams, as many rows B, C, D, boff, 2boff, 3boff bytes after each A
+// (SI, R15, R11, R9), outputs ooff, 2ooff, 3ooff bytes after A's; each
+// stream prefetched pf (R14) bytes ahead by PF(base) where pf is not 0.
+// Per block X loads the activations (DI codes, DX scales), ROW(base, Yacc)
+// adds a row's terms to Y8..Y11, and the lanes are folded (FOLDLANES) at
+// each row's end. The arguments w, stride, rows, xq and xd come first; the
+// offsets of blocks, out, boff, ooff, n and pf are the kernel's, XSINIT and
+// XSADV set and step the activation sums (BX) where it takes them.
+// Labels are the function's own.
+#define KROWSWALK(X, ROW, PF, bb, blockso, outo, boffo, ooffo, no, pfo, XSINIT, XSADV) \
+	MOVQ  w+0(FP), R13 \
+	MOVQ  rows+16(FP), R10 \
+	MOVQ  out+outo(FP), R8 \
+	MOVQ  n+no(FP), R12 \
+	MOVQ  pf+pfo(FP), R14 \
+	TESTQ R10, R10 \
+	JZ    kwdone \
+kwrow: \
+	MOVQ R13, SI \
+	MOVQ boff+boffo(FP), AX \
+	LEAQ (R13)(AX*1), R15 \
+	LEAQ (R13)(AX*2), R11 \
+	LEAQ (R15)(AX*2), R9 \
+	MOVQ xq+24(FP), DI \
+	MOVQ xd+32(FP), DX \
+	XSINIT \
+	MOVQ blocks+blockso(FP), CX \
+	VXORPS Y8, Y8, Y8 \
+	VXORPS Y9, Y9, Y9 \
+	VXORPS Y10, Y10, Y10 \
+	VXORPS Y11, Y11, Y11 \
+kwblock: \
+	TESTQ R14, R14 \
+	JZ    kwx \
+	PF(SI) \
+	CMPQ  R12, $2 \
+	JLT   kwx \
+	PF(R15) \
+	CMPQ  R12, $3 \
+	JLT   kwx \
+	PF(R11) \
+	CMPQ  R12, $4 \
+	JLT   kwx \
+	PF(R9) \
+kwx: \
+	X \
+	ROW(SI, Y8) \
+	CMPQ R12, $2 \
+	JLT  kwnext \
+	ROW(R15, Y9) \
+	CMPQ R12, $3 \
+	JLT  kwnext \
+	ROW(R11, Y10) \
+	CMPQ R12, $4 \
+	JLT  kwnext \
+	ROW(R9, Y11) \
+kwnext: \
+	ADDQ $(bb), SI \
+	ADDQ $(bb), R15 \
+	ADDQ $(bb), R11 \
+	ADDQ $(bb), R9 \
+	ADDQ $256, DI \
+	ADDQ $32, DX \
+	XSADV \
+	DECQ CX \
+	JNZ  kwblock \
+	MOVQ ooff+ooffo(FP), AX \
+	FOLDLANES(Y8, X8, (R8)) \
+	CMPQ R12, $2 \
+	JLT  kwadv \
+	FOLDLANES(Y9, X9, (R8)(AX*1)) \
+	CMPQ R12, $3 \
+	JLT  kwadv \
+	FOLDLANES(Y10, X10, (R8)(AX*2)) \
+	CMPQ R12, $4 \
+	JLT  kwadv \
+	LEAQ (R8)(AX*2), R9 \
+	FOLDLANES(Y11, X11, (R9)(AX*1)) \
+kwadv: \
+	ADDQ $4, R8 \
+	ADDQ stride+8(FP), R13 \
+	DECQ R10 \
+	JNZ  kwrow \
+kwdone: \
+	VZEROUPPER \
+	RET
+
+// KXSINIT, KXSADV: KROWSWALK's activation sums (xs, at 40), for the
+// kernels that take them; KNOXS: nothing, for those that do not.
+#define KXSINIT MOVQ xs+40(FP), BX
+#define KXSADV ADDQ $32, BX
+#define KNOXS

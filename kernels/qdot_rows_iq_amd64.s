@@ -438,89 +438,7 @@ TEXT ·iq4xsRowsAVX512(SB), NOSPLIT, $0-96
 	VMOVDQU32 iq4xsr0f<>(SB), Y28
 	VMOVDQU32 iq4xsr30<>(SB), Y19
 	VMOVDQU32 iq4xsr20<>(SB), Y18
-	MOVQ  w+0(FP), R13
-	MOVQ  rows+16(FP), R10
-	MOVQ  out+56(FP), R8
-	MOVQ  n+80(FP), R12
-	MOVQ  pf+88(FP), R14
-	TESTQ R10, R10
-	JZ    iq4xsdone
-
-iq4xsrow:
-	MOVQ R13, SI
-	MOVQ boff+64(FP), AX
-	LEAQ (R13)(AX*1), R15
-	LEAQ (R13)(AX*2), R11
-	LEAQ (R15)(AX*2), R9
-	MOVQ xq+24(FP), DI
-	MOVQ xd+32(FP), DX
-	MOVQ xs+40(FP), BX
-	MOVQ blocks+48(FP), CX
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-
-iq4xsblock:
-	TESTQ R14, R14
-	JZ    iq4xsx
-	IQ4PF(SI)
-	CMPQ  R12, $2
-	JLT   iq4xsx
-	IQ4PF(R15)
-	CMPQ  R12, $3
-	JLT   iq4xsx
-	IQ4PF(R11)
-	CMPQ  R12, $4
-	JLT   iq4xsx
-	IQ4PF(R9)
-
-iq4xsx:
-	IQ4X
-	IQ4XSROW(SI, Y8)
-	CMPQ R12, $2
-	JLT  iq4xsnext
-	IQ4XSROW(R15, Y9)
-	CMPQ R12, $3
-	JLT  iq4xsnext
-	IQ4XSROW(R11, Y10)
-	CMPQ R12, $4
-	JLT  iq4xsnext
-	IQ4XSROW(R9, Y11)
-
-iq4xsnext:
-	ADDQ $136, SI
-	ADDQ $136, R15
-	ADDQ $136, R11
-	ADDQ $136, R9
-	ADDQ $256, DI
-	ADDQ $32, DX
-	ADDQ $32, BX
-	DECQ CX
-	JNZ  iq4xsblock
-
-	MOVQ ooff+72(FP), AX
-	FOLDLANES(Y8, X8, (R8))
-	CMPQ R12, $2
-	JLT  iq4xsadv
-	FOLDLANES(Y9, X9, (R8)(AX*1))
-	CMPQ R12, $3
-	JLT  iq4xsadv
-	FOLDLANES(Y10, X10, (R8)(AX*2))
-	CMPQ R12, $4
-	JLT  iq4xsadv
-	LEAQ (R8)(AX*2), R9
-	FOLDLANES(Y11, X11, (R9)(AX*1))
-
-iq4xsadv:
-	ADDQ $4, R8
-	ADDQ stride+8(FP), R13
-	DECQ R10
-	JNZ  iq4xsrow
-
-iq4xsdone:
-	VZEROUPPER
-	RET
+	KROWSWALK(IQ4X, IQ4XSROW, IQ4PF, 136, 48, 56, 64, 72, 80, 88, KXSINIT, KXSADV)
 
 // IQ3_S rows against Q8_0 activations in the plane order (Q8Row.q2), up to
 // four at once (AVX-512 F, BW, VL, VNNI and VBMI; qdot.go's order): the
@@ -683,6 +601,94 @@ GLOBL iq3rconst<>(SB), RODATA|NOPTR, $8
 	PREFETCHT0 (base)(R14*1) \
 	PREFETCHT0 64(base)(R14*1)
 
+// PROWSWALK(ROW, PF, bb): the walk of the plane-order row kernels (IQ3_S,
+// IQ3_XXS, IQ2_XXS: iq3RowsAVX512's arguments and contract), rows whole
+// blocks of bb bytes; per block the group's activation planes into
+// Z12..Z15, ROW(base, Yacc) a row's terms, PF(base) its prefetch; R12 the
+// table, BX the streams. Labels are the function's own.
+#define PROWSWALK(ROW, PF, bb) \
+	MOVQ  tab+48(FP), R12 \
+	MOVQ  w+0(FP), R13 \
+	MOVQ  rows+16(FP), R10 \
+	MOVQ  out+56(FP), R8 \
+	MOVQ  pf+88(FP), R14 \
+	TESTQ R10, R10 \
+	JZ    pwdone \
+pwrow: \
+	MOVQ R13, SI \
+	MOVQ boff+64(FP), AX \
+	LEAQ (R13)(AX*1), R15 \
+	LEAQ (R13)(AX*2), R11 \
+	LEAQ (R15)(AX*2), R9 \
+	MOVQ xq+24(FP), DI \
+	MOVQ xd+32(FP), DX \
+	MOVQ blocks+40(FP), CX \
+	MOVQ n+80(FP), BX \
+	VXORPS Y8, Y8, Y8 \
+	VXORPS Y9, Y9, Y9 \
+	VXORPS Y10, Y10, Y10 \
+	VXORPS Y11, Y11, Y11 \
+	TESTQ CX, CX \
+	JZ    pwfold \
+pwblock: \
+	TESTQ R14, R14 \
+	JZ    pwx \
+	PF(SI) \
+	CMPQ  BX, $2 \
+	JLT   pwx \
+	PF(R15) \
+	CMPQ  BX, $3 \
+	JLT   pwx \
+	PF(R11) \
+	CMPQ  BX, $4 \
+	JLT   pwx \
+	PF(R9) \
+pwx: \
+	VMOVDQU64 0(DI), Z12 \
+	VMOVDQU64 64(DI), Z13 \
+	VMOVDQU64 128(DI), Z14 \
+	VMOVDQU64 192(DI), Z15 \
+	ROW(SI, Y8) \
+	CMPQ BX, $2 \
+	JLT  pwnext \
+	ROW(R15, Y9) \
+	CMPQ BX, $3 \
+	JLT  pwnext \
+	ROW(R11, Y10) \
+	CMPQ BX, $4 \
+	JLT  pwnext \
+	ROW(R9, Y11) \
+pwnext: \
+	ADDQ $(bb), SI \
+	ADDQ $(bb), R15 \
+	ADDQ $(bb), R11 \
+	ADDQ $(bb), R9 \
+	ADDQ $256, DI \
+	ADDQ $32, DX \
+	DECQ CX \
+	JNZ  pwblock \
+pwfold: \
+	MOVQ ooff+72(FP), AX \
+	FOLDLANES(Y8, X8, (R8)) \
+	CMPQ BX, $2 \
+	JLT  pwadv \
+	FOLDLANES(Y9, X9, (R8)(AX*1)) \
+	CMPQ BX, $3 \
+	JLT  pwadv \
+	FOLDLANES(Y10, X10, (R8)(AX*2)) \
+	CMPQ BX, $4 \
+	JLT  pwadv \
+	LEAQ (R8)(AX*2), R9 \
+	FOLDLANES(Y11, X11, (R9)(AX*1)) \
+pwadv: \
+	ADDQ $4, R8 \
+	ADDQ stride+8(FP), R13 \
+	DECQ R10 \
+	JNZ  pwrow \
+pwdone: \
+	VZEROUPPER \
+	RET
+
 // func iq3RowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, tab *byte, out *float32, boff, ooff, n, pf int)
 // rows: rows A, each stride bytes from the last, outputs at out; with n
 // (1..4) streams, as many rows B, C, D, boff, 2boff, 3boff bytes after
@@ -700,94 +706,7 @@ TEXT ·iq3RowsAVX512(SB), NOSPLIT, $0-96
 	VMOVDQU64 iq3rbit1<>(SB), Z24
 	VMOVDQU64 iq3rbit2<>(SB), Z25
 	VMOVDQU64 iq3rbit3<>(SB), Z26
-	MOVQ  tab+48(FP), R12
-	MOVQ  w+0(FP), R13
-	MOVQ  rows+16(FP), R10
-	MOVQ  out+56(FP), R8
-	MOVQ  pf+88(FP), R14
-	TESTQ R10, R10
-	JZ    iq3done
-
-iq3row:
-	MOVQ R13, SI
-	MOVQ boff+64(FP), AX
-	LEAQ (R13)(AX*1), R15
-	LEAQ (R13)(AX*2), R11
-	LEAQ (R15)(AX*2), R9
-	MOVQ xq+24(FP), DI
-	MOVQ xd+32(FP), DX
-	MOVQ blocks+40(FP), CX
-	MOVQ n+80(FP), BX
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	TESTQ CX, CX
-	JZ    iq3fold
-
-iq3block:
-	TESTQ R14, R14
-	JZ    iq3x
-	IQ3PF(SI)
-	CMPQ  BX, $2
-	JLT   iq3x
-	IQ3PF(R15)
-	CMPQ  BX, $3
-	JLT   iq3x
-	IQ3PF(R11)
-	CMPQ  BX, $4
-	JLT   iq3x
-	IQ3PF(R9)
-
-iq3x:
-	VMOVDQU64 0(DI), Z12
-	VMOVDQU64 64(DI), Z13
-	VMOVDQU64 128(DI), Z14
-	VMOVDQU64 192(DI), Z15
-	IQ3ROW(SI, Y8)
-	CMPQ BX, $2
-	JLT  iq3next
-	IQ3ROW(R15, Y9)
-	CMPQ BX, $3
-	JLT  iq3next
-	IQ3ROW(R11, Y10)
-	CMPQ BX, $4
-	JLT  iq3next
-	IQ3ROW(R9, Y11)
-
-iq3next:
-	ADDQ $110, SI
-	ADDQ $110, R15
-	ADDQ $110, R11
-	ADDQ $110, R9
-	ADDQ $256, DI
-	ADDQ $32, DX
-	DECQ CX
-	JNZ  iq3block
-
-iq3fold:
-	MOVQ ooff+72(FP), AX
-	FOLDLANES(Y8, X8, (R8))
-	CMPQ BX, $2
-	JLT  iq3adv
-	FOLDLANES(Y9, X9, (R8)(AX*1))
-	CMPQ BX, $3
-	JLT  iq3adv
-	FOLDLANES(Y10, X10, (R8)(AX*2))
-	CMPQ BX, $4
-	JLT  iq3adv
-	LEAQ (R8)(AX*2), R9
-	FOLDLANES(Y11, X11, (R9)(AX*1))
-
-iq3adv:
-	ADDQ $4, R8
-	ADDQ stride+8(FP), R13
-	DECQ R10
-	JNZ  iq3row
-
-iq3done:
-	VZEROUPPER
-	RET
+	PROWSWALK(IQ3ROW, IQ3PF, 110)
 
 // IQ3_XXS and IQ2_XXS rows against Q8_0 activations in the plane order
 // (Q8Row.q2), up to four at once (AVX-512 F, BW, VL, VNNI and VBMI;
@@ -994,94 +913,7 @@ TEXT ·iq3xxsRowsAVX512(SB), NOSPLIT, $0-96
 	VMOVDQU64 xxsrbit1<>(SB), Z24
 	VMOVDQU64 xxsrbit2<>(SB), Z25
 	VMOVDQU64 xxsrbit3<>(SB), Z26
-	MOVQ  tab+48(FP), R12
-	MOVQ  w+0(FP), R13
-	MOVQ  rows+16(FP), R10
-	MOVQ  out+56(FP), R8
-	MOVQ  pf+88(FP), R14
-	TESTQ R10, R10
-	JZ    iq3xxsdone
-
-iq3xxsrow:
-	MOVQ R13, SI
-	MOVQ boff+64(FP), AX
-	LEAQ (R13)(AX*1), R15
-	LEAQ (R13)(AX*2), R11
-	LEAQ (R15)(AX*2), R9
-	MOVQ xq+24(FP), DI
-	MOVQ xd+32(FP), DX
-	MOVQ blocks+40(FP), CX
-	MOVQ n+80(FP), BX
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	TESTQ CX, CX
-	JZ    iq3xxsfold
-
-iq3xxsblock:
-	TESTQ R14, R14
-	JZ    iq3xxsx
-	IQ3PF(SI)
-	CMPQ  BX, $2
-	JLT   iq3xxsx
-	IQ3PF(R15)
-	CMPQ  BX, $3
-	JLT   iq3xxsx
-	IQ3PF(R11)
-	CMPQ  BX, $4
-	JLT   iq3xxsx
-	IQ3PF(R9)
-
-iq3xxsx:
-	VMOVDQU64 0(DI), Z12
-	VMOVDQU64 64(DI), Z13
-	VMOVDQU64 128(DI), Z14
-	VMOVDQU64 192(DI), Z15
-	IQ3XXSROW(SI, Y8)
-	CMPQ BX, $2
-	JLT  iq3xxsnext
-	IQ3XXSROW(R15, Y9)
-	CMPQ BX, $3
-	JLT  iq3xxsnext
-	IQ3XXSROW(R11, Y10)
-	CMPQ BX, $4
-	JLT  iq3xxsnext
-	IQ3XXSROW(R9, Y11)
-
-iq3xxsnext:
-	ADDQ $98, SI
-	ADDQ $98, R15
-	ADDQ $98, R11
-	ADDQ $98, R9
-	ADDQ $256, DI
-	ADDQ $32, DX
-	DECQ CX
-	JNZ  iq3xxsblock
-
-iq3xxsfold:
-	MOVQ ooff+72(FP), AX
-	FOLDLANES(Y8, X8, (R8))
-	CMPQ BX, $2
-	JLT  iq3xxsadv
-	FOLDLANES(Y9, X9, (R8)(AX*1))
-	CMPQ BX, $3
-	JLT  iq3xxsadv
-	FOLDLANES(Y10, X10, (R8)(AX*2))
-	CMPQ BX, $4
-	JLT  iq3xxsadv
-	LEAQ (R8)(AX*2), R9
-	FOLDLANES(Y11, X11, (R9)(AX*1))
-
-iq3xxsadv:
-	ADDQ $4, R8
-	ADDQ stride+8(FP), R13
-	DECQ R10
-	JNZ  iq3xxsrow
-
-iq3xxsdone:
-	VZEROUPPER
-	RET
+	PROWSWALK(IQ3XXSROW, IQ3PF, 98)
 
 // func iq2xxsRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, tab *byte, out *float32, boff, ooff, n, pf int)
 // iq3RowsAVX512's arguments; tab is xxsTab.
@@ -1098,91 +930,4 @@ TEXT ·iq2xxsRowsAVX512(SB), NOSPLIT, $0-96
 	VMOVDQU64 xxsrbit3<>(SB), Z26
 	MOVQ  $0xaaaaaaaaaaaaaaaa, AX
 	KMOVQ AX, K7
-	MOVQ  tab+48(FP), R12
-	MOVQ  w+0(FP), R13
-	MOVQ  rows+16(FP), R10
-	MOVQ  out+56(FP), R8
-	MOVQ  pf+88(FP), R14
-	TESTQ R10, R10
-	JZ    iq2xxsdone
-
-iq2xxsrow:
-	MOVQ R13, SI
-	MOVQ boff+64(FP), AX
-	LEAQ (R13)(AX*1), R15
-	LEAQ (R13)(AX*2), R11
-	LEAQ (R15)(AX*2), R9
-	MOVQ xq+24(FP), DI
-	MOVQ xd+32(FP), DX
-	MOVQ blocks+40(FP), CX
-	MOVQ n+80(FP), BX
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	TESTQ CX, CX
-	JZ    iq2xxsfold
-
-iq2xxsblock:
-	TESTQ R14, R14
-	JZ    iq2xxsx
-	IQ3PF(SI)
-	CMPQ  BX, $2
-	JLT   iq2xxsx
-	IQ3PF(R15)
-	CMPQ  BX, $3
-	JLT   iq2xxsx
-	IQ3PF(R11)
-	CMPQ  BX, $4
-	JLT   iq2xxsx
-	IQ3PF(R9)
-
-iq2xxsx:
-	VMOVDQU64 0(DI), Z12
-	VMOVDQU64 64(DI), Z13
-	VMOVDQU64 128(DI), Z14
-	VMOVDQU64 192(DI), Z15
-	IQ2XXSROW(SI, Y8)
-	CMPQ BX, $2
-	JLT  iq2xxsnext
-	IQ2XXSROW(R15, Y9)
-	CMPQ BX, $3
-	JLT  iq2xxsnext
-	IQ2XXSROW(R11, Y10)
-	CMPQ BX, $4
-	JLT  iq2xxsnext
-	IQ2XXSROW(R9, Y11)
-
-iq2xxsnext:
-	ADDQ $66, SI
-	ADDQ $66, R15
-	ADDQ $66, R11
-	ADDQ $66, R9
-	ADDQ $256, DI
-	ADDQ $32, DX
-	DECQ CX
-	JNZ  iq2xxsblock
-
-iq2xxsfold:
-	MOVQ ooff+72(FP), AX
-	FOLDLANES(Y8, X8, (R8))
-	CMPQ BX, $2
-	JLT  iq2xxsadv
-	FOLDLANES(Y9, X9, (R8)(AX*1))
-	CMPQ BX, $3
-	JLT  iq2xxsadv
-	FOLDLANES(Y10, X10, (R8)(AX*2))
-	CMPQ BX, $4
-	JLT  iq2xxsadv
-	LEAQ (R8)(AX*2), R9
-	FOLDLANES(Y11, X11, (R9)(AX*1))
-
-iq2xxsadv:
-	ADDQ $4, R8
-	ADDQ stride+8(FP), R13
-	DECQ R10
-	JNZ  iq2xxsrow
-
-iq2xxsdone:
-	VZEROUPPER
-	RET
+	PROWSWALK(IQ2XXSROW, IQ3PF, 66)

@@ -188,89 +188,7 @@ TEXT ·q4kRowsAVX512(SB), NOSPLIT, $0-96
 	VMOVDQU32 q4krhi<>(SB), X26
 	VMOVDQU32 q4krtop<>(SB), X25
 	VMOVDQU32 q4kr30<>(SB), X19
-	MOVQ  w+0(FP), R13
-	MOVQ  rows+16(FP), R10
-	MOVQ  out+56(FP), R8
-	MOVQ  n+80(FP), R12
-	MOVQ  pf+88(FP), R14
-	TESTQ R10, R10
-	JZ    q4kdone
-
-q4krow:
-	MOVQ R13, SI
-	MOVQ boff+64(FP), AX
-	LEAQ (R13)(AX*1), R15
-	LEAQ (R13)(AX*2), R11
-	LEAQ (R15)(AX*2), R9
-	MOVQ xq+24(FP), DI
-	MOVQ xd+32(FP), DX
-	MOVQ xs+40(FP), BX
-	MOVQ blocks+48(FP), CX
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-
-q4kblock:
-	TESTQ R14, R14
-	JZ    q4kx
-	Q4KPF(SI)
-	CMPQ  R12, $2
-	JLT   q4kx
-	Q4KPF(R15)
-	CMPQ  R12, $3
-	JLT   q4kx
-	Q4KPF(R11)
-	CMPQ  R12, $4
-	JLT   q4kx
-	Q4KPF(R9)
-
-q4kx:
-	Q4KRX
-	Q4KROW(SI, Y8)
-	CMPQ R12, $2
-	JLT  q4knext
-	Q4KROW(R15, Y9)
-	CMPQ R12, $3
-	JLT  q4knext
-	Q4KROW(R11, Y10)
-	CMPQ R12, $4
-	JLT  q4knext
-	Q4KROW(R9, Y11)
-
-q4knext:
-	ADDQ $144, SI
-	ADDQ $144, R15
-	ADDQ $144, R11
-	ADDQ $144, R9
-	ADDQ $256, DI
-	ADDQ $32, DX
-	ADDQ $32, BX
-	DECQ CX
-	JNZ  q4kblock
-
-	MOVQ ooff+72(FP), AX
-	FOLDLANES(Y8, X8, (R8))
-	CMPQ R12, $2
-	JLT  q4kadv
-	FOLDLANES(Y9, X9, (R8)(AX*1))
-	CMPQ R12, $3
-	JLT  q4kadv
-	FOLDLANES(Y10, X10, (R8)(AX*2))
-	CMPQ R12, $4
-	JLT  q4kadv
-	LEAQ (R8)(AX*2), R9
-	FOLDLANES(Y11, X11, (R9)(AX*1))
-
-q4kadv:
-	ADDQ $4, R8
-	ADDQ stride+8(FP), R13
-	DECQ R10
-	JNZ  q4krow
-
-q4kdone:
-	VZEROUPPER
-	RET
+	KROWSWALK(Q4KRX, Q4KROW, Q4KPF, 144, 48, 56, 64, 72, 80, 88, KXSINIT, KXSADV)
 
 // Q5_K rows: q4kRowsAVX512 for Q5_K's blocks of 176 bytes (d, dmin,
 // scales[12], qh[32] at 16, qs[128] at 48), its terms q8dotQ5KAVX512's:
@@ -330,89 +248,7 @@ TEXT ·q5kRowsAVX512(SB), NOSPLIT, $0-96
 	VMOVDQU32 q4krtop<>(SB), X25
 	VMOVDQU32 q4kr30<>(SB), X19
 	VMOVDQU64 q5krbits12<>(SB), Z17
-	MOVQ  w+0(FP), R13
-	MOVQ  rows+16(FP), R10
-	MOVQ  out+56(FP), R8
-	MOVQ  n+80(FP), R12
-	MOVQ  pf+88(FP), R14
-	TESTQ R10, R10
-	JZ    q5kdone
-
-q5krow:
-	MOVQ R13, SI
-	MOVQ boff+64(FP), AX
-	LEAQ (R13)(AX*1), R15
-	LEAQ (R13)(AX*2), R11
-	LEAQ (R15)(AX*2), R9
-	MOVQ xq+24(FP), DI
-	MOVQ xd+32(FP), DX
-	MOVQ xs+40(FP), BX
-	MOVQ blocks+48(FP), CX
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-
-q5kblock:
-	TESTQ R14, R14
-	JZ    q5kx
-	Q4KPF(SI)
-	CMPQ  R12, $2
-	JLT   q5kx
-	Q4KPF(R15)
-	CMPQ  R12, $3
-	JLT   q5kx
-	Q4KPF(R11)
-	CMPQ  R12, $4
-	JLT   q5kx
-	Q4KPF(R9)
-
-q5kx:
-	Q4KRX
-	Q5KROW(SI, Y8)
-	CMPQ R12, $2
-	JLT  q5knext
-	Q5KROW(R15, Y9)
-	CMPQ R12, $3
-	JLT  q5knext
-	Q5KROW(R11, Y10)
-	CMPQ R12, $4
-	JLT  q5knext
-	Q5KROW(R9, Y11)
-
-q5knext:
-	ADDQ $176, SI
-	ADDQ $176, R15
-	ADDQ $176, R11
-	ADDQ $176, R9
-	ADDQ $256, DI
-	ADDQ $32, DX
-	ADDQ $32, BX
-	DECQ CX
-	JNZ  q5kblock
-
-	MOVQ ooff+72(FP), AX
-	FOLDLANES(Y8, X8, (R8))
-	CMPQ R12, $2
-	JLT  q5kadv
-	FOLDLANES(Y9, X9, (R8)(AX*1))
-	CMPQ R12, $3
-	JLT  q5kadv
-	FOLDLANES(Y10, X10, (R8)(AX*2))
-	CMPQ R12, $4
-	JLT  q5kadv
-	LEAQ (R8)(AX*2), R9
-	FOLDLANES(Y11, X11, (R9)(AX*1))
-
-q5kadv:
-	ADDQ $4, R8
-	ADDQ stride+8(FP), R13
-	DECQ R10
-	JNZ  q5krow
-
-q5kdone:
-	VZEROUPPER
-	RET
+	KROWSWALK(Q4KRX, Q5KROW, Q4KPF, 176, 48, 56, 64, 72, 80, 88, KXSINIT, KXSADV)
 
 // Q6_K rows against Q8_0 activations, up to four at once (AVX-512 F, BW,
 // VL and VNNI; qdot.go's order, its K-quant term): the multi-row kernels'
@@ -563,87 +399,7 @@ TEXT ·q6kRowsAVX512(SB), NOSPLIT, $0-88
 	VMOVDQU64 q6kr20<>(SB), Z27
 	VMOVDQU32 q4krperm<>(SB), Y29
 	VMOVDQU32 q6krscales<>(SB), X26
-	MOVQ  w+0(FP), R13
-	MOVQ  rows+16(FP), R10
-	MOVQ  out+48(FP), R8
-	MOVQ  n+72(FP), R12
-	MOVQ  pf+80(FP), R14
-	TESTQ R10, R10
-	JZ    q6kdone
-
-q6krow:
-	MOVQ R13, SI
-	MOVQ boff+56(FP), AX
-	LEAQ (R13)(AX*1), R15
-	LEAQ (R13)(AX*2), R11
-	LEAQ (R15)(AX*2), R9
-	MOVQ xq+24(FP), DI
-	MOVQ xd+32(FP), DX
-	MOVQ blocks+40(FP), CX
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-
-q6kblock:
-	TESTQ R14, R14
-	JZ    q6kx
-	Q6KPF(SI)
-	CMPQ  R12, $2
-	JLT   q6kx
-	Q6KPF(R15)
-	CMPQ  R12, $3
-	JLT   q6kx
-	Q6KPF(R11)
-	CMPQ  R12, $4
-	JLT   q6kx
-	Q6KPF(R9)
-
-q6kx:
-	Q6KRX
-	Q6KROW(SI, Y8)
-	CMPQ R12, $2
-	JLT  q6knext
-	Q6KROW(R15, Y9)
-	CMPQ R12, $3
-	JLT  q6knext
-	Q6KROW(R11, Y10)
-	CMPQ R12, $4
-	JLT  q6knext
-	Q6KROW(R9, Y11)
-
-q6knext:
-	ADDQ $210, SI
-	ADDQ $210, R15
-	ADDQ $210, R11
-	ADDQ $210, R9
-	ADDQ $256, DI
-	ADDQ $32, DX
-	DECQ CX
-	JNZ  q6kblock
-
-	MOVQ ooff+64(FP), AX
-	FOLDLANES(Y8, X8, (R8))
-	CMPQ R12, $2
-	JLT  q6kadv
-	FOLDLANES(Y9, X9, (R8)(AX*1))
-	CMPQ R12, $3
-	JLT  q6kadv
-	FOLDLANES(Y10, X10, (R8)(AX*2))
-	CMPQ R12, $4
-	JLT  q6kadv
-	LEAQ (R8)(AX*2), R9
-	FOLDLANES(Y11, X11, (R9)(AX*1))
-
-q6kadv:
-	ADDQ $4, R8
-	ADDQ stride+8(FP), R13
-	DECQ R10
-	JNZ  q6krow
-
-q6kdone:
-	VZEROUPPER
-	RET
+	KROWSWALK(Q6KRX, Q6KROW, Q6KPF, 210, 40, 48, 56, 64, 72, 80, KNOXS, KNOXS)
 
 // Q2_K and Q3_K rows against Q8_0 activations, up to four at once
 // (AVX-512 F, BW, VL and VNNI; qdot.go's order, its K-quant terms): the
@@ -958,93 +714,22 @@ GLOBL q3krrot<>(SB), RODATA|NOPTR, $256
 	PREFETCHT0 (base)(R14*1) \
 	PREFETCHT0 64(base)(R14*1)
 
+// Q2KWALKX: the block's activations for KROWSWALK (K2RX, VMOVDQA64 Z13, Z19).
+#define Q2KWALKX \
+	K2RX \
+	VMOVDQA64 Z13, Z19
+
 // func q2kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, out *float32, boff, ooff, n, pf int)
 // q6kRowsAVX512's arguments.
 TEXT ·q2kRowsAVX512(SB), NOSPLIT, $0-88
 	K2RCONST
 	VMOVDQU32 q6krscales<>(SB), X26
-	MOVQ  w+0(FP), R13
-	MOVQ  rows+16(FP), R10
-	MOVQ  out+48(FP), R8
-	MOVQ  n+72(FP), R12
-	MOVQ  pf+80(FP), R14
-	TESTQ R10, R10
-	JZ    q2kdone
+	KROWSWALK(Q2KWALKX, Q2KROW, K2PF, 84, 40, 48, 56, 64, 72, 80, KNOXS, KNOXS)
 
-q2krow:
-	MOVQ R13, SI
-	MOVQ boff+56(FP), AX
-	LEAQ (R13)(AX*1), R15
-	LEAQ (R13)(AX*2), R11
-	LEAQ (R15)(AX*2), R9
-	MOVQ xq+24(FP), DI
-	MOVQ xd+32(FP), DX
-	MOVQ blocks+40(FP), CX
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-
-q2kblock:
-	TESTQ R14, R14
-	JZ    q2kx
-	K2PF(SI)
-	CMPQ  R12, $2
-	JLT   q2kx
-	K2PF(R15)
-	CMPQ  R12, $3
-	JLT   q2kx
-	K2PF(R11)
-	CMPQ  R12, $4
-	JLT   q2kx
-	K2PF(R9)
-
-q2kx:
-	K2RX
-	VMOVDQA64 Z13, Z19
-	Q2KROW(SI, Y8)
-	CMPQ R12, $2
-	JLT  q2knext
-	Q2KROW(R15, Y9)
-	CMPQ R12, $3
-	JLT  q2knext
-	Q2KROW(R11, Y10)
-	CMPQ R12, $4
-	JLT  q2knext
-	Q2KROW(R9, Y11)
-
-q2knext:
-	ADDQ $84, SI
-	ADDQ $84, R15
-	ADDQ $84, R11
-	ADDQ $84, R9
-	ADDQ $256, DI
-	ADDQ $32, DX
-	DECQ CX
-	JNZ  q2kblock
-
-	MOVQ ooff+64(FP), AX
-	FOLDLANES(Y8, X8, (R8))
-	CMPQ R12, $2
-	JLT  q2kadv
-	FOLDLANES(Y9, X9, (R8)(AX*1))
-	CMPQ R12, $3
-	JLT  q2kadv
-	FOLDLANES(Y10, X10, (R8)(AX*2))
-	CMPQ R12, $4
-	JLT  q2kadv
-	LEAQ (R8)(AX*2), R9
-	FOLDLANES(Y11, X11, (R9)(AX*1))
-
-q2kadv:
-	ADDQ $4, R8
-	ADDQ stride+8(FP), R13
-	DECQ R10
-	JNZ  q2krow
-
-q2kdone:
-	VZEROUPPER
-	RET
+// Q3KWALKX: the block's activations for KROWSWALK (K2RX, VPSLLD $2, Z13, Z19).
+#define Q3KWALKX \
+	K2RX \
+	VPSLLD $2, Z13, Z19
 
 // func q3kRowsAVX512(w *byte, stride, rows int, xq *int8, xd *float32, blocks int, out *float32, boff, ooff, n, pf int)
 // q6kRowsAVX512's arguments.
@@ -1052,85 +737,4 @@ TEXT ·q3kRowsAVX512(SB), NOSPLIT, $0-88
 	K2RCONST
 	VMOVDQU32 q3krlo<>(SB), X26
 	VMOVDQU64 k2r04<>(SB), Z24
-	MOVQ  w+0(FP), R13
-	MOVQ  rows+16(FP), R10
-	MOVQ  out+48(FP), R8
-	MOVQ  n+72(FP), R12
-	MOVQ  pf+80(FP), R14
-	TESTQ R10, R10
-	JZ    q3kdone
-
-q3krow:
-	MOVQ R13, SI
-	MOVQ boff+56(FP), AX
-	LEAQ (R13)(AX*1), R15
-	LEAQ (R13)(AX*2), R11
-	LEAQ (R15)(AX*2), R9
-	MOVQ xq+24(FP), DI
-	MOVQ xd+32(FP), DX
-	MOVQ blocks+40(FP), CX
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-
-q3kblock:
-	TESTQ R14, R14
-	JZ    q3kx
-	K2PF(SI)
-	CMPQ  R12, $2
-	JLT   q3kx
-	K2PF(R15)
-	CMPQ  R12, $3
-	JLT   q3kx
-	K2PF(R11)
-	CMPQ  R12, $4
-	JLT   q3kx
-	K2PF(R9)
-
-q3kx:
-	K2RX
-	VPSLLD $2, Z13, Z19
-	Q3KROW(SI, Y8)
-	CMPQ R12, $2
-	JLT  q3knext
-	Q3KROW(R15, Y9)
-	CMPQ R12, $3
-	JLT  q3knext
-	Q3KROW(R11, Y10)
-	CMPQ R12, $4
-	JLT  q3knext
-	Q3KROW(R9, Y11)
-
-q3knext:
-	ADDQ $110, SI
-	ADDQ $110, R15
-	ADDQ $110, R11
-	ADDQ $110, R9
-	ADDQ $256, DI
-	ADDQ $32, DX
-	DECQ CX
-	JNZ  q3kblock
-
-	MOVQ ooff+64(FP), AX
-	FOLDLANES(Y8, X8, (R8))
-	CMPQ R12, $2
-	JLT  q3kadv
-	FOLDLANES(Y9, X9, (R8)(AX*1))
-	CMPQ R12, $3
-	JLT  q3kadv
-	FOLDLANES(Y10, X10, (R8)(AX*2))
-	CMPQ R12, $4
-	JLT  q3kadv
-	LEAQ (R8)(AX*2), R9
-	FOLDLANES(Y11, X11, (R9)(AX*1))
-
-q3kadv:
-	ADDQ $4, R8
-	ADDQ stride+8(FP), R13
-	DECQ R10
-	JNZ  q3krow
-
-q3kdone:
-	VZEROUPPER
-	RET
+	KROWSWALK(Q3KWALKX, Q3KROW, K2PF, 110, 40, 48, 56, 64, 72, 80, KNOXS, KNOXS)
