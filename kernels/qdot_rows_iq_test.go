@@ -26,64 +26,22 @@ func adversarialMXFP4(rng *rand.Rand, nb int) []byte {
 // special scale (specialHalves) and extreme codes: every weight the
 // codebook's least (-127) or greatest (113), or the two alternating.
 func adversarialIQ4NL(rng *rand.Rand, nb int) []byte {
-	b := make([]byte, 18*nb)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
-	for k := 0; k < nb; k++ {
-		blk := b[18*k : 18*k+18]
-		if rng.IntN(3) == 0 {
-			binary.LittleEndian.PutUint16(blk, specialHalves[rng.IntN(len(specialHalves))])
+	return adversarialBlocks(rng, nb, 18, []int{0}, func(blk []byte) {
+		if v := rng.IntN(5); v < 4 {
+			fillBytes(blk[2:], [4]byte{0x00, 0xff, 0x0f, 0xf0}[v])
 		}
-		var fill byte
-		switch rng.IntN(5) {
-		case 0:
-			fill = 0x00
-		case 1:
-			fill = 0xff
-		case 2:
-			fill = 0x0f
-		case 3:
-			fill = 0xf0
-		default:
-			continue
-		}
-		for j := 2; j < 18; j++ {
-			blk[j] = fill
-		}
-	}
-	return b
+	})
 }
 
 // adversarialIQ3S is a row of nb IQ3_S blocks, each random or with a
 // special scale (specialHalves), and with extreme parts: every grid index
 // 0 or 511, every sign set or none, every scale nibble 0 or 15.
 func adversarialIQ3S(rng *rand.Rand, nb int) []byte {
-	b := make([]byte, 110*nb)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
-	fill := func(p []byte) {
-		if v := rng.IntN(3); v < 2 {
-			for i := range p {
-				p[i] = byte(0xff * v)
-			}
-		}
-	}
-	for k := 0; k < nb; k++ {
-		blk := b[110*k : 110*k+110]
-		if rng.IntN(3) == 0 {
-			binary.LittleEndian.PutUint16(blk, specialHalves[rng.IntN(len(specialHalves))])
-		}
-		if v := rng.IntN(3); v < 2 { // qs and qh together: index 0 or 511
-			for i := 2; i < 74; i++ {
-				blk[i] = byte(0xff * v)
-			}
-		}
-		fill(blk[74:106])
-		fill(blk[106:110])
-	}
-	return b
+	return adversarialBlocks(rng, nb, 110, []int{0}, func(blk []byte) {
+		fillExtreme(rng, blk[2:74]) // qs and qh together: index 0 or 511
+		fillExtreme(rng, blk[74:106])
+		fillExtreme(rng, blk[106:110])
+	})
 }
 
 // adversarialQ4K is a row of nb Q4_K blocks, each random or with special
@@ -98,59 +56,24 @@ func adversarialQ5K(rng *rand.Rand, nb int) []byte { return adversarialK4(rng, n
 
 // adversarialK4 is adversarialQ4K or adversarialQ5K, blocks of bs bytes.
 func adversarialK4(rng *rand.Rand, nb, bs int) []byte {
-	b := make([]byte, bs*nb)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
-	fill := func(p []byte, v byte) {
-		for i := range p {
-			p[i] = v
-		}
-	}
-	for k := 0; k < nb; k++ {
-		blk := b[bs*k : bs*k+bs]
-		if rng.IntN(3) == 0 {
-			binary.LittleEndian.PutUint16(blk, specialHalves[rng.IntN(len(specialHalves))])
-		}
-		if rng.IntN(3) == 0 {
-			binary.LittleEndian.PutUint16(blk[2:], specialHalves[rng.IntN(len(specialHalves))])
-		}
-		if v := rng.IntN(3); v < 2 {
-			fill(blk[4:16], byte(0xff*v))
-		}
+	return adversarialBlocks(rng, nb, bs, []int{0, 2}, func(blk []byte) {
+		fillExtreme(rng, blk[4:16])
 		if v := rng.IntN(4); v < 3 {
-			fill(blk[16:], [3]byte{0x00, 0xff, 0xf0}[v])
+			fillBytes(blk[16:], [3]byte{0x00, 0xff, 0xf0}[v])
 		}
-	}
-	return b
+	})
 }
 
 // adversarialQ6K is a row of nb Q6_K blocks, each random or with a
 // special d (specialHalves) and extreme parts: every scale -128, 127 or 0,
 // every code 0 or 63 (ql and qh all 0x00 or 0xff).
 func adversarialQ6K(rng *rand.Rand, nb int) []byte {
-	b := make([]byte, 210*nb)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
-	fill := func(p []byte, v byte) {
-		for i := range p {
-			p[i] = v
-		}
-	}
-	for k := 0; k < nb; k++ {
-		blk := b[210*k : 210*k+210]
-		if rng.IntN(3) == 0 {
-			binary.LittleEndian.PutUint16(blk[208:], specialHalves[rng.IntN(len(specialHalves))])
-		}
+	return adversarialBlocks(rng, nb, 210, []int{208}, func(blk []byte) {
 		if v := rng.IntN(4); v < 3 {
-			fill(blk[192:208], [3]byte{0x80, 0x7f, 0x00}[v])
+			fillBytes(blk[192:208], [3]byte{0x80, 0x7f, 0x00}[v])
 		}
-		if v := rng.IntN(3); v < 2 {
-			fill(blk[:192], byte(0xff*v))
-		}
-	}
-	return b
+		fillExtreme(rng, blk[:192])
+	})
 }
 
 // adversarialQ2K is a row of nb Q2_K blocks, each random or with special
@@ -158,25 +81,12 @@ func adversarialQ6K(rng *rand.Rand, nb int) []byte {
 // scale and min 0 or 15 (scale bytes 0x00, 0xff, 0x0f or 0xf0), every
 // code 0 or 3.
 func adversarialQ2K(rng *rand.Rand, nb int) []byte {
-	b := make([]byte, 84*nb)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
-	for k := 0; k < nb; k++ {
-		blk := b[84*k : 84*k+84]
-		for _, off := range []int{80, 82} {
-			if rng.IntN(3) == 0 {
-				binary.LittleEndian.PutUint16(blk[off:], specialHalves[rng.IntN(len(specialHalves))])
-			}
-		}
+	return adversarialBlocks(rng, nb, 84, []int{80, 82}, func(blk []byte) {
 		if v := rng.IntN(5); v < 4 {
 			fillBytes(blk[:16], [4]byte{0x00, 0xff, 0x0f, 0xf0}[v])
 		}
-		if v := rng.IntN(3); v < 2 {
-			fillBytes(blk[16:80], byte(0xff*v))
-		}
-	}
-	return b
+		fillExtreme(rng, blk[16:80])
+	})
 }
 
 // adversarialQ3K is a row of nb Q3_K blocks, each random or with a
@@ -184,22 +94,11 @@ func adversarialQ2K(rng *rand.Rand, nb int) []byte {
 // (scale bytes all 0x00 or 0xff), every code -4 or 3 (hmask and qs all
 // 0x00 or 0xff, each on its own).
 func adversarialQ3K(rng *rand.Rand, nb int) []byte {
-	b := make([]byte, 110*nb)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
-	for k := 0; k < nb; k++ {
-		blk := b[110*k : 110*k+110]
-		if rng.IntN(3) == 0 {
-			binary.LittleEndian.PutUint16(blk[108:], specialHalves[rng.IntN(len(specialHalves))])
-		}
+	return adversarialBlocks(rng, nb, 110, []int{108}, func(blk []byte) {
 		for _, p := range [][]byte{blk[:32], blk[32:96], blk[96:108]} {
-			if v := rng.IntN(3); v < 2 {
-				fillBytes(p, byte(0xff*v))
-			}
+			fillExtreme(rng, p)
 		}
-	}
-	return b
+	})
 }
 
 // adversarialIQ3XXS is a row of nb IQ3_XXS blocks, each random or with a
@@ -207,36 +106,16 @@ func adversarialQ3K(rng *rand.Rand, nb int) []byte {
 // every sign/scale word 0 or all ones (no signs and scale 0, every sign
 // and scale 15), each on its own.
 func adversarialIQ3XXS(rng *rand.Rand, nb int) []byte {
-	b := make([]byte, 98*nb)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
-	for k := 0; k < nb; k++ {
-		blk := b[98*k : 98*k+98]
-		if rng.IntN(3) == 0 {
-			binary.LittleEndian.PutUint16(blk, specialHalves[rng.IntN(len(specialHalves))])
-		}
-		for _, p := range [][]byte{blk[2:66], blk[66:98]} {
-			if v := rng.IntN(3); v < 2 {
-				fillBytes(p, byte(0xff*v))
-			}
-		}
-	}
-	return b
+	return adversarialBlocks(rng, nb, 98, []int{0}, func(blk []byte) {
+		fillExtreme(rng, blk[2:66])
+		fillExtreme(rng, blk[66:98])
+	})
 }
 
 // adversarialIQ2XXS is adversarialIQ3XXS for IQ2_XXS's blocks of 66 bytes
 // (grid indices and words interleaved per sub-block).
 func adversarialIQ2XXS(rng *rand.Rand, nb int) []byte {
-	b := make([]byte, 66*nb)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
-	for k := 0; k < nb; k++ {
-		blk := b[66*k : 66*k+66]
-		if rng.IntN(3) == 0 {
-			binary.LittleEndian.PutUint16(blk, specialHalves[rng.IntN(len(specialHalves))])
-		}
+	return adversarialBlocks(rng, nb, 66, []int{0}, func(blk []byte) {
 		for part := 0; part < 2; part++ { // the indices, then the words
 			if v := rng.IntN(3); v < 2 {
 				for ib := 0; ib < 8; ib++ {
@@ -244,8 +123,7 @@ func adversarialIQ2XXS(rng *rand.Rand, nb int) []byte {
 				}
 			}
 		}
-	}
-	return b
+	})
 }
 
 // fillBytes sets every byte of p to v.
@@ -255,33 +133,46 @@ func fillBytes(p []byte, v byte) {
 	}
 }
 
+// fillExtreme sets every byte of p to 0x00 or to 0xff, a third of the
+// time each, or leaves p as it is.
+func fillExtreme(rng *rand.Rand, p []byte) {
+	if v := rng.IntN(3); v < 2 {
+		fillBytes(p, byte(0xff*v))
+	}
+}
+
+// adversarialBlocks is nb random blocks of bs bytes, each given a special
+// fp16 (specialHalves) at each offset of halves, a third of the time each
+// on its own, then its extreme parts by parts(blk): the adversarial rows'
+// one frame.
+func adversarialBlocks(rng *rand.Rand, nb, bs int, halves []int, parts func(blk []byte)) []byte {
+	b := make([]byte, bs*nb)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	for k := 0; k < nb; k++ {
+		blk := b[bs*k : bs*(k+1)]
+		for _, off := range halves {
+			if rng.IntN(3) == 0 {
+				binary.LittleEndian.PutUint16(blk[off:], specialHalves[rng.IntN(len(specialHalves))])
+			}
+		}
+		parts(blk)
+	}
+	return b
+}
+
 // adversarialIQ4XS is a row of nb IQ4_XS blocks, each random or with a
 // special d (specialHalves) and extreme parts: every 6-bit scale 0 or 63
 // (scales_h and scales_l all 0x00 or 0xff), every code the codebook's
 // least or greatest or the two alternating.
 func adversarialIQ4XS(rng *rand.Rand, nb int) []byte {
-	b := make([]byte, 136*nb)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
-	fill := func(p []byte, v byte) {
-		for i := range p {
-			p[i] = v
-		}
-	}
-	for k := 0; k < nb; k++ {
-		blk := b[136*k : 136*k+136]
-		if rng.IntN(3) == 0 {
-			binary.LittleEndian.PutUint16(blk, specialHalves[rng.IntN(len(specialHalves))])
-		}
-		if v := rng.IntN(3); v < 2 {
-			fill(blk[2:8], byte(0xff*v))
-		}
+	return adversarialBlocks(rng, nb, 136, []int{0}, func(blk []byte) {
+		fillExtreme(rng, blk[2:8])
 		if v := rng.IntN(5); v < 4 {
-			fill(blk[8:], [4]byte{0x00, 0xff, 0x0f, 0xf0}[v])
+			fillBytes(blk[8:], [4]byte{0x00, 0xff, 0x0f, 0xf0}[v])
 		}
-	}
-	return b
+	})
 }
 
 // iqRowsActivations are activation rows of n values for the row kernel
