@@ -33,6 +33,9 @@ type StreamOptions struct {
 	ReadAheadLayers int
 	// Buffered never tries O_DIRECT.
 	Buffered bool
+	// NoAIO reads direct slots with the reader goroutines' blocking
+	// reads rather than native AIO (aio_linux.go).
+	NoAIO bool
 }
 
 // StreamCounters are cumulative counts of a pack's expert store.
@@ -80,22 +83,26 @@ type StreamReport struct {
 	ReadMBPerToken float64  `json:"read_mb_per_token"`
 	// DroppedMBPerToken is the part of ReadMBPerToken never read
 	// (StreamCounters.DroppedBytes).
-	DroppedMBPerToken     float64        `json:"dropped_mb_per_token,omitempty"`
-	LateHitsPerToken      float64        `json:"late_hits_per_token,omitempty"` // StreamCounters.LateHits
-	ReadAheadHitsPerToken float64        `json:"readahead_hits_per_token"`
-	GuessesPerToken       float64        `json:"readahead_reads_per_token"`
-	WaitMsPerToken        float64        `json:"wait_ms_per_token"`
-	MissedNeedsPerToken   float64        `json:"missed_needs_per_token"` // layers per token whose Need missed
-	ArenaSlots            int            `json:"arena_slots"`
-	ArenaMB               float64        `json:"arena_mb"`
-	ArenaCapMB            float64        `json:"arena_cap_mb,omitempty"` // the default arena's bound (DefaultArenaCap), when it held the arena below every expert
-	TotalSlots            int            `json:"total_slots"`
-	SlotBytes             int64          `json:"slot_bytes"`
-	DirectIO              bool           `json:"direct_io"`
-	DirectIONote          string         `json:"direct_io_note,omitempty"`
-	FillSlots             int            `json:"fill_slots"`
-	FillSeconds           float64        `json:"fill_seconds"`
-	Counters              StreamCounters `json:"counters"`
+	DroppedMBPerToken     float64 `json:"dropped_mb_per_token,omitempty"`
+	LateHitsPerToken      float64 `json:"late_hits_per_token,omitempty"` // StreamCounters.LateHits
+	ReadAheadHitsPerToken float64 `json:"readahead_hits_per_token"`
+	GuessesPerToken       float64 `json:"readahead_reads_per_token"`
+	WaitMsPerToken        float64 `json:"wait_ms_per_token"`
+	MissedNeedsPerToken   float64 `json:"missed_needs_per_token"` // layers per token whose Need missed
+	ArenaSlots            int     `json:"arena_slots"`
+	ArenaMB               float64 `json:"arena_mb"`
+	ArenaCapMB            float64 `json:"arena_cap_mb,omitempty"` // the default arena's bound (DefaultArenaCap), when it held the arena below every expert
+	TotalSlots            int     `json:"total_slots"`
+	SlotBytes             int64   `json:"slot_bytes"`
+	DirectIO              bool    `json:"direct_io"`
+	DirectIONote          string  `json:"direct_io_note,omitempty"`
+	// NativeAIO is whether native AIO submitted the reads at the report's
+	// end (else reader goroutines read them; DirectIONote says why, where
+	// AIO was given up on).
+	NativeAIO   bool           `json:"native_aio"`
+	FillSlots   int            `json:"fill_slots"`
+	FillSeconds float64        `json:"fill_seconds"`
+	Counters    StreamCounters `json:"counters"`
 }
 
 const (
@@ -153,11 +160,28 @@ type PackStore struct {
 	pieceBytes, pieces int
 	checks             []strata.PieceCheck
 
-	ioMu       sync.Mutex
-	fd         *os.File
-	oldFDs     []*os.File
-	direct     bool
-	directNote string
+	ioMu sync.Mutex
+	fd   *os.File
+	// aio submits direct reads as they are queued (aio_linux.go), up to
+	// aioDepth requests in flight (aioBusy now, each piece's in reqs,
+	// by slot*pieces+piece), a goroutine (aioReap) taking their
+	// completions; nil when the reader goroutines read (buffered reads,
+	// no native AIO, or after a direct read was refused). aioFd is the
+	// direct descriptor it reads, wakeBuf the buffer of Close's wake-up
+	// read (request len(reqs)).
+	aio               *aioCtx
+	aioFd             uintptr
+	aioDepth, aioBusy int
+	reqs              []pieceReq
+	// batching: a Need or Guess is queueing reads, and submits them all
+	// in one io_submit at its end (one doorbell for the device).
+	batching       bool
+	wakeBuf        []byte
+	readersStarted bool
+	readers        int
+	oldFDs         []*os.File
+	direct         bool
+	directNote     string
 
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -181,7 +205,7 @@ type PackStore struct {
 	demands, guesses []int
 	work             *sync.Cond
 	inflight         int           // pieces being read into the arena now (Close waits for them)
-	readHook         func(key int) // tests: called as each slot's read starts
+	readHook         func(key int) // tests: called as each slot's read starts (its first piece's, with native AIO as that piece lands)
 	missBuf          []int         // Need's misses, reused
 	wg               sync.WaitGroup
 	closed           bool
@@ -248,14 +272,21 @@ func newPackStore(p *strata.Pack, c *Config, opt StreamOptions) (*PackStore, err
 	for i := range s.where {
 		s.where[i] = -1
 	}
-	readers := opt.Readers
-	if readers <= 0 {
-		readers = DefaultReaders
+	s.readers = opt.Readers
+	if s.readers <= 0 {
+		s.readers = DefaultReaders
 	}
 	s.work = sync.NewCond(&s.mu)
-	for i := 0; i < readers; i++ {
-		s.wg.Add(1)
-		go s.reader()
+	if s.direct && aioAvailable && !opt.NoAIO {
+		if a, err := newAIO(s.readers, nslots*s.pieces); err == nil {
+			s.aio, s.aioFd, s.aioDepth = a, s.fd.Fd(), s.readers
+			s.reqs = make([]pieceReq, nslots*s.pieces)
+			s.wg.Add(1)
+			go s.aioReap()
+		}
+	}
+	if s.aio == nil {
+		s.startReaders()
 	}
 	if err := s.fill(rank); err != nil {
 		s.Close()
@@ -361,6 +392,19 @@ func slotPieces(n, align int) (size, count int) {
 	return size, (n + size - 1) / size
 }
 
+// startReaders starts the reader goroutines (once). Called before any
+// read, or with s.mu held.
+func (s *PackStore) startReaders() {
+	if s.readersStarted {
+		return
+	}
+	s.readersStarted = true
+	for i := 0; i < s.readers; i++ {
+		s.wg.Add(1)
+		go s.reader()
+	}
+}
+
 // reader reads the queued slots' pieces, demands first, until the store
 // closes and nothing is queued.
 func (s *PackStore) reader() {
@@ -409,8 +453,31 @@ func (s *PackStore) enqueue(i int, guess bool) {
 	} else {
 		s.demands = append(s.demands, i)
 	}
+	s.wake()
+}
+
+// wake starts the queued reads: it submits them (aio), or wakes the
+// readers. Called with s.mu held.
+func (s *PackStore) wake() {
+	if !s.batching || !s.aioOn() {
+		s.flush()
+	}
+}
+
+// flush starts the queued reads now, even in a batch. Called with s.mu
+// held.
+func (s *PackStore) flush() {
+	if s.aioOn() {
+		s.pump()
+		return
+	}
 	s.work.Broadcast()
 }
+
+// aioOn reports whether native AIO takes the reads (it is off from the
+// start, or since a submit was refused or the file was read buffered).
+// Called with s.mu held.
+func (s *PackStore) aioOn() bool { return s.aio != nil && s.aioDepth > 0 }
 
 // unqueue takes slot i off its queue. Called with s.mu held, slot i queued.
 func (s *PackStore) unqueue(i int) {
@@ -429,7 +496,7 @@ func (s *PackStore) promote(i int) {
 	if j := slices.Index(s.guesses, i); j >= 0 {
 		s.guesses = slices.Delete(s.guesses, j, j+1)
 		s.demands = append(s.demands, i)
-		s.work.Broadcast()
+		s.wake()
 	}
 }
 
@@ -441,29 +508,60 @@ func (s *PackStore) promote(i int) {
 // readers) call it. Called with s.mu held, which it gives up during the
 // read.
 func (s *PackStore) readPiece(i int) {
+	q := s.takePiece(i)
+	s.mu.Unlock()
+	if q.piece == 0 && s.readHook != nil {
+		s.readHook(q.key)
+	}
+	buf, off := s.pieceAt(i, q)
+	s.pieceRead(i, q, s.readAt(buf, off))
+}
+
+// pieceReq is one piece of a slot's read: its expert (key), piece and the
+// slot's read it belongs to (gen).
+type pieceReq struct {
+	key, piece int
+	gen        int64
+	live       bool // submitted to native AIO and not yet ended
+}
+
+// takePiece takes the next piece of slot i's read (loading, queued,
+// nothing stale) for the caller to read. Called with s.mu held.
+func (s *PackStore) takePiece(i int) pieceReq {
 	sl := &s.slots[i]
-	c, key, gen := sl.next, sl.key, sl.gen
+	q := pieceReq{key: sl.key, piece: sl.next, gen: sl.gen}
 	if sl.next++; sl.next == s.pieces {
 		s.unqueue(i)
 	}
 	sl.busy++
 	s.inflight++
-	s.mu.Unlock()
-	if c == 0 && s.readHook != nil {
-		s.readHook(key)
-	}
-	lo := c * s.pieceBytes
+	return q
+}
+
+// pieceAt is where piece q of slot i lands in the arena and its offset in
+// the experts file.
+func (s *PackStore) pieceAt(i int, q pieceReq) ([]byte, int64) {
+	lo := q.piece * s.pieceBytes
 	hi := min(lo+s.pieceBytes, s.slotBytes)
-	buf := s.arena[i*s.slotBytes+lo : i*s.slotBytes+hi]
-	off := int64(s.x.Table[key].Offset) + int64(lo)
+	return s.arena[i*s.slotBytes+lo : i*s.slotBytes+hi], int64(s.x.Table[q.key].Offset) + int64(lo)
+}
+
+// pieceRead ends piece q of slot i, read into the arena (err the read's
+// error): it checks the piece, and the slot once its last piece has been
+// checked, publishing it. Called without s.mu, which it takes and holds
+// on return.
+func (s *PackStore) pieceRead(i int, q pieceReq, err error) {
+	sl := &s.slots[i]
+	key, gen := q.key, q.gen
+	buf, off := s.pieceAt(i, q)
 	var pc strata.PieceCheck
-	err := s.readAt(buf, off)
 	if err == nil {
-		pc = s.x.CheckPiece(key, buf, int64(lo))
+		pc = s.x.CheckPiece(key, buf, int64(q.piece*s.pieceBytes))
 	} else {
 		E := s.cfg.Experts
 		err = fmt.Errorf("%s: reading layer %d expert %d at byte %d: %w", s.path, key/E, key%E, off, err)
 	}
+	c := q.piece
 	s.mu.Lock()
 	if sl.gen == gen {
 		s.checks[i*s.pieces+c] = pc
@@ -503,7 +601,7 @@ func (s *PackStore) landed(i int, gen int64) {
 		return
 	}
 	if sl.stale--; sl.stale == 0 && sl.queued {
-		s.work.Broadcast()
+		s.wake()
 		s.cond.Broadcast() // a Get or WaitAny may read it itself
 	}
 }
@@ -611,6 +709,7 @@ func (s *PackStore) claim(key int) int {
 		if sl := &s.slots[best]; sl.state != slotLoading || sl.call != s.call {
 			break
 		}
+		s.flush() // what a batch queued may be what this waits for
 		s.cond.Wait()
 	}
 	s.counters.Reads++
@@ -685,11 +784,22 @@ func (s *PackStore) Need(layer int, ids []int) {
 	}
 	// Leave a slot free for Get, so a batch needing more experts than
 	// the arena holds never evicts the ones it is still waiting for.
-	for _, key := range misses[:min(len(misses), len(s.slots)-1)] {
-		if i := s.claim(key); i >= 0 {
-			s.enqueue(i, false)
+	s.batch(func() {
+		for _, key := range misses[:min(len(misses), len(s.slots)-1)] {
+			if i := s.claim(key); i >= 0 {
+				s.enqueue(i, false)
+			}
 		}
-	}
+	})
+}
+
+// batch runs queue, which queues reads, and then starts them together.
+// Called with s.mu held.
+func (s *PackStore) batch(queue func()) {
+	s.batching = true
+	queue()
+	s.batching = false
+	s.wake()
 }
 
 // Guess starts reading experts of layer that read-ahead expects, up to
@@ -707,25 +817,27 @@ func (s *PackStore) Guess(layer int, ids []int) {
 	}
 	s.call++
 	budget := len(s.slots) / 2
-	for _, e := range ids {
-		key := layer*E + e
-		if i := s.where[key]; i >= 0 {
-			if s.slots[i].state != slotFailed {
-				s.slots[i].want = true
+	s.batch(func() {
+		for _, e := range ids {
+			key := layer*E + e
+			if i := s.where[key]; i >= 0 {
+				if s.slots[i].state != slotFailed {
+					s.slots[i].want = true
+				}
+				continue
 			}
-			continue
+			if budget == 0 {
+				continue
+			}
+			if i := s.claim(key); i >= 0 {
+				budget--
+				s.slots[i].guess = true
+				s.slots[i].want = true
+				s.counters.Guesses++
+				s.enqueue(i, true)
+			}
 		}
-		if budget == 0 {
-			continue
-		}
-		if i := s.claim(key); i >= 0 {
-			budget--
-			s.slots[i].guess = true
-			s.slots[i].want = true
-			s.counters.Guesses++
-			s.enqueue(i, true)
-		}
-	}
+	})
 }
 
 // Get returns the expert, waiting for its read (or reading it here when
@@ -757,7 +869,7 @@ func (s *PackStore) Get(layer, e int) (*Expert, error) {
 		}
 		sl := &s.slots[i]
 		for sl.key == key && sl.state == slotLoading {
-			if sl.startable() {
+			if !s.aioOn() && sl.startable() {
 				s.readPiece(i) // rather than wait for busy readers
 				continue
 			}
@@ -809,7 +921,7 @@ func (s *PackStore) WaitAny(layer int, ids []int) {
 		// Rather than wait for pieces no reader has started, read them here.
 		read := false
 		for _, e := range ids {
-			if i := s.where[layer*s.cfg.Experts+e]; s.slots[i].startable() {
+			if i := s.where[layer*s.cfg.Experts+e]; !s.aioOn() && s.slots[i].startable() {
 				s.readPiece(i)
 				read = true
 				break
@@ -893,6 +1005,9 @@ func (s *PackStore) Report(from, to StreamCounters, tokens int) *StreamReport {
 	s.ioMu.Lock()
 	r.DirectIO, r.DirectIONote = s.direct, s.directNote
 	s.ioMu.Unlock()
+	s.mu.Lock()
+	r.NativeAIO = s.aioOn()
+	s.mu.Unlock()
 	if d.Demands > 0 {
 		r.HitRate = float64(d.Hits) / float64(d.Demands)
 	}
@@ -923,6 +1038,9 @@ func (s *PackStore) Close() error {
 	s.cond.Broadcast()
 	s.work.Broadcast()
 	s.mu.Unlock()
+	if s.aio != nil {
+		s.aioWake()
+	}
 	s.wg.Wait() // the readers finish what is queued, then stop
 	var errs []error
 	s.mu.Lock()
@@ -946,6 +1064,9 @@ func (s *PackStore) Close() error {
 		}
 	}
 	s.ioMu.Unlock()
+	if s.aio != nil {
+		errs = append(errs, s.aio.destroy())
+	}
 	errs = append(errs, s.x.Close())
 	return errors.Join(errs...)
 }

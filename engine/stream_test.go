@@ -17,10 +17,45 @@ import (
 	"github.com/stratactl/stratactl/strata"
 )
 
+// readModes runs f for each way the store reads slots: native AIO (where
+// the test's filesystem takes direct reads and the platform has it; else
+// that subtest is skipped) and reader goroutines.
+func readModes(t *testing.T, f func(t *testing.T, opt StreamOptions)) {
+	for _, noAIO := range []bool{false, true} {
+		name := "aio"
+		if noAIO {
+			name = "readers"
+		}
+		t.Run(name, func(t *testing.T) { f(t, StreamOptions{NoAIO: noAIO}) })
+	}
+}
+
+// wantReadMode fails (or, where native AIO cannot be had, skips) a test
+// whose store does not read the way opt asks.
+func wantReadMode(t *testing.T, ps *PackStore, opt StreamOptions) {
+	t.Helper()
+	if opt.NoAIO && ps.aio != nil {
+		t.Fatal("NoAIO set, and the store reads with native AIO")
+	}
+	if !opt.NoAIO && ps.aio == nil {
+		if !aioAvailable || !ps.direct {
+			t.Skipf("no native AIO here (direct reads %v: %s)", ps.direct, ps.directNote)
+		}
+		t.Fatal("direct reads, and the store did not set up native AIO")
+	}
+}
+
 // openSmallArena opens the tiny model's pack with an arena of slots slots
 // and returns it with the arena's experts, the first to be evicted first,
 // as (layer, expert) pairs.
 func openSmallArena(t *testing.T, slots int) (*Model, [][2]int) {
+	t.Helper()
+	return openSmallArenaWith(t, slots, StreamOptions{})
+}
+
+// openSmallArenaWith is openSmallArena with the stream options opt (its
+// arena size set here).
+func openSmallArenaWith(t *testing.T, slots int, opt StreamOptions) (*Model, [][2]int) {
 	t.Helper()
 	dir := t.TempDir()
 	enginetest.BuildPack(t, testutil.TinyModel(t, "model-iq3s.gguf"), dir)
@@ -30,7 +65,8 @@ func openSmallArena(t *testing.T, slots int) (*Model, [][2]int) {
 	}
 	sb := float64(m0.Stream().SlotBytes()) / (1 << 20)
 	m0.Close()
-	m, err := Open(dir, Options{Stream: StreamOptions{ArenaMB: sb * float64(slots)}})
+	opt.ArenaMB = sb * float64(slots)
+	m, err := Open(dir, Options{Stream: opt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,11 +332,12 @@ func TestReadAheadScorePerDistance(t *testing.T) {
 	}
 }
 
-// TestWaiterReadsWhatNoReaderStarted: with the one reader held in a
-// read-ahead read, a Need's two misses are read by the forward pass's own
-// WaitAny and Get rather than waiting behind it (a read no reader has
+// TestWaiterReadsWhatNoReaderStarted: with the one reader goroutine held
+// in a read-ahead read, a Need's two misses are read by the forward pass's
+// own WaitAny and Get rather than waiting behind it (a read no reader has
 // started is taken by whoever would wait for it), and Close still waits
-// for every read into the arena.
+// for every read into the arena. (With native AIO every queued read is
+// submitted by whoever queues it, so no read waits for a reader.)
 func TestWaiterReadsWhatNoReaderStarted(t *testing.T) {
 	dir := t.TempDir()
 	enginetest.BuildPack(t, testutil.TinyModel(t, "model-iq3s.gguf"), dir)
@@ -311,7 +348,7 @@ func TestWaiterReadsWhatNoReaderStarted(t *testing.T) {
 	sb := float64(m0.Stream().SlotBytes()) / (1 << 20)
 	slots := m0.Config.ExpertsUsed + 4
 	m0.Close()
-	m, err := Open(dir, Options{Stream: StreamOptions{ArenaMB: sb * float64(slots), Readers: 1}})
+	m, err := Open(dir, Options{Stream: StreamOptions{ArenaMB: sb * float64(slots), Readers: 1, NoAIO: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,12 +414,15 @@ func TestWaiterReadsWhatNoReaderStarted(t *testing.T) {
 }
 
 // TestEvictionDropsReadUnderWay: a Need that evicts an expert whose read
-// is under way (the one reader held in its first piece) returns without
-// waiting for it; the pieces no one took are dropped and counted, the new
-// expert's read starts only once the held piece has landed (it would
-// write the same memory), and the new expert's data are its own (those of
-// a store holding every expert), not the evicted one's.
-func TestEvictionDropsReadUnderWay(t *testing.T) {
+// is under way (the one reader held in its first piece; with native AIO,
+// one request in flight and the reaper held in its completion) returns
+// without waiting for it; the pieces no one took are dropped and counted,
+// the new expert's read starts only once the held piece has landed (it
+// would write the same memory), and the new expert's data are its own
+// (those of a store holding every expert), not the evicted one's.
+func TestEvictionDropsReadUnderWay(t *testing.T) { readModes(t, testEvictionDropsReadUnderWay) }
+
+func testEvictionDropsReadUnderWay(t *testing.T, opt StreamOptions) {
 	defer func(p int) { pieceTarget = p }(pieceTarget)
 	pieceTarget = strata.SlotAlign
 	dir := t.TempDir()
@@ -394,12 +434,14 @@ func TestEvictionDropsReadUnderWay(t *testing.T) {
 	defer full.Close()
 	sb := float64(full.Stream().SlotBytes()) / (1 << 20)
 	slots := full.Config.ExpertsUsed + 4
-	m, err := Open(dir, Options{Stream: StreamOptions{ArenaMB: sb * float64(slots), Readers: 1}})
+	opt.ArenaMB, opt.Readers = sb*float64(slots), 1
+	m, err := Open(dir, Options{Stream: opt})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
 	ps := m.Stream()
+	wantReadMode(t, ps, opt)
 	if ps.pieces < 2 {
 		t.Fatalf("slots of %d bytes in %d pieces; the test needs two or more", ps.slotBytes, ps.pieces)
 	}
@@ -565,11 +607,14 @@ func TestReadAheadOffWhenAllResident(t *testing.T) {
 }
 
 // TestLateHitCounted: a Need that hits a guess whose read is still under
-// way counts a late hit (the one reader held in that read), and a hit on
-// a read expert does not.
-func TestLateHitCounted(t *testing.T) {
-	m, order := openSmallArena(t, m0Used(t)+4)
+// way counts a late hit (the one reader held in that read, or the AIO
+// reaper in its completion), and a hit on a read expert does not.
+func TestLateHitCounted(t *testing.T) { readModes(t, testLateHitCounted) }
+
+func testLateHitCounted(t *testing.T, opt StreamOptions) {
+	m, order := openSmallArenaWith(t, m0Used(t)+4, opt)
 	ps := m.Stream()
+	wantReadMode(t, ps, opt)
 	a := absent(t, m, 1)
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once

@@ -22,7 +22,7 @@ type benchDecodeFlags struct {
 	prompt, tokens   int
 	readers, threads int
 	memMB, memPasses int
-	exact            bool
+	exact, noAIO     bool
 	diskSlots        int
 	residentCapMB    float64
 }
@@ -65,7 +65,8 @@ the rest.`,
 	cli.Float64VarOpen(fl, &f.arenaFrac, "arena-frac", 0.25, 0, 1, "arena of the streaming run, as a fraction of all experts")
 	cli.IntVar(fl, &f.prompt, "prompt", 16, 1, maxCtx, "prompt tokens (random ids)")
 	cli.IntVarP(fl, &f.tokens, "tokens", "n", 32, 2, maxCtx, "tokens to decode per run")
-	cli.IntVar(fl, &f.readers, "readers", engine.DefaultReaders, 1, maxReaders, "slot reader goroutines")
+	cli.IntVar(fl, &f.readers, "readers", engine.DefaultReaders, 1, maxReaders, "slot reads in flight at once (native AIO requests, or reader goroutines)")
+	fl.BoolVar(&f.noAIO, "no-aio", false, "read slots with reader goroutines' blocking reads, not native AIO")
 	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS)")
 	cli.IntVar(fl, &f.memMB, "mem-mb", 512, 1, 1<<16, "buffer for the memory bandwidth measurement (a plain streaming read on every thread), MiB")
 	cli.IntVar(fl, &f.memPasses, "mem-passes", 5, 1, 1000, "passes of the memory bandwidth measurement (the best counts)")
@@ -82,7 +83,7 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 		return err
 	}
 	rep, err := bench.Decode(ctx, bench.DecodeConfig{Spec: sp, Dir: f.dir, KeepFiles: f.keep, ArenaFrac: f.arenaFrac,
-		Prompt: f.prompt, Tokens: f.tokens, Readers: f.readers, Threads: f.threads, Mode: modeOf(f.exact), MemMB: f.memMB, MemPasses: f.memPasses, DiskSlots: f.diskSlots, ResidentCapMB: f.residentCapMB, Log: env.Logf})
+		Prompt: f.prompt, Tokens: f.tokens, Readers: f.readers, NoAIO: f.noAIO, Threads: f.threads, Mode: modeOf(f.exact), MemMB: f.memMB, MemPasses: f.memPasses, DiskSlots: f.diskSlots, ResidentCapMB: f.residentCapMB, Log: env.Logf})
 	if err != nil {
 		return err
 	}
@@ -145,8 +146,12 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 				rep.ResidentCapMB, why, d.Stream.ArenaSlots, d.Stream.TotalSlots)
 		}
 		printStepPhases(w, d.Phases)
-		fmt.Fprintf(w, "  hit rate %.3f, misses %.2f/token (in %.2f layers), read %.2f MB/token (%.2f of it dropped unread), read-ahead hits %.2f/token, hits still being read at their Need %.2f/token, waiting %.2f ms/token\n",
-			d.Stream.HitRate, d.Stream.MissesPerToken, d.Stream.MissedNeedsPerToken, d.Stream.ReadMBPerToken, d.Stream.DroppedMBPerToken, d.Stream.ReadAheadHitsPerToken, d.Stream.LateHitsPerToken, d.Stream.WaitMsPerToken)
+		reads := "reader goroutines"
+		if d.Stream.NativeAIO {
+			reads = "native AIO"
+		}
+		fmt.Fprintf(w, "  hit rate %.3f, misses %.2f/token (in %.2f layers), read %.2f MB/token (%.2f of it dropped unread; %s), read-ahead hits %.2f/token, hits still being read at their Need %.2f/token, waiting %.2f ms/token\n",
+			d.Stream.HitRate, d.Stream.MissesPerToken, d.Stream.MissedNeedsPerToken, d.Stream.ReadMBPerToken, d.Stream.DroppedMBPerToken, reads, d.Stream.ReadAheadHitsPerToken, d.Stream.LateHitsPerToken, d.Stream.WaitMsPerToken)
 	}
 	fmt.Fprintf(w, "streaming / resident: median step %.3f", rep.StreamingOfResident)
 	if rep.StreamingOfResidentCPU > 0 {

@@ -226,9 +226,14 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 	fmt.Fprintf(env.Err, "decode: %d steps in %.3f s (%.1f tokens/s), stop: %s\n", rep.DecodeSteps, rep.DecodeSeconds, rep.DecodeTokensPerS, rep.StopReason)
 	fmt.Fprintf(env.Err, "threads: %d (of %d CPUs), kernels: %s, %s mode\n", rep.Threads, runtime.NumCPU(), rep.Kernels, rep.Mode)
 	if st := rep.Stream; st != nil {
-		io := "O_DIRECT"
-		if !st.DirectIO {
+		io := "O_DIRECT, native AIO"
+		switch {
+		case !st.DirectIO:
 			io = "buffered: " + st.DirectIONote
+		case !st.NativeAIO && st.DirectIONote != "":
+			io = "O_DIRECT, reader goroutines: " + st.DirectIONote
+		case !st.NativeAIO:
+			io = "O_DIRECT, reader goroutines"
 		}
 		fmt.Fprintf(env.Err, "experts (decode, per token): hit rate %.3f (Belady's MIN %.3f), misses %.2f, read %.3f MB, read-ahead hits %.2f (of %.2f reads), waiting %.3f ms\n",
 			st.HitRate, *st.BeladyHitRate, st.MissesPerToken, st.ReadMBPerToken, st.ReadAheadHitsPerToken, st.GuessesPerToken, st.WaitMsPerToken)

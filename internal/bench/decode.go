@@ -26,6 +26,8 @@ type DecodeConfig struct {
 	Dir       string
 	KeepFiles bool
 	ArenaFrac float64
+	// NoAIO reads slots with reader goroutines (StreamOptions.NoAIO).
+	NoAIO bool
 	Prompt    int // prompt tokens (random ids from Spec.Seed)
 	Tokens    int // tokens decoded per run
 	Readers   int // slot reader goroutines
@@ -217,7 +219,7 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 		prompt[i] = int32(rng.IntN(sp.Vocab))
 	}
 	decode := func(arenaMB float64, measureDisk bool) (DecodeRun, error) {
-		m, err := engine.Open(dir, engine.Options{Threads: cfg.Threads, Mode: cfg.Mode, Stream: engine.StreamOptions{ArenaMB: arenaMB, Readers: cfg.Readers}})
+		m, err := engine.Open(dir, engine.Options{Threads: cfg.Threads, Mode: cfg.Mode, Stream: engine.StreamOptions{ArenaMB: arenaMB, Readers: cfg.Readers, NoAIO: cfg.NoAIO}})
 		if err != nil {
 			return DecodeRun{}, err
 		}
