@@ -1133,6 +1133,79 @@ func (s *PackStore) MeasureReads(n, readers int, seed uint64) (float64, error) {
 	return float64(n*s.slotBytes) / sec, nil
 }
 
+// ReadLoad starts reading random slots (seeded) in the background, whole
+// slots with two goroutines at once into buffers of their own, paced to
+// bytesPerS in all, the way a streaming run's reads load the machine (by
+// native AIO where the store reads so, the goroutines parked while each
+// read is under way) but with their bytes unused: a resident run under it
+// shows what the reads themselves cost the compute here (on a VM, the
+// host's I/O work shares the cores). stop ends it and returns the bytes
+// read, the seconds it ran and the first read error.
+func (s *PackStore) ReadLoad(bytesPerS float64, seed uint64) (stop func() (int64, float64, error)) {
+	const workers = 2
+	var quit atomic.Bool
+	var wg sync.WaitGroup
+	var total atomic.Int64
+	errs := make([]error, workers)
+	nslot := len(s.where)
+	s.mu.Lock()
+	useAIO := s.aioOn()
+	s.mu.Unlock()
+	t0 := time.Now()
+	for w := 0; w < workers; w++ {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			buf := alignedBytes(s.slotBytes, strata.SlotAlign)
+			read := func(off int64) error { return s.readAt(buf, off) }
+			if useAIO {
+				a, err := newAIO(1, 1)
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				defer a.destroy()
+				read = func(off int64) error {
+					a.prep(0, s.aioFd, buf, off)
+					if _, err := a.submit(); err != nil {
+						return err
+					}
+					for {
+						evs, err := a.wait()
+						if err != nil {
+							return err
+						}
+						if len(evs) > 0 {
+							if evs[0].res != int64(len(buf)) {
+								return fmt.Errorf("%s: a background read of %d bytes at %d returned %d", s.path, len(buf), off, evs[0].res)
+							}
+							return nil
+						}
+					}
+				}
+			}
+			// At least one read each, however soon stop comes.
+			for n := int64(0); n == 0 || !quit.Load(); {
+				key := rng.IntN(nslot)
+				if err := read(int64(s.x.Table[key].Offset)); err != nil {
+					errs[w] = err
+					return
+				}
+				n += int64(s.slotBytes)
+				total.Add(int64(s.slotBytes))
+				due := time.Duration(float64(n) / (bytesPerS / workers) * 1e9)
+				if d := due - time.Since(t0); d > 0 {
+					time.Sleep(d)
+				}
+			}
+		})
+	}
+	return func() (int64, float64, error) {
+		quit.Store(true)
+		wg.Wait()
+		return total.Load(), time.Since(t0).Seconds(), errors.Join(errs...)
+	}
+}
+
 // Direct reports whether slot reads bypass the page cache, and why not.
 func (s *PackStore) Direct() (bool, string) {
 	s.ioMu.Lock()

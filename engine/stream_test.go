@@ -641,3 +641,23 @@ func testLateHitCounted(t *testing.T, opt StreamOptions) {
 	}
 	m.Experts.Release(1, a)
 }
+
+// TestReadLoad: a background read load reads slots of the pack (at least
+// one per worker however soon it stops, none of them into the arena) in
+// either read mode, and stops.
+func TestReadLoad(t *testing.T) {
+	readModes(t, func(t *testing.T, opt StreamOptions) {
+		m, _ := openSmallArenaWith(t, m0Used(t)+4, opt)
+		ps := m.Stream()
+		wantReadMode(t, ps, opt)
+		before := ps.Counters()
+		stop := ps.ReadLoad(1e9, 1)
+		n, sec, err := stop()
+		if err != nil || n < 2*ps.SlotBytes() || n%ps.SlotBytes() != 0 || sec <= 0 {
+			t.Fatalf("read %d bytes (slots of %d) in %g s, error %v", n, ps.SlotBytes(), sec, err)
+		}
+		if c := ps.Counters(); c != before {
+			t.Fatalf("the store's counters moved: %+v -> %+v", before, c)
+		}
+	})
+}

@@ -23,6 +23,7 @@ type benchDecodeFlags struct {
 	readers, threads int
 	memMB, memPasses int
 	exact, noAIO     bool
+	readCost         bool
 	diskSlots        int
 	residentCapMB    float64
 }
@@ -67,6 +68,7 @@ the rest.`,
 	cli.IntVarP(fl, &f.tokens, "tokens", "n", 32, 2, maxCtx, "tokens to decode per run")
 	cli.IntVar(fl, &f.readers, "readers", engine.DefaultReaders, 1, maxReaders, "slot reads in flight at once (native AIO requests, or reader goroutines)")
 	fl.BoolVar(&f.noAIO, "no-aio", false, "read slots with reader goroutines' blocking reads, not native AIO")
+	fl.BoolVar(&f.readCost, "read-cost", false, "decode every expert resident once more under a background read of random slots at the streaming run's rate: what the reads alone cost the compute here")
 	cli.Threads(fl, &f.threads, "matmul threads (0: GOMAXPROCS)")
 	cli.IntVar(fl, &f.memMB, "mem-mb", 512, 1, 1<<16, "buffer for the memory bandwidth measurement (a plain streaming read on every thread), MiB")
 	cli.IntVar(fl, &f.memPasses, "mem-passes", 5, 1, 1000, "passes of the memory bandwidth measurement (the best counts)")
@@ -83,7 +85,7 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 		return err
 	}
 	rep, err := bench.Decode(ctx, bench.DecodeConfig{Spec: sp, Dir: f.dir, KeepFiles: f.keep, ArenaFrac: f.arenaFrac,
-		Prompt: f.prompt, Tokens: f.tokens, Readers: f.readers, NoAIO: f.noAIO, Threads: f.threads, Mode: modeOf(f.exact), MemMB: f.memMB, MemPasses: f.memPasses, DiskSlots: f.diskSlots, ResidentCapMB: f.residentCapMB, Log: env.Logf})
+		Prompt: f.prompt, Tokens: f.tokens, Readers: f.readers, NoAIO: f.noAIO, ReadCost: f.readCost, Threads: f.threads, Mode: modeOf(f.exact), MemMB: f.memMB, MemPasses: f.memPasses, DiskSlots: f.diskSlots, ResidentCapMB: f.residentCapMB, Log: env.Logf})
 	if err != nil {
 		return err
 	}
@@ -152,6 +154,10 @@ func benchDecode(ctx context.Context, env *cli.Env, f *benchDecodeFlags) error {
 		}
 		fmt.Fprintf(w, "  hit rate %.3f, misses %.2f/token (in %.2f layers), read %.2f MB/token (%.2f of it dropped unread; %s), read-ahead hits %.2f/token, hits still being read at their Need %.2f/token, waiting %.2f ms/token\n",
 			d.Stream.HitRate, d.Stream.MissesPerToken, d.Stream.MissedNeedsPerToken, d.Stream.ReadMBPerToken, d.Stream.DroppedMBPerToken, reads, d.Stream.ReadAheadHitsPerToken, d.Stream.LateHitsPerToken, d.Stream.WaitMsPerToken)
+	}
+	if u := rep.ResidentUnderReads; u != nil {
+		fmt.Fprintf(w, "resident under a background read of %.0f MB/s (random slots, the streaming run's rate, bytes unused): decode %.2f tokens/s (median step %.2f), %.0f%% of the memory bound; the reads alone cost %.2f ms a step\n",
+			rep.BackgroundReadMBs, u.DecodeTokensPerS, u.MedianTokensPerS, 100*u.MemFraction, 1e3/u.MedianTokensPerS-1e3/rep.Resident.MedianTokensPerS)
 	}
 	fmt.Fprintf(w, "streaming / resident: median step %.3f", rep.StreamingOfResident)
 	if rep.StreamingOfResidentCPU > 0 {

@@ -113,6 +113,9 @@ func TestBenchDecodeSmall(t *testing.T) {
 	if want := str.MedianTokensPerS / res.MedianTokensPerS; rep.StreamingOfResident != want {
 		t.Fatalf("streaming of resident %g, want %g", rep.StreamingOfResident, want)
 	}
+	if rep.ResidentUnderReads != nil || rep.BackgroundReadMBs != 0 {
+		t.Fatalf("a resident run under reads without --read-cost: %+v, %g MB/s", rep.ResidentUnderReads, rep.BackgroundReadMBs)
+	}
 	if rep.Mode != "fast" || rep.MemPasses != 5 {
 		t.Fatalf("mode %q, memory passes %d", rep.Mode, rep.MemPasses)
 	}
@@ -122,6 +125,24 @@ func TestBenchDecodeSmall(t *testing.T) {
 	}
 	if runtime.GOOS == "linux" && math.Abs(rep.ResidentCapMB-memTotalMiB(t)/2) > 1 {
 		t.Fatalf("resident cap %.1f MiB, want half of /proc/meminfo's MemTotal, %.1f MiB", rep.ResidentCapMB, memTotalMiB(t)/2)
+	}
+}
+
+// TestBenchDecodeReadCost: --read-cost decodes the resident run's tokens
+// once more with every expert resident while slots are read in the
+// background, and reports that run, bound as the resident one, beside the
+// background read's rate.
+func TestBenchDecodeReadCost(t *testing.T) {
+	args := []string{"--json", "bench", "decode", "--dir", t.TempDir(), "--layers", "2", "--embd", "256", "--ff", "128",
+		"--experts", "16", "--used", "2", "--vocab", "512", "--heads", "4", "--heads-kv", "2", "--head-dim", "64",
+		"-n", "4", "--prompt", "3", "--mem-mb", "8", "--disk-slots", "8", "--read-cost"}
+	rep := benchDecodeReport(t, args)
+	u := rep.ResidentUnderReads
+	if u == nil || rep.BackgroundReadMBs <= 0 {
+		t.Fatalf("resident run under reads %+v at %g MB/s", u, rep.BackgroundReadMBs)
+	}
+	if u.DecodeSteps != rep.Resident.DecodeSteps || u.Stream.HitRate != 1 || u.Stream.Counters.Reads != 0 || u.MemLimit != rep.Resident.MemLimit || u.MemFraction != u.MedianTokensPerS/u.MemLimit {
+		t.Fatalf("resident run under reads %+v; resident run %+v", u, rep.Resident)
 	}
 }
 

@@ -28,6 +28,10 @@ type DecodeConfig struct {
 	ArenaFrac float64
 	// NoAIO reads slots with reader goroutines (StreamOptions.NoAIO).
 	NoAIO bool
+	// ReadCost decodes every expert resident a second time while a
+	// background read loads the disk at the streaming run's rate
+	// (ResidentUnderReads): what the reads alone cost the compute.
+	ReadCost  bool
 	Prompt    int // prompt tokens (random ids from Spec.Seed)
 	Tokens    int // tokens decoded per run
 	Readers   int // slot reader goroutines
@@ -171,6 +175,13 @@ type DecodeReport struct {
 	ComputeLimit float64      `json:"compute_limit_tokens_per_s"`
 	Resident     DecodeRun    `json:"resident"`
 	Streaming    DecodeRun    `json:"streaming"`
+	// ResidentUnderReads is the resident run again, under a background
+	// read of random slots (engine.PackStore.ReadLoad) at the streaming
+	// run's rate of slot bytes read (BackgroundReadMBs, as it ran):
+	// streaming's reads without their waits, the products' slowdown
+	// they cause on this machine (DecodeConfig.ReadCost).
+	ResidentUnderReads *DecodeRun `json:"resident_under_reads,omitempty"`
+	BackgroundReadMBs  float64    `json:"background_read_mb_s,omitempty"`
 	// StreamingOfResident is the streaming run's median step rate over
 	// the resident run's, and StreamingOfResidentCPU the same of their
 	// steps per CPU-second (what streaming's reads cost, waits aside).
@@ -218,7 +229,7 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 	for i := range prompt {
 		prompt[i] = int32(rng.IntN(sp.Vocab))
 	}
-	decode := func(arenaMB float64, measureDisk bool) (DecodeRun, error) {
+	decode := func(arenaMB float64, measureDisk bool, loadBps float64) (DecodeRun, error) {
 		m, err := engine.Open(dir, engine.Options{Threads: cfg.Threads, Mode: cfg.Mode, Stream: engine.StreamOptions{ArenaMB: arenaMB, Readers: cfg.Readers, NoAIO: cfg.NoAIO}})
 		if err != nil {
 			return DecodeRun{}, err
@@ -257,6 +268,12 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 		var cpu0 time.Duration
 		var cpuOK bool
 		var stamps []time.Time
+		var stopLoad func() (int64, float64, error)
+		defer func() {
+			if stopLoad != nil {
+				stopLoad()
+			}
+		}()
 		res, err := s.Generate(ctx, prompt, engine.GenerateOptions{
 			MaxTokens: cfg.Tokens,
 			// Sampled, not greedy: greedy decoding of random weights
@@ -264,6 +281,9 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 			// alike and flatter the cache.
 			Sampler: engine.NewSampler(1, 1, sp.Seed),
 			AfterPrefill: func() {
+				if loadBps > 0 {
+					stopLoad = ps.ReadLoad(loadBps, sp.Seed)
+				}
 				before = ps.Counters()
 				cpu0, cpuOK = ProcessCPU()
 			},
@@ -276,6 +296,14 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 			return DecodeRun{}, err
 		}
 		cpu1, cpuOK1 := ProcessCPU()
+		if stopLoad != nil {
+			n, sec, err := stopLoad()
+			stopLoad = nil
+			if err != nil {
+				return DecodeRun{}, err
+			}
+			rep.BackgroundReadMBs = float64(n) / sec / 1e6
+		}
 		st := ps.Report(before, ps.Counters(), res.DecodeSteps)
 		memAfter, err := memRead()
 		if err != nil {
@@ -316,13 +344,21 @@ func Decode(ctx context.Context, cfg DecodeConfig) (*DecodeReport, error) {
 	if rep.ResidentCapMB == 0 {
 		rep.ResidentCapMB = float64(engine.DefaultArenaCap()) / (1 << 20)
 	}
-	if rep.Resident, err = decode(cfg.ResidentCapMB, false); err != nil {
+	if rep.Resident, err = decode(cfg.ResidentCapMB, false, 0); err != nil {
 		return nil, err
 	}
 	rep.ResidentCapped = rep.Resident.Stream.ArenaSlots < rep.Resident.Stream.TotalSlots
 	arena := cfg.ArenaFrac * float64(sp.Layers*sp.Experts) * float64(rep.SlotBytes) / (1 << 20)
-	if rep.Streaming, err = decode(arena, true); err != nil {
+	if rep.Streaming, err = decode(arena, true, 0); err != nil {
 		return nil, err
+	}
+	if rate := rep.Streaming.Stream.LandedMBPerToken() * (1 << 20) * rep.Streaming.DecodeTokensPerS; cfg.ReadCost && rate > 0 {
+		r, err := decode(cfg.ResidentCapMB, false, rate)
+		if err != nil {
+			return nil, err
+		}
+		r.bound(&rep)
+		rep.ResidentUnderReads = &r
 	}
 	rep.Resident.bound(&rep)
 	rep.Streaming.bound(&rep)
