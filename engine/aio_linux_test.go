@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stratactl/stratactl/engine/enginetest"
 	"github.com/stratactl/stratactl/internal/testutil"
@@ -69,5 +70,40 @@ func TestAIOFaults(t *testing.T) {
 				t.Fatal("nothing was read")
 			}
 		})
+	}
+}
+
+// TestAIOCloseAfterRefusedSubmit: a store closed while the read of a
+// refused submit is still under way on its own goroutine closes (the
+// reaper, parked with nothing in flight by AIO, is woken when that read
+// ends), time after time.
+func TestAIOCloseAfterRefusedSubmit(t *testing.T) {
+	defer func() { aioSubmitFault = nil }()
+	used := m0Used(t)
+	for range 20 {
+		aioSubmitFault = nil
+		m, order := openSmallArenaWith(t, used+4, StreamOptions{})
+		ps := m.Stream()
+		wantReadMode(t, ps, StreamOptions{})
+		aioSubmitFault = func(a *aioCtx) ([]int, error) {
+			var refused []int
+			for _, cb := range a.ptrs {
+				refused = append(refused, int(cb.data))
+			}
+			a.ptrs = a.ptrs[:0]
+			return refused, syscall.EAGAIN
+		}
+		l := order[0][0]
+		m.Experts.Need(l, []int{absent(t, m, l)})
+		done := make(chan error, 1)
+		go func() { done <- ps.Close() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("Close never returned after a refused submit")
+		}
 	}
 }

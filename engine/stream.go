@@ -98,11 +98,12 @@ type StreamReport struct {
 	DirectIONote          string  `json:"direct_io_note,omitempty"`
 	// NativeAIO is whether native AIO submitted the reads at the report's
 	// end (else reader goroutines read them; DirectIONote says why, where
-	// AIO was given up on).
-	NativeAIO   bool           `json:"native_aio"`
-	FillSlots   int            `json:"fill_slots"`
-	FillSeconds float64        `json:"fill_seconds"`
-	Counters    StreamCounters `json:"counters"`
+	// AIO was given up on, NativeAIONote where it could not be set up).
+	NativeAIO     bool           `json:"native_aio"`
+	NativeAIONote string         `json:"native_aio_note,omitempty"`
+	FillSlots     int            `json:"fill_slots"`
+	FillSeconds   float64        `json:"fill_seconds"`
+	Counters      StreamCounters `json:"counters"`
 }
 
 const (
@@ -166,17 +167,20 @@ type PackStore struct {
 	// aioDepth requests in flight (aioBusy now, each piece's in reqs,
 	// by slot*pieces+piece), a goroutine (aioReap) taking their
 	// completions; nil when the reader goroutines read (buffered reads,
-	// no native AIO, or after a direct read was refused). aioFd is the
-	// direct descriptor it reads, wakeBuf the buffer of Close's wake-up
-	// read (request len(reqs)).
+	// no native AIO, or after a direct read was refused; aioNote says
+	// why it could not be set up). aioFd is the direct descriptor it
+	// reads; aioDead is set once aioBroken has destroyed the context.
+	// These, batching and readersStarted are guarded by mu.
 	aio               *aioCtx
 	aioFd             uintptr
 	aioDepth, aioBusy int
+	aioDead           bool
+	aioNote           string
 	reqs              []pieceReq
-	// batching: a Need or Guess is queueing reads, and submits them all
-	// in one io_submit at its end (one doorbell for the device).
-	batching       bool
-	wakeBuf        []byte
+	// batching counts the Need and Guess calls queueing reads now, each
+	// submitting what is queued in one io_submit at its end (one doorbell
+	// for the device).
+	batching       int
 	readersStarted bool
 	readers        int
 	oldFDs         []*os.File
@@ -283,6 +287,8 @@ func newPackStore(p *strata.Pack, c *Config, opt StreamOptions) (*PackStore, err
 			s.reqs = make([]pieceReq, nslots*s.pieces)
 			s.wg.Add(1)
 			go s.aioReap()
+		} else {
+			s.aioNote = err.Error()
 		}
 	}
 	if s.aio == nil {
@@ -459,7 +465,7 @@ func (s *PackStore) enqueue(i int, guess bool) {
 // wake starts the queued reads: it submits them (aio), or wakes the
 // readers. Called with s.mu held.
 func (s *PackStore) wake() {
-	if !s.batching || !s.aioOn() {
+	if s.batching == 0 || !s.aioOn() {
 		s.flush()
 	}
 }
@@ -796,10 +802,10 @@ func (s *PackStore) Need(layer int, ids []int) {
 // batch runs queue, which queues reads, and then starts them together.
 // Called with s.mu held.
 func (s *PackStore) batch(queue func()) {
-	s.batching = true
+	s.batching++
 	queue()
-	s.batching = false
-	s.wake()
+	s.batching--
+	s.flush()
 }
 
 // Guess starts reading experts of layer that read-ahead expects, up to
@@ -1006,7 +1012,7 @@ func (s *PackStore) Report(from, to StreamCounters, tokens int) *StreamReport {
 	r.DirectIO, r.DirectIONote = s.direct, s.directNote
 	s.ioMu.Unlock()
 	s.mu.Lock()
-	r.NativeAIO = s.aioOn()
+	r.NativeAIO, r.NativeAIONote = s.aioOn(), s.aioNote
 	s.mu.Unlock()
 	if d.Demands > 0 {
 		r.HitRate = float64(d.Hits) / float64(d.Demands)
@@ -1064,7 +1070,7 @@ func (s *PackStore) Close() error {
 		}
 	}
 	s.ioMu.Unlock()
-	if s.aio != nil {
+	if s.aio != nil && !s.aioDead {
 		errs = append(errs, s.aio.destroy())
 	}
 	errs = append(errs, s.x.Close())
@@ -1139,8 +1145,9 @@ func (s *PackStore) MeasureReads(n, readers int, seed uint64) (float64, error) {
 // native AIO where the store reads so, the goroutines parked while each
 // read is under way) but with their bytes unused: a resident run under it
 // shows what the reads themselves cost the compute here (on a VM, the
-// host's I/O work shares the cores). stop ends it and returns the bytes
-// read, the seconds it ran and the first read error.
+// host's I/O work shares the cores). A bytesPerS of 0 or less reads
+// without pause. stop ends it (it must come before Close) and returns
+// the bytes read, the seconds it ran and the first read error.
 func (s *PackStore) ReadLoad(bytesPerS float64, seed uint64) (stop func() (int64, float64, error)) {
 	const workers = 2
 	var quit atomic.Bool
@@ -1158,6 +1165,16 @@ func (s *PackStore) ReadLoad(bytesPerS float64, seed uint64) (stop func() (int64
 			buf := alignedBytes(s.slotBytes, strata.SlotAlign)
 			read := func(off int64) error { return s.readAt(buf, off) }
 			if useAIO {
+				// The kernel writes the buffer after io_submit returns,
+				// so it lives outside the Go heap, unmapped only after
+				// destroy has waited for the request.
+				abuf, unmap, err := mapArena(s.slotBytes, strata.SlotAlign)
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				defer unmap()
+				buf = abuf
 				a, err := newAIO(1, 1)
 				if err != nil {
 					errs[w] = err
@@ -1192,9 +1209,11 @@ func (s *PackStore) ReadLoad(bytesPerS float64, seed uint64) (stop func() (int64
 				}
 				n += int64(s.slotBytes)
 				total.Add(int64(s.slotBytes))
-				due := time.Duration(float64(n) / (bytesPerS / workers) * 1e9)
-				if d := due - time.Since(t0); d > 0 {
-					time.Sleep(d)
+				if bytesPerS > 0 {
+					due := time.Duration(float64(n) / (bytesPerS / workers) * 1e9)
+					if d := due - time.Since(t0); d > 0 {
+						time.Sleep(d)
+					}
 				}
 			}
 		})

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"syscall"
 )
@@ -48,7 +49,9 @@ func (s *PackStore) pump() {
 	}
 	unsent, err := submit(s.aio)
 	for _, r := range unsent {
-		// Read it the readers' way, on a goroutine of its own.
+		// Read it the readers' way, on a goroutine of its own; the kernel
+		// does not have it (aioBroken must not end it).
+		s.reqs[r].live = false
 		q := s.reqs[r]
 		go func() {
 			buf, off := s.pieceAt(r/s.pieces, q)
@@ -109,7 +112,14 @@ func (s *PackStore) aioReap() {
 // wait forever, and hands the queue to the readers.
 func (s *PackStore) aioBroken(err error) {
 	err = fmt.Errorf("native AIO: %w", err)
+	// io_destroy waits for the requests the kernel still has, so none
+	// writes the arena once it is ended here.
+	derr := s.aio.destroy()
 	s.mu.Lock()
+	s.aioDead = true
+	if derr != nil {
+		err = errors.Join(err, derr)
+	}
 	var live []int
 	for r := range s.reqs {
 		if s.reqs[r].live {
@@ -119,9 +129,11 @@ func (s *PackStore) aioBroken(err error) {
 	s.mu.Unlock()
 	for _, r := range live {
 		s.mu.Lock()
-		q := s.reqs[r]
+		q, still := s.reqs[r], s.reqs[r].live
 		s.mu.Unlock()
-		s.aioLanded(r, q, err, err)
+		if still {
+			s.aioLanded(r, q, err, err)
+		}
 	}
 	s.mu.Lock()
 	s.aioDepth = 0
@@ -155,8 +167,19 @@ func (s *PackStore) aioLanded(r int, q pieceReq, err, why error) {
 		s.work.Broadcast()
 	}
 	s.pump()
+	if s.closed && s.aioBusy == 0 && !s.aioDead {
+		// The reaper may be parked with nothing left to wake it: this
+		// request was read outside AIO (a refused submit).
+		s.aio.poke()
+	}
 	s.mu.Unlock()
 }
 
 // aioWake wakes the reaper so that it sees the store closed.
-func (s *PackStore) aioWake() { s.aio.poke() }
+func (s *PackStore) aioWake() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.aioDead {
+		s.aio.poke()
+	}
+}

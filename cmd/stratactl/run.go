@@ -232,6 +232,8 @@ func runModel(cmd *cobra.Command, env *cli.Env, path string, f *runFlags) error 
 			io = "buffered: " + st.DirectIONote
 		case !st.NativeAIO && st.DirectIONote != "":
 			io = "O_DIRECT, reader goroutines: " + st.DirectIONote
+		case !st.NativeAIO && st.NativeAIONote != "":
+			io = "O_DIRECT, reader goroutines: " + st.NativeAIONote
 		case !st.NativeAIO:
 			io = "O_DIRECT, reader goroutines"
 		}
