@@ -109,6 +109,24 @@ GLOBL q8sgnbit<>(SB), RODATA|NOPTR, $32
 	VADDSS X1, X0, X0 \
 	VMOVSS X0, dst
 
+// FOLDROWS4(ooffarg, n, adv): the four-stream row kernels' folds: Y8..Y11's
+// lanes (FOLDLANES) into out at R8 and ooff, 2ooff, 3ooff bytes after it
+// (ooffarg the ooff argument), for the first n streams (n a register
+// holding 1..4); adv the label after it. AX, R9, X0 and X1 are clobbered.
+#define FOLDROWS4(ooffarg, n, adv) \
+	MOVQ ooffarg, AX \
+	FOLDLANES(Y8, X8, (R8)) \
+	CMPQ n, $2 \
+	JLT  adv \
+	FOLDLANES(Y9, X9, (R8)(AX*1)) \
+	CMPQ n, $3 \
+	JLT  adv \
+	FOLDLANES(Y10, X10, (R8)(AX*2)) \
+	CMPQ n, $4 \
+	JLT  adv \
+	LEAQ (R8)(AX*2), R9 \
+	FOLDLANES(Y11, X11, (R9)(AX*1))
+
 // IQLACC(st): an IQ group's 8 sub-block sums (Y0) times their factors (Y1)
 // and the activation scales (DX) into the lanes (Y12), then on to the next
 // group, st bytes on (SI; DI the codes, DX the scales), its DECQ CX last.
@@ -192,18 +210,7 @@ kwnext: \
 	XSADV \
 	DECQ CX \
 	JNZ  kwblock \
-	MOVQ ooff+ooffo(FP), AX \
-	FOLDLANES(Y8, X8, (R8)) \
-	CMPQ R12, $2 \
-	JLT  kwadv \
-	FOLDLANES(Y9, X9, (R8)(AX*1)) \
-	CMPQ R12, $3 \
-	JLT  kwadv \
-	FOLDLANES(Y10, X10, (R8)(AX*2)) \
-	CMPQ R12, $4 \
-	JLT  kwadv \
-	LEAQ (R8)(AX*2), R9 \
-	FOLDLANES(Y11, X11, (R9)(AX*1)) \
+	FOLDROWS4(ooff+ooffo(FP), R12, kwadv) \
 kwadv: \
 	ADDQ $4, R8 \
 	ADDQ stride+8(FP), R13 \

@@ -278,18 +278,7 @@ iq4tail: \
 	IQ4ROW(Y11, SCALEG, SCALEF) \
 \
 iq4fold: \
-	MOVQ ooff+88(FP), AX \
-	FOLDLANES(Y8, X8, (R8)) \
-	CMPQ R12, $2 \
-	JLT  iq4adv \
-	FOLDLANES(Y9, X9, (R8)(AX*1)) \
-	CMPQ R12, $3 \
-	JLT  iq4adv \
-	FOLDLANES(Y10, X10, (R8)(AX*2)) \
-	CMPQ R12, $4 \
-	JLT  iq4adv \
-	LEAQ (R8)(AX*2), R9 \
-	FOLDLANES(Y11, X11, (R9)(AX*1)) \
+	FOLDROWS4(ooff+88(FP), R12, iq4adv) \
 \
 iq4adv: \
 	ADDQ $4, R8 \
@@ -668,18 +657,7 @@ pwnext: \
 	DECQ CX \
 	JNZ  pwblock \
 pwfold: \
-	MOVQ ooff+72(FP), AX \
-	FOLDLANES(Y8, X8, (R8)) \
-	CMPQ BX, $2 \
-	JLT  pwadv \
-	FOLDLANES(Y9, X9, (R8)(AX*1)) \
-	CMPQ BX, $3 \
-	JLT  pwadv \
-	FOLDLANES(Y10, X10, (R8)(AX*2)) \
-	CMPQ BX, $4 \
-	JLT  pwadv \
-	LEAQ (R8)(AX*2), R9 \
-	FOLDLANES(Y11, X11, (R9)(AX*1)) \
+	FOLDROWS4(ooff+72(FP), BX, pwadv) \
 pwadv: \
 	ADDQ $4, R8 \
 	ADDQ stride+8(FP), R13 \
